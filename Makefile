@@ -1,0 +1,99 @@
+# muonbench: see README.md. Plain GNU make; the libraries come from pkg-config.
+#
+#   make            build build/muonbench (installing missing packages first)
+#   make run        the main job
+#   make test       build and run the tests
+#   make asan       the tests under AddressSanitizer and UBSan (in build-asan/)
+#   make install    PREFIX=/usr/local DESTDIR= (binary and man page)
+#   make WERROR=1   warnings are errors (as CI builds)
+
+VERSION = 0.1.0
+PREFIX ?= /usr/local
+BINDIR = $(PREFIX)/bin
+MANDIR = $(PREFIX)/share/man/man1
+BUILD ?= build
+
+PKGS = OpenCL clblast numa libcjson
+WARNINGS = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	   -Wformat=2 -Wvla
+ifdef WERROR
+WARNINGS += -Werror
+endif
+CFLAGS ?= -O2 -g
+# Evaluated when a recipe runs, after deps has installed pkg-config's files.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARNINGS) $(CFLAGS) -Ilib -Icmd \
+	     -I$(BUILD) $(PKG_CFLAGS) -MMD -MP
+ALL_LDLIBS = $(PKG_LIBS) -lm $(LDLIBS)
+
+LIB_SRC = $(wildcard lib/*.c)
+CMD_SRC = $(wildcard cmd/*.c)
+TEST_SRC = $(wildcard tests/test_*.c)
+EMBEDDED = $(sort $(wildcard configs/*.json kernels/*.cl))
+
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
+CMD_OBJ = $(CMD_SRC:%.c=$(BUILD)/%.o)
+TESTS = $(TEST_SRC:%.c=$(BUILD)/%)
+BIN = $(BUILD)/muonbench
+
+all: $(BIN)
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/embedded.c: scripts/embed.sh $(EMBEDDED)
+	@mkdir -p $(dir $@)
+	scripts/embed.sh $(EMBEDDED) > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/embedded.o: $(BUILD)/embedded.c | deps
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# The git revision, rewritten only when it changes so that main.o rebuilds then.
+$(BUILD)/version.h: FORCE
+	@mkdir -p $(dir $@)
+	@rev=$$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown); \
+	printf '#define MB_VERSION "%s"\n#define MB_GIT_REV "%s"\n' '$(VERSION)' "$$rev" > $@.tmp; \
+	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/cmd/main.o: $(BUILD)/version.h
+
+$(BUILD)/libmuonbench.a: $(LIB_OBJ)
+	$(AR) rcs $@ $^
+
+$(BIN): $(CMD_OBJ) $(BUILD)/libmuonbench.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(ALL_LDLIBS)
+
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/libmuonbench.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(ALL_LDLIBS) $(shell pkg-config --libs cmocka)
+
+run: $(BIN)
+	$(BIN) plan
+
+test: $(BIN) $(TESTS)
+	@tests/run.sh $(BIN) $(TESTS)
+
+ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	     -fno-sanitize-recover=all
+asan:
+	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" LDFLAGS="$(ASAN_FLAGS)" test
+
+install: $(BIN)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)
+	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/muonbench
+	install -m 644 doc/muonbench.1 $(DESTDIR)$(MANDIR)/muonbench.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/muonbench $(DESTDIR)$(MANDIR)/muonbench.1
+
+clean:
+	rm -rf build build-asan
+
+FORCE:
+.PHONY: all deps run test asan install uninstall clean FORCE
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

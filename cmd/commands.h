@@ -1,0 +1,13 @@
+/*
+ * commands: one function per subcommand. Each returns 0 or a negative
+ * mb_status with the message recorded (mb_err.h); main prints it and exits.
+ */
+#ifndef MB_COMMANDS_H
+#define MB_COMMANDS_H
+
+#include "options.h"
+
+int mb_cmd_plan(const struct mb_args *args);
+int mb_cmd_devices(const struct mb_args *args);
+
+#endif

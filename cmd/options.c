@@ -1,0 +1,268 @@
+/*
+ * options: the option table, its parser and the help it prints.
+ */
+#include "options.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "mb_config.h"
+#include "mb_err.h"
+#include "mb_num.h"
+
+enum kind {
+	FLAG,	/* bool, no value */
+	TEXT,	/* const char * */
+	CHOICE, /* const char *, one of choices */
+	COUNT,	/* uint64_t, a whole number */
+	SIZE,	/* uint64_t, bytes with an optional unit */
+};
+
+#define ON(c)	   (1u << (c))
+#define ALL	   ((1u << MB_NCOMMANDS) - 1)
+#define MODEL_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_PLAN))
+
+struct option {
+	const char *name; /* without the leading -- */
+	const char *arg;  /* the value's name in help; NULL for a flag */
+	enum kind kind;
+	size_t offset;	     /* into struct mb_args */
+	const char *def;     /* default, as typed by a user; NULL: none */
+	uint64_t min, max;   /* COUNT and SIZE */
+	const char *choices; /* CHOICE: "md|csv|json" */
+	unsigned commands;   /* ON(command) for each that takes it */
+	const char *help;
+};
+
+#define AT(field) offsetof(struct mb_args, field)
+
+static const struct option options[] = {
+	{ "model", "NAME", TEXT, AT(model), "qwen3-4b", 0, 0, NULL, MODEL_CMDS,
+	  "built-in model shape (listed below)" },
+	{ "config", "FILE", TEXT, AT(config), NULL, 0, 0, NULL, MODEL_CMDS,
+	  "model shape from a JSON file instead: a Hugging Face config.json or a "
+	  "parameter list (see README)" },
+	{ "layers", "N", COUNT, AT(layers), NULL, 1, 1u << 16, NULL, MODEL_CMDS,
+	  "keep only the first N decoder layers" },
+	{ "stage", "S", COUNT, AT(stage), "2", 1, 3, NULL, MODEL_CMDS, "ZeRO stage: 1, 2 or 3" },
+	{ "gather-budget", "SIZE", SIZE, AT(gather_budget), "512Mi", 1, UINT64_MAX, NULL,
+	  MODEL_CMDS, "stage 1/2: most bytes of grads + momentum gathered in one Muon batch" },
+	{ "sub-group-size", "N", COUNT, AT(sub_group_size), "1e9", 1, UINT64_MAX, NULL, MODEL_CMDS,
+	  "stage 3: elements in a sub-group (DeepSpeed's sub_group_size)" },
+	{ "world-size", "W", COUNT, AT(world_size), "1", 1, 1u << 20, NULL, ON(MB_CMD_PLAN),
+	  "ranks sharing the optimizer state" },
+	{ "rank", "R", COUNT, AT(rank), "0", 0, (1u << 20) - 1, NULL, ON(MB_CMD_PLAN),
+	  "the rank planned, 0 to W-1" },
+	{ "format", "FMT", CHOICE, AT(format), "md", 0, 0, "md|csv|json", ON(MB_CMD_PLAN),
+	  "output format: md (Markdown tables), csv (one row) or json" },
+	{ "help", NULL, FLAG, AT(help), NULL, 0, 0, NULL, ALL, "print this help and exit" },
+	{ "version", NULL, FLAG, AT(version), NULL, 0, 0, NULL, ALL,
+	  "print the version and the git revision and exit" },
+};
+
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+struct command {
+	const char *name, *summary, *description;
+};
+
+static const struct command commands[MB_NCOMMANDS] = {
+	[MB_CMD_RUN] = { "run", "run the offload benchmark (the default command)",
+			 "Runs the Muon offload step on an OpenCL device. Not built yet: "
+			 "it arrives with the data-path work; until then it says so and "
+			 "exits 2. Use 'muonbench plan' to see what a run would do." },
+	[MB_CMD_PLAN] = { "plan", "what a run would allocate, copy and compute, without a device",
+			  "Prints the parameter counts, the host buffers of this rank, the "
+			  "Muon batches (stage 1/2) or sub-groups (stage 3), the bytes that "
+			  "cross the bus and the Newton-Schulz FLOPs per step, and the "
+			  "predicted peak device memory of the step phase." },
+	[MB_CMD_DEVICES] = { "devices", "list the OpenCL platforms and devices",
+			     "Lists every OpenCL platform and device with the indices "
+			     "that select it, its name, vendor, driver version, global "
+			     "memory, compute units, largest allocation and whether it "
+			     "has cl_khr_fp16." },
+};
+
+const char *mb_command_name(enum mb_command c)
+{
+	return commands[c].name;
+}
+
+static int set_value(struct mb_args *args, const struct option *o, const char *value)
+{
+	char what[64];
+	void *field = (char *)args + o->offset;
+	size_t n;
+	const char *c;
+
+	snprintf(what, sizeof(what), "--%s", o->name);
+	switch (o->kind) {
+	case FLAG:
+		*(bool *)field = true;
+		return 0;
+	case TEXT:
+		if (!*value)
+			return mb_bad_input("%s: the value is empty", what);
+		*(const char **)field = value;
+		return 0;
+	case CHOICE:
+		n = strlen(value);
+		for (c = o->choices; n && c; c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL) {
+			if (!strncmp(c, value, n) && (c[n] == '|' || !c[n])) {
+				*(const char **)field = value;
+				return 0;
+			}
+		}
+		return mb_bad_input("%s: invalid value '%s' (expected %s)", what, value,
+				    o->choices);
+	case COUNT:
+		return mb_parse_count(what, value, o->min, o->max, field);
+	case SIZE:
+		return mb_parse_size(what, value, o->min, o->max, field);
+	}
+	return 0;
+}
+
+static const struct option *find(const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < NOPTIONS; i++)
+		if (strlen(options[i].name) == len && !strncmp(options[i].name, name, len))
+			return &options[i];
+	return NULL;
+}
+
+static int set_defaults(struct mb_args *args)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < NOPTIONS; i++)
+		if (options[i].def && (err = set_value(args, &options[i], options[i].def)))
+			return err;
+	return 0;
+}
+
+static int parse_command(struct mb_args *args, int argc, char **argv, int *next)
+{
+	int c;
+
+	args->command = MB_CMD_RUN;
+	*next = 1;
+	if (argc < 2 || argv[1][0] == '-')
+		return 0;
+	for (c = 0; c < MB_NCOMMANDS; c++) {
+		if (!strcmp(argv[1], commands[c].name)) {
+			args->command = c;
+			*next = 2;
+			return 0;
+		}
+	}
+	return mb_bad_input("unknown command '%s' (commands: run, plan, devices; see "
+			    "muonbench --help)",
+			    argv[1]);
+}
+
+/* One "--name[=value]" at argv[*i]; consumes the value's word if separate. */
+static int parse_option(struct mb_args *args, int argc, char **argv, int *i)
+{
+	const char *word = argv[*i], *name = word + 2, *eq, *value = NULL;
+	const struct option *o;
+	size_t len;
+
+	if (!strcmp(word, "-h"))
+		name = "help";
+	else if (strncmp(word, "--", 2) || !word[2])
+		return mb_bad_input("unexpected argument '%s' (options start with --; see "
+				    "muonbench %s --help)",
+				    word, commands[args->command].name);
+	eq = strchr(name, '=');
+	len = eq ? (size_t)(eq - name) : strlen(name);
+	o = find(name, len);
+	if (!o)
+		return mb_bad_input("unknown option '%s' (see muonbench %s --help)", word,
+				    commands[args->command].name);
+	if (!(o->commands & ON(args->command)))
+		return mb_bad_input("option '--%s' does not apply to 'muonbench %s'", o->name,
+				    commands[args->command].name);
+	if (o->kind == FLAG && eq)
+		return mb_bad_input("option '--%s' takes no value", o->name);
+	if (o->kind != FLAG) {
+		if (eq)
+			value = eq + 1;
+		else if (*i + 1 < argc)
+			value = argv[++*i];
+		else
+			return mb_bad_input("option '--%s' needs a value (%s)", o->name, o->arg);
+	}
+	args->given |= 1ull << (o - options);
+	return set_value(args, o, value);
+}
+
+int mb_args_parse(struct mb_args *args, int argc, char **argv)
+{
+	int i, err;
+
+	memset(args, 0, sizeof(*args));
+	if ((err = parse_command(args, argc, argv, &i)) || (err = set_defaults(args)))
+		return err;
+	for (; i < argc; i++)
+		if ((err = parse_option(args, argc, argv, &i)))
+			return err;
+	if (mb_args_given(args, "model") && mb_args_given(args, "config"))
+		return mb_bad_input("--model and --config both name a model: give one");
+	if (mb_args_given(args, "config"))
+		args->model = NULL;
+	return 0;
+}
+
+bool mb_args_given(const struct mb_args *args, const char *name)
+{
+	const struct option *o = find(name, strlen(name));
+
+	return o && (args->given & (1ull << (o - options)));
+}
+
+static void print_options(FILE *out, enum mb_command command)
+{
+	char left[48], range[64];
+	size_t i;
+
+	for (i = 0; i < NOPTIONS; i++) {
+		const struct option *o = &options[i];
+
+		if (!(o->commands & ON(command)))
+			continue;
+		snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
+			 o->arg ? o->arg : "");
+		range[0] = '\0';
+		if (o->kind == CHOICE)
+			snprintf(range, sizeof(range), "; %s", o->choices);
+		fprintf(out, "  %-24s %s%s", left, o->help, range);
+		if (o->def)
+			fprintf(out, " (default: %s)", o->def);
+		fputc('\n', out);
+	}
+}
+
+void mb_print_help(FILE *out, enum mb_command command)
+{
+	const struct command *c = &commands[command];
+	char models[512];
+	int i;
+
+	if (command == MB_CMD_RUN) {
+		fprintf(out, "usage: muonbench [COMMAND] [options]\n\ncommands:\n");
+		for (i = 0; i < MB_NCOMMANDS; i++)
+			fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		fprintf(out, "\n'muonbench COMMAND --help' shows a command's options.\n\n");
+	}
+	fprintf(out, "usage: muonbench %s [options]\n\n%s\n\noptions:\n", c->name, c->description);
+	print_options(out, command);
+	if (!(MODEL_CMDS & ON(command)))
+		return;
+	fprintf(out, "\nmodels: %s\n", mb_config_builtin_names(models, sizeof(models)));
+	fprintf(out, "\nSizes take K, M, G (powers of 1000) or Ki, Mi, Gi (powers of 1024); "
+		     "counts and sizes may be written 1e9.\n");
+}

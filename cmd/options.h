@@ -1,0 +1,49 @@
+/*
+ * options: the command line of muonbench, as one table.
+ *
+ * Every option is declared once in options.c with its type, default, range,
+ * the subcommands that take it and its help; the same table parses argv,
+ * applies the defaults (parsed like user input, so help and code agree) and
+ * prints --help.
+ */
+#ifndef MB_OPTIONS_H
+#define MB_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum mb_command { MB_CMD_RUN, MB_CMD_PLAN, MB_CMD_DEVICES, MB_NCOMMANDS };
+
+/* What the command line asked for, defaults filled in. */
+struct mb_args {
+	enum mb_command command;
+	bool help, version;
+
+	const char *model, *config;
+	uint64_t layers; /* 0: all */
+	uint64_t stage;
+	uint64_t gather_budget;	 /* bytes */
+	uint64_t sub_group_size; /* elements */
+	uint64_t world_size, rank;
+	const char *format; /* md, csv, json */
+
+	uint64_t given; /* bit i: option i of the table was on the command line */
+};
+
+/* The subcommand's name ("plan"). */
+const char *mb_command_name(enum mb_command c);
+
+/*
+ * Parse ARGC/ARGV (argv[0] is the program) into *args. Returns 0, or
+ * -MB_EINPUT with the message naming the option and the value.
+ */
+int mb_args_parse(struct mb_args *args, int argc, char **argv);
+
+/* Whether the option called NAME ("model") was given on the command line. */
+bool mb_args_given(const struct mb_args *args, const char *name);
+
+/* Print the help of COMMAND (usage, what it does, its options) to OUT. */
+void mb_print_help(FILE *out, enum mb_command command);
+
+#endif

@@ -1,0 +1,311 @@
+/*
+ * plan: print what a run would allocate, copy and compute (mb_plan) as
+ * Markdown tables, one CSV row or a JSON object. The CSV columns and the
+ * JSON keys come from one list of fields.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "mb_num.h"
+#include "mb_plan.h"
+#include "setup.h"
+
+struct field {
+	const char *key;
+	uint64_t value;
+};
+
+#define NFIELDS_MAX 48
+
+static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, struct field *f)
+{
+	const struct mb_plan_group *big = p->ngroups ? &p->groups[p->largest_group] : NULL;
+	size_t n = 0;
+
+#define F(k, v) f[n++] = (struct field){ k, (uint64_t)(v) }
+	F("layers", m->layers);
+	F("stage", p->set.stage);
+	F("world_size", p->set.world_size);
+	F("rank", p->set.rank);
+	F("gather_budget_bytes", p->set.gather_budget_bytes);
+	F("sub_group_size_elems", p->set.sub_group_size);
+	F("tensors_total", m->nparams);
+	F("tensors_muon", m->nparams_muon);
+	F("params_total", m->numel_total);
+	F("params_muon", m->numel_muon);
+	F("params_adamw", m->numel_adamw);
+	F("rank_params", p->local_numel);
+	F("rank_params_muon", p->local_muon);
+	F("rank_params_adamw", p->local_adamw);
+	F("host_master_bytes", p->host_bytes[MB_HOST_MASTER]);
+	F("host_grads_bytes", p->host_bytes[MB_HOST_GRADS]);
+	F("host_momentum_bytes", p->host_bytes[MB_HOST_MOMENTUM]);
+	F("host_adamw_bytes", p->host_bytes[MB_HOST_ADAMW]);
+	F("host_staging_bytes", p->host_bytes[MB_HOST_STAGING]);
+	F("pinned_bytes_momentum_pageable", mb_plan_pinned_bytes(p, false));
+	F("pinned_bytes_momentum_pinned", mb_plan_pinned_bytes(p, true));
+	F("groups", p->ngroups);
+	F("matrices", p->matrices);
+	F("largest_group_matrices", big ? big->matrices : 0);
+	F("largest_group_elems", big ? big->gathered_numel : 0);
+	F("largest_group_gathered_bytes", big ? 8 * big->gathered_numel : 0);
+	F("bwd_d2h_bytes", p->bwd_d2h_bytes);
+	F("apply_h2d_bytes", p->apply_h2d_bytes);
+	F("apply_d2h_bytes", p->apply_d2h_bytes);
+	F("params_h2d_bytes", p->params_h2d_bytes);
+	F("h2d_bytes", p->apply_h2d_bytes + p->params_h2d_bytes);
+	F("d2h_bytes", p->bwd_d2h_bytes + p->apply_d2h_bytes);
+	F("ns_flops", p->ns_flops);
+	F("resident_bytes", p->resident_bytes);
+	F("ns_workspace_bytes", p->ns_workspace_bytes);
+	F("apply_bytes_sync", p->apply_bytes_sync);
+	F("apply_bytes_overlap", p->apply_bytes_overlap);
+	F("peak_step_bytes_sync", p->peak_step_bytes_sync);
+	F("peak_step_bytes_overlap", p->peak_step_bytes_overlap);
+#undef F
+	return n;
+}
+
+/* TEXT as a CSV field: quoted when it holds a comma, a quote or a newline. */
+static void csv_text(const char *text)
+{
+	if (!strpbrk(text, ",\"\n\r")) {
+		fputs(text, stdout);
+		return;
+	}
+	putchar('"');
+	for (; *text; text++) {
+		if (*text == '"')
+			putchar('"');
+		putchar(*text);
+	}
+	putchar('"');
+}
+
+static void json_text(const char *text)
+{
+	putchar('"');
+	for (; *text; text++) {
+		unsigned char c = (unsigned char)*text;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void print_csv(const struct mb_model *m, const struct field *f, size_t n)
+{
+	size_t i;
+
+	printf("model,source");
+	for (i = 0; i < n; i++)
+		printf(",%s", f[i].key);
+	printf("\n");
+	csv_text(m->name);
+	putchar(',');
+	csv_text(m->source);
+	for (i = 0; i < n; i++)
+		printf(",%" PRIu64, f[i].value);
+	printf("\n");
+}
+
+static void print_json(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
+		       size_t n)
+{
+	size_t i;
+
+	printf("{\n  \"model\": ");
+	json_text(m->name);
+	printf(",\n  \"source\": ");
+	json_text(m->source);
+	for (i = 0; i < n; i++)
+		printf(",\n  \"%s\": %" PRIu64, f[i].key, f[i].value);
+	printf(",\n  \"group_list\": [");
+	for (i = 0; i < p->ngroups; i++) {
+		const struct mb_plan_group *g = &p->groups[i];
+
+		printf("%s\n    {\"first_param\": %zu, \"end_param\": %zu, \"matrices\": %zu, "
+		       "\"gathered_elems\": %" PRIu64 ", \"rank_elems\": %" PRIu64
+		       ", \"apply_bytes_sync\": %" PRIu64 ", \"apply_bytes_overlap\": %" PRIu64 "}",
+		       i ? "," : "", g->first, g->end, g->matrices, g->gathered_numel,
+		       g->local_numel, g->apply_bytes_sync, g->apply_bytes_overlap);
+	}
+	printf("%s]\n}\n", p->ngroups ? "\n  " : "");
+}
+
+/* "4,022,468,096" */
+static const char *grouped(char *buf, size_t len, uint64_t v)
+{
+	char digits[32];
+	size_t n, i, o = 0;
+
+	n = (size_t)snprintf(digits, sizeof(digits), "%" PRIu64, v);
+	for (i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static void md_count_row(const char *what, size_t tensors, uint64_t numel)
+{
+	char a[32], b[32];
+
+	printf("| %s | %zu | %s | %s |\n", what, tensors, grouped(a, sizeof(a), numel),
+	       mb_fmt_count(b, sizeof(b), numel));
+}
+
+static void md_bytes_row(const char *what, const char *extra, uint64_t bytes)
+{
+	char a[32], b[32], c[32];
+
+	printf("| %s |%s %s | %s | %s |\n", what, extra, grouped(a, sizeof(a), bytes),
+	       mb_fmt_bytes(b, sizeof(b), bytes), mb_fmt_gib(c, sizeof(c), bytes));
+}
+
+static void md_model(const struct mb_model *m, const struct mb_plan *p)
+{
+	printf("# Plan: %s, ZeRO stage %u, rank %u of %u\n\n", m->name, p->set.stage, p->set.rank,
+	       p->set.world_size);
+	printf("Model from %s: %u decoder layers, %zu tensors.\n\n", m->source, m->layers,
+	       m->nparams);
+	printf("| parameters | tensors | elements | |\n|---|---:|---:|---:|\n");
+	md_count_row("total", m->nparams, m->numel_total);
+	md_count_row("Muon (2-D, not embed or lm_head)", m->nparams_muon, m->numel_muon);
+	md_count_row("AdamW (the rest)", m->nparams - m->nparams_muon, m->numel_adamw);
+	if (p->set.world_size > 1) {
+		md_count_row("this rank's share", 0, p->local_numel);
+		md_count_row("this rank's Muon share", 0, p->local_muon);
+	}
+}
+
+static void md_host(const struct mb_plan *p)
+{
+	const char *pinned;
+	int b;
+
+	printf("\n## Host buffers of this rank\n\n");
+	printf("| buffer | pinned (pin_memory on) | bytes | | |\n|---|---|---:|---:|---:|\n");
+	for (b = 0; b < MB_HOST_NBUFFERS; b++) {
+		pinned = !mb_host_buffer_on_bus(b) ? " no |"
+			 : b == MB_HOST_MOMENTUM   ? " pin, both |"
+						   : " yes |";
+		md_bytes_row(mb_host_buffer_names[b], pinned, p->host_bytes[b]);
+	}
+	md_bytes_row("pinned in all (master, overlap)", " |", mb_plan_pinned_bytes(p, false));
+	md_bytes_row("pinned in all (pin, both)", " |", mb_plan_pinned_bytes(p, true));
+}
+
+static void md_apply(const struct mb_plan *p)
+{
+	const struct mb_plan_group *big = p->ngroups ? &p->groups[p->largest_group] : NULL;
+	char a[32], b[32], c[32];
+	size_t i, with_muon = 0;
+
+	if (p->set.stage == 3) {
+		for (i = 0; i < p->ngroups; i++)
+			with_muon += p->groups[i].matrices > 0;
+		printf("\n## Muon apply: %zu sub-groups of %s elements (%zu with Muon "
+		       "matrices), %zu matrices\n\n",
+		       p->ngroups, mb_fmt_count(a, sizeof(a), p->set.sub_group_size), with_muon,
+		       p->matrices);
+		printf("Each sub-group's Muon grads and momentum go to the device at once; "
+		       "each matrix's update gets a buffer of its own.\n");
+	} else {
+		printf("\n## Muon apply: %zu matrices in %zu batches under a %s gather "
+		       "budget\n\n",
+		       p->matrices, p->ngroups,
+		       mb_fmt_bytes(a, sizeof(a), p->set.gather_budget_bytes));
+	}
+	if (big)
+		printf("\nLargest %s: %zu matrices, %s elements, %s of grads + momentum "
+		       "gathered.\n",
+		       p->set.stage == 3 ? "sub-group" : "batch", big->matrices,
+		       mb_fmt_count(b, sizeof(b), big->gathered_numel),
+		       mb_fmt_bytes(c, sizeof(c), 8 * big->gathered_numel));
+}
+
+static void md_step(const struct mb_plan *p)
+{
+	char a[32], b[32];
+
+	printf("\n## Per step\n\n| transfer | direction | bytes | | |\n|---|---|---:|---:|---:|\n");
+	md_bytes_row("backward: grads to the host", " D2H |", p->bwd_d2h_bytes);
+	md_bytes_row("Muon apply: grads + momentum", " H2D |", p->apply_h2d_bytes);
+	md_bytes_row("Muon apply: update + momentum", " D2H |", p->apply_d2h_bytes);
+	md_bytes_row("params back (bf16)", " H2D |", p->params_h2d_bytes);
+	md_bytes_row("all", " H2D |", p->apply_h2d_bytes + p->params_h2d_bytes);
+	md_bytes_row("all", " D2H |", p->bwd_d2h_bytes + p->apply_d2h_bytes);
+	printf("\nNewton-Schulz: %s FLOP per step (%zu matrices, 5 iterations of "
+	       "4m²n + 2m³ each; %s FLOP in plain GEMMs).\n",
+	       mb_fmt_count(a, sizeof(a), p->ns_flops), p->matrices,
+	       grouped(b, sizeof(b), p->ns_flops));
+}
+
+static void md_peak_row(const char *what, uint64_t sync, uint64_t overlap)
+{
+	char a[32], b[32], c[32], d[32];
+
+	printf("| %s | %s | %s | %s | %s |\n", what, grouped(a, sizeof(a), sync),
+	       mb_fmt_gib(b, sizeof(b), sync), grouped(c, sizeof(c), overlap),
+	       mb_fmt_gib(d, sizeof(d), overlap));
+}
+
+static void md_peak(const struct mb_plan *p)
+{
+	printf("\n## Predicted peak device memory, step phase\n\n");
+	printf("| part | master, pin (bytes) | | overlap, both (bytes) | |\n"
+	       "|---|---:|---:|---:|---:|\n");
+	md_peak_row(p->set.stage == 3 ? "resident bf16 params (this rank's share)"
+				      : "resident bf16 params (whole model)",
+		    p->resident_bytes, p->resident_bytes);
+	md_peak_row(p->set.stage == 3 ? "Muon apply: sub-group + update buffers"
+				      : "Muon apply: batch (+ the one in flight)",
+		    p->apply_bytes_sync, p->apply_bytes_overlap);
+	md_peak_row("Newton-Schulz workspace", p->ns_workspace_bytes, p->ns_workspace_bytes);
+	md_peak_row("**step peak**", p->peak_step_bytes_sync, p->peak_step_bytes_overlap);
+	printf("\nCLBlast's temporary buffers come on top; their size depends on the "
+	       "device.\n");
+}
+
+int mb_cmd_plan(const struct mb_args *args)
+{
+	struct field fields[NFIELDS_MAX];
+	struct mb_plan_settings set;
+	struct mb_model model;
+	struct mb_plan plan;
+	size_t n;
+	int err;
+
+	mb_setup_plan_settings(args, &set);
+	if ((err = mb_setup_model(args, &model)))
+		return err;
+	if ((err = mb_plan_build(&plan, &model, &set))) {
+		mb_model_release(&model);
+		return err;
+	}
+	n = plan_fields(&model, &plan, fields);
+	if (!strcmp(args->format, "csv")) {
+		print_csv(&model, fields, n);
+	} else if (!strcmp(args->format, "json")) {
+		print_json(&model, &plan, fields, n);
+	} else {
+		md_model(&model, &plan);
+		md_host(&plan);
+		md_apply(&plan);
+		md_step(&plan);
+		md_peak(&plan);
+	}
+	mb_plan_release(&plan);
+	mb_model_release(&model);
+	return 0;
+}

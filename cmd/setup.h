@@ -1,0 +1,17 @@
+/*
+ * setup: from parsed options to the library's inputs.
+ */
+#ifndef MB_SETUP_H
+#define MB_SETUP_H
+
+#include "mb_model.h"
+#include "mb_plan.h"
+#include "options.h"
+
+/* Load the model that --model or --config names, cut to --layers. */
+int mb_setup_model(const struct mb_args *args, struct mb_model *m);
+
+/* The plan settings of --stage, --gather-budget, --sub-group-size, --world-size, --rank. */
+void mb_setup_plan_settings(const struct mb_args *args, struct mb_plan_settings *s);
+
+#endif

@@ -1,0 +1,226 @@
+/*
+ * mb_json: cJSON parsing plus a recursive-descent grammar check (RFC 8259)
+ * that runs only to explain a failure.
+ */
+#include "mb_json.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mb_err.h"
+
+#define DEPTH_MAX 512
+
+struct cursor {
+	const char *text;
+	size_t len, pos;
+	const char *expected; /* set at the first error */
+	size_t errpos;
+};
+
+static int peek(const struct cursor *c)
+{
+	return c->pos < c->len ? (unsigned char)c->text[c->pos] : -1;
+}
+
+static bool fail(struct cursor *c, const char *expected)
+{
+	c->expected = expected;
+	c->errpos = c->pos;
+	return false;
+}
+
+static void skip_space(struct cursor *c)
+{
+	while (peek(c) == ' ' || peek(c) == '\t' || peek(c) == '\n' || peek(c) == '\r')
+		c->pos++;
+}
+
+static bool literal(struct cursor *c, const char *word)
+{
+	size_t n = strlen(word);
+
+	if (c->len - c->pos < n || memcmp(c->text + c->pos, word, n))
+		return fail(c, "a value (true, false and null are lowercase)");
+	c->pos += n;
+	return true;
+}
+
+static bool digits(struct cursor *c, const char *expected)
+{
+	if (!isdigit(peek(c)))
+		return fail(c, expected);
+	while (isdigit(peek(c)))
+		c->pos++;
+	return true;
+}
+
+static bool number(struct cursor *c)
+{
+	if (peek(c) == '-')
+		c->pos++;
+	if (peek(c) == '0')
+		c->pos++;
+	else if (!digits(c, "a digit"))
+		return false;
+	if (peek(c) == '.') {
+		c->pos++;
+		if (!digits(c, "a digit after the decimal point"))
+			return false;
+	}
+	if (peek(c) == 'e' || peek(c) == 'E') {
+		c->pos++;
+		if (peek(c) == '+' || peek(c) == '-')
+			c->pos++;
+		if (!digits(c, "a digit in the exponent"))
+			return false;
+	}
+	return true;
+}
+
+static bool string(struct cursor *c)
+{
+	int ch, i;
+
+	c->pos++; /* the opening quote */
+	for (;;) {
+		ch = peek(c);
+		if (ch < 0)
+			return fail(c, "a closing '\"' (the string is not terminated)");
+		if (ch < 0x20)
+			return fail(c, "a printable character (control characters in "
+				       "strings must be escaped)");
+		c->pos++;
+		if (ch == '"')
+			return true;
+		if (ch != '\\')
+			continue;
+		ch = peek(c);
+		if (ch < 0 || !strchr("\"\\/bfnrtu", ch))
+			return fail(c,
+				    "an escape: one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX");
+		c->pos++;
+		for (i = 0; ch == 'u' && i < 4; i++, c->pos++)
+			if (!isxdigit(peek(c)))
+				return fail(c, "four hex digits after \\u");
+	}
+}
+
+static bool value(struct cursor *c, int depth);
+
+static bool members(struct cursor *c, int depth, bool object)
+{
+	const char *after = object ? "',' or '}' after an object member"
+				   : "',' or ']' after an array element";
+	int close = object ? '}' : ']';
+
+	c->pos++; /* the opening bracket */
+	skip_space(c);
+	if (peek(c) == close) {
+		c->pos++;
+		return true;
+	}
+	for (;;) {
+		if (object) {
+			if (peek(c) != '"')
+				return fail(c, "'\"' to start a key");
+			if (!string(c))
+				return false;
+			skip_space(c);
+			if (peek(c) != ':')
+				return fail(c, "':' after a key");
+			c->pos++;
+		}
+		if (!value(c, depth + 1))
+			return false;
+		skip_space(c);
+		if (peek(c) == close) {
+			c->pos++;
+			return true;
+		}
+		if (peek(c) != ',')
+			return fail(c, after);
+		c->pos++;
+		skip_space(c);
+	}
+}
+
+static bool value(struct cursor *c, int depth)
+{
+	if (depth > DEPTH_MAX)
+		return fail(c, "less nesting (at most 512 levels)");
+	skip_space(c);
+	switch (peek(c)) {
+	case '{':
+		return members(c, depth, true);
+	case '[':
+		return members(c, depth, false);
+	case '"':
+		return string(c);
+	case 't':
+		return literal(c, "true");
+	case 'f':
+		return literal(c, "false");
+	case 'n':
+		return literal(c, "null");
+	default:
+		if (peek(c) == '-' || isdigit(peek(c)))
+			return number(c);
+		return fail(c, "a value");
+	}
+}
+
+static bool check(struct cursor *c)
+{
+	if (!value(c, 0))
+		return false;
+	skip_space(c);
+	if (c->pos != c->len)
+		return fail(c, "the end of the input after the top-level value");
+	return true;
+}
+
+static void describe(const struct cursor *c, char *buf, size_t len)
+{
+	int ch = c->errpos < c->len ? (unsigned char)c->text[c->errpos] : -1;
+
+	if (ch < 0)
+		snprintf(buf, len, "the end of the input");
+	else if (isprint(ch))
+		snprintf(buf, len, "'%c'", ch);
+	else
+		snprintf(buf, len, "byte 0x%02x", ch);
+}
+
+static int syntax_error(const char *source, struct cursor *c)
+{
+	size_t i, line = 1, col = 1;
+	char found[32];
+
+	for (i = 0; i < c->errpos; i++) {
+		col++;
+		if (c->text[i] == '\n') {
+			line++;
+			col = 1;
+		}
+	}
+	describe(c, found, sizeof(found));
+	return mb_bad_input("%s:%zu:%zu: expected %s, found %s", source, line, col, c->expected,
+			    found);
+}
+
+int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out)
+{
+	struct cursor c = { .text = text, .len = len };
+
+	if (!check(&c))
+		return syntax_error(source, &c);
+	*out = cJSON_ParseWithLength(text, len);
+	if (!*out)
+		return mb_bad_input("%s: cJSON could not parse this JSON (too deep, or out of "
+				    "memory)",
+				    source);
+	return 0;
+}

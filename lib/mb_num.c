@@ -1,0 +1,222 @@
+/*
+ * mb_num: strict parsing of whole numbers (with units) and their printing.
+ *
+ * The value is computed exactly in 128-bit integers: digits, a decimal
+ * exponent, and a unit multiplier, so 1.5Ki is 1536 and 1e-3 is refused
+ * rather than rounded.
+ */
+#include "mb_num.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mb_err.h"
+
+typedef unsigned __int128 u128;
+
+struct unit {
+	const char *suffix;
+	uint64_t mult;
+};
+
+static const struct unit units[] = {
+	{ "Ki", 1ull << 10 }, { "Mi", 1ull << 20 },   { "Gi", 1ull << 30 },
+	{ "Ti", 1ull << 40 }, { "K", 1000ull },	      { "k", 1000ull },
+	{ "M", 1000000ull },  { "G", 1000000000ull }, { "T", 1000000000000ull },
+};
+
+/* Find the unit that TEXT is exactly (with an optional trailing 'B'). */
+static bool parse_unit(const char *text, uint64_t *mult)
+{
+	size_t i, n;
+
+	if (!*text || !strcmp(text, "B")) {
+		*mult = 1;
+		return true;
+	}
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		n = strlen(units[i].suffix);
+		if (strncmp(text, units[i].suffix, n))
+			continue;
+		if (!text[n] || !strcmp(text + n, "B")) {
+			*mult = units[i].mult;
+			return true;
+		}
+	}
+	return false;
+}
+
+enum parse_result { PARSE_OK, PARSE_SYNTAX, PARSE_FRACTION, PARSE_RANGE };
+
+/*
+ * Read "digits[.digits][e[+-]digits]" from *p. Sets the significand (at most
+ * 20 significant digits) and the power of ten; advances *p past the number.
+ */
+static enum parse_result parse_decimal(const char **p, u128 *digits, long *exp10)
+{
+	const char *s = *p;
+	int ndigits = 0, nsig = 0;
+	long e = 0, fracdigits = 0;
+	bool neg = false;
+
+	*digits = 0;
+	while (isdigit((unsigned char)*s) || (*s == '.' && !fracdigits)) {
+		if (*s == '.') {
+			fracdigits = -1; /* seen the point, no fraction digit yet */
+			s++;
+			continue;
+		}
+		if (*digits || *s != '0')
+			nsig++;
+		if (nsig > 20)
+			return PARSE_RANGE;
+		*digits = *digits * 10 + (u128)(*s - '0');
+		ndigits++;
+		if (fracdigits)
+			fracdigits = fracdigits < 0 ? 1 : fracdigits + 1;
+		s++;
+	}
+	if (!ndigits)
+		return PARSE_SYNTAX;
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			neg = *s++ == '-';
+		if (!isdigit((unsigned char)*s))
+			return PARSE_SYNTAX;
+		while (isdigit((unsigned char)*s)) {
+			if (e < 100000)
+				e = e * 10 + (*s - '0');
+			s++;
+		}
+	}
+	*exp10 = (neg ? -e : e) - (fracdigits > 0 ? fracdigits : 0);
+	*p = s;
+	return PARSE_OK;
+}
+
+/* DIGITS * 10^EXP10 * MULT as a whole uint64. */
+static enum parse_result scale(u128 digits, long exp10, uint64_t mult, uint64_t *out)
+{
+	u128 v = digits * mult, den = 1;
+
+	if (!digits) {
+		*out = 0;
+		return PARSE_OK;
+	}
+	for (; exp10 > 0; exp10--) {
+		if (v > UINT64_MAX)
+			return PARSE_RANGE;
+		v *= 10;
+	}
+	for (; exp10 < 0; exp10++) {
+		if (den > v)
+			return PARSE_FRACTION;
+		den *= 10;
+	}
+	if (v % den)
+		return PARSE_FRACTION;
+	v /= den;
+	if (v > UINT64_MAX)
+		return PARSE_RANGE;
+	*out = (uint64_t)v;
+	return PARSE_OK;
+}
+
+static int parse(const char *what, const char *text, uint64_t min, uint64_t max, bool allow_unit,
+		 uint64_t *out)
+{
+	const char *p = text, *kind = allow_unit ? "size" : "number";
+	enum parse_result r;
+	uint64_t mult = 1, v = 0;
+	u128 digits;
+	long exp10;
+
+	r = parse_decimal(&p, &digits, &exp10);
+	if (r == PARSE_OK && *p && (!allow_unit || !parse_unit(p, &mult)))
+		r = PARSE_SYNTAX;
+	if (r == PARSE_OK)
+		r = scale(digits, exp10, mult, &v);
+	switch (r) {
+	case PARSE_OK:
+		break;
+	case PARSE_SYNTAX:
+		if (allow_unit)
+			return mb_bad_input("%s: invalid size '%s' (expected a whole number "
+					    "with an optional K, M, G, Ki, Mi or Gi suffix)",
+					    what, text);
+		return mb_bad_input("%s: invalid number '%s' (expected a whole number "
+				    "such as 12 or 1e9)",
+				    what, text);
+	case PARSE_FRACTION:
+		return mb_bad_input("%s: %s '%s' is not a whole number", what, kind, text);
+	case PARSE_RANGE:
+		return mb_bad_input("%s: %s '%s' is too large (at most %llu)", what, kind, text,
+				    (unsigned long long)max);
+	}
+	if (v < min || v > max)
+		return mb_bad_input("%s: %s '%s' is out of range (%llu to %llu)", what, kind, text,
+				    (unsigned long long)min, (unsigned long long)max);
+	*out = v;
+	return 0;
+}
+
+int mb_parse_count(const char *what, const char *text, uint64_t min, uint64_t max, uint64_t *out)
+{
+	return parse(what, text, min, max, false, out);
+}
+
+int mb_parse_size(const char *what, const char *text, uint64_t min, uint64_t max, uint64_t *out)
+{
+	return parse(what, text, min, max, true, out);
+}
+
+/* Print X / DIV with three significant digits and UNIT. */
+static const char *fmt_scaled(char *buf, size_t len, double x, const char *unit)
+{
+	if (x >= 100)
+		snprintf(buf, len, "%.0f %s", x, unit);
+	else if (x >= 10)
+		snprintf(buf, len, "%.1f %s", x, unit);
+	else
+		snprintf(buf, len, "%.2f %s", x, unit);
+	return buf;
+}
+
+static const char *fmt_decimal(char *buf, size_t len, uint64_t n, const char *const sfx[5])
+{
+	double x = (double)n;
+	int i = 0;
+
+	if (n < 1000) {
+		snprintf(buf, len, "%llu%s%s", (unsigned long long)n, *sfx[0] ? " " : "", sfx[0]);
+		return buf;
+	}
+	while (x >= 999.5 && i < 4) {
+		x /= 1000;
+		i++;
+	}
+	return fmt_scaled(buf, len, x, sfx[i]);
+}
+
+const char *mb_fmt_bytes(char *buf, size_t len, uint64_t bytes)
+{
+	static const char *const sfx[5] = { "B", "kB", "MB", "GB", "TB" };
+
+	return fmt_decimal(buf, len, bytes, sfx);
+}
+
+const char *mb_fmt_count(char *buf, size_t len, uint64_t n)
+{
+	static const char *const sfx[5] = { "", "K", "M", "B", "T" };
+
+	return fmt_decimal(buf, len, n, sfx);
+}
+
+const char *mb_fmt_gib(char *buf, size_t len, uint64_t bytes)
+{
+	snprintf(buf, len, "%.2f GiB", (double)bytes / (double)(1ull << 30));
+	return buf;
+}

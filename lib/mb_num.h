@@ -1,0 +1,31 @@
+/*
+ * mb_num: whole numbers with units, read from the command line and printed
+ * for people.
+ *
+ * Parsing is strict: the whole text must be a number; scientific notation is
+ * accepted when its value is whole (1e9, 2.5e8). Sizes also take a suffix:
+ * K M G T are powers of 1000, Ki Mi Gi Ti powers of 1024, and a trailing B is
+ * allowed (512MiB). Errors are bad input, naming WHAT (the option) and the text.
+ */
+#ifndef MB_NUM_H
+#define MB_NUM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Parse a count (no suffix) in [min, max] into *out. 0 or -MB_EINPUT. */
+int mb_parse_count(const char *what, const char *text, uint64_t min, uint64_t max, uint64_t *out);
+
+/* Parse a size in bytes (suffixes allowed) in [min, max] into *out. */
+int mb_parse_size(const char *what, const char *text, uint64_t min, uint64_t max, uint64_t *out);
+
+/* "14.53 GB": decimal units, three significant digits. Returns buf. */
+const char *mb_fmt_bytes(char *buf, size_t len, uint64_t bytes);
+
+/* "12.09 GiB": always in GiB with two decimals, as the reference's tables. */
+const char *mb_fmt_gib(char *buf, size_t len, uint64_t bytes);
+
+/* "4.02 B", "751 M", "5.38 K", "12": a count for people. */
+const char *mb_fmt_count(char *buf, size_t len, uint64_t n);
+
+#endif

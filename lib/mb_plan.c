@@ -1,0 +1,279 @@
+/*
+ * mb_plan: the rank's share, the Muon batches or sub-groups, the traffic,
+ * the FLOPs and the predicted step-phase device memory (see mb_plan.h).
+ */
+#include "mb_plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_err.h"
+#include "mb_num.h"
+
+#define GATHER_BYTES_PER_ELEM 8 /* fp32 grad + fp32 momentum */
+
+const char *const mb_host_buffer_names[MB_HOST_NBUFFERS] = {
+	[MB_HOST_MASTER] = "master params (fp32)",   [MB_HOST_GRADS] = "grads (fp32)",
+	[MB_HOST_MOMENTUM] = "Muon momentum (fp32)", [MB_HOST_ADAMW] = "AdamW moments (fp32)",
+	[MB_HOST_STAGING] = "staging params (bf16)",
+};
+
+bool mb_host_buffer_on_bus(enum mb_host_buffer b)
+{
+	return b == MB_HOST_GRADS || b == MB_HOST_MOMENTUM || b == MB_HOST_STAGING;
+}
+
+uint64_t mb_ns_flops(uint64_t rows, uint64_t cols)
+{
+	uint64_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+
+	return MB_NS_ITERATIONS * (4 * m * m * n + 2 * m * m * m);
+}
+
+uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols)
+{
+	uint64_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+
+	return sizeof(float) * (2 * m * m + 2 * m * n);
+}
+
+static uint64_t div_up(uint64_t a, uint64_t b)
+{
+	return a / b + (a % b != 0);
+}
+
+/* Elements of [lo, hi) that fall in [a, b). */
+static uint64_t overlap(uint64_t lo, uint64_t hi, uint64_t a, uint64_t b)
+{
+	lo = lo > a ? lo : a;
+	hi = hi < b ? hi : b;
+	return hi > lo ? hi - lo : 0;
+}
+
+/*
+ * This rank's elements of every parameter, into local[]. ZeRO-1/2: a
+ * contiguous range of each optimizer's flat group; ZeRO-3: a slice of each.
+ */
+static void share(const struct mb_model *m, const struct mb_plan_settings *s, uint64_t *local)
+{
+	uint64_t w = s->world_size, r = s->rank, part_muon, part_adamw, at_muon = 0, at_adamw = 0,
+		 n;
+	size_t i;
+
+	part_muon = div_up(m->numel_muon, w);
+	part_adamw = div_up(m->numel_adamw, w);
+	for (i = 0; i < m->nparams; i++) {
+		n = mb_param_numel(&m->params[i]);
+		if (s->stage == 3) {
+			local[i] = div_up(n, w);
+		} else if (m->params[i].muon) {
+			local[i] =
+				overlap(at_muon, at_muon + n, r * part_muon, (r + 1) * part_muon);
+			at_muon += n;
+		} else {
+			local[i] = overlap(at_adamw, at_adamw + n, r * part_adamw,
+					   (r + 1) * part_adamw);
+			at_adamw += n;
+		}
+	}
+}
+
+static int push_group(struct mb_plan *plan, size_t first)
+{
+	struct mb_plan_group *g;
+
+	g = realloc(plan->groups, (plan->ngroups + 1) * sizeof(*g));
+	if (!g)
+		return mb_fail("out of host memory planning %zu batches", plan->ngroups + 1);
+	plan->groups = g;
+	g = &plan->groups[plan->ngroups++];
+	memset(g, 0, sizeof(*g));
+	g->first = g->end = first;
+	return 0;
+}
+
+static int check_budget(const struct mb_model *m, const struct mb_plan_settings *s, size_t i)
+{
+	const struct mb_param *p = &m->params[i];
+	uint64_t need = GATHER_BYTES_PER_ELEM * mb_param_numel(p);
+	char a[32], b[32];
+
+	if (need <= s->gather_budget_bytes)
+		return 0;
+	return mb_bad_input("gather budget %s (%llu bytes) is smaller than the largest Muon "
+			    "matrix: '%s' (%llux%llu) needs %s (%llu bytes) of grads + "
+			    "momentum; raise --gather-budget",
+			    mb_fmt_bytes(a, sizeof(a), s->gather_budget_bytes),
+			    (unsigned long long)s->gather_budget_bytes, p->name,
+			    (unsigned long long)p->rows, (unsigned long long)p->cols,
+			    mb_fmt_bytes(b, sizeof(b), need), (unsigned long long)need);
+}
+
+/* ZeRO-1/2: Muon matrices this rank holds a piece of, in greedy batches. */
+static int plan_batches(struct mb_plan *plan, const struct mb_model *m, const uint64_t *local)
+{
+	const struct mb_plan_settings *s = &plan->set;
+	struct mb_plan_group *g = NULL;
+	uint64_t n, prev = 0;
+	size_t i;
+	int err;
+
+	for (i = 0; i < m->nparams; i++) {
+		if (!m->params[i].muon || !local[i])
+			continue;
+		if ((err = check_budget(m, s, i)))
+			return err;
+		n = mb_param_numel(&m->params[i]);
+		if (!g ||
+		    GATHER_BYTES_PER_ELEM * (g->gathered_numel + n) > s->gather_budget_bytes) {
+			prev = g ? g->gathered_numel : 0;
+			if ((err = push_group(plan, i)))
+				return err;
+			g = &plan->groups[plan->ngroups - 1];
+		}
+		g->end = i + 1;
+		g->matrices++;
+		g->gathered_numel += n;
+		g->local_numel += local[i];
+		g->apply_bytes_sync = GATHER_BYTES_PER_ELEM * g->gathered_numel;
+		g->apply_bytes_overlap = GATHER_BYTES_PER_ELEM * (prev + g->gathered_numel);
+	}
+	return 0;
+}
+
+/* ZeRO-3: DeepSpeed's sub-groups over all parameters; each gathers its Muon. */
+static int plan_sub_groups(struct mb_plan *plan, const struct mb_model *m, const uint64_t *local)
+{
+	struct mb_plan_group *g = NULL;
+	uint64_t in_group = 0, n, prev_n = 0, one = 0, two = 0;
+	size_t i;
+	int err;
+
+	for (i = 0; i < m->nparams; i++) {
+		if (!g) {
+			if ((err = push_group(plan, i)))
+				return err;
+			g = &plan->groups[plan->ngroups - 1];
+			in_group = prev_n = one = two = 0;
+		}
+		g->end = i + 1;
+		in_group += local[i];
+		if (m->params[i].muon) {
+			n = mb_param_numel(&m->params[i]);
+			g->matrices++;
+			g->gathered_numel += n;
+			g->local_numel += local[i];
+			one = n > one ? n : one;
+			two = prev_n + n > two ? prev_n + n : two;
+			prev_n = n;
+		}
+		g->apply_bytes_sync =
+			GATHER_BYTES_PER_ELEM * g->gathered_numel + sizeof(float) * one;
+		g->apply_bytes_overlap =
+			GATHER_BYTES_PER_ELEM * g->gathered_numel + sizeof(float) * two;
+		if (in_group >= plan->set.sub_group_size)
+			g = NULL;
+	}
+	return 0;
+}
+
+static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const uint64_t *local)
+{
+	const struct mb_param *p;
+	uint64_t *h = plan->host_bytes;
+	size_t i, gi;
+
+	for (i = 0; i < m->nparams; i++) {
+		if (m->params[i].muon)
+			plan->local_muon += local[i];
+		else
+			plan->local_adamw += local[i];
+	}
+	plan->local_numel = plan->local_muon + plan->local_adamw;
+	h[MB_HOST_MASTER] = sizeof(float) * plan->local_numel;
+	h[MB_HOST_GRADS] = sizeof(float) * plan->local_numel;
+	h[MB_HOST_MOMENTUM] = sizeof(float) * plan->local_muon;
+	h[MB_HOST_ADAMW] = 2 * sizeof(float) * plan->local_adamw;
+	h[MB_HOST_STAGING] = 2 * plan->local_numel;
+
+	plan->bwd_d2h_bytes = sizeof(float) * plan->local_numel;
+	plan->apply_h2d_bytes = GATHER_BYTES_PER_ELEM * plan->local_muon;
+	plan->apply_d2h_bytes = GATHER_BYTES_PER_ELEM * plan->local_muon;
+	plan->params_h2d_bytes = 2 * plan->local_numel;
+	plan->resident_bytes = 2 * (plan->set.stage == 3 ? plan->local_numel : m->numel_total);
+
+	for (gi = 0; gi < plan->ngroups; gi++) {
+		const struct mb_plan_group *g = &plan->groups[gi];
+
+		if (g->gathered_numel > plan->groups[plan->largest_group].gathered_numel)
+			plan->largest_group = gi;
+		if (g->apply_bytes_sync > plan->apply_bytes_sync)
+			plan->apply_bytes_sync = g->apply_bytes_sync;
+		if (g->apply_bytes_overlap > plan->apply_bytes_overlap)
+			plan->apply_bytes_overlap = g->apply_bytes_overlap;
+		for (i = g->first; i < g->end; i++) {
+			p = &m->params[i];
+			if (!p->muon || (plan->set.stage != 3 && !local[i]))
+				continue;
+			plan->matrices++;
+			plan->ns_flops += mb_ns_flops(p->rows, p->cols);
+			if (mb_ns_workspace_bytes(p->rows, p->cols) > plan->ns_workspace_bytes)
+				plan->ns_workspace_bytes = mb_ns_workspace_bytes(p->rows, p->cols);
+		}
+	}
+	plan->peak_step_bytes_sync =
+		plan->resident_bytes + plan->apply_bytes_sync + plan->ns_workspace_bytes;
+	plan->peak_step_bytes_overlap =
+		plan->resident_bytes + plan->apply_bytes_overlap + plan->ns_workspace_bytes;
+}
+
+static int check_settings(const struct mb_plan_settings *s)
+{
+	if (s->stage < 1 || s->stage > 3)
+		return mb_bad_input("stage %u is not a ZeRO stage (1, 2 or 3)", s->stage);
+	if (!s->world_size || s->rank >= s->world_size)
+		return mb_bad_input("rank %u is outside a world of %u ranks (ranks are 0 to %u)",
+				    s->rank, s->world_size, s->world_size ? s->world_size - 1 : 0);
+	if (s->stage == 3 && !s->sub_group_size)
+		return mb_bad_input("sub_group_size must be at least 1 element");
+	return 0;
+}
+
+int mb_plan_build(struct mb_plan *plan, const struct mb_model *m, const struct mb_plan_settings *s)
+{
+	uint64_t *local;
+	int err;
+
+	memset(plan, 0, sizeof(*plan));
+	if ((err = check_settings(s)))
+		return err;
+	plan->set = *s;
+	local = calloc(m->nparams ? m->nparams : 1, sizeof(*local));
+	if (!local)
+		return mb_fail("out of host memory planning %zu parameters", m->nparams);
+	share(m, s, local);
+	err = s->stage == 3 ? plan_sub_groups(plan, m, local) : plan_batches(plan, m, local);
+	if (!err)
+		plan_totals(plan, m, local);
+	free(local);
+	if (err)
+		mb_plan_release(plan);
+	return err;
+}
+
+void mb_plan_release(struct mb_plan *plan)
+{
+	free(plan->groups);
+	memset(plan, 0, sizeof(*plan));
+}
+
+uint64_t mb_plan_pinned_bytes(const struct mb_plan *plan, bool momentum_pinned)
+{
+	uint64_t sum = 0;
+	int b;
+
+	for (b = 0; b < MB_HOST_NBUFFERS; b++)
+		if (mb_host_buffer_on_bus(b) && (b != MB_HOST_MOMENTUM || momentum_pinned))
+			sum += plan->host_bytes[b];
+	return sum;
+}

@@ -1,0 +1,111 @@
+/*
+ * mb_plan: what one rank's training step will allocate, copy and compute,
+ * worked out from the model and the settings alone, without a device.
+ *
+ * The rank's share: under ZeRO-1/2 the Muon and the AdamW parameters are
+ * each flattened and split into world_size equal ranges (the rank owns one);
+ * under ZeRO-3 every parameter is split into world_size slices of
+ * ceil(numel / world_size). Muon needs whole matrices, so each matrix the
+ * rank owns a piece of is gathered whole on the device; the pieces that come
+ * from other ranks are not replayed (no communication), only this rank's
+ * elements cross its bus.
+ *
+ * The Muon apply: ZeRO-1/2 in batches (parameter order, greedy) whose
+ * gathered grads + momentum (8 bytes an element) stay within the gather
+ * budget; ZeRO-3 in DeepSpeed's sub-groups (parameter order, a sub-group
+ * closes once it holds sub_group_size local elements), each gathering its
+ * Muon matrices at once, then writing each matrix's update into a buffer of
+ * its own.
+ *
+ * Device memory of the step phase, which the run's ledger must match:
+ *   resident bf16 params (the whole model under ZeRO-1/2, the share under 3)
+ * + apply buffers at their largest: a batch (plus the previous one still in
+ *   flight when the writeback overlaps), or a sub-group plus one update buffer
+ *   (two when it overlaps)
+ * + the Newton-Schulz workspace of the largest matrix.
+ * CLBlast's temporary buffers are not included: their size depends on the
+ * device and its tuning.
+ */
+#ifndef MB_PLAN_H
+#define MB_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mb_model.h"
+
+#define MB_NS_ITERATIONS 5
+
+struct mb_plan_settings {
+	unsigned stage;		      /* 1, 2 or 3 */
+	uint64_t gather_budget_bytes; /* stage 1/2 */
+	uint64_t sub_group_size;      /* elements, stage 3 */
+	unsigned world_size, rank;
+};
+
+/* A batch (stage 1/2) or a sub-group (stage 3) of the Muon apply. */
+struct mb_plan_group {
+	size_t first, end;	 /* parameters [first, end) of the model table */
+	size_t matrices;	 /* Muon matrices gathered */
+	uint64_t gathered_numel; /* their elements, whole matrices */
+	uint64_t local_numel;	 /* this rank's elements of them */
+	uint64_t apply_bytes_sync, apply_bytes_overlap; /* device bytes at its peak */
+};
+
+enum mb_host_buffer {
+	MB_HOST_MASTER,	  /* fp32 master params */
+	MB_HOST_GRADS,	  /* fp32 grads; the update comes back into them */
+	MB_HOST_MOMENTUM, /* fp32 Muon momentum */
+	MB_HOST_ADAMW,	  /* fp32 AdamW exp_avg and exp_avg_sq */
+	MB_HOST_STAGING,  /* bf16 params on their way to the device */
+	MB_HOST_NBUFFERS
+};
+
+struct mb_plan {
+	struct mb_plan_settings set;
+	uint64_t local_numel, local_muon, local_adamw; /* this rank's share */
+	uint64_t host_bytes[MB_HOST_NBUFFERS];
+
+	struct mb_plan_group *groups;
+	size_t ngroups, largest_group; /* largest: by gathered elements */
+	size_t matrices;	       /* Muon matrices this rank orthogonalizes */
+
+	/* bytes across the bus per step */
+	uint64_t bwd_d2h_bytes, apply_h2d_bytes, apply_d2h_bytes, params_h2d_bytes;
+	uint64_t ns_flops; /* per step */
+
+	/* device bytes of the step phase */
+	uint64_t resident_bytes, ns_workspace_bytes;
+	uint64_t apply_bytes_sync, apply_bytes_overlap;
+	uint64_t peak_step_bytes_sync, peak_step_bytes_overlap;
+};
+
+/* Host buffer names for people ("master params (fp32)"). */
+extern const char *const mb_host_buffer_names[MB_HOST_NBUFFERS];
+
+/* Whether buffer B crosses the bus (and so is pinned when pin_memory is on). */
+bool mb_host_buffer_on_bus(enum mb_host_buffer b);
+
+/*
+ * Work out the plan of model M under S into *plan (owned by the caller,
+ * released with mb_plan_release). Bad settings (a gather budget below the
+ * largest matrix, a rank outside the world) are -MB_EINPUT, naming the
+ * culprit.
+ */
+int mb_plan_build(struct mb_plan *plan, const struct mb_model *m, const struct mb_plan_settings *s);
+
+void mb_plan_release(struct mb_plan *plan);
+
+/* Pinned host bytes with pin_memory on; the momentum only if MOMENTUM_PINNED. */
+uint64_t mb_plan_pinned_bytes(const struct mb_plan *plan, bool momentum_pinned);
+
+/* FLOPs of Newton-Schulz on one ROWS x COLS matrix: 5 (4 m^2 n + 2 m^3). */
+uint64_t mb_ns_flops(uint64_t rows, uint64_t cols);
+
+/* Device workspace of Newton-Schulz on one ROWS x COLS matrix, in bytes:
+ * fp32 X (m x n, transposed when rows > cols), X·Xᵀ and its polynomial
+ * (m x m each), and the next X (m x n), with m = min and n = max. */
+uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols);
+
+#endif
