@@ -219,15 +219,15 @@ static void md_apply(const struct mb_plan *p)
 		       p->ngroups, mb_fmt_count(a, sizeof(a), p->set.sub_group_size), with_muon,
 		       p->matrices);
 		printf("Each sub-group's Muon grads and momentum go to the device at once; "
-		       "each matrix's update gets a buffer of its own.\n");
+		       "each matrix's update gets a buffer of its own.\n\n");
 	} else {
 		printf("\n## Muon apply: %zu matrices in %zu batches under a %s gather "
 		       "budget\n\n",
 		       p->matrices, p->ngroups,
-		       mb_fmt_bytes(a, sizeof(a), p->set.gather_budget_bytes));
+		       mb_fmt_bytes_iec(a, sizeof(a), p->set.gather_budget_bytes));
 	}
 	if (big)
-		printf("\nLargest %s: %zu matrices, %s elements, %s of grads + momentum "
+		printf("Largest %s: %zu matrices, %s elements, %s of grads + momentum "
 		       "gathered.\n",
 		       p->set.stage == 3 ? "sub-group" : "batch", big->matrices,
 		       mb_fmt_count(b, sizeof(b), big->gathered_numel),
@@ -245,10 +245,10 @@ static void md_step(const struct mb_plan *p)
 	md_bytes_row("params back (bf16)", " H2D |", p->params_h2d_bytes);
 	md_bytes_row("all", " H2D |", p->apply_h2d_bytes + p->params_h2d_bytes);
 	md_bytes_row("all", " D2H |", p->bwd_d2h_bytes + p->apply_d2h_bytes);
-	printf("\nNewton-Schulz: %s FLOP per step (%zu matrices, 5 iterations of "
-	       "4m²n + 2m³ each; %s FLOP in plain GEMMs).\n",
-	       mb_fmt_count(a, sizeof(a), p->ns_flops), p->matrices,
-	       grouped(b, sizeof(b), p->ns_flops));
+	printf("\nNewton-Schulz per step: %s FLOP (%s) over %zu matrices, counted as "
+	       "5 (4m²n + 2m³) for an m x n matrix with m <= n.\n",
+	       mb_fmt_count(a, sizeof(a), p->ns_flops), grouped(b, sizeof(b), p->ns_flops),
+	       p->matrices);
 }
 
 static void md_peak_row(const char *what, uint64_t sync, uint64_t overlap)

@@ -157,37 +157,48 @@ static int hf_read(const struct reader *r, const cJSON *root, struct hf_shape *s
 	return 0;
 }
 
+/* mb_model_add, its error prefixed with the source. */
+static int model_add(const struct reader *r, struct mb_model *m, const char *name, unsigned ndim,
+		     uint64_t rows, uint64_t cols, int layer)
+{
+	int err = mb_model_add(m, name, ndim, rows, cols, layer);
+
+	if (err)
+		mb_err_prefix("%s", r->source);
+	return err;
+}
+
 /* Add "model.layers.L.SUFFIX" (or NAME as is when L < 0). */
-static int add(struct mb_model *m, int layer, const char *name, unsigned ndim, unsigned rows,
-	       unsigned cols)
+static int add(const struct reader *r, struct mb_model *m, int layer, const char *name,
+	       unsigned ndim, unsigned rows, unsigned cols)
 {
 	char full[MB_PARAM_NAME_MAX];
 
 	if (layer < 0)
-		return mb_model_add(m, name, ndim, rows, cols, -1);
+		return model_add(r, m, name, ndim, rows, cols, -1);
 	snprintf(full, sizeof(full), "model.layers.%d.%s", layer, name);
-	return mb_model_add(m, full, ndim, rows, cols, layer);
+	return model_add(r, m, full, ndim, rows, cols, layer);
 }
 
-static int hf_layer(struct mb_model *m, const struct hf_shape *s, int l)
+static int hf_layer(const struct reader *r, struct mb_model *m, const struct hf_shape *s, int l)
 {
 	unsigned q = s->heads * s->head_dim, kv = s->kv_heads * s->head_dim, h = s->hidden;
 	int err;
 
-	if ((err = add(m, l, "self_attn.q_proj.weight", 2, q, h)) ||
-	    (s->attn_bias && (err = add(m, l, "self_attn.q_proj.bias", 1, q, 1))) ||
-	    (err = add(m, l, "self_attn.k_proj.weight", 2, kv, h)) ||
-	    (s->attn_bias && (err = add(m, l, "self_attn.k_proj.bias", 1, kv, 1))) ||
-	    (err = add(m, l, "self_attn.v_proj.weight", 2, kv, h)) ||
-	    (s->attn_bias && (err = add(m, l, "self_attn.v_proj.bias", 1, kv, 1))) ||
-	    (err = add(m, l, "self_attn.o_proj.weight", 2, h, q)) ||
-	    (s->qk_norm && (err = add(m, l, "self_attn.q_norm.weight", 1, s->head_dim, 1))) ||
-	    (s->qk_norm && (err = add(m, l, "self_attn.k_norm.weight", 1, s->head_dim, 1))) ||
-	    (err = add(m, l, "mlp.gate_proj.weight", 2, s->inter, h)) ||
-	    (err = add(m, l, "mlp.up_proj.weight", 2, s->inter, h)) ||
-	    (err = add(m, l, "mlp.down_proj.weight", 2, h, s->inter)) ||
-	    (err = add(m, l, "input_layernorm.weight", 1, h, 1)) ||
-	    (err = add(m, l, "post_attention_layernorm.weight", 1, h, 1)))
+	if ((err = add(r, m, l, "self_attn.q_proj.weight", 2, q, h)) ||
+	    (s->attn_bias && (err = add(r, m, l, "self_attn.q_proj.bias", 1, q, 1))) ||
+	    (err = add(r, m, l, "self_attn.k_proj.weight", 2, kv, h)) ||
+	    (s->attn_bias && (err = add(r, m, l, "self_attn.k_proj.bias", 1, kv, 1))) ||
+	    (err = add(r, m, l, "self_attn.v_proj.weight", 2, kv, h)) ||
+	    (s->attn_bias && (err = add(r, m, l, "self_attn.v_proj.bias", 1, kv, 1))) ||
+	    (err = add(r, m, l, "self_attn.o_proj.weight", 2, h, q)) ||
+	    (s->qk_norm && (err = add(r, m, l, "self_attn.q_norm.weight", 1, s->head_dim, 1))) ||
+	    (s->qk_norm && (err = add(r, m, l, "self_attn.k_norm.weight", 1, s->head_dim, 1))) ||
+	    (err = add(r, m, l, "mlp.gate_proj.weight", 2, s->inter, h)) ||
+	    (err = add(r, m, l, "mlp.up_proj.weight", 2, s->inter, h)) ||
+	    (err = add(r, m, l, "mlp.down_proj.weight", 2, h, s->inter)) ||
+	    (err = add(r, m, l, "input_layernorm.weight", 1, h, 1)) ||
+	    (err = add(r, m, l, "post_attention_layernorm.weight", 1, h, 1)))
 		return err;
 	return 0;
 }
@@ -200,13 +211,13 @@ static int hf_expand(const struct reader *r, const cJSON *root, struct mb_model 
 
 	if ((err = hf_read(r, root, &s)) || (err = keep_layers(r, s.layers, &keep)))
 		return err;
-	if ((err = add(m, -1, "model.embed_tokens.weight", 2, s.vocab, s.hidden)))
+	if ((err = add(r, m, -1, "model.embed_tokens.weight", 2, s.vocab, s.hidden)))
 		return err;
 	for (l = 0; l < keep; l++)
-		if ((err = hf_layer(m, &s, (int)l)))
+		if ((err = hf_layer(r, m, &s, (int)l)))
 			return err;
-	if ((err = add(m, -1, "model.norm.weight", 1, s.hidden, 1)) ||
-	    (!s.tied && (err = add(m, -1, "lm_head.weight", 2, s.vocab, s.hidden))))
+	if ((err = add(r, m, -1, "model.norm.weight", 1, s.hidden, 1)) ||
+	    (!s.tied && (err = add(r, m, -1, "lm_head.weight", 2, s.vocab, s.hidden))))
 		return err;
 	m->layers = keep;
 	return 0;
@@ -278,8 +289,8 @@ static void layer_name(char *buf, size_t len, const char *name, unsigned layer)
 }
 
 /* Expand entries [first, end) which all repeat: layer by layer. */
-static int expand_block(struct mb_model *m, const struct entry *e, size_t first, size_t end,
-			unsigned keep)
+static int expand_block(const struct reader *r, struct mb_model *m, const struct entry *e,
+			size_t first, size_t end, unsigned keep)
 {
 	char name[MB_PARAM_NAME_MAX + 16];
 	unsigned l;
@@ -291,8 +302,8 @@ static int expand_block(struct mb_model *m, const struct entry *e, size_t first,
 			if (l >= e[i].repeat)
 				continue;
 			layer_name(name, sizeof(name), e[i].name, l);
-			if ((err = mb_model_add(m, name, e[i].ndim, e[i].shape[0], e[i].shape[1],
-						(int)l)))
+			if ((err = model_add(r, m, name, e[i].ndim, e[i].shape[0], e[i].shape[1],
+					     (int)l)))
 				return err;
 		}
 	}
@@ -317,12 +328,12 @@ static int list_expand_entries(const struct reader *r, struct mb_model *m, const
 	for (i = 0; i < n; i = end) {
 		end = i + 1;
 		if (!e[i].repeat) {
-			err = mb_model_add(m, e[i].name, e[i].ndim, e[i].shape[0], e[i].shape[1],
-					   -1);
+			err = model_add(r, m, e[i].name, e[i].ndim, e[i].shape[0], e[i].shape[1],
+					-1);
 		} else {
 			while (end < n && e[end].repeat)
 				end++;
-			err = expand_block(m, e, i, end, keep);
+			err = expand_block(r, m, e, i, end, keep);
 		}
 		if (err)
 			return err;

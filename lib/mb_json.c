@@ -188,6 +188,8 @@ static void describe(const struct cursor *c, char *buf, size_t len)
 
 	if (ch < 0)
 		snprintf(buf, len, "the end of the input");
+	else if (ch == '\n')
+		snprintf(buf, len, "a line break");
 	else if (isprint(ch))
 		snprintf(buf, len, "'%c'", ch);
 	else

@@ -208,6 +208,23 @@ const char *mb_fmt_bytes(char *buf, size_t len, uint64_t bytes)
 	return fmt_decimal(buf, len, bytes, sfx);
 }
 
+const char *mb_fmt_bytes_iec(char *buf, size_t len, uint64_t bytes)
+{
+	static const char *const sfx[5] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double x = (double)bytes;
+	int i = 0;
+
+	while (x >= 1023.5 && i < 4) {
+		x /= 1024;
+		i++;
+	}
+	if (!i) {
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+		return buf;
+	}
+	return fmt_scaled(buf, len, x, sfx[i]);
+}
+
 const char *mb_fmt_count(char *buf, size_t len, uint64_t n)
 {
 	static const char *const sfx[5] = { "", "K", "M", "B", "T" };

@@ -22,6 +22,9 @@ int mb_parse_size(const char *what, const char *text, uint64_t min, uint64_t max
 /* "14.53 GB": decimal units, three significant digits. Returns buf. */
 const char *mb_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 
+/* "512 MiB": binary units, three significant digits. Returns buf. */
+const char *mb_fmt_bytes_iec(char *buf, size_t len, uint64_t bytes);
+
 /* "12.09 GiB": always in GiB with two decimals, as the reference's tables. */
 const char *mb_fmt_gib(char *buf, size_t len, uint64_t bytes);
 

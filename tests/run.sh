@@ -1,0 +1,17 @@
+#!/bin/sh
+# Run every test binary given and the command-line tests; print one summary.
+# Usage: tests/run.sh BUILD/muonbench BUILD/tests/test_* ...
+set -u
+bin=$1
+shift
+failed=""
+for t in "$@"; do
+	"$t" || failed="$failed $(basename "$t")"
+done
+tests/cli.sh "$bin" || failed="$failed cli.sh"
+echo
+if [ -n "$failed" ]; then
+	echo "TESTS FAILED:$failed"
+	exit 1
+fi
+echo "all tests passed ($# unit test programs and cli.sh)"
