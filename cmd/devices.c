@@ -18,14 +18,14 @@ int mb_cmd_devices(const struct mb_args *args)
 	(void)args;
 	if ((err = mb_cl_list_devices(&devs, &n)))
 		return err;
-	printf("| platform | device | name | vendor | driver | type | global memory | "
-	       "compute units | max allocation | cl_khr_fp16 |\n");
-	printf("|---:|---:|---|---|---|---|---:|---:|---:|---|\n");
+	printf("| platform | device | platform name | device name | vendor | driver | type | "
+	       "global memory | compute units | max allocation | cl_khr_fp16 |\n");
+	printf("|---:|---:|---|---|---|---|---|---:|---:|---:|---|\n");
 	for (i = 0; i < n; i++) {
 		const struct mb_cl_device_info *d = &devs[i];
 
-		printf("| %u | %u | %s | %s | %s | %s | %s | %u | %s | %s |\n", d->platform,
-		       d->device, d->name, d->vendor, d->driver, d->type,
+		printf("| %u | %u | %s | %s | %s | %s | %s | %s | %u | %s | %s |\n", d->platform,
+		       d->device, d->platform_name, d->name, d->vendor, d->driver, d->type,
 		       mb_fmt_gib(mem, sizeof(mem), d->global_mem_bytes), d->compute_units,
 		       mb_fmt_gib(alloc, sizeof(alloc), d->max_alloc_bytes),
 		       d->fp16 ? "yes" : "no");

@@ -92,21 +92,31 @@ static int push_group(struct mb_plan *plan, size_t first)
 	return 0;
 }
 
-static int check_budget(const struct mb_model *m, const struct mb_plan_settings *s, size_t i)
+/* The largest Muon matrix this rank works on must fit the budget alone. */
+static int check_budget(const struct mb_model *m, const struct mb_plan_settings *s,
+			const uint64_t *local)
 {
-	const struct mb_param *p = &m->params[i];
-	uint64_t need = GATHER_BYTES_PER_ELEM * mb_param_numel(p);
+	const struct mb_param *big = NULL;
 	char a[32], b[32];
+	uint64_t need;
+	size_t i;
 
+	for (i = 0; i < m->nparams; i++)
+		if (m->params[i].muon && local[i] &&
+		    (!big || mb_param_numel(&m->params[i]) > mb_param_numel(big)))
+			big = &m->params[i];
+	if (!big)
+		return 0;
+	need = GATHER_BYTES_PER_ELEM * mb_param_numel(big);
 	if (need <= s->gather_budget_bytes)
 		return 0;
 	return mb_bad_input("gather budget %s (%llu bytes) is smaller than the largest Muon "
 			    "matrix: '%s' (%llux%llu) needs %s (%llu bytes) of grads + "
 			    "momentum; raise --gather-budget",
-			    mb_fmt_bytes(a, sizeof(a), s->gather_budget_bytes),
-			    (unsigned long long)s->gather_budget_bytes, p->name,
-			    (unsigned long long)p->rows, (unsigned long long)p->cols,
-			    mb_fmt_bytes(b, sizeof(b), need), (unsigned long long)need);
+			    mb_fmt_bytes_iec(a, sizeof(a), s->gather_budget_bytes),
+			    (unsigned long long)s->gather_budget_bytes, big->name,
+			    (unsigned long long)big->rows, (unsigned long long)big->cols,
+			    mb_fmt_bytes_iec(b, sizeof(b), need), (unsigned long long)need);
 }
 
 /* ZeRO-1/2: Muon matrices this rank holds a piece of, in greedy batches. */
@@ -118,11 +128,11 @@ static int plan_batches(struct mb_plan *plan, const struct mb_model *m, const ui
 	size_t i;
 	int err;
 
+	if ((err = check_budget(m, s, local)))
+		return err;
 	for (i = 0; i < m->nparams; i++) {
 		if (!m->params[i].muon || !local[i])
 			continue;
-		if ((err = check_budget(m, s, i)))
-			return err;
 		n = mb_param_numel(&m->params[i]);
 		if (!g ||
 		    GATHER_BYTES_PER_ELEM * (g->gathered_numel + n) > s->gather_budget_bytes) {

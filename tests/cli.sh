@@ -1,0 +1,142 @@
+#!/bin/sh
+# Command-line tests of muonbench: exit codes, one-line errors that name the
+# culprit, and a --help that tells the truth. Prints TAP.
+# Usage: tests/cli.sh path/to/muonbench   (from the repository root)
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+
+report() { # STATUS NAME [DETAIL]
+	n=$((n + 1))
+	if [ "$1" = ok ]; then
+		echo "ok $n - $2"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n - $2"
+		[ -z "${3:-}" ] || printf '%s\n' "$3" | sed 's/^/#   /'
+	fi
+}
+
+# expect_error NAME STATUS MESSAGE ARGS...: the command exits STATUS, writes
+# nothing to stdout and exactly one line to stderr, which contains MESSAGE.
+expect_error() {
+	name=$1 want=$2 msg=$3
+	shift 3
+	"$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	lines=$(wc -l <"$tmp/err")
+	if [ "$rc" -ne "$want" ]; then
+		report fail "$name" "exit $rc, want $want; stderr: $(cat "$tmp/err")"
+	elif [ -s "$tmp/out" ] || [ "$lines" -ne 1 ]; then
+		report fail "$name" "want one line on stderr and nothing on stdout, got: $(cat "$tmp/out" "$tmp/err")"
+	elif ! grep -qF -- "$msg" "$tmp/err"; then
+		report fail "$name" "stderr: $(cat "$tmp/err")
+want: $msg"
+	else
+		report ok "$name"
+	fi
+}
+
+# expect_output NAME TEXT ARGS...: the command exits 0 and stdout contains TEXT.
+expect_output() {
+	name=$1 text=$2
+	shift 2
+	"$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		report fail "$name" "exit $rc: $(cat "$tmp/err")"
+	elif ! grep -qF -- "$text" "$tmp/out"; then
+		report fail "$name" "no '$text' in: $(head -20 "$tmp/out")"
+	else
+		report ok "$name"
+	fi
+}
+
+# The check figures of DESIGN.md.
+expect_output "plan: qwen3-4b has 4.02 B parameters" "| total | 398 | 4,022,468,096 | 4.02 B |" plan
+expect_output "plan: 3.63 B of them Muon" "| 3,633,315,840 | 3.63 B |" plan --model qwen3-4b
+expect_output "plan: 14.5 GB of Muon momentum" "| Muon momentum (fp32) | pin, both | 14,533,263,360 | 14.5 GB |" plan
+expect_output "plan: stage 3 lists sub-groups" "## Muon apply: 4 sub-groups of 1.00 B elements" plan --stage 3
+expect_output "plan: --layers cuts the model" "Model from builtin qwen3-4b: 2 decoder layers" plan --layers 2
+expect_output "plan: --config reads a file" "Model from configs/tiny.json: 2 decoder layers" plan --config configs/tiny.json
+expect_output "plan: csv has the counts" ",4022468096,3633315840," plan --format csv
+expect_output "plan: json has the counts" '"params_muon": 3633315840,' plan --format json
+
+"$bin" plan --format csv >"$tmp/csv"
+if [ "$(wc -l <"$tmp/csv")" -eq 2 ] &&
+	[ "$(head -1 "$tmp/csv" | tr ',' '\n' | wc -l)" -eq "$(tail -1 "$tmp/csv" | tr ',' '\n' | wc -l)" ]; then
+	report ok "plan: csv is a header and one row of as many fields"
+else
+	report fail "plan: csv is a header and one row of as many fields" "$(cat "$tmp/csv")"
+fi
+
+# Help and version.
+for c in run plan devices; do
+	expect_output "$c --help prints usage" "usage: muonbench $c [options]" "$c" --help
+done
+expect_output "--help lists the commands" "  devices    list the OpenCL platforms and devices" --help
+expect_output "-h is --help" "  --gather-budget SIZE" plan -h
+expect_output "--version names the revision" "muonbench 0.1.0 (git " --version
+if rev=$(git rev-parse --short=12 HEAD 2>/dev/null); then
+	expect_output "--version is this checkout's revision" "(git $rev" --version
+fi
+
+# Every default that help shows is the default the code uses: giving it
+# explicitly changes nothing.
+"$bin" plan --help | sed -n 's/^  --\([a-z-]*\) [A-Z]*.*(default: \(.*\))$/\1 \2/p' >"$tmp/defaults"
+[ -s "$tmp/defaults" ] || report fail "plan --help shows defaults"
+"$bin" plan >"$tmp/implicit"
+while read -r opt def; do
+	"$bin" plan "--$opt" "$def" >"$tmp/explicit" 2>&1
+	if cmp -s "$tmp/implicit" "$tmp/explicit"; then
+		report ok "help's default of --$opt ($def) is the default"
+	else
+		report fail "help's default of --$opt ($def) is the default" "$(cat "$tmp/explicit")"
+	fi
+done <"$tmp/defaults"
+
+# Bad input: one line naming the culprit, exit 2.
+expect_error "stage out of range" 2 "--stage: number '4' is out of range (1 to 3)" plan --stage 4
+expect_error "stage without a value" 2 "option '--stage' needs a value (S)" plan --stage
+expect_error "bad size" 2 "--gather-budget: invalid size '12X'" plan --gather-budget 12X
+expect_error "size with --opt=value" 2 "--gather-budget: invalid size '-1'" plan --gather-budget=-1
+expect_error "budget below the largest matrix" 2 "'model.layers.0.mlp.gate_proj.weight' (9728x2560) needs 190 MiB (199229440 bytes) of grads + momentum; raise --gather-budget" plan --gather-budget 64Mi
+expect_error "sub-group size zero" 2 "--sub-group-size: number '0' is out of range" plan --stage 3 --sub-group-size 0
+expect_error "layers zero" 2 "--layers: number '0' is out of range" plan --layers 0
+expect_error "more layers than the model" 2 "builtin tiny: cannot keep 3 layers, the model has 2" plan --model tiny --layers 3
+expect_error "unknown model" 2 "unknown model 'qwen5' (known: llama-3.1-8b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, tiny; or --config FILE)" plan --model qwen5
+expect_error "missing config file" 2 "cannot open 'nowhere.json': No such file or directory" plan --config nowhere.json
+expect_error "malformed config" 2 "tests/data/bad/missing-comma.json:4:3: expected ',' or '}' after an object member" plan --config tests/data/bad/missing-comma.json
+expect_error "heads do not divide" 2 "does not divide hidden_size (100)" plan --config tests/data/bad/heads-do-not-divide.json
+expect_error "model and config" 2 "--model and --config both name a model: give one" plan --model tiny --config configs/tiny.json
+expect_error "unknown option" 2 "unknown option '--bogus' (see muonbench plan --help)" plan --bogus
+expect_error "bad format" 2 "--format: invalid value 'xml' (expected md|csv|json)" plan --format xml
+expect_error "rank outside the world" 2 "rank 2 is outside a world of 2 ranks" plan --world-size 2 --rank 2
+expect_error "option of another command" 2 "option '--stage' does not apply to 'muonbench devices'" devices --stage 2
+expect_error "flag with a value" 2 "option '--help' takes no value" plan --help=yes
+expect_error "stray argument" 2 "unexpected argument 'tiny'" plan tiny
+expect_error "unknown command" 2 "unknown command 'frobnicate'" frobnicate
+expect_error "run is not built yet" 2 "'muonbench run' is not built yet" run --model tiny
+
+# Devices; and no OpenCL platform at all (an empty ICD directory).
+expect_output "devices lists a device" "| 0 | 0 |" devices
+mkdir "$tmp/no-icd"
+OCL_ICD_VENDORS="$tmp/no-icd" expect_error "no OpenCL platform" 2 "no OpenCL platform found" devices
+
+# Output that cannot be written is a failure, not a silent success.
+if [ -w /dev/full ]; then
+	"$bin" plan >/dev/full 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 1 ] && grep -qF "cannot write the output" "$tmp/err"; then
+		report ok "a full stdout fails with exit 1"
+	else
+		report fail "a full stdout fails with exit 1" "exit $rc: $(cat "$tmp/err")"
+	fi
+fi
+
+echo "1..$n"
+[ "$failed" -eq 0 ] || echo "# $failed of $n failed"
+[ "$failed" -eq 0 ]

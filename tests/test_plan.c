@@ -1,0 +1,246 @@
+/*
+ * The plan: batches under the gather budget, DeepSpeed's sub-groups, the
+ * rank's share, the traffic and the predicted step peak, against figures
+ * worked out by hand for the tiny model (see the comments).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mb_config.h"
+#include "mb_err.h"
+#include "mb_plan.h"
+
+static struct mb_model tiny;
+
+static int load_tiny(void **state)
+{
+	(void)state;
+	return mb_config_load_builtin(&tiny, "tiny", 0);
+}
+
+static int release_tiny(void **state)
+{
+	(void)state;
+	mb_model_release(&tiny);
+	return 0;
+}
+
+static struct mb_plan_settings settings(unsigned stage)
+{
+	struct mb_plan_settings s = {
+		.stage = stage,
+		.gather_budget_bytes = 512ull << 20,
+		.sub_group_size = 1000000000,
+		.world_size = 1,
+		.rank = 0,
+	};
+	return s;
+}
+
+static void ns_cost(void **state)
+{
+	(void)state;
+	/* m = 256, n = 768: 5 (4 m^2 n + 2 m^3) */
+	assert_int_equal(mb_ns_flops(768, 256),
+			 5ull * (4 * 256 * 256 * 768 + 2ull * 256 * 256 * 256));
+	assert_int_equal(mb_ns_flops(768, 256), mb_ns_flops(256, 768));
+	assert_int_equal(mb_ns_flops(1, 1000), 5 * (4 * 1000 + 2));
+	/* fp32 (2 m^2 + 2 m n) */
+	assert_int_equal(mb_ns_workspace_bytes(768, 256), 4 * (2 * 65536 + 2 * 196608));
+}
+
+/*
+ * Tiny, 2 MiB budget (262144 elements). Muon matrices in order, per layer:
+ * q 65536, k 32768, v 32768, o 65536, gate, up, down 196608 each. Greedy:
+ * {q0 k0 v0 o0} 196608 | {gate0} | {up0} | {down0 q1} 262144 | {k1 v1 o1}
+ * 131072 | {gate1} | {up1} | {down1}: 8 batches.
+ */
+static void batches_by_hand(void **state)
+{
+	static const uint64_t elems[] = { 196608, 196608, 196608, 262144,
+					  131072, 196608, 196608, 196608 };
+	struct mb_plan_settings s = settings(2);
+	struct mb_plan p;
+	size_t i;
+
+	(void)state;
+	s.gather_budget_bytes = 2 << 20;
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
+	assert_int_equal(p.ngroups, 8);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(p.groups[i].gathered_numel, elems[i]);
+	assert_int_equal(p.groups[0].matrices, 4);
+	assert_int_equal(p.groups[3].matrices, 2);
+	assert_int_equal(p.largest_group, 3);
+	assert_int_equal(p.matrices, 14);
+	/* largest batch; largest adjacent pair (up0 + {down0 q1}) */
+	assert_int_equal(p.apply_bytes_sync, 8 * 262144);
+	assert_int_equal(p.apply_bytes_overlap, 8 * (196608 + 262144));
+	/* resident bf16 of all 2,098,688 params; workspace of a 768 x 256 matrix */
+	assert_int_equal(p.resident_bytes, 2 * 2098688);
+	assert_int_equal(p.ns_workspace_bytes, 2097152);
+	assert_int_equal(p.peak_step_bytes_sync, 4197376 + 2097152 + 2097152);
+	assert_int_equal(p.peak_step_bytes_overlap, 4197376 + 3670016 + 2097152);
+	mb_plan_release(&p);
+}
+
+/* Every Muon matrix lands in exactly one batch, in order, and batching is greedy. */
+static void batches_cover_qwen3_4b(void **state)
+{
+	struct mb_plan_settings s = settings(2);
+	struct mb_model m;
+	struct mb_plan p;
+	size_t i, g, seen = 0;
+
+	(void)state;
+	assert_int_equal(mb_config_load_builtin(&m, "qwen3-4b", 0), 0);
+	assert_int_equal(mb_plan_build(&p, &m, &s), 0);
+	for (g = 0; g < p.ngroups; g++) {
+		uint64_t n = 0;
+
+		for (i = p.groups[g].first; i < p.groups[g].end; i++)
+			if (m.params[i].muon) {
+				n += mb_param_numel(&m.params[i]);
+				seen++;
+			}
+		assert_int_equal(n, p.groups[g].gathered_numel);
+		assert_true(8 * n <= s.gather_budget_bytes);
+		if (g + 1 < p.ngroups) {
+			assert_int_equal(p.groups[g].end <= p.groups[g + 1].first, 1);
+			/* the next batch's first matrix did not fit */
+			assert_true(8 * (n + mb_param_numel(&m.params[p.groups[g + 1].first])) >
+				    s.gather_budget_bytes);
+		}
+	}
+	assert_int_equal(seen, m.nparams_muon);
+	assert_int_equal(p.matrices, m.nparams_muon);
+	/* DESIGN.md's check figure: 14.5 GB of fp32 momentum */
+	assert_int_equal(p.host_bytes[MB_HOST_MOMENTUM], 4 * 3633315840ull);
+	assert_int_equal(p.apply_h2d_bytes, 8 * 3633315840ull);
+	assert_int_equal(mb_plan_pinned_bytes(&p, true) - mb_plan_pinned_bytes(&p, false),
+			 p.host_bytes[MB_HOST_MOMENTUM]);
+	mb_plan_release(&p);
+	mb_model_release(&m);
+}
+
+static void budget_below_largest_matrix(void **state)
+{
+	struct mb_plan_settings s = settings(2);
+	struct mb_plan p;
+
+	(void)state;
+	s.gather_budget_bytes = 1 << 20;
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), -MB_EINPUT);
+	assert_string_equal(mb_errmsg(),
+			    "gather budget 1.00 MiB (1048576 bytes) is smaller than the largest "
+			    "Muon matrix: 'model.layers.0.mlp.gate_proj.weight' (768x256) needs "
+			    "1.50 MiB (1572864 bytes) of grads + momentum; raise --gather-budget");
+	assert_null(p.groups);
+	/* exactly the largest matrix fits */
+	s.gather_budget_bytes = 8 * 196608;
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
+	mb_plan_release(&p);
+}
+
+/*
+ * Tiny, stage 3, sub_group_size 300000, over all parameters in order
+ * (embed 262144, layer norms 256, q/k norms 64, lm_head 262144):
+ * {embed q0} | {k0 v0 o0 qn kn gate0} | {up0 down0} |
+ * {ln ln q1 k1 v1 o1 qn kn gate1} | {up1 down1} | {ln ln norm lm_head}.
+ */
+static void sub_groups_by_hand(void **state)
+{
+	static const uint64_t muon[] = { 65536, 327680, 393216, 393216, 393216, 0 };
+	struct mb_plan_settings s = settings(3);
+	struct mb_plan p;
+	size_t i;
+
+	(void)state;
+	s.sub_group_size = 300000;
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
+	assert_int_equal(p.ngroups, 6);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(p.groups[i].gathered_numel, muon[i]);
+	assert_int_equal(p.groups[5].matrices, 0);
+	assert_int_equal(p.groups[5].end, tiny.nparams);
+	/* sub-group + one update buffer of the largest matrix (196608) */
+	assert_int_equal(p.apply_bytes_sync, 8 * 393216 + 4 * 196608);
+	/* overlapped: two adjacent updates alive, up0 + down0 */
+	assert_int_equal(p.apply_bytes_overlap, 8 * 393216 + 4 * 393216);
+	mb_plan_release(&p);
+
+	/* the default 1e9 holds the whole tiny model in one sub-group */
+	s.sub_group_size = 1000000000;
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
+	assert_int_equal(p.ngroups, 1);
+	assert_int_equal(p.groups[0].gathered_numel, tiny.numel_muon);
+	mb_plan_release(&p);
+}
+
+/* Two ranks: the shares add up to the model, and each element has one owner. */
+static void ranks_share_the_model(void **state)
+{
+	struct mb_plan_settings s;
+	struct mb_plan p[2];
+	unsigned stage, r;
+
+	(void)state;
+	for (stage = 1; stage <= 3; stage++) {
+		s = settings(stage);
+		s.world_size = 2;
+		for (r = 0; r < 2; r++) {
+			s.rank = r;
+			assert_int_equal(mb_plan_build(&p[r], &tiny, &s), 0);
+		}
+		/* tiny's sizes are all even: no padding under ZeRO-3 either */
+		assert_int_equal(p[0].local_muon + p[1].local_muon, tiny.numel_muon);
+		assert_int_equal(p[0].local_adamw + p[1].local_adamw, tiny.numel_adamw);
+		assert_int_equal(p[0].local_muon, p[1].local_muon);
+		if (stage == 3) {
+			/* every rank gathers every matrix; resident params are the share */
+			assert_int_equal(p[0].matrices, 14);
+			assert_int_equal(p[0].resident_bytes, 2 * p[0].local_numel);
+		} else {
+			/* the Muon range splits at 786432: layer 0 to rank 0 */
+			assert_int_equal(p[0].matrices + p[1].matrices, 14);
+			assert_int_equal(p[0].resident_bytes, 2 * tiny.numel_total);
+		}
+		assert_int_equal(p[1].apply_h2d_bytes, 8 * p[1].local_muon);
+		mb_plan_release(&p[0]);
+		mb_plan_release(&p[1]);
+	}
+}
+
+static void bad_settings(void **state)
+{
+	struct mb_plan_settings s = settings(2);
+	struct mb_plan p;
+
+	(void)state;
+	s.world_size = 2;
+	s.rank = 2;
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), -MB_EINPUT);
+	assert_string_equal(mb_errmsg(), "rank 2 is outside a world of 2 ranks (ranks are 0 to 1)");
+	s = settings(4);
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), -MB_EINPUT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(ns_cost),
+		cmocka_unit_test(batches_by_hand),
+		cmocka_unit_test(batches_cover_qwen3_4b),
+		cmocka_unit_test(budget_below_largest_matrix),
+		cmocka_unit_test(sub_groups_by_hand),
+		cmocka_unit_test(ranks_share_the_model),
+		cmocka_unit_test(bad_settings),
+	};
+
+	return cmocka_run_group_tests_name("plan", tests, load_tiny, release_tiny);
+}
