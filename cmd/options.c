@@ -38,7 +38,7 @@ struct option {
 
 static const struct option options[] = {
 	{ "model", "NAME", TEXT, AT(model), "qwen3-4b", 0, 0, NULL, MODEL_CMDS,
-	  "built-in model shape (listed below)" },
+	  "built-in model shape, listed below" },
 	{ "config", "FILE", TEXT, AT(config), NULL, 0, 0, NULL, MODEL_CMDS,
 	  "model shape from a JSON file instead: a Hugging Face config.json or a "
 	  "parameter list (see README)" },
@@ -54,7 +54,7 @@ static const struct option options[] = {
 	{ "rank", "R", COUNT, AT(rank), "0", 0, (1u << 20) - 1, NULL, ON(MB_CMD_PLAN),
 	  "the rank planned, 0 to W-1" },
 	{ "format", "FMT", CHOICE, AT(format), "md", 0, 0, "md|csv|json", ON(MB_CMD_PLAN),
-	  "output format: md (Markdown tables), csv (one row) or json" },
+	  "output: Markdown tables, one CSV row or a JSON object" },
 	{ "help", NULL, FLAG, AT(help), NULL, 0, 0, NULL, ALL, "print this help and exit" },
 	{ "version", NULL, FLAG, AT(version), NULL, 0, 0, NULL, ALL,
 	  "print the version and the git revision and exit" },
@@ -224,10 +224,36 @@ bool mb_args_given(const struct mb_args *args, const char *name)
 	return o && (args->given & (1ull << (o - options)));
 }
 
+/*
+ * Print TEXT from column COL, wrapped at 79 columns, continuation lines
+ * indented to INDENT.
+ */
+static void print_wrapped(FILE *out, size_t col, size_t indent, const char *text)
+{
+	const char *word = text, *end;
+	size_t len;
+
+	while (*word) {
+		end = word + strcspn(word, " ");
+		len = (size_t)(end - word);
+		if (col > indent && col + 1 + len > 79) {
+			fprintf(out, "\n%*s", (int)indent, "");
+			col = indent;
+		} else if (word != text) {
+			fputc(' ', out);
+			col++;
+		}
+		fprintf(out, "%.*s", (int)len, word);
+		col += len;
+		word = end + strspn(end, " ");
+	}
+	fputc('\n', out);
+}
+
 static void print_options(FILE *out, enum mb_command command)
 {
-	char left[48], range[64];
-	size_t i;
+	char left[48], text[512];
+	size_t i, n;
 
 	for (i = 0; i < NOPTIONS; i++) {
 		const struct option *o = &options[i];
@@ -236,13 +262,13 @@ static void print_options(FILE *out, enum mb_command command)
 			continue;
 		snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
 			 o->arg ? o->arg : "");
-		range[0] = '\0';
-		if (o->kind == CHOICE)
-			snprintf(range, sizeof(range), "; %s", o->choices);
-		fprintf(out, "  %-24s %s%s", left, o->help, range);
-		if (o->def)
-			fprintf(out, " (default: %s)", o->def);
-		fputc('\n', out);
+		n = (size_t)snprintf(text, sizeof(text), "%s", o->help);
+		if (o->kind == CHOICE && n < sizeof(text))
+			n += (size_t)snprintf(text + n, sizeof(text) - n, ": %s", o->choices);
+		if (o->def && n < sizeof(text))
+			snprintf(text + n, sizeof(text) - n, " (default: %s)", o->def);
+		fprintf(out, "  %-22s", left);
+		print_wrapped(out, 2 + (strlen(left) > 22 ? strlen(left) : 22), 24, text);
 	}
 }
 
@@ -258,11 +284,14 @@ void mb_print_help(FILE *out, enum mb_command command)
 			fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 		fprintf(out, "\n'muonbench COMMAND --help' shows a command's options.\n\n");
 	}
-	fprintf(out, "usage: muonbench %s [options]\n\n%s\n\noptions:\n", c->name, c->description);
+	fprintf(out, "usage: muonbench %s [options]\n\n", c->name);
+	print_wrapped(out, 0, 0, c->description);
+	fprintf(out, "\noptions:\n");
 	print_options(out, command);
 	if (!(MODEL_CMDS & ON(command)))
 		return;
-	fprintf(out, "\nmodels: %s\n", mb_config_builtin_names(models, sizeof(models)));
-	fprintf(out, "\nSizes take K, M, G (powers of 1000) or Ki, Mi, Gi (powers of 1024); "
-		     "counts and sizes may be written 1e9.\n");
+	fprintf(out, "\nmodels: %s\n\n", mb_config_builtin_names(models, sizeof(models)));
+	print_wrapped(out, 0, 0,
+		      "Sizes take K, M, G (powers of 1000) or Ki, Mi, Gi (powers of 1024); "
+		      "counts and sizes may be written 1e9.");
 }

@@ -86,8 +86,17 @@ fi
 
 # Every default that help shows is the default the code uses: giving it
 # explicitly changes nothing.
-"$bin" plan --help | sed -n 's/^  --\([a-z-]*\) [A-Z]*.*(default: \(.*\))$/\1 \2/p' >"$tmp/defaults"
-[ -s "$tmp/defaults" ] || report fail "plan --help shows defaults"
+# (an option's help may wrap onto lines indented under it: join them first)
+"$bin" plan --help |
+	awk '/^  --/ { if (o) print o; o = $0; next }
+	     /^      / && o { sub(/^ +/, " "); o = o $0; next }
+	     { if (o) print o; o = "" }' |
+	sed -n 's/^  --\([a-z-]*\) [A-Z]*.*(default: \(.*\))$/\1 \2/p' >"$tmp/defaults"
+if grep -q "^gather-budget 512Mi$" "$tmp/defaults" && [ "$(wc -l <"$tmp/defaults")" -eq 7 ]; then
+	report ok "plan --help shows the 7 defaults"
+else
+	report fail "plan --help shows the 7 defaults" "$(cat "$tmp/defaults")"
+fi
 "$bin" plan >"$tmp/implicit"
 while read -r opt def; do
 	"$bin" plan "--$opt" "$def" >"$tmp/explicit" 2>&1
