@@ -5,6 +5,7 @@
 #   make test       build and run the tests
 #   make asan       the tests under AddressSanitizer and UBSan (in build-asan/)
 #   make install    PREFIX=/usr/local DESTDIR= (binary and man page)
+#   make man        the man page, written from the binary's own --help
 #   make WERROR=1   warnings are errors (as CI builds)
 
 VERSION = 0.1.0
@@ -71,6 +72,11 @@ $(BIN): $(CMD_OBJ) $(BUILD)/libmuonbench.a
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/libmuonbench.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(ALL_LDLIBS) $(shell pkg-config --libs cmocka)
 
+$(BUILD)/muonbench.1: $(BIN) scripts/manpage.sh
+	scripts/manpage.sh $(BIN) $(VERSION) > $@.tmp && mv $@.tmp $@
+
+man: $(BUILD)/muonbench.1
+
 run: $(BIN)
 	$(BIN) plan
 
@@ -82,10 +88,10 @@ ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 asan:
 	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" LDFLAGS="$(ASAN_FLAGS)" test
 
-install: $(BIN)
+install: $(BIN) $(BUILD)/muonbench.1
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)
 	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/muonbench
-	install -m 644 doc/muonbench.1 $(DESTDIR)$(MANDIR)/muonbench.1
+	install -m 644 $(BUILD)/muonbench.1 $(DESTDIR)$(MANDIR)/muonbench.1
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/muonbench $(DESTDIR)$(MANDIR)/muonbench.1
@@ -94,6 +100,6 @@ clean:
 	rm -rf build build-asan
 
 FORCE:
-.PHONY: all deps run test asan install uninstall clean FORCE
+.PHONY: all deps man run test asan install uninstall clean FORCE
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

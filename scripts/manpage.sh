@@ -1,0 +1,60 @@
+#!/bin/sh
+# Write the man page of muonbench from its own --help, so that the page and
+# the option table cannot disagree. Usage: scripts/manpage.sh BIN VERSION
+set -eu
+bin=$1
+version=$2
+
+# Help text as literal roff: escape backslashes and leading dots and quotes.
+literal() {
+	echo ".nf"
+	sed -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/"
+	echo ".fi"
+}
+
+cat <<EOF2
+.TH MUONBENCH 1 "" "muonbench $version" "User Commands"
+.SH NAME
+muonbench \- benchmark the CPU-offload data path of the Muon optimizer
+.SH SYNOPSIS
+.B muonbench
+[\fIrun\fR] [\fIoptions\fR]
+.br
+.B muonbench plan
+[\fIoptions\fR]
+.br
+.B muonbench devices
+.SH DESCRIPTION
+muonbench replays, without a training framework, what one rank of a ZeRO
+training job does each step when the Muon optimizer's state lives in host
+memory and Newton\-Schulz runs on an OpenCL device: gradients and momentum
+to the device, orthogonalization, update and momentum back, the host
+optimizer step, parameters back. It measures what pinned host memory and
+overlapped copies are worth, on your device and host.
+.SH COMMANDS
+EOF2
+for c in run plan devices; do
+	echo ".SS $c"
+	"$bin" "$c" --help | literal
+done
+cat <<'EOF2'
+.SH EXIT STATUS
+.TP
+.B 0
+success
+.TP
+.B 1
+a run failed (device, driver or host resources), or the output could not be written
+.TP
+.B 2
+bad usage or bad input: an option, a value, a model config; the message names it
+.SH ENVIRONMENT
+.TP
+.B OCL_ICD_VENDORS
+where the OpenCL ICD loader looks for drivers (see
+.BR clinfo (1)).
+.SH SEE ALSO
+.BR clinfo (1),
+.BR numactl (8).
+The README in the source tree documents the model config formats and the plan.
+EOF2
