@@ -156,11 +156,14 @@ static const char *grouped(char *buf, size_t len, uint64_t v)
 	return buf;
 }
 
-static void md_count_row(const char *what, size_t tensors, uint64_t numel)
+/* A row of the parameter table; TENSORS < 0 leaves that cell empty. */
+static void md_count_row(const char *what, long tensors, uint64_t numel)
 {
-	char a[32], b[32];
+	char a[32], b[32], t[32] = "";
 
-	printf("| %s | %zu | %s | %s |\n", what, tensors, grouped(a, sizeof(a), numel),
+	if (tensors >= 0)
+		snprintf(t, sizeof(t), "%ld", tensors);
+	printf("| %s | %s | %s | %s |\n", what, t, grouped(a, sizeof(a), numel),
 	       mb_fmt_count(b, sizeof(b), numel));
 }
 
@@ -179,12 +182,12 @@ static void md_model(const struct mb_model *m, const struct mb_plan *p)
 	printf("Model from %s: %u decoder layers, %zu tensors.\n\n", m->source, m->layers,
 	       m->nparams);
 	printf("| parameters | tensors | elements | |\n|---|---:|---:|---:|\n");
-	md_count_row("total", m->nparams, m->numel_total);
-	md_count_row("Muon (2-D, not embed or lm_head)", m->nparams_muon, m->numel_muon);
-	md_count_row("AdamW (the rest)", m->nparams - m->nparams_muon, m->numel_adamw);
+	md_count_row("total", (long)m->nparams, m->numel_total);
+	md_count_row("Muon (2-D, not embed or lm_head)", (long)m->nparams_muon, m->numel_muon);
+	md_count_row("AdamW (the rest)", (long)(m->nparams - m->nparams_muon), m->numel_adamw);
 	if (p->set.world_size > 1) {
-		md_count_row("this rank's share", 0, p->local_numel);
-		md_count_row("this rank's Muon share", 0, p->local_muon);
+		md_count_row("this rank's share", -1, p->local_numel);
+		md_count_row("this rank's Muon share", -1, p->local_muon);
 	}
 }
 

@@ -367,13 +367,23 @@ static int list_expand(const struct reader *r, const cJSON *root, struct mb_mode
 	return err;
 }
 
-/* The file's base name without ".json": the model name when nothing says it. */
+/*
+ * The model name when the config does not give one: the file's base name
+ * without ".json", or the directory's name for a Hugging Face "config.json"
+ * (".../Qwen3-4B/config.json" is "Qwen3-4B").
+ */
 static void default_name(struct mb_model *m, const char *source)
 {
-	const char *base = strrchr(source, '/');
+	const char *base = strrchr(source, '/'), *dir;
 	size_t n;
 
 	base = base ? base + 1 : source;
+	if (!strcmp(base, "config.json") && base - source >= 2) {
+		for (dir = base - 2; dir > source && dir[-1] != '/'; dir--)
+			;
+		snprintf(m->name, sizeof(m->name), "%.*s", (int)(base - 1 - dir), dir);
+		return;
+	}
 	n = strlen(base);
 	if (n > 5 && !strcmp(base + n - 5, ".json"))
 		n -= 5;

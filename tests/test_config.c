@@ -191,7 +191,9 @@ static void hf_defaults_and_biases(void **state)
 	assert_shape(&m, "model.layers.1.self_attn.k_proj.bias", 32, 1, 0);
 	assert_null(find(&m, "lm_head.weight"));
 	mb_model_release(&m);
-	assert_int_equal(mb_config_parse(&m, mistral, strlen(mistral), "m.json", 0), 0);
+	assert_int_equal(
+		mb_config_parse(&m, mistral, strlen(mistral), "/hf/Mistral-7B/config.json", 0), 0);
+	assert_string_equal(m.name, "Mistral-7B");
 	assert_shape(&m, "model.layers.0.self_attn.v_proj.weight", 64, 64, 1);
 	assert_null(find(&m, "model.layers.0.self_attn.v_proj.bias"));
 	assert_shape(&m, "lm_head.weight", 100, 64, 0);
