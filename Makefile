@@ -24,9 +24,9 @@ CFLAGS ?= -O2 -g
 # Evaluated when a recipe runs, after deps has installed pkg-config's files.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
-ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARNINGS) $(CFLAGS) -Ilib -Icmd \
+ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp $(WARNINGS) $(CFLAGS) -Ilib -Icmd \
 	     -I$(BUILD) $(PKG_CFLAGS) -MMD -MP
-ALL_LDLIBS = $(PKG_LIBS) -lm $(LDLIBS)
+ALL_LDLIBS = -fopenmp $(PKG_LIBS) -lm $(LDLIBS)
 
 LIB_SRC = $(wildcard lib/*.c)
 CMD_SRC = $(wildcard cmd/*.c)

@@ -16,6 +16,8 @@ static int dispatch(const struct mb_args *args)
 		return mb_cmd_plan(args);
 	case MB_CMD_DEVICES:
 		return mb_cmd_devices(args);
+	case MB_CMD_NS:
+		return mb_cmd_ns(args);
 	case MB_CMD_RUN:
 	default:
 		return mb_bad_input("'muonbench run' is not built yet (it comes with the "

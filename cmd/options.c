@@ -18,9 +18,10 @@ enum kind {
 	SIZE,	/* uint64_t, bytes with an optional unit */
 };
 
-#define ON(c)	   (1u << (c))
-#define ALL	   ((1u << MB_NCOMMANDS) - 1)
-#define MODEL_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_PLAN))
+#define ON(c)	    (1u << (c))
+#define ALL	    ((1u << MB_NCOMMANDS) - 1)
+#define MODEL_CMDS  (ON(MB_CMD_RUN) | ON(MB_CMD_PLAN))
+#define DEVICE_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_NS))
 
 struct option {
 	const char *name; /* without the leading -- */
@@ -55,6 +56,24 @@ static const struct option options[] = {
 	  "the rank planned, 0 to W-1" },
 	{ "format", "FMT", CHOICE, AT(format), "md", 0, 0, "md|csv|json", ON(MB_CMD_PLAN),
 	  "output: Markdown tables, one CSV row or a JSON object" },
+	{ "shape", "RxC,...", TEXT, AT(shapes), "256x768,1024x1024,1024x3072", 0, 0, NULL,
+	  ON(MB_CMD_NS), "matrix shapes to orthogonalize" },
+	{ "batch", "N", COUNT, AT(batch), "1", 1, 1u << 16, NULL, ON(MB_CMD_NS),
+	  "matrices of each shape in one timed run" },
+	{ "reps", "N", COUNT, AT(reps), "5", 1, 1u << 16, NULL, ON(MB_CMD_NS),
+	  "timed runs of each shape, after a warm-up" },
+	{ "verify", NULL, FLAG, AT(verify), NULL, 0, 0, NULL, ON(MB_CMD_NS),
+	  "compare each result with a float64 host reference; fail above 1e-4 relative "
+	  "Frobenius error" },
+	{ "seed", "N", COUNT, AT(seed), "1", 0, UINT64_MAX, NULL, DEVICE_CMDS,
+	  "seed of the random numbers" },
+	{ "platform", "P", COUNT, AT(platform), NULL, 0, 63, NULL, DEVICE_CMDS,
+	  "OpenCL platform index (see muonbench devices)" },
+	{ "device", "D", TEXT, AT(device), NULL, 0, 0, NULL, DEVICE_CMDS,
+	  "device index on the platform, or part of its name (default: the first GPU, "
+	  "else the first device)" },
+	{ "device-mem-limit", "SIZE", SIZE, AT(device_mem_limit), NULL, 1, UINT64_MAX, NULL,
+	  DEVICE_CMDS, "refuse device allocations past SIZE, as if the device had no more memory" },
 	{ "help", NULL, FLAG, AT(help), NULL, 0, 0, NULL, ALL, "print this help and exit" },
 	{ "version", NULL, FLAG, AT(version), NULL, 0, 0, NULL, ALL,
 	  "print the version and the git revision and exit" },
@@ -81,6 +100,12 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "that select it, its name, vendor, driver version, global "
 			     "memory, compute units, largest allocation and whether it "
 			     "has cl_khr_fp16." },
+	[MB_CMD_NS] = { "ns", "time Newton-Schulz on the device against its own GEMMs",
+			"Runs Newton-Schulz on fresh random matrices of each shape and prints "
+			"the median time over the reps with its min and max (device-"
+			"synchronized, after a warm-up that covers kernel compilation), "
+			"GFLOP/s counted as 5 (4m²n + 2m³), the time of the same GEMM calls "
+			"alone in the same run, and the ratio of the two." },
 };
 
 const char *mb_command_name(enum mb_command c)
@@ -159,7 +184,7 @@ static int parse_command(struct mb_args *args, int argc, char **argv, int *next)
 			return 0;
 		}
 	}
-	return mb_bad_input("unknown command '%s' (commands: run, plan, devices; see "
+	return mb_bad_input("unknown command '%s' (commands: run, plan, devices, ns; see "
 			    "muonbench --help)",
 			    argv[1]);
 }

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum mb_command { MB_CMD_RUN, MB_CMD_PLAN, MB_CMD_DEVICES, MB_NCOMMANDS };
+enum mb_command { MB_CMD_RUN, MB_CMD_PLAN, MB_CMD_DEVICES, MB_CMD_NS, MB_NCOMMANDS };
 
 /* What the command line asked for, defaults filled in. */
 struct mb_args {
@@ -27,6 +27,15 @@ struct mb_args {
 	uint64_t sub_group_size; /* elements */
 	uint64_t world_size, rank;
 	const char *format; /* md, csv, json */
+
+	uint64_t platform; /* valid when given */
+	const char *device;
+	uint64_t device_mem_limit; /* bytes, 0: none */
+	uint64_t seed;
+
+	const char *shapes; /* ns */
+	uint64_t batch, reps;
+	bool verify;
 
 	uint64_t given; /* bit i: option i of the table was on the command line */
 };

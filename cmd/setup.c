@@ -21,3 +21,9 @@ void mb_setup_plan_settings(const struct mb_args *args, struct mb_plan_settings 
 	s->world_size = (unsigned)args->world_size;
 	s->rank = (unsigned)args->rank;
 }
+
+void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel)
+{
+	sel->platform = mb_args_given(args, "platform") ? (int)args->platform : -1;
+	sel->device = args->device;
+}

@@ -4,6 +4,7 @@
 #ifndef MB_SETUP_H
 #define MB_SETUP_H
 
+#include "mb_cl.h"
 #include "mb_model.h"
 #include "mb_plan.h"
 #include "options.h"
@@ -13,5 +14,8 @@ int mb_setup_model(const struct mb_args *args, struct mb_model *m);
 
 /* The plan settings of --stage, --gather-budget, --sub-group-size, --world-size, --rank. */
 void mb_setup_plan_settings(const struct mb_args *args, struct mb_plan_settings *s);
+
+/* The device selection of --platform and --device. */
+void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel);
 
 #endif

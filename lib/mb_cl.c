@@ -1,12 +1,19 @@
 /*
- * mb_cl: enumerating OpenCL devices and naming OpenCL status codes.
+ * mb_cl: OpenCL devices, the context and queues, the program, and errors.
  */
 #include "mb_cl.h"
 
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include <clblast_c.h>
+
+#include "mb_embedded.h"
 #include "mb_err.h"
 
 #define PLATFORMS_MAX 16
@@ -198,4 +205,248 @@ int mb_cl_list_devices(struct mb_cl_device_info **out, size_t *n)
 	}
 	*out = devs;
 	return 0;
+}
+
+static bool on_platform(const struct mb_cl_device_info *d, int platform)
+{
+	return platform < 0 || d->platform == (unsigned)platform;
+}
+
+/* Whether NAME contains PART, ignoring case. */
+static bool contains(const char *name, const char *part)
+{
+	size_t n = strlen(part);
+
+	for (; *name; name++)
+		if (!strncasecmp(name, part, n))
+			return true;
+	return false;
+}
+
+/* Index of the device SEL chooses among the N listed. */
+static int choose(const struct mb_cl_device_info *d, size_t n, const struct mb_cl_select *sel,
+		  size_t *out)
+{
+	const char *name = sel->device;
+	int platform = sel->platform;
+	size_t i, first = n;
+	char *end;
+	unsigned long index;
+
+	for (i = n; i-- > 0;)
+		if (on_platform(&d[i], platform))
+			first = i;
+	if (first == n)
+		return mb_bad_input("--platform %d: no such platform with a device (see muonbench "
+				    "devices)",
+				    platform);
+	*out = first;
+	if (!name) {
+		for (i = 0; i < n; i++)
+			if (on_platform(&d[i], platform) && !strcmp(d[i].type, "GPU")) {
+				*out = i;
+				break;
+			}
+		return 0;
+	}
+	index = strtoul(name, &end, 10);
+	if (isdigit((unsigned char)*name) && !*end) {
+		platform = platform < 0 ? 0 : platform;
+		for (i = 0; i < n; i++)
+			if (on_platform(&d[i], platform) && d[i].device == index) {
+				*out = i;
+				return 0;
+			}
+		return mb_bad_input("--device %s: platform %d has no device %s (see muonbench "
+				    "devices)",
+				    name, platform, name);
+	}
+	for (i = 0; i < n; i++)
+		if (on_platform(&d[i], platform) && contains(d[i].name, name)) {
+			*out = i;
+			return 0;
+		}
+	return mb_bad_input("--device '%s': no device's name contains it (see muonbench devices)",
+			    name);
+}
+
+static int find_ids(struct mb_cl *cl)
+{
+	cl_platform_id pids[PLATFORMS_MAX];
+	cl_device_id dids[DEVICES_MAX];
+	cl_uint np = 0, nd = 0;
+	cl_int st;
+
+	st = clGetPlatformIDs(PLATFORMS_MAX, pids, &np);
+	if (st == CL_SUCCESS && cl->info.platform < np)
+		st = clGetDeviceIDs(pids[cl->info.platform], CL_DEVICE_TYPE_ALL, DEVICES_MAX, dids,
+				    &nd);
+	if (st != CL_SUCCESS || cl->info.platform >= np || cl->info.device >= nd)
+		return mb_fail("the OpenCL devices changed while muonbench looked at them");
+	cl->platform = pids[cl->info.platform];
+	cl->device = dids[cl->info.device];
+	return 0;
+}
+
+static int build_program(struct mb_cl *cl)
+{
+	const char *sources[16];
+	size_t lengths[16], n = 0, loglen = 0;
+	const struct mb_embedded_file *f;
+	char *log;
+	cl_int st;
+
+	for (f = mb_embedded_files; f->path && n < 16; f++) {
+		if (strncmp(f->path, "kernels/", 8))
+			continue;
+		sources[n] = f->data;
+		lengths[n++] = f->size;
+	}
+	cl->program = clCreateProgramWithSource(cl->context, (cl_uint)n, sources, lengths, &st);
+	if (mb_cl_check(cl, st, "clCreateProgramWithSource", "%zu kernel files", n))
+		return -MB_EFAIL;
+	st = clBuildProgram(cl->program, 1, &cl->device, "", NULL, NULL);
+	if (st == CL_SUCCESS)
+		return 0;
+	clGetProgramBuildInfo(cl->program, cl->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &loglen);
+	log = calloc(loglen + 1, 1);
+	if (log)
+		clGetProgramBuildInfo(cl->program, cl->device, CL_PROGRAM_BUILD_LOG, loglen, log,
+				      NULL);
+	mb_fail("clBuildProgram failed on '%s' (kernels/*.cl): %s; build log:\n%s", cl->info.name,
+		mb_cl_strerror(st), log ? log : "(none)");
+	free(log);
+	return -MB_EFAIL;
+}
+
+int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel)
+{
+	cl_command_queue_properties props = CL_QUEUE_PROFILING_ENABLE;
+	struct mb_cl_device_info *devs;
+	size_t n, i = 0;
+	cl_int st;
+	int err;
+
+	memset(cl, 0, sizeof(*cl));
+	if ((err = mb_cl_list_devices(&devs, &n)))
+		return err;
+	err = n ? choose(devs, n, sel, &i) : mb_bad_input("no OpenCL device found");
+	if (!err)
+		cl->info = devs[i];
+	free(devs);
+	if (err || (err = find_ids(cl)))
+		return err;
+	cl->context = clCreateContext(NULL, 1, &cl->device, NULL, NULL, &st);
+	if ((err = mb_cl_check(cl, st, "clCreateContext", "one device")))
+		goto out_release;
+	cl->compute = clCreateCommandQueue(cl->context, cl->device, props, &st);
+	if ((err = mb_cl_check(cl, st, "clCreateCommandQueue", "compute queue")))
+		goto out_release;
+	cl->copy = clCreateCommandQueue(cl->context, cl->device, props, &st);
+	if ((err = mb_cl_check(cl, st, "clCreateCommandQueue", "copy queue")))
+		goto out_release;
+	if ((err = build_program(cl)))
+		goto out_release;
+	return 0;
+
+out_release:
+	mb_cl_release(cl);
+	return err;
+}
+
+void mb_cl_release(struct mb_cl *cl)
+{
+	if (cl->program)
+		clReleaseProgram(cl->program);
+	if (cl->copy)
+		clReleaseCommandQueue(cl->copy);
+	if (cl->compute)
+		clReleaseCommandQueue(cl->compute);
+	if (cl->context)
+		clReleaseContext(cl->context);
+	memset(cl, 0, sizeof(*cl));
+}
+
+static int vcheck(const struct mb_cl *cl, const char *status_name, const char *call,
+		  const char *what, va_list ap)
+{
+	char where[512];
+
+	vsnprintf(where, sizeof(where), what, ap);
+	return mb_fail("%s failed on '%s' (%s): %s", call, cl->info.name, where, status_name);
+}
+
+int mb_cl_check(const struct mb_cl *cl, cl_int status, const char *call, const char *what, ...)
+{
+	va_list ap;
+	int err;
+
+	if (status == CL_SUCCESS)
+		return 0;
+	va_start(ap, what);
+	err = vcheck(cl, mb_cl_strerror(status), call, what, ap);
+	va_end(ap);
+	return err;
+}
+
+int mb_clblast_check(const struct mb_cl *cl, int status, const char *call, const char *what, ...)
+{
+	va_list ap;
+	int err;
+
+	if (status == CLBlastSuccess)
+		return 0;
+	va_start(ap, what);
+	err = vcheck(cl, mb_clblast_strerror(status), call, what, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *mb_clblast_strerror(int status)
+{
+	switch (status) {
+#define NAME(code) \
+	case code: \
+		return #code
+		NAME(CLBlastNotImplemented);
+		NAME(CLBlastInvalidMatrixA);
+		NAME(CLBlastInvalidMatrixB);
+		NAME(CLBlastInvalidMatrixC);
+		NAME(CLBlastInvalidVectorX);
+		NAME(CLBlastInvalidVectorY);
+		NAME(CLBlastInvalidDimension);
+		NAME(CLBlastInvalidLeadDimA);
+		NAME(CLBlastInvalidLeadDimB);
+		NAME(CLBlastInvalidLeadDimC);
+		NAME(CLBlastInvalidIncrementX);
+		NAME(CLBlastInvalidIncrementY);
+		NAME(CLBlastInsufficientMemoryA);
+		NAME(CLBlastInsufficientMemoryB);
+		NAME(CLBlastInsufficientMemoryC);
+		NAME(CLBlastInsufficientMemoryX);
+		NAME(CLBlastInsufficientMemoryY);
+		NAME(CLBlastInsufficientMemoryTemp);
+		NAME(CLBlastInvalidBatchCount);
+		NAME(CLBlastInvalidOverrideKernel);
+		NAME(CLBlastMissingOverrideParameter);
+		NAME(CLBlastInvalidLocalMemUsage);
+		NAME(CLBlastNoHalfPrecision);
+		NAME(CLBlastNoDoublePrecision);
+		NAME(CLBlastInvalidVectorScalar);
+		NAME(CLBlastInsufficientMemoryScalar);
+		NAME(CLBlastDatabaseError);
+		NAME(CLBlastUnknownError);
+		NAME(CLBlastUnexpectedError);
+#undef NAME
+	}
+	/* the rest are OpenCL's own codes */
+	return mb_cl_strerror(status);
+}
+
+int mb_cl_kernel(const struct mb_cl *cl, const char *name, cl_kernel *out)
+{
+	cl_int st;
+
+	*out = clCreateKernel(cl->program, name, &st);
+	return mb_cl_check(cl, st, "clCreateKernel", "kernel '%s'", name);
 }

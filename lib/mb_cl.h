@@ -1,6 +1,8 @@
 /*
- * mb_cl: the OpenCL platforms and devices of this machine, and the names of
- * OpenCL's status codes.
+ * mb_cl: the OpenCL device muonbench runs on: listing and choosing devices,
+ * the context with its two in-order profiling queues (compute and copy), the
+ * program built from the embedded kernels/ sources, and errors that name the
+ * call, the device and the shape.
  */
 #ifndef MB_CL_H
 #define MB_CL_H
@@ -31,5 +33,47 @@ const char *mb_cl_strerror(cl_int status);
  * a failing query is -MB_EFAIL naming the call and the device.
  */
 int mb_cl_list_devices(struct mb_cl_device_info **out, size_t *n);
+
+/* Which device: --platform P, --device D (an index) or --device NAME-PART. */
+struct mb_cl_select {
+	int platform;	    /* -1: not given (platform 0 for a device index, else all) */
+	const char *device; /* NULL: the first GPU, else the first device */
+};
+
+struct mb_cl {
+	struct mb_cl_device_info info;
+	cl_platform_id platform;
+	cl_device_id device;
+	cl_context context;
+	cl_command_queue compute, copy; /* in order, profiling on */
+	cl_program program;		/* every kernel source, built once */
+};
+
+/*
+ * Choose the device SEL names, create the context and queues and build the
+ * program. A selection that matches nothing is -MB_EINPUT listing what
+ * exists; a build failure is -MB_EFAIL with the build log. On failure
+ * nothing is left to release.
+ */
+int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel);
+
+void mb_cl_release(struct mb_cl *cl);
+
+/*
+ * 0 if STATUS is CL_SUCCESS; otherwise record "CALL failed on 'DEVICE'
+ * (WHAT): CL_..." and return -MB_EFAIL. WHAT (printf-style) names the shape.
+ */
+int mb_cl_check(const struct mb_cl *cl, cl_int status, const char *call, const char *what, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The same for a CLBlast status ("CLBlastInsufficientMemoryTemp"). */
+int mb_clblast_check(const struct mb_cl *cl, int status, const char *call, const char *what, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* "CLBlastInsufficientMemoryTemp" for -2050; OpenCL's names for shared codes. */
+const char *mb_clblast_strerror(int status);
+
+/* Create kernel NAME of the program into *out (release with clReleaseKernel). */
+int mb_cl_kernel(const struct mb_cl *cl, const char *name, cl_kernel *out);
 
 #endif

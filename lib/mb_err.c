@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static _Thread_local char errbuf[1024];
+static _Thread_local char errbuf[8192]; /* room for a build log */
 
 static void record(const char *fmt, va_list ap)
 {

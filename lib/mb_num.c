@@ -10,6 +10,7 @@
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mb_err.h"
@@ -171,6 +172,43 @@ int mb_parse_count(const char *what, const char *text, uint64_t min, uint64_t ma
 int mb_parse_size(const char *what, const char *text, uint64_t min, uint64_t max, uint64_t *out)
 {
 	return parse(what, text, min, max, true, out);
+}
+
+#define SHAPE_DIM_MAX (1ull << 24)
+
+int mb_parse_shapes(const char *what, const char *text, struct mb_shape *out, size_t max, size_t *n)
+{
+	char item[64], *x, *end;
+	const char *p = text;
+	size_t len;
+
+	*n = 0;
+	do {
+		len = strcspn(p, ",");
+		snprintf(item, sizeof(item), "%.*s", (int)(len < 63 ? len : 63), p);
+		x = strchr(item, 'x');
+		if (len > 63 || !x || *n == max)
+			goto bad;
+		*x = '\0';
+		out[*n].rows = strtoull(item, &end, 10);
+		if (!isdigit((unsigned char)item[0]) || *end)
+			goto bad;
+		out[*n].cols = strtoull(x + 1, &end, 10);
+		if (!isdigit((unsigned char)x[1]) || *end)
+			goto bad;
+		if (!out[*n].rows || !out[*n].cols || out[*n].rows > SHAPE_DIM_MAX ||
+		    out[*n].cols > SHAPE_DIM_MAX)
+			goto bad;
+		++*n;
+		p += len;
+	} while (*p++ == ',');
+	return 0;
+bad:
+	if (*n == max)
+		return mb_bad_input("%s: more than %zu shapes in '%s'", what, max, text);
+	return mb_bad_input("%s: invalid shape '%.*s' in '%s' (expected ROWSxCOLS, each 1 to "
+			    "%llu, such as 1024x3072)",
+			    what, (int)len, p, text, SHAPE_DIM_MAX);
 }
 
 /* Print X / DIV with three significant digits and UNIT. */

@@ -19,6 +19,18 @@ int mb_parse_count(const char *what, const char *text, uint64_t min, uint64_t ma
 /* Parse a size in bytes (suffixes allowed) in [min, max] into *out. */
 int mb_parse_size(const char *what, const char *text, uint64_t min, uint64_t max, uint64_t *out);
 
+/* A matrix shape, ROWSxCOLS on the command line. */
+struct mb_shape {
+	uint64_t rows, cols;
+};
+
+/*
+ * Parse "RxC[,RxC...]" (each dimension 1 to 2^24) into OUT (room for MAX),
+ * the count into *n. 0 or -MB_EINPUT naming WHAT and the bad shape.
+ */
+int mb_parse_shapes(const char *what, const char *text, struct mb_shape *out, size_t max,
+		    size_t *n);
+
 /* "14.53 GB": decimal units, three significant digits. Returns buf. */
 const char *mb_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 

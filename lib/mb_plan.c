@@ -23,20 +23,6 @@ bool mb_host_buffer_on_bus(enum mb_host_buffer b)
 	return b == MB_HOST_GRADS || b == MB_HOST_MOMENTUM || b == MB_HOST_STAGING;
 }
 
-uint64_t mb_ns_flops(uint64_t rows, uint64_t cols)
-{
-	uint64_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
-
-	return MB_NS_ITERATIONS * (4 * m * m * n + 2 * m * m * m);
-}
-
-uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols)
-{
-	uint64_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
-
-	return sizeof(float) * (2 * m * m + 2 * m * n);
-}
-
 static uint64_t div_up(uint64_t a, uint64_t b)
 {
 	return a / b + (a % b != 0);

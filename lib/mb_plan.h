@@ -22,7 +22,7 @@
  * + apply buffers at their largest: a batch (plus the previous one still in
  *   flight when the writeback overlaps), or a sub-group plus one update buffer
  *   (two when it overlaps)
- * + the Newton-Schulz workspace of the largest matrix.
+ * + the Newton-Schulz workspace of the largest matrix (mb_ns_workspace_bytes).
  * CLBlast's temporary buffers are not included: their size depends on the
  * device and its tuning.
  */
@@ -34,8 +34,7 @@
 #include <stdint.h>
 
 #include "mb_model.h"
-
-#define MB_NS_ITERATIONS 5
+#include "mb_ns.h"
 
 struct mb_plan_settings {
 	unsigned stage;		      /* 1, 2 or 3 */
@@ -99,13 +98,5 @@ void mb_plan_release(struct mb_plan *plan);
 
 /* Pinned host bytes with pin_memory on; the momentum only if MOMENTUM_PINNED. */
 uint64_t mb_plan_pinned_bytes(const struct mb_plan *plan, bool momentum_pinned);
-
-/* FLOPs of Newton-Schulz on one ROWS x COLS matrix: 5 (4 m^2 n + 2 m^3). */
-uint64_t mb_ns_flops(uint64_t rows, uint64_t cols);
-
-/* Device workspace of Newton-Schulz on one ROWS x COLS matrix, in bytes:
- * fp32 X (m x n, transposed when rows > cols), X·Xᵀ and its polynomial
- * (m x m each), and the next X (m x n), with m = min and n = max. */
-uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols);
 
 #endif

@@ -1,0 +1,96 @@
+/*
+ * ns: Newton-Schulz on the device, per shape, next to its own GEMM calls
+ * (mb_nsbench), as a Markdown table; with --verify, against float64.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "commands.h"
+#include "mb_err.h"
+#include "mb_nsbench.h"
+#include "mb_num.h"
+#include "setup.h"
+
+#define SHAPES_MAX	 32
+#define VERIFY_TOLERANCE 1e-4
+
+static void print_header(const struct mb_cl *cl, const struct mb_nsbench_settings *s)
+{
+	printf("# Newton-Schulz on '%s' (%s, driver %s)\n\n", cl->info.name, cl->info.platform_name,
+	       cl->info.driver);
+	printf("%u timed runs of %u matrix(es) per shape after a warm-up; medians with min-max, "
+	       "host clock around a synchronized device.\n\n",
+	       s->reps, s->batch);
+	printf("| shape | NS (ms) | NS min-max (ms) | GFLOP/s | GEMMs alone (ms) | "
+	       "NS / GEMMs | rel. error vs float64 |\n");
+	printf("|---|---:|---:|---:|---:|---:|---:|\n");
+}
+
+static void print_row(const struct mb_nsbench_result *r)
+{
+	char err[32] = "not checked";
+
+	if (!isnan(r->rel_err) || !isnan(r->ns_s.median))
+		if (!isnan(r->rel_err))
+			snprintf(err, sizeof(err), "%.2e", r->rel_err);
+	printf("| %llux%llu | %.2f | %.2f-%.2f | %.1f | %.2f | %.3f | %s |\n",
+	       (unsigned long long)r->rows, (unsigned long long)r->cols, 1e3 * r->ns_s.median,
+	       1e3 * r->ns_s.min, 1e3 * r->ns_s.max, r->gflops, 1e3 * r->gemm_s.median,
+	       r->ns_s.median / r->gemm_s.median, err);
+	fflush(stdout);
+}
+
+static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
+		     const struct mb_shape *shapes, size_t n)
+{
+	struct mb_nsbench_result r;
+	int err, failed = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if ((err = mb_nsbench_run(ns, s, shapes[i].rows, shapes[i].cols, (unsigned)i, &r)))
+			return err;
+		print_row(&r);
+		if (s->verify && !(r.rel_err <= VERIFY_TOLERANCE) && !failed)
+			failed = mb_fail("--verify: %llux%llu is off by %.2e (relative Frobenius "
+					 "error), above %.0e",
+					 (unsigned long long)r.rows, (unsigned long long)r.cols,
+					 r.rel_err, VERIFY_TOLERANCE);
+	}
+	return failed;
+}
+
+int mb_cmd_ns(const struct mb_args *args)
+{
+	struct mb_nsbench_settings s = { .batch = (unsigned)args->batch,
+					 .reps = (unsigned)args->reps,
+					 .verify = args->verify,
+					 .seed = args->seed };
+	uint64_t rows[SHAPES_MAX], cols[SHAPES_MAX];
+	struct mb_shape shapes[SHAPES_MAX];
+	struct mb_cl_select sel;
+	struct mb_ledger ledger;
+	struct mb_ns ns;
+	struct mb_cl cl;
+	size_t n, i;
+	int err;
+
+	if ((err = mb_parse_shapes("--shape", args->shapes, shapes, SHAPES_MAX, &n)))
+		return err;
+	for (i = 0; i < n; i++) {
+		rows[i] = shapes[i].rows;
+		cols[i] = shapes[i].cols;
+	}
+	mb_setup_device_select(args, &sel);
+	if ((err = mb_cl_open(&cl, &sel)))
+		return err;
+	mb_ledger_init(&ledger, &cl, args->device_mem_limit);
+	if (!(err = mb_ns_init(&ns, &cl, &ledger)) && !(err = mb_ns_reserve(&ns, rows, cols, n))) {
+		print_header(&cl, &s);
+		err = bench_all(&ns, &s, shapes, n);
+	}
+	mb_ns_release(&ns);
+	mb_ledger_release(&ledger);
+	mb_cl_release(&cl);
+	return err;
+}

@@ -1,0 +1,102 @@
+/*
+ * Muon's device math around the GEMMs: the momentum and Nesterov update,
+ * and the pieces of Newton-Schulz that are not matrix products (the
+ * Frobenius norm, the normalizing load with its transpose, the scaled store
+ * with the transpose back). The GEMMs themselves are CLBlast's.
+ *
+ * Contraction of a*b + c into fma is off, so that every device computes the
+ * momentum bit for bit as the host reference does.
+ */
+#pragma OPENCL FP_CONTRACT OFF
+
+/* m = beta m + (1 - beta) g; g = (1 - beta) g + beta m (the Nesterov update). */
+__kernel void muon_momentum(__global float *grad, const ulong grad_off, __global float *mom,
+			    const ulong mom_off, const ulong n, const float beta)
+{
+	const ulong i = get_global_id(0);
+	float g, m;
+
+	if (i >= n)
+		return;
+	g = grad[grad_off + i];
+	m = beta * mom[mom_off + i] + (1.0f - beta) * g;
+	mom[mom_off + i] = m;
+	grad[grad_off + i] = (1.0f - beta) * g + beta * m;
+}
+
+/*
+ * Sum of squares of x[off .. off+n) in work-group partials: group g writes
+ * partial[part_off + g]. The local size must be a power of two.
+ */
+__kernel void sumsq_partial(__global const float *x, const ulong off, const ulong n,
+			    __global float *partial, const ulong part_off,
+			    __local float *scratch)
+{
+	const ulong lid = get_local_id(0), lsize = get_local_size(0);
+	const ulong stride = get_global_size(0);
+	float s = 0.0f, v;
+	ulong i, step;
+
+	for (i = get_global_id(0); i < n; i += stride) {
+		v = x[off + i];
+		s += v * v;
+	}
+	scratch[lid] = s;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (step = lsize / 2; step > 0; step /= 2) {
+		if (lid < step)
+			scratch[lid] += scratch[lid + step];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	if (lid == 0)
+		partial[part_off + get_group_id(0)] = scratch[0];
+}
+
+/*
+ * partial[part_off + npartials] = 1 / (sqrt(sum of the partials) + eps);
+ * one work-item.
+ */
+__kernel void norm_finish(__global float *partial, const ulong part_off, const uint npartials,
+			  const float eps)
+{
+	float s = 0.0f;
+	uint i;
+
+	for (i = 0; i < npartials; i++)
+		s += partial[part_off + i];
+	partial[part_off + npartials] = 1.0f / (sqrt(s) + eps);
+}
+
+/*
+ * X = in / norm, as m x n with m <= n: in is rows x cols, transposed when
+ * rows > cols. inv points at 1 / norm. Work-items: (n, m).
+ */
+__kernel void ns_load(__global const float *in, const ulong in_off, const ulong rows,
+		      const ulong cols, __global const float *inv, const ulong inv_off,
+		      __global float *x, const ulong x_off)
+{
+	const ulong j = get_global_id(0), i = get_global_id(1);
+	const int transpose = rows > cols;
+	const ulong m = transpose ? cols : rows, n = transpose ? rows : cols;
+
+	if (i >= m || j >= n)
+		return;
+	x[x_off + i * n + j] = (transpose ? in[in_off + j * cols + i] : in[in_off + i * cols + j]) *
+			       inv[inv_off];
+}
+
+/*
+ * out = scale X back in the rows x cols shape (X is m x n, m <= n).
+ * Work-items: (cols, rows), so that writes are contiguous.
+ */
+__kernel void ns_store(__global const float *x, const ulong x_off, const ulong rows,
+		       const ulong cols, const float scale, __global float *out, const ulong out_off)
+{
+	const ulong c = get_global_id(0), r = get_global_id(1);
+	const int transpose = rows > cols;
+	const ulong n = transpose ? rows : cols;
+
+	if (r >= rows || c >= cols)
+		return;
+	out[out_off + r * cols + c] = scale * (transpose ? x[x_off + c * n + r] : x[x_off + r * n + c]);
+}

@@ -1,0 +1,66 @@
+/*
+ * mb_ledger: every device buffer, allocated and released through one book.
+ *
+ * The ledger knows the bytes in use now, the peak, the peak within each named
+ * phase ("backward", "step"), and the largest buffers at the overall peak.
+ * With a limit set (--device-mem-limit) it refuses an allocation that would
+ * pass it with the same error as the device's own
+ * CL_MEM_OBJECT_ALLOCATION_FAILURE, so out-of-memory paths can be tested on
+ * any device.
+ */
+#ifndef MB_LEDGER_H
+#define MB_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mb_cl.h"
+
+#define MB_LEDGER_TAG_MAX    32
+#define MB_LEDGER_PHASES_MAX 8
+#define MB_LEDGER_TOP	     4 /* buffers remembered at the peak */
+
+struct mb_ledger_entry {
+	char tag[MB_LEDGER_TAG_MAX];
+	uint64_t bytes;
+	cl_mem mem;
+};
+
+struct mb_ledger {
+	const struct mb_cl *cl;
+	uint64_t limit_bytes; /* 0: none */
+	uint64_t current_bytes, peak_bytes;
+	struct mb_ledger_entry *live;
+	size_t nlive, live_alloc;
+	struct mb_ledger_entry top[MB_LEDGER_TOP]; /* largest live at the peak */
+	size_t ntop;
+	struct {
+		char name[MB_LEDGER_TAG_MAX];
+		uint64_t peak_bytes;
+	} phases[MB_LEDGER_PHASES_MAX];
+	int nphases, phase; /* phase: index of the current one, -1 before any */
+};
+
+/* An empty ledger for CL's device; LIMIT_BYTES 0 for no limit. */
+void mb_ledger_init(struct mb_ledger *l, const struct mb_cl *cl, uint64_t limit_bytes);
+
+/*
+ * Allocate a read-write device buffer of BYTES, tagged TAG (a short name:
+ * "ns.workspace"), into *out. A refusal or a failure is -MB_EFAIL naming the
+ * device, the tag, the size and what is in use.
+ */
+int mb_ledger_alloc(struct mb_ledger *l, uint64_t bytes, const char *tag, cl_mem *out);
+
+/* Release MEM (NULL is fine) and take it off the books. */
+void mb_ledger_free(struct mb_ledger *l, cl_mem mem);
+
+/* Enter phase NAME (entered again, its peak goes on from where it was). */
+void mb_ledger_phase(struct mb_ledger *l, const char *name);
+
+/* The peak bytes within phase NAME; 0 if it never ran. */
+uint64_t mb_ledger_phase_peak(const struct mb_ledger *l, const char *name);
+
+/* Release every buffer still on the books, and the books. */
+void mb_ledger_release(struct mb_ledger *l);
+
+#endif

@@ -1,0 +1,391 @@
+/*
+ * mb_ns: momentum and Newton-Schulz on the device (kernels/muon.cl and
+ * CLBlast), and the float64 host reference of the same algorithm.
+ */
+#include "mb_ns.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <clblast_c.h>
+
+#include "mb_err.h"
+
+#define SCRATCH_FLOATS (MB_NS_PARTIALS + 1) /* partial sums, then 1 / norm */
+
+uint64_t mb_ns_flops(uint64_t rows, uint64_t cols)
+{
+	uint64_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+
+	return MB_NS_ITERATIONS * (4 * m * m * n + 2 * m * m * m);
+}
+
+uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols)
+{
+	uint64_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+
+	return sizeof(float) * (2 * m * n + 2 * m * m + SCRATCH_FLOATS);
+}
+
+float mb_ns_scale(uint64_t rows, uint64_t cols)
+{
+	return (float)sqrt(fmax(1.0, (double)rows / (double)cols));
+}
+
+/* Where X, Y, A, B and the scratch sit in the workspace, in floats. */
+struct layout {
+	uint64_t m, n, x, y, a, b, scratch;
+};
+
+static struct layout layout_of(uint64_t rows, uint64_t cols)
+{
+	struct layout w;
+
+	w.m = rows < cols ? rows : cols;
+	w.n = rows < cols ? cols : rows;
+	w.x = 0;
+	w.y = w.m * w.n;
+	w.a = 2 * w.m * w.n;
+	w.b = w.a + w.m * w.m;
+	w.scratch = w.b + w.m * w.m;
+	return w;
+}
+
+/* Set the N arguments of K, given as (size, pointer) pairs. */
+static cl_int set_args(cl_kernel k, cl_uint n, ...)
+{
+	cl_int st = CL_SUCCESS;
+	va_list ap;
+	cl_uint i;
+
+	va_start(ap, n);
+	for (i = 0; i < n && st == CL_SUCCESS; i++) {
+		size_t size = va_arg(ap, size_t);
+		const void *value = va_arg(ap, const void *);
+
+		st = clSetKernelArg(k, i, size, value);
+	}
+	va_end(ap);
+	return st;
+}
+
+#define ARG(v) sizeof(v), (const void *)&(v)
+
+int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledger)
+{
+	size_t max_local = 0;
+	cl_int st;
+	int err;
+
+	memset(ns, 0, sizeof(*ns));
+	ns->cl = cl;
+	ns->ledger = ledger;
+	if ((err = mb_cl_kernel(cl, "muon_momentum", &ns->momentum)) ||
+	    (err = mb_cl_kernel(cl, "sumsq_partial", &ns->sumsq)) ||
+	    (err = mb_cl_kernel(cl, "norm_finish", &ns->finish)) ||
+	    (err = mb_cl_kernel(cl, "ns_load", &ns->load)) ||
+	    (err = mb_cl_kernel(cl, "ns_store", &ns->store)))
+		goto out_release;
+	st = clGetKernelWorkGroupInfo(ns->sumsq, cl->device, CL_KERNEL_WORK_GROUP_SIZE,
+				      sizeof(max_local), &max_local, NULL);
+	if ((err = mb_cl_check(cl, st, "clGetKernelWorkGroupInfo", "kernel sumsq_partial")))
+		goto out_release;
+	for (ns->reduce_local = 1; ns->reduce_local * 2 <= max_local && ns->reduce_local < 256;)
+		ns->reduce_local *= 2;
+	return 0;
+
+out_release:
+	mb_ns_release(ns);
+	return err;
+}
+
+/* CLBlast's temporary bytes for one row-major GEMM C(m x n) = A(m x k) B(k x n). */
+static int gemm_temp(struct mb_ns *ns, bool b_transposed, uint64_t m, uint64_t n, uint64_t k,
+		     size_t *bytes)
+{
+	cl_command_queue q = ns->cl->compute;
+	int st;
+
+	st = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+					b_transposed ? CLBlastTransposeYes : CLBlastTransposeNo, m,
+					n, k, 0, k, 0, b_transposed ? k : n, 0, n, &q, bytes);
+	return mb_clblast_check(ns->cl, st, "CLBlastSGemmTempBufferSize", "%llux%llux%llu GEMM",
+				(unsigned long long)m, (unsigned long long)n,
+				(unsigned long long)k);
+}
+
+int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, size_t n)
+{
+	uint64_t work = 0, temp = 0;
+	size_t i, t1, t2, t3;
+	struct layout w;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		w = layout_of(rows[i], cols[i]);
+		if (mb_ns_workspace_bytes(rows[i], cols[i]) > work)
+			work = mb_ns_workspace_bytes(rows[i], cols[i]);
+		if ((err = gemm_temp(ns, true, w.m, w.m, w.n, &t1)) ||
+		    (err = gemm_temp(ns, false, w.m, w.m, w.m, &t2)) ||
+		    (err = gemm_temp(ns, false, w.m, w.n, w.m, &t3)))
+			return err;
+		temp = t1 > temp ? t1 : temp;
+		temp = t2 > temp ? t2 : temp;
+		temp = t3 > temp ? t3 : temp;
+	}
+	if (work > ns->work_bytes) {
+		mb_ledger_free(ns->ledger, ns->work);
+		ns->work = NULL;
+		ns->work_bytes = 0;
+		if ((err = mb_ledger_alloc(ns->ledger, work, "ns.workspace", &ns->work)))
+			return err;
+		ns->work_bytes = work;
+	}
+	if (temp > ns->temp_bytes) {
+		mb_ledger_free(ns->ledger, ns->temp);
+		ns->temp = NULL;
+		ns->temp_bytes = 0;
+		if ((err = mb_ledger_alloc(ns->ledger, temp, "clblast.temp", &ns->temp)))
+			return err;
+		ns->temp_bytes = temp;
+	}
+	return 0;
+}
+
+/* Row-major C(m x n) = alpha A(m x k) B(k x n) + beta C, all in the workspace. */
+static int gemm(struct mb_ns *ns, bool b_transposed, uint64_t m, uint64_t n, uint64_t k,
+		float alpha, uint64_t a, uint64_t b, float beta, uint64_t c)
+{
+	cl_command_queue q = ns->cl->compute;
+	int st;
+
+	st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+					b_transposed ? CLBlastTransposeYes : CLBlastTransposeNo, m,
+					n, k, alpha, ns->work, a, k, ns->work, b,
+					b_transposed ? k : n, beta, ns->work, c, n, &q, NULL,
+					ns->temp);
+	return mb_clblast_check(ns->cl, st, "CLBlastSgemm", "Newton-Schulz %llux%llux%llu GEMM",
+				(unsigned long long)m, (unsigned long long)n,
+				(unsigned long long)k);
+}
+
+static int copy(struct mb_ns *ns, uint64_t from, uint64_t to, uint64_t floats)
+{
+	cl_int st;
+
+	st = clEnqueueCopyBuffer(ns->cl->compute, ns->work, ns->work, from * sizeof(float),
+				 to * sizeof(float), floats * sizeof(float), 0, NULL, NULL);
+	return mb_cl_check(ns->cl, st, "clEnqueueCopyBuffer",
+			   "Newton-Schulz workspace, %llu "
+			   "floats",
+			   (unsigned long long)floats);
+}
+
+/* Five iterations on the workspace; with COPIES off, the GEMMs alone. */
+static int iterate(struct mb_ns *ns, struct layout *w, bool copies)
+{
+	uint64_t m = w->m, n = w->n, t;
+	int i, err;
+
+	for (i = 0; i < MB_NS_ITERATIONS; i++) {
+		if ((err = gemm(ns, true, m, m, n, 1.0f, w->x, w->x, 0.0f, w->a)) ||
+		    (copies && (err = copy(ns, w->a, w->b, m * m))) ||
+		    (err = gemm(ns, false, m, m, m, MB_NS_C, w->a, w->a, MB_NS_B, w->b)) ||
+		    (copies && (err = copy(ns, w->x, w->y, m * n))) ||
+		    (err = gemm(ns, false, m, n, m, 1.0f, w->b, w->x, MB_NS_A, w->y)))
+			return err;
+		t = w->x;
+		w->x = w->y;
+		w->y = t;
+	}
+	return 0;
+}
+
+static int enqueue(struct mb_ns *ns, cl_kernel k, const char *name, cl_uint dims,
+		   const size_t *global, const size_t *local, uint64_t rows, uint64_t cols)
+{
+	cl_int st = clEnqueueNDRangeKernel(ns->cl->compute, k, dims, NULL, global, local, 0, NULL,
+					   NULL);
+
+	return mb_cl_check(ns->cl, st, "clEnqueueNDRangeKernel", "%s, %llux%llu", name,
+			   (unsigned long long)rows, (unsigned long long)cols);
+}
+
+static int check_reserved(const struct mb_ns *ns, uint64_t rows, uint64_t cols)
+{
+	if (rows && cols && mb_ns_workspace_bytes(rows, cols) <= ns->work_bytes)
+		return 0;
+	return mb_fail("Newton-Schulz on %llux%llu: no workspace reserved for that shape",
+		       (unsigned long long)rows, (unsigned long long)cols);
+}
+
+/* Workspace[scratch + PARTIALS] = 1 / (|in|_F + eps). */
+static int norm(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
+		uint64_t scratch)
+{
+	size_t global = MB_NS_PARTIALS * ns->reduce_local, one = 1;
+	cl_ulong off = in_off, count = rows * cols, part_off = scratch;
+	cl_uint npartials = MB_NS_PARTIALS;
+	float eps = MB_NS_EPS;
+	cl_int st;
+	int err;
+
+	st = set_args(ns->sumsq, 6, ARG(in), ARG(off), ARG(count), ARG(ns->work), ARG(part_off),
+		      ns->reduce_local * sizeof(float), (const void *)NULL);
+	if (st == CL_SUCCESS)
+		st = set_args(ns->finish, 4, ARG(ns->work), ARG(part_off), ARG(npartials),
+			      ARG(eps));
+	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "norm of %llux%llu",
+			       (unsigned long long)rows, (unsigned long long)cols)) ||
+	    (err = enqueue(ns, ns->sumsq, "sumsq_partial", 1, &global, &ns->reduce_local, rows,
+			   cols)))
+		return err;
+	return enqueue(ns, ns->finish, "norm_finish", 1, &one, &one, rows, cols);
+}
+
+int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
+			cl_mem out, uint64_t out_off)
+{
+	struct layout w = layout_of(rows, cols);
+	cl_ulong r = rows, c = cols, ioff = in_off, ooff = out_off,
+		 inv = w.scratch + MB_NS_PARTIALS;
+	cl_ulong xoff;
+	size_t load_global[2] = { w.n, w.m }, store_global[2] = { cols, rows };
+	float scale = mb_ns_scale(rows, cols);
+	cl_int st;
+	int err;
+
+	if ((err = check_reserved(ns, rows, cols)) ||
+	    (err = norm(ns, in, in_off, rows, cols, w.scratch)))
+		return err;
+	xoff = w.x;
+	st = set_args(ns->load, 8, ARG(in), ARG(ioff), ARG(r), ARG(c), ARG(ns->work), ARG(inv),
+		      ARG(ns->work), ARG(xoff));
+	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_load, %llux%llu",
+			       (unsigned long long)rows, (unsigned long long)cols)) ||
+	    (err = enqueue(ns, ns->load, "ns_load", 2, load_global, NULL, rows, cols)) ||
+	    (err = iterate(ns, &w, true)))
+		return err;
+	xoff = w.x;
+	st = set_args(ns->store, 7, ARG(ns->work), ARG(xoff), ARG(r), ARG(c), ARG(scale), ARG(out),
+		      ARG(ooff));
+	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_store, %llux%llu",
+			       (unsigned long long)rows, (unsigned long long)cols)))
+		return err;
+	return enqueue(ns, ns->store, "ns_store", 2, store_global, NULL, rows, cols);
+}
+
+int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols)
+{
+	struct layout w = layout_of(rows, cols);
+	int err;
+
+	if ((err = check_reserved(ns, rows, cols)))
+		return err;
+	return iterate(ns, &w, false);
+}
+
+int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom, uint64_t mom_off,
+		   uint64_t n, float beta)
+{
+	cl_ulong goff = grad_off, moff = mom_off, count = n;
+	size_t global = n;
+	cl_int st;
+
+	if (!n)
+		return 0;
+	st = set_args(ns->momentum, 6, ARG(grad), ARG(goff), ARG(mom), ARG(moff), ARG(count),
+		      ARG(beta));
+	if (st == CL_SUCCESS)
+		st = clEnqueueNDRangeKernel(ns->cl->compute, ns->momentum, 1, NULL, &global, NULL,
+					    0, NULL, NULL);
+	return mb_cl_check(ns->cl, st, "muon_momentum", "%llu elements", (unsigned long long)n);
+}
+
+void mb_ns_release(struct mb_ns *ns)
+{
+	cl_kernel *k[] = { &ns->momentum, &ns->sumsq, &ns->finish, &ns->load, &ns->store };
+	size_t i;
+
+	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+		if (*k[i])
+			clReleaseKernel(*k[i]);
+	if (ns->ledger) {
+		mb_ledger_free(ns->ledger, ns->work);
+		mb_ledger_free(ns->ledger, ns->temp);
+	}
+	memset(ns, 0, sizeof(*ns));
+}
+
+/* C(m x n) = A(m x k) B(k x n), or A Bᵀ with B as n x k, row-major doubles. */
+static void ref_gemm(const double *a, const double *b, double *c, uint64_t m, uint64_t n,
+		     uint64_t k, bool b_transposed)
+{
+	int64_t i;
+
+#pragma omp parallel for schedule(static)
+	for (i = 0; i < (int64_t)m; i++) {
+		double *ci = c + i * n;
+		uint64_t j, l;
+
+		if (b_transposed) {
+			for (j = 0; j < n; j++) {
+				double s = 0;
+
+				for (l = 0; l < k; l++)
+					s += a[i * k + l] * b[j * k + l];
+				ci[j] = s;
+			}
+			continue;
+		}
+		memset(ci, 0, n * sizeof(*ci));
+		for (l = 0; l < k; l++) {
+			double ail = a[i * k + l];
+
+			for (j = 0; j < n; j++)
+				ci[j] += ail * b[l * n + j];
+		}
+	}
+}
+
+int mb_ns_reference(const float *in, uint64_t rows, uint64_t cols, double *out)
+{
+	struct layout w = layout_of(rows, cols);
+	uint64_t m = w.m, n = w.n, i, j;
+	double *base, *x, *y, *a, *b, *t, norm = 0, scale = mb_ns_scale(rows, cols);
+	bool transpose = rows > cols;
+	int it;
+
+	base = x = malloc(sizeof(double) * (2 * m * n + 2 * m * m));
+	if (!base)
+		return mb_fail("out of host memory for the reference of %llux%llu",
+			       (unsigned long long)rows, (unsigned long long)cols);
+	y = x + m * n;
+	a = y + m * n;
+	b = a + m * m;
+	for (i = 0; i < rows * cols; i++)
+		norm += (double)in[i] * in[i];
+	norm = sqrt(norm) + MB_NS_EPS;
+	for (i = 0; i < m; i++)
+		for (j = 0; j < n; j++)
+			x[i * n + j] = (transpose ? in[j * cols + i] : in[i * cols + j]) / norm;
+	for (it = 0; it < MB_NS_ITERATIONS; it++) {
+		ref_gemm(x, x, a, m, m, n, true);
+		ref_gemm(a, a, b, m, m, m, false);
+		for (i = 0; i < m * m; i++)
+			b[i] = MB_NS_B * a[i] + MB_NS_C * b[i];
+		ref_gemm(b, x, y, m, n, m, false);
+		for (i = 0; i < m * n; i++)
+			y[i] += MB_NS_A * x[i];
+		t = x;
+		x = y;
+		y = t;
+	}
+	for (i = 0; i < rows; i++)
+		for (j = 0; j < cols; j++)
+			out[i * cols + j] = scale * (transpose ? x[j * n + i] : x[i * n + j]);
+	free(base);
+	return 0;
+}

@@ -1,0 +1,89 @@
+/*
+ * mb_ns: the Muon update on the device: momentum with its Nesterov update,
+ * and Newton-Schulz orthogonalization with CLBlast's SGEMM.
+ *
+ * Newton-Schulz, Muon's quintic: transpose so rows <= cols; X = G / (|G|_F +
+ * 1e-7); five times A = X Xᵀ, B = b A + c A A, X = a X + B X with (a, b, c) =
+ * (3.4445, -4.7750, 2.0315); transpose back; scale by sqrt(max(1, rows/cols)).
+ * All fp32. The workspace (X, the next X, A, B and the norm's partial sums)
+ * is one ledger buffer, sized once for a set of shapes by mb_ns_reserve;
+ * CLBlast's temporary buffer is a second one ("clblast.temp").
+ */
+#ifndef MB_NS_H
+#define MB_NS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mb_cl.h"
+#include "mb_ledger.h"
+
+#define MB_NS_ITERATIONS 5
+#define MB_NS_EPS	 1e-7f
+#define MB_NS_A		 3.4445f
+#define MB_NS_B		 (-4.7750f)
+#define MB_NS_C		 2.0315f
+#define MB_NS_PARTIALS	 64 /* work-groups of the norm's reduction */
+
+/* FLOPs of Newton-Schulz on one ROWS x COLS matrix: 5 (4 m^2 n + 2 m^3). */
+uint64_t mb_ns_flops(uint64_t rows, uint64_t cols);
+
+/*
+ * Device workspace of Newton-Schulz on one ROWS x COLS matrix, in bytes: fp32
+ * X and the next X (m x n each), A and B (m x m each), and the norm's
+ * MB_NS_PARTIALS partial sums and its result; m = min, n = max.
+ */
+uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols);
+
+/* The final scale of a ROWS x COLS update: sqrt(max(1, rows / cols)). */
+float mb_ns_scale(uint64_t rows, uint64_t cols);
+
+struct mb_ns {
+	const struct mb_cl *cl;
+	struct mb_ledger *ledger;
+	cl_kernel momentum, sumsq, finish, load, store;
+	size_t reduce_local; /* work-group size of the norm's reduction */
+	cl_mem work, temp;
+	uint64_t work_bytes, temp_bytes;
+};
+
+/* Create the kernels. Nothing is allocated on the device yet. */
+int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledger);
+
+/*
+ * Make room for matrices of the N shapes ROWS[i] x COLS[i]: the workspace and
+ * CLBlast's temporary buffer, through the ledger, reallocated only to grow.
+ */
+int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, size_t n);
+
+/*
+ * Enqueue on the compute queue: OUT = Newton-Schulz(IN), both ROWS x COLS
+ * row-major at element offsets IN_OFF and OUT_OFF (the same place is fine).
+ * The shape must have been reserved.
+ */
+int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
+			cl_mem out, uint64_t out_off);
+
+/*
+ * Enqueue the GEMMs of one orthogonalization alone, on the workspace, with
+ * the same shapes and order: what the GEMMs cost without the work around them.
+ */
+int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols);
+
+/*
+ * Enqueue on the compute queue, over N elements: MOM = beta MOM + (1 - beta)
+ * GRAD, then GRAD = (1 - beta) GRAD + beta MOM (the Nesterov update, in place).
+ */
+int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom, uint64_t mom_off,
+		   uint64_t n, float beta);
+
+/* Release the kernels and the buffers (through the ledger). */
+void mb_ns_release(struct mb_ns *ns);
+
+/*
+ * The same Newton-Schulz in float64 on the host, for checking: OUT (rows x
+ * cols, row-major) from IN. Returns 0 or -MB_EFAIL when out of host memory.
+ */
+int mb_ns_reference(const float *in, uint64_t rows, uint64_t cols, double *out);
+
+#endif

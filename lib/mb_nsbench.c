@@ -1,0 +1,181 @@
+/*
+ * mb_nsbench: timed Newton-Schulz and GEMM-only runs, and the check against
+ * the float64 reference.
+ */
+#include "mb_nsbench.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_clock.h"
+#include "mb_err.h"
+#include "mb_rng.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+struct mb_spread mb_spread_of(double *samples, unsigned n)
+{
+	struct mb_spread s = { NAN, NAN, NAN };
+
+	if (!n)
+		return s;
+	qsort(samples, n, sizeof(*samples), cmp_double);
+	s.min = samples[0];
+	s.max = samples[n - 1];
+	s.median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+	return s;
+}
+
+struct bench {
+	struct mb_ns *ns;
+	const struct mb_nsbench_settings *s;
+	uint64_t rows, cols, numel; /* numel: of one matrix */
+	cl_mem in, out;
+};
+
+static int finish(const struct bench *b)
+{
+	return mb_cl_check(b->ns->cl, clFinish(b->ns->cl->compute), "clFinish",
+			   "Newton-Schulz on %llux%llu", (unsigned long long)b->rows,
+			   (unsigned long long)b->cols);
+}
+
+static int poison(const struct bench *b)
+{
+	float nan = NAN;
+	cl_int st;
+
+	st = clEnqueueFillBuffer(b->ns->cl->compute, b->out, &nan, sizeof(nan), 0,
+				 b->s->batch * b->numel * sizeof(float), 0, NULL, NULL);
+	return mb_cl_check(b->ns->cl, st, "clEnqueueFillBuffer", "NaN into the output, %llux%llu",
+			   (unsigned long long)b->rows, (unsigned long long)b->cols);
+}
+
+/* One timed run (after a poisoning, untimed): Newton-Schulz or its GEMMs. */
+static int timed(const struct bench *b, bool gemms_only, double *seconds)
+{
+	unsigned i;
+	double t;
+	int err;
+
+	if ((err = poison(b)) || (err = finish(b)))
+		return err;
+	t = mb_now_s();
+	for (i = 0; i < b->s->batch; i++) {
+		err = gemms_only ? mb_ns_gemms_only(b->ns, b->rows, b->cols)
+				 : mb_ns_orthogonalize(b->ns, b->in, i * b->numel, b->rows, b->cols,
+						       b->out, i * b->numel);
+		if (err)
+			return err;
+	}
+	if ((err = finish(b)))
+		return err;
+	*seconds = mb_now_s() - t;
+	return 0;
+}
+
+/* The largest relative Frobenius error of the batch against the reference. */
+static int verify(const struct bench *b, double *rel_err)
+{
+	uint64_t total = b->s->batch * b->numel, i;
+	float *in, *out;
+	double *ref, diff, norm;
+	unsigned k;
+	cl_int st;
+	int err = 0;
+
+	in = malloc(2 * total * sizeof(float));
+	ref = malloc(b->numel * sizeof(double));
+	if (!in || !ref) {
+		err = mb_fail("out of host memory verifying %llux%llu", (unsigned long long)b->rows,
+			      (unsigned long long)b->cols);
+		goto out_free;
+	}
+	out = in + total;
+	st = clEnqueueReadBuffer(b->ns->cl->compute, b->in, CL_TRUE, 0, total * sizeof(float), in,
+				 0, NULL, NULL);
+	if (st == CL_SUCCESS)
+		st = clEnqueueReadBuffer(b->ns->cl->compute, b->out, CL_TRUE, 0,
+					 total * sizeof(float), out, 0, NULL, NULL);
+	if ((err = mb_cl_check(b->ns->cl, st, "clEnqueueReadBuffer", "Newton-Schulz %llux%llu",
+			       (unsigned long long)b->rows, (unsigned long long)b->cols)))
+		goto out_free;
+	*rel_err = 0;
+	for (k = 0; k < b->s->batch && !err; k++) {
+		if ((err = mb_ns_reference(in + k * b->numel, b->rows, b->cols, ref)))
+			break;
+		diff = norm = 0;
+		for (i = 0; i < b->numel; i++) {
+			double d = out[k * b->numel + i] - ref[i];
+
+			diff += d * d;
+			norm += ref[i] * ref[i];
+		}
+		diff = norm > 0 ? sqrt(diff / norm) : sqrt(diff);
+		/* NaN (an element never written) must win the max */
+		if (!(diff <= *rel_err))
+			*rel_err = diff;
+	}
+out_free:
+	free(in);
+	free(ref);
+	return err;
+}
+
+static int measure(struct bench *b, struct mb_nsbench_result *r)
+{
+	unsigned reps = b->s->reps, i;
+	double *ns_t, *gemm_t;
+	int err = 0;
+
+	ns_t = calloc(2 * (size_t)reps, sizeof(double));
+	if (!ns_t)
+		return mb_fail("out of host memory for %u timings", reps);
+	gemm_t = ns_t + reps;
+	/* warm-up: compiles every kernel and CLBlast routine on the way */
+	if ((err = timed(b, false, &ns_t[0])) || (err = timed(b, true, &gemm_t[0])))
+		goto out_free;
+	for (i = 0; i < reps && !err; i++)
+		err = timed(b, true, &gemm_t[i]);
+	for (i = 0; i < reps && !err; i++)
+		err = timed(b, false, &ns_t[i]);
+	if (err)
+		goto out_free;
+	r->ns_s = mb_spread_of(ns_t, reps);
+	r->gemm_s = mb_spread_of(gemm_t, reps);
+	r->gflops =
+		(double)b->s->batch * (double)mb_ns_flops(b->rows, b->cols) / r->ns_s.median / 1e9;
+out_free:
+	free(ns_t);
+	return err;
+}
+
+int mb_nsbench_run(struct mb_ns *ns, const struct mb_nsbench_settings *s, uint64_t rows,
+		   uint64_t cols, unsigned index, struct mb_nsbench_result *r)
+{
+	struct bench b = { .ns = ns, .s = s, .rows = rows, .cols = cols, .numel = rows * cols };
+	uint64_t bytes = s->batch * b.numel * sizeof(float);
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	r->rows = rows;
+	r->cols = cols;
+	r->rel_err = NAN;
+	if ((err = mb_ledger_alloc(ns->ledger, bytes, "ns.input", &b.in)) ||
+	    (err = mb_ledger_alloc(ns->ledger, bytes, "ns.output", &b.out)) ||
+	    (err = mb_rng_fill(ns->cl, b.in, 0, s->batch * b.numel, s->seed, index, 0, 1.0f)) ||
+	    (err = measure(&b, r)))
+		goto out_release;
+	if (s->verify)
+		err = verify(&b, &r->rel_err);
+out_release:
+	mb_ledger_free(ns->ledger, b.in);
+	mb_ledger_free(ns->ledger, b.out);
+	return err;
+}

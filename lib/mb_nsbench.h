@@ -1,0 +1,47 @@
+/*
+ * mb_nsbench: how fast Newton-Schulz runs on the device for one shape, next
+ * to the GEMM calls it makes, and how close it is to the float64 reference.
+ *
+ * Fresh random matrices (mb_rng, so the same on every device), a warm-up
+ * that covers kernel compilation, then REPS timed runs, each synchronized
+ * with the device, with the output poisoned with NaN before each so that an
+ * element never written cannot pass the check.
+ */
+#ifndef MB_NSBENCH_H
+#define MB_NSBENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mb_ns.h"
+
+struct mb_nsbench_settings {
+	unsigned batch; /* matrices of the shape in one timed run */
+	unsigned reps;
+	bool verify;
+	uint64_t seed;
+};
+
+/* Seconds over the reps. */
+struct mb_spread {
+	double median, min, max;
+};
+
+struct mb_nsbench_result {
+	uint64_t rows, cols;
+	struct mb_spread ns_s, gemm_s; /* Newton-Schulz, and its GEMMs alone */
+	double gflops;	/* batch * mb_ns_flops / median Newton-Schulz time, in GFLOP/s */
+	double rel_err; /* largest relative Frobenius error; NaN when not verified */
+};
+
+/*
+ * Benchmark ROWS x COLS (whose workspace NS has reserved) as stream INDEX
+ * of the seed, into *r. Its buffers go through NS's ledger and are released.
+ */
+int mb_nsbench_run(struct mb_ns *ns, const struct mb_nsbench_settings *s, uint64_t rows,
+		   uint64_t cols, unsigned index, struct mb_nsbench_result *r);
+
+/* The median, min and max of N samples (reordered). */
+struct mb_spread mb_spread_of(double *samples, unsigned n);
+
+#endif
