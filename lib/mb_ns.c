@@ -287,6 +287,19 @@ int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols)
 	return iterate(ns, &w, false);
 }
 
+int mb_ns_clear(struct mb_ns *ns)
+{
+	float zero = 0.0f;
+	cl_int st;
+
+	st = clEnqueueFillBuffer(ns->cl->compute, ns->work, &zero, sizeof(zero), 0, ns->work_bytes,
+				 0, NULL, NULL);
+	return mb_cl_check(ns->cl, st, "clEnqueueFillBuffer",
+			   "zeros over the Newton-Schulz "
+			   "workspace, %llu bytes",
+			   (unsigned long long)ns->work_bytes);
+}
+
 int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom, uint64_t mom_off,
 		   uint64_t n, float beta)
 {

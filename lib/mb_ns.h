@@ -66,9 +66,15 @@ int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t r
 
 /*
  * Enqueue the GEMMs of one orthogonalization alone, on the workspace, with
- * the same shapes and order: what the GEMMs cost without the work around them.
+ * the same shapes, scalars and order: what the GEMMs cost without the work
+ * around them. Call mb_ns_clear first: on a zeroed workspace the values stay
+ * zero, where leftovers would grow without the copies and reach denormals
+ * or infinities, which time differently.
  */
 int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols);
+
+/* Enqueue zeros over the whole workspace. */
+int mb_ns_clear(struct mb_ns *ns);
 
 /*
  * Enqueue on the compute queue, over N elements: MOM = beta MOM + (1 - beta)

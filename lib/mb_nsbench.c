@@ -64,7 +64,7 @@ static int timed(const struct bench *b, bool gemms_only, double *seconds)
 	double t;
 	int err;
 
-	if ((err = poison(b)) || (err = finish(b)))
+	if ((err = poison(b)) || (gemms_only && (err = mb_ns_clear(b->ns))) || (err = finish(b)))
 		return err;
 	t = mb_now_s();
 	for (i = 0; i < b->s->batch; i++) {
@@ -141,10 +141,10 @@ static int measure(struct bench *b, struct mb_nsbench_result *r)
 	/* warm-up: compiles every kernel and CLBlast routine on the way */
 	if ((err = timed(b, false, &ns_t[0])) || (err = timed(b, true, &gemm_t[0])))
 		goto out_free;
+	/* alternate, so that drift in the machine's speed hits both alike */
 	for (i = 0; i < reps && !err; i++)
-		err = timed(b, true, &gemm_t[i]);
-	for (i = 0; i < reps && !err; i++)
-		err = timed(b, false, &ns_t[i]);
+		if (!(err = timed(b, true, &gemm_t[i])))
+			err = timed(b, false, &ns_t[i]);
 	if (err)
 		goto out_free;
 	r->ns_s = mb_spread_of(ns_t, reps);
