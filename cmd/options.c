@@ -132,8 +132,8 @@ static int set_value(struct mb_args *args, const struct option *o, const char *v
 		return 0;
 	case CHOICE:
 		n = strlen(value);
-		for (c = o->choices; n && c; c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL) {
-			if (!strncmp(c, value, n) && (c[n] == '|' || !c[n])) {
+		for (c = o->choices; c; c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL) {
+			if (n && n == strcspn(c, "|") && !strncmp(c, value, n)) {
 				*(const char **)field = value;
 				return 0;
 			}
@@ -317,6 +317,6 @@ void mb_print_help(FILE *out, enum mb_command command)
 		return;
 	fprintf(out, "\nmodels: %s\n\n", mb_config_builtin_names(models, sizeof(models)));
 	print_wrapped(out, 0, 0,
-		      "Sizes take K, M, G (powers of 1000) or Ki, Mi, Gi (powers of 1024); "
-		      "counts and sizes may be written 1e9.");
+		      "Sizes take K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (powers of 1024) "
+		      "and an optional B; counts and sizes may be written 1e9.");
 }

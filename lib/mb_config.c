@@ -67,7 +67,7 @@ static int key_whole(const struct reader *r, const cJSON *obj, const char *key, 
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 	char what[64];
 
-	if (!v) {
+	if (!v || cJSON_IsNull(v)) { /* transformers writes None as null */
 		if (!required)
 			return 0;
 		return mb_bad_input("%s: missing key \"%s\" (a Hugging Face config needs "
@@ -104,17 +104,46 @@ static int keep_layers(const struct reader *r, unsigned have, unsigned *keep)
 	return 0;
 }
 
+/* The first key that OBJ holds twice, or NULL. */
+static const char *duplicate_key(const cJSON *obj)
+{
+	const cJSON *a, *b;
+
+	for (a = obj->child; a; a = a->next)
+		for (b = a->next; b; b = b->next)
+			if (a->string && b->string && !strcmp(a->string, b->string))
+				return a->string;
+	return NULL;
+}
+
+/* Whether a config describes a mixture of experts. */
+static bool is_moe(const cJSON *root, const char *model_type)
+{
+	static const char *const keys[] = { "num_local_experts", "num_experts",
+					    "n_routed_experts" };
+	const cJSON *v;
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		v = cJSON_GetObjectItemCaseSensitive(root, keys[i]);
+		if (cJSON_IsNumber(v) && v->valuedouble > 0)
+			return true;
+	}
+	return strstr(model_type, "moe") != NULL;
+}
+
 /* The shape of a Hugging Face Llama/Qwen/Mistral model. */
 struct hf_shape {
 	unsigned hidden, inter, layers, heads, kv_heads, head_dim, vocab;
-	bool tied, attn_bias, qk_norm;
+	bool tied, qk_norm;
+	bool qkv_bias, o_bias, mlp_bias;
 };
 
 static int hf_read(const struct reader *r, const cJSON *root, struct hf_shape *s)
 {
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
 	const char *mt = cJSON_IsString(type) ? type->valuestring : "";
-	unsigned experts = 0;
+	bool attention_bias = false;
 	int err;
 
 	if ((err = key_whole(r, root, "hidden_size", true, DIM_MAX, &s->hidden)) ||
@@ -125,17 +154,19 @@ static int hf_read(const struct reader *r, const cJSON *root, struct hf_shape *s
 		return err;
 	s->kv_heads = s->heads;
 	s->head_dim = 0;
-	s->tied = false;
-	s->attn_bias = !strcmp(mt, "qwen2");
+	s->tied = s->mlp_bias = false;
 	s->qk_norm = !strcmp(mt, "qwen3");
 	if ((err = key_whole(r, root, "num_key_value_heads", false, COUNT_MAX, &s->kv_heads)) ||
 	    (err = key_whole(r, root, "head_dim", false, DIM_MAX, &s->head_dim)) ||
 	    (err = key_bool(r, root, "tie_word_embeddings", &s->tied)) ||
-	    (err = key_bool(r, root, "attention_bias", &s->attn_bias)) ||
-	    (err = key_whole(r, root, "num_local_experts", false, COUNT_MAX, &experts)) ||
-	    (err = key_whole(r, root, "num_experts", false, COUNT_MAX, &experts)))
+	    (err = key_bool(r, root, "attention_bias", &attention_bias)) ||
+	    (err = key_bool(r, root, "mlp_bias", &s->mlp_bias)))
 		return err;
-	if (experts || strstr(mt, "moe"))
+	/* Qwen2 always has q/k/v biases; Mistral has none; Llama and Qwen3 follow
+	 * attention_bias, for all four projections */
+	s->qkv_bias = !strcmp(mt, "qwen2") || (attention_bias && strcmp(mt, "mistral"));
+	s->o_bias = attention_bias && strcmp(mt, "qwen2") && strcmp(mt, "mistral");
+	if (is_moe(root, mt))
 		return mb_bad_input("%s: mixture-of-experts models are not supported; list "
 				    "the parameters explicitly instead",
 				    r->source);
@@ -186,17 +217,21 @@ static int hf_layer(const struct reader *r, struct mb_model *m, const struct hf_
 	int err;
 
 	if ((err = add(r, m, l, "self_attn.q_proj.weight", 2, q, h)) ||
-	    (s->attn_bias && (err = add(r, m, l, "self_attn.q_proj.bias", 1, q, 1))) ||
+	    (s->qkv_bias && (err = add(r, m, l, "self_attn.q_proj.bias", 1, q, 1))) ||
 	    (err = add(r, m, l, "self_attn.k_proj.weight", 2, kv, h)) ||
-	    (s->attn_bias && (err = add(r, m, l, "self_attn.k_proj.bias", 1, kv, 1))) ||
+	    (s->qkv_bias && (err = add(r, m, l, "self_attn.k_proj.bias", 1, kv, 1))) ||
 	    (err = add(r, m, l, "self_attn.v_proj.weight", 2, kv, h)) ||
-	    (s->attn_bias && (err = add(r, m, l, "self_attn.v_proj.bias", 1, kv, 1))) ||
+	    (s->qkv_bias && (err = add(r, m, l, "self_attn.v_proj.bias", 1, kv, 1))) ||
 	    (err = add(r, m, l, "self_attn.o_proj.weight", 2, h, q)) ||
+	    (s->o_bias && (err = add(r, m, l, "self_attn.o_proj.bias", 1, h, 1))) ||
 	    (s->qk_norm && (err = add(r, m, l, "self_attn.q_norm.weight", 1, s->head_dim, 1))) ||
 	    (s->qk_norm && (err = add(r, m, l, "self_attn.k_norm.weight", 1, s->head_dim, 1))) ||
 	    (err = add(r, m, l, "mlp.gate_proj.weight", 2, s->inter, h)) ||
+	    (s->mlp_bias && (err = add(r, m, l, "mlp.gate_proj.bias", 1, s->inter, 1))) ||
 	    (err = add(r, m, l, "mlp.up_proj.weight", 2, s->inter, h)) ||
+	    (s->mlp_bias && (err = add(r, m, l, "mlp.up_proj.bias", 1, s->inter, 1))) ||
 	    (err = add(r, m, l, "mlp.down_proj.weight", 2, h, s->inter)) ||
+	    (s->mlp_bias && (err = add(r, m, l, "mlp.down_proj.bias", 1, h, 1))) ||
 	    (err = add(r, m, l, "input_layernorm.weight", 1, h, 1)) ||
 	    (err = add(r, m, l, "post_attention_layernorm.weight", 1, h, 1)))
 		return err;
@@ -242,6 +277,9 @@ static int entry_read(const struct reader *r, const cJSON *e, int index, struct 
 		return mb_bad_input("%s: parameters[%d] must be an object with \"name\" and "
 				    "\"shape\", got %s",
 				    r->source, index, type_name(e));
+	if (duplicate_key(e))
+		return mb_bad_input("%s: parameters[%d]: duplicate key \"%s\"", r->source, index,
+				    duplicate_key(e));
 	cJSON_ArrayForEach(key, e) {
 		if (strcmp(key->string, "name") && strcmp(key->string, "shape") &&
 		    strcmp(key->string, "repeat"))
@@ -381,8 +419,11 @@ static void default_name(struct mb_model *m, const char *source)
 	if (!strcmp(base, "config.json") && base - source >= 2) {
 		for (dir = base - 2; dir > source && dir[-1] != '/'; dir--)
 			;
-		snprintf(m->name, sizeof(m->name), "%.*s", (int)(base - 1 - dir), dir);
-		return;
+		n = (size_t)(base - 1 - dir);
+		if (n && strncmp(dir, ".", n) && strncmp(dir, "..", n)) {
+			snprintf(m->name, sizeof(m->name), "%.*s", (int)n, dir);
+			return;
+		}
 	}
 	n = strlen(base);
 	if (n > 5 && !strcmp(base + n - 5, ".json"))
@@ -405,6 +446,8 @@ int mb_config_parse(struct mb_model *m, const char *text, size_t len, const char
 	if (!cJSON_IsObject(root))
 		err = mb_bad_input("%s: a model config must be a JSON object, got %s", source,
 				   type_name(root));
+	else if (duplicate_key(root))
+		err = mb_bad_input("%s: duplicate key \"%s\"", source, duplicate_key(root));
 	else if (cJSON_GetObjectItemCaseSensitive(root, "parameters"))
 		err = list_expand(&r, root, m);
 	else if (cJSON_GetObjectItemCaseSensitive(root, "hidden_size"))

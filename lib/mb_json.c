@@ -80,9 +80,53 @@ static bool number(struct cursor *c)
 	return true;
 }
 
+/* The four hex digits of a \uXXXX escape at the cursor, into *u. */
+static bool hex4(struct cursor *c, unsigned *u)
+{
+	int i, ch;
+
+	*u = 0;
+	for (i = 0; i < 4; i++, c->pos++) {
+		ch = peek(c);
+		if (ch < 0 || !isxdigit(ch))
+			return fail(c, "four hex digits after \\u");
+		*u = *u * 16 + (unsigned)(isdigit(ch) ? ch - '0' : (tolower(ch) - 'a' + 10));
+	}
+	return true;
+}
+
+/* After "\u": a code point other than NUL, surrogates in pairs. */
+static bool unicode_escape(struct cursor *c)
+{
+	unsigned u, low;
+
+	if (!hex4(c, &u))
+		return false;
+	if (!u) {
+		c->pos -= 4;
+		return fail(c, "a character other than \\u0000 (names end at NUL)");
+	}
+	if (u >= 0xdc00 && u <= 0xdfff) {
+		c->pos -= 4;
+		return fail(c, "a high surrogate before this low one");
+	}
+	if (u < 0xd800 || u > 0xdbff)
+		return true;
+	if (c->len - c->pos < 2 || memcmp(c->text + c->pos, "\\u", 2))
+		return fail(c, "\\u and a low surrogate after a high surrogate");
+	c->pos += 2;
+	if (!hex4(c, &low))
+		return false;
+	if (low < 0xdc00 || low > 0xdfff) {
+		c->pos -= 4;
+		return fail(c, "a low surrogate (\\udc00 to \\udfff) after a high surrogate");
+	}
+	return true;
+}
+
 static bool string(struct cursor *c)
 {
-	int ch, i;
+	int ch;
 
 	c->pos++; /* the opening quote */
 	for (;;) {
@@ -102,9 +146,8 @@ static bool string(struct cursor *c)
 			return fail(c,
 				    "an escape: one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX");
 		c->pos++;
-		for (i = 0; ch == 'u' && i < 4; i++, c->pos++)
-			if (!isxdigit(peek(c)))
-				return fail(c, "four hex digits after \\u");
+		if (ch == 'u' && !unicode_escape(c))
+			return false;
 	}
 }
 

@@ -49,35 +49,50 @@ static bool parse_unit(const char *text, uint64_t *mult)
 	return false;
 }
 
-enum parse_result { PARSE_OK, PARSE_SYNTAX, PARSE_FRACTION, PARSE_RANGE };
+enum parse_result { PARSE_OK, PARSE_SYNTAX, PARSE_FRACTION, PARSE_RANGE, PARSE_DIGITS };
 
 /*
  * Read "digits[.digits][e[+-]digits]" from *p. Sets the significand (at most
  * 20 significant digits) and the power of ten; advances *p past the number.
  */
+/* Append digit D to *DIGITS; false past 20 significant digits. */
+static bool push_digit(u128 *digits, int d, int *nsig)
+{
+	if (*digits || d)
+		++*nsig;
+	*digits = *digits * 10 + (u128)d;
+	return *nsig <= 20;
+}
+
+/*
+ * Read "digits[.digits][e[+-]digits]" from *p. Sets the significand (at most
+ * 20 significant digits; zeros that end a fraction are dropped) and the power
+ * of ten; advances *p past the number.
+ */
 static enum parse_result parse_decimal(const char **p, u128 *digits, long *exp10)
 {
 	const char *s = *p;
 	int ndigits = 0, nsig = 0;
-	long e = 0, fracdigits = 0;
-	bool neg = false;
+	long e = 0, fracdigits = 0, zeros = 0;
+	bool neg = false, point = false;
 
 	*digits = 0;
-	while (isdigit((unsigned char)*s) || (*s == '.' && !fracdigits)) {
+	for (; isdigit((unsigned char)*s) || (*s == '.' && !point); s++) {
 		if (*s == '.') {
-			fracdigits = -1; /* seen the point, no fraction digit yet */
-			s++;
+			point = true;
 			continue;
 		}
-		if (*digits || *s != '0')
-			nsig++;
-		if (nsig > 20)
-			return PARSE_RANGE;
-		*digits = *digits * 10 + (u128)(*s - '0');
 		ndigits++;
-		if (fracdigits)
-			fracdigits = fracdigits < 0 ? 1 : fracdigits + 1;
-		s++;
+		if (point && *s == '0') {
+			zeros++; /* kept only if a nonzero digit follows */
+			continue;
+		}
+		for (; zeros > 0; zeros--, fracdigits++)
+			if (!push_digit(digits, 0, &nsig))
+				return PARSE_DIGITS;
+		if (!push_digit(digits, *s - '0', &nsig))
+			return PARSE_DIGITS;
+		fracdigits += point;
 	}
 	if (!ndigits)
 		return PARSE_SYNTAX;
@@ -93,7 +108,7 @@ static enum parse_result parse_decimal(const char **p, u128 *digits, long *exp10
 			s++;
 		}
 	}
-	*exp10 = (neg ? -e : e) - (fracdigits > 0 ? fracdigits : 0);
+	*exp10 = (neg ? -e : e) - fracdigits;
 	*p = s;
 	return PARSE_OK;
 }
@@ -146,7 +161,7 @@ static int parse(const char *what, const char *text, uint64_t min, uint64_t max,
 	case PARSE_SYNTAX:
 		if (allow_unit)
 			return mb_bad_input("%s: invalid size '%s' (expected a whole number "
-					    "with an optional K, M, G, Ki, Mi or Gi suffix)",
+					    "with an optional K, M, G, T, Ki, Mi, Gi or Ti suffix)",
 					    what, text);
 		return mb_bad_input("%s: invalid number '%s' (expected a whole number "
 				    "such as 12 or 1e9)",
@@ -156,6 +171,9 @@ static int parse(const char *what, const char *text, uint64_t min, uint64_t max,
 	case PARSE_RANGE:
 		return mb_bad_input("%s: %s '%s' is too large (at most %llu)", what, kind, text,
 				    (unsigned long long)max);
+	case PARSE_DIGITS:
+		return mb_bad_input("%s: %s '%s' has more than 20 significant digits", what, kind,
+				    text);
 	}
 	if (v < min || v > max)
 		return mb_bad_input("%s: %s '%s' is out of range (%llu to %llu)", what, kind, text,

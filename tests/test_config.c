@@ -189,6 +189,7 @@ static void hf_defaults_and_biases(void **state)
 	assert_string_equal(m.name, "qwen2");
 	assert_shape(&m, "model.layers.1.self_attn.k_proj.weight", 32, 64, 1);
 	assert_shape(&m, "model.layers.1.self_attn.k_proj.bias", 32, 1, 0);
+	assert_null(find(&m, "model.layers.1.self_attn.o_proj.bias"));
 	assert_null(find(&m, "lm_head.weight"));
 	mb_model_release(&m);
 	assert_int_equal(
@@ -197,6 +198,35 @@ static void hf_defaults_and_biases(void **state)
 	assert_shape(&m, "model.layers.0.self_attn.v_proj.weight", 64, 64, 1);
 	assert_null(find(&m, "model.layers.0.self_attn.v_proj.bias"));
 	assert_shape(&m, "lm_head.weight", 100, 64, 0);
+	mb_model_release(&m);
+}
+
+/* transformers' null means absent; a zero expert count is a dense model;
+ * biases follow the family: Llama's attention_bias covers o_proj too, mlp_bias
+ * the MLP, and Mistral has none whatever its config says. */
+static void hf_nulls_experts_and_bias_families(void **state)
+{
+	const char *llama = "{\"model_type\": \"llama\", \"hidden_size\": 64, "
+			    "\"intermediate_size\": 128, \"num_hidden_layers\": 1, "
+			    "\"num_attention_heads\": 4, \"vocab_size\": 100, \"head_dim\": null, "
+			    "\"num_key_value_heads\": null, \"num_experts\": 0, "
+			    "\"attention_bias\": true, \"mlp_bias\": true}";
+	const char *mistral = "{\"model_type\": \"mistral\", \"hidden_size\": 64, "
+			      "\"intermediate_size\": 128, \"num_hidden_layers\": 1, "
+			      "\"num_attention_heads\": 4, \"vocab_size\": 100, "
+			      "\"attention_bias\": true}";
+	struct mb_model m;
+
+	(void)state;
+	assert_int_equal(mb_config_parse(&m, llama, strlen(llama), "llama.json", 0), 0);
+	assert_shape(&m, "model.layers.0.self_attn.k_proj.weight", 64, 64, 1);
+	assert_shape(&m, "model.layers.0.self_attn.o_proj.bias", 64, 1, 0);
+	assert_shape(&m, "model.layers.0.mlp.down_proj.bias", 64, 1, 0);
+	assert_shape(&m, "model.layers.0.mlp.gate_proj.bias", 128, 1, 0);
+	mb_model_release(&m);
+	assert_int_equal(mb_config_parse(&m, mistral, strlen(mistral), "mistral.json", 0), 0);
+	assert_null(find(&m, "model.layers.0.self_attn.q_proj.bias"));
+	assert_null(find(&m, "model.layers.0.self_attn.o_proj.bias"));
 	mb_model_release(&m);
 }
 
@@ -256,6 +286,10 @@ static const struct {
 	{ "repeat-zero.json", "parameters[0] ('w') \"repeat\" must be a positive integer" },
 	{ "too-large.json",
 	  "too-large.json: model too large at parameter 'w4': more than 2^50 elements" },
+	{ "lone-surrogate.json", "lone-surrogate.json:1:34: expected \\u and a low surrogate "
+				 "after a high surrogate, found '\"'" },
+	{ "nul-escape.json", "nul-escape.json:1:28: expected a character other than \\u0000" },
+	{ "duplicate-key.json", "duplicate-key.json: parameters[0]: duplicate key \"shape\"" },
 	{ "top-level-list.json", "a model config must be a JSON object, got a list" },
 	{ "not-a-config.json", "not a model config: expected a \"parameters\" list or Hugging "
 			       "Face keys" },
@@ -305,6 +339,7 @@ int main(void)
 		cmocka_unit_test(explicit_list_expands_layer_by_layer),
 		cmocka_unit_test(classification),
 		cmocka_unit_test(hf_defaults_and_biases),
+		cmocka_unit_test(hf_nulls_experts_and_bias_families),
 		cmocka_unit_test(layers_option),
 		cmocka_unit_test(bad_configs),
 		cmocka_unit_test(bad_names_and_files),

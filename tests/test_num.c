@@ -46,6 +46,9 @@ static void sizes_with_units(void **state)
 	assert_size("1Ti", 1ull << 40);
 	assert_size("1.5Ki", 1536);
 	assert_size("0.5Gi", 536870912);
+	assert_size("1.00000000000000000000000Gi", 1ull << 30);
+	assert_size("1.2500Ki", 1280);
+	assert_size("100.0", 100);
 	assert_size("18446744073709551615", UINT64_MAX);
 }
 
@@ -79,10 +82,11 @@ static void malformed_sizes(void **state)
 	assert_bad_size("1.5", "not a whole number");
 	assert_bad_size("1e-3", "not a whole number");
 	assert_bad_size("1.1Ki", "not a whole number");
+	assert_bad_size("1.000000000000000000000001", "more than 20 significant digits");
 	assert_bad_size("18446744073709551616", "too large");
 	assert_bad_size("1e30", "too large");
 	assert_bad_size("17179869184Gi", "too large");
-	assert_bad_size("123456789012345678901234", "too large");
+	assert_bad_size("123456789012345678901234", "more than 20 significant digits");
 	assert_bad_size("0", "out of range");
 }
 
