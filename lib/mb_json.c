@@ -103,11 +103,11 @@ static bool unicode_escape(struct cursor *c)
 	if (!hex4(c, &u))
 		return false;
 	if (!u) {
-		c->pos -= 4;
+		c->pos -= 6; /* at the backslash */
 		return fail(c, "a character other than \\u0000 (names end at NUL)");
 	}
 	if (u >= 0xdc00 && u <= 0xdfff) {
-		c->pos -= 4;
+		c->pos -= 6;
 		return fail(c, "a high surrogate before this low one");
 	}
 	if (u < 0xd800 || u > 0xdbff)
@@ -118,7 +118,7 @@ static bool unicode_escape(struct cursor *c)
 	if (!hex4(c, &low))
 		return false;
 	if (low < 0xdc00 || low > 0xdfff) {
-		c->pos -= 4;
+		c->pos -= 6;
 		return fail(c, "a low surrogate (\\udc00 to \\udfff) after a high surrogate");
 	}
 	return true;
