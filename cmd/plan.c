@@ -212,15 +212,10 @@ static void md_apply(const struct mb_plan *p)
 {
 	const struct mb_plan_group *big = p->ngroups ? &p->groups[p->largest_group] : NULL;
 	char a[32], b[32], c[32];
-	size_t i, with_muon = 0;
 
 	if (p->set.stage == 3) {
-		for (i = 0; i < p->ngroups; i++)
-			with_muon += p->groups[i].matrices > 0;
-		printf("\n## Muon apply: %zu sub-groups of %s elements (%zu with Muon "
-		       "matrices), %zu matrices\n\n",
-		       p->ngroups, mb_fmt_count(a, sizeof(a), p->set.sub_group_size), with_muon,
-		       p->matrices);
+		printf("\n## Muon apply: %zu matrices in %zu sub-groups of %s elements\n\n",
+		       p->matrices, p->ngroups, mb_fmt_count(a, sizeof(a), p->set.sub_group_size));
 		printf("Each sub-group's Muon grads and momentum go to the device at once; "
 		       "each matrix's update gets a buffer of its own.\n\n");
 	} else {

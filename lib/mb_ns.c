@@ -17,9 +17,10 @@
 
 uint64_t mb_ns_flops(uint64_t rows, uint64_t cols)
 {
-	uint64_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+	unsigned __int128 m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+	unsigned __int128 flops = MB_NS_ITERATIONS * (4 * m * m * n + 2 * m * m * m);
 
-	return MB_NS_ITERATIONS * (4 * m * m * n + 2 * m * m * m);
+	return flops > UINT64_MAX ? UINT64_MAX : (uint64_t)flops;
 }
 
 uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols)

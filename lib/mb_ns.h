@@ -25,7 +25,8 @@
 #define MB_NS_C		 2.0315f
 #define MB_NS_PARTIALS	 64 /* work-groups of the norm's reduction */
 
-/* FLOPs of Newton-Schulz on one ROWS x COLS matrix: 5 (4 m^2 n + 2 m^3). */
+/* FLOPs of Newton-Schulz on one ROWS x COLS matrix: 5 (4 m^2 n + 2 m^3);
+ * UINT64_MAX when that does not fit (dimensions are at most 2^24 each). */
 uint64_t mb_ns_flops(uint64_t rows, uint64_t cols);
 
 /*

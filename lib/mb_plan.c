@@ -137,37 +137,40 @@ static int plan_batches(struct mb_plan *plan, const struct mb_model *m, const ui
 	return 0;
 }
 
-/* ZeRO-3: DeepSpeed's sub-groups over all parameters; each gathers its Muon. */
+/*
+ * ZeRO-3: DeepSpeed's sub-groups of the Muon parameter group (Muon and AdamW
+ * are separate param groups, each cut into sub-groups of its own): in model
+ * order, a sub-group closes once it holds sub_group_size local elements.
+ */
 static int plan_sub_groups(struct mb_plan *plan, const struct mb_model *m, const uint64_t *local)
 {
 	struct mb_plan_group *g = NULL;
-	uint64_t in_group = 0, n, prev_n = 0, one = 0, two = 0;
+	uint64_t n, prev_n = 0, one = 0, two = 0;
 	size_t i;
 	int err;
 
 	for (i = 0; i < m->nparams; i++) {
+		if (!m->params[i].muon)
+			continue;
 		if (!g) {
 			if ((err = push_group(plan, i)))
 				return err;
 			g = &plan->groups[plan->ngroups - 1];
-			in_group = prev_n = one = two = 0;
+			prev_n = one = two = 0;
 		}
+		n = mb_param_numel(&m->params[i]);
 		g->end = i + 1;
-		in_group += local[i];
-		if (m->params[i].muon) {
-			n = mb_param_numel(&m->params[i]);
-			g->matrices++;
-			g->gathered_numel += n;
-			g->local_numel += local[i];
-			one = n > one ? n : one;
-			two = prev_n + n > two ? prev_n + n : two;
-			prev_n = n;
-		}
-		g->apply_bytes_sync =
-			GATHER_BYTES_PER_ELEM * g->gathered_numel + sizeof(float) * one;
+		g->matrices++;
+		g->gathered_numel += n;
+		g->local_numel += local[i];
+		/* the update buffers: one, or two adjacent ones when overlapped */
+		one = n > one ? n : one;
+		two = prev_n + n > two ? prev_n + n : two;
+		prev_n = n;
+		g->apply_bytes_sync = GATHER_BYTES_PER_ELEM * g->gathered_numel + sizeof(float) * one;
 		g->apply_bytes_overlap =
 			GATHER_BYTES_PER_ELEM * g->gathered_numel + sizeof(float) * two;
-		if (in_group >= plan->set.sub_group_size)
+		if (g->local_numel >= plan->set.sub_group_size)
 			g = NULL;
 	}
 	return 0;
@@ -212,7 +215,9 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 			if (!p->muon || (plan->set.stage != 3 && !local[i]))
 				continue;
 			plan->matrices++;
-			plan->ns_flops += mb_ns_flops(p->rows, p->cols);
+			if (__builtin_add_overflow(plan->ns_flops, mb_ns_flops(p->rows, p->cols),
+						   &plan->ns_flops))
+				plan->ns_flops = UINT64_MAX;
 			if (mb_ns_workspace_bytes(p->rows, p->cols) > plan->ns_workspace_bytes)
 				plan->ns_workspace_bytes = mb_ns_workspace_bytes(p->rows, p->cols);
 		}
@@ -251,6 +256,9 @@ int mb_plan_build(struct mb_plan *plan, const struct mb_model *m, const struct m
 	err = s->stage == 3 ? plan_sub_groups(plan, m, local) : plan_batches(plan, m, local);
 	if (!err)
 		plan_totals(plan, m, local);
+	if (!err && plan->ns_flops == UINT64_MAX)
+		err = mb_bad_input("model too large: its Newton-Schulz FLOPs per step do not fit "
+				   "in 64 bits");
 	free(local);
 	if (err)
 		mb_plan_release(plan);

@@ -12,10 +12,10 @@
  *
  * The Muon apply: ZeRO-1/2 in batches (parameter order, greedy) whose
  * gathered grads + momentum (8 bytes an element) stay within the gather
- * budget; ZeRO-3 in DeepSpeed's sub-groups (parameter order, a sub-group
- * closes once it holds sub_group_size local elements), each gathering its
- * Muon matrices at once, then writing each matrix's update into a buffer of
- * its own.
+ * budget; ZeRO-3 in DeepSpeed's sub-groups of the Muon parameter group
+ * (parameter order, a sub-group closes once it holds sub_group_size local
+ * elements), each gathering its matrices at once, then writing each
+ * matrix's update into a buffer of its own.
  *
  * Device memory of the step phase, which the run's ledger must match:
  *   resident bf16 params (the whole model under ZeRO-1/2, the share under 3)

@@ -59,7 +59,7 @@ expect_output() {
 expect_output "plan: qwen3-4b has 4.02 B parameters" "| total | 398 | 4,022,468,096 | 4.02 B |" plan
 expect_output "plan: 3.63 B of them Muon" "| 3,633,315,840 | 3.63 B |" plan --model qwen3-4b
 expect_output "plan: 14.5 GB of Muon momentum" "| Muon momentum (fp32) | pin, both | 14,533,263,360 | 14.5 GB |" plan
-expect_output "plan: stage 3 lists sub-groups" "## Muon apply: 4 sub-groups of 1.00 B elements" plan --stage 3
+expect_output "plan: stage 3 lists sub-groups" "## Muon apply: 252 matrices in 4 sub-groups of 1.00 B elements" plan --stage 3
 expect_output "plan: --layers cuts the model" "Model from builtin qwen3-4b: 2 decoder layers" plan --layers 2
 expect_output "plan: --config reads a file" "Model from configs/tiny.json: 2 decoder layers" plan --config configs/tiny.json
 expect_output "plan: csv has the counts" ",4022468096,3633315840," plan --format csv
