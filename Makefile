@@ -3,6 +3,7 @@
 #   make            build build/muonbench (installing missing packages first)
 #   make run        the main job
 #   make test       build and run the tests
+#   make bench      time Newton-Schulz on the device (muonbench ns)
 #   make asan       the tests under AddressSanitizer and UBSan (in build-asan/)
 #   make install    PREFIX=/usr/local DESTDIR= (binary and man page)
 #   make man        the man page, written from the binary's own --help
@@ -80,6 +81,10 @@ man: $(BUILD)/muonbench.1
 run: $(BIN)
 	$(BIN) plan
 
+# Newton-Schulz against its own GEMMs on the default device (about a minute on a CPU).
+bench: $(BIN)
+	$(BIN) ns
+
 test: $(BIN) $(TESTS)
 	@tests/run.sh $(BIN) $(TESTS)
 
@@ -100,6 +105,6 @@ clean:
 	rm -rf build build-asan
 
 FORCE:
-.PHONY: all deps man run test asan install uninstall clean FORCE
+.PHONY: all deps man run bench test asan install uninstall clean FORCE
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -107,32 +107,71 @@ static int device_info(cl_device_id id, const char *what, cl_device_info param, 
 	return 0;
 }
 
+/*
+ * A string property of a device (PLATFORM NULL) or of a platform, however
+ * long, into a new string *out (the caller frees it).
+ */
+static int info_string(cl_device_id dev, cl_platform_id platform, cl_uint param, const char *what,
+		       char **out)
+{
+	size_t size = 0;
+	cl_int st;
+
+	st = dev ? clGetDeviceInfo(dev, param, 0, NULL, &size)
+		 : clGetPlatformInfo(platform, param, 0, NULL, &size);
+	*out = st == CL_SUCCESS ? calloc(size + 1, 1) : NULL;
+	if (st == CL_SUCCESS && !*out)
+		return mb_fail("out of host memory for %s", what);
+	if (st == CL_SUCCESS)
+		st = dev ? clGetDeviceInfo(dev, param, size, *out, NULL)
+			 : clGetPlatformInfo(platform, param, size, *out, NULL);
+	if (st != CL_SUCCESS) {
+		free(*out);
+		*out = NULL;
+		return mb_fail("%s(%s) failed: %s", dev ? "clGetDeviceInfo" : "clGetPlatformInfo",
+			       what, mb_cl_strerror(st));
+	}
+	return 0;
+}
+
+/* A string property of DEV into BUF (LEN bytes), cut short if longer. */
+static int device_string(cl_device_id dev, cl_device_info param, const char *what, char *buf,
+			 size_t len)
+{
+	char *s;
+	int err;
+
+	if ((err = info_string(dev, NULL, param, what, &s)))
+		return err;
+	snprintf(buf, len, "%s", s);
+	free(s);
+	return 0;
+}
+
 static int describe(cl_device_id id, struct mb_cl_device_info *d)
 {
-	char ext[8192] = "";
+	char *ext = NULL;
 	cl_device_type type;
 	cl_ulong mem, alloc;
 	cl_uint units;
 	int err;
 
-	if ((err = device_info(id, "CL_DEVICE_NAME", CL_DEVICE_NAME, d->name,
-			       sizeof(d->name) - 1)) ||
-	    (err = device_info(id, "CL_DEVICE_VENDOR", CL_DEVICE_VENDOR, d->vendor,
-			       sizeof(d->vendor) - 1)) ||
-	    (err = device_info(id, "CL_DRIVER_VERSION", CL_DRIVER_VERSION, d->driver,
-			       sizeof(d->driver) - 1)) ||
-	    (err = device_info(id, "CL_DEVICE_VERSION", CL_DEVICE_VERSION, d->version,
-			       sizeof(d->version) - 1)) ||
+	if ((err = device_string(id, CL_DEVICE_NAME, "CL_DEVICE_NAME", d->name, sizeof(d->name))) ||
+	    (err = device_string(id, CL_DEVICE_VENDOR, "CL_DEVICE_VENDOR", d->vendor,
+				 sizeof(d->vendor))) ||
+	    (err = device_string(id, CL_DRIVER_VERSION, "CL_DRIVER_VERSION", d->driver,
+				 sizeof(d->driver))) ||
+	    (err = device_string(id, CL_DEVICE_VERSION, "CL_DEVICE_VERSION", d->version,
+				 sizeof(d->version))) ||
 	    (err = device_info(id, "CL_DEVICE_TYPE", CL_DEVICE_TYPE, &type, sizeof(type))) ||
 	    (err = device_info(id, "CL_DEVICE_GLOBAL_MEM_SIZE", CL_DEVICE_GLOBAL_MEM_SIZE, &mem,
 			       sizeof(mem))) ||
 	    (err = device_info(id, "CL_DEVICE_MAX_MEM_ALLOC_SIZE", CL_DEVICE_MAX_MEM_ALLOC_SIZE,
 			       &alloc, sizeof(alloc))) ||
 	    (err = device_info(id, "CL_DEVICE_MAX_COMPUTE_UNITS", CL_DEVICE_MAX_COMPUTE_UNITS,
-			       &units, sizeof(units))))
+			       &units, sizeof(units))) ||
+	    (err = info_string(id, NULL, CL_DEVICE_EXTENSIONS, "CL_DEVICE_EXTENSIONS", &ext)))
 		return err;
-	/* a list longer than the buffer is truncated, not an error */
-	clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, sizeof(ext) - 1, ext, NULL);
 	d->type = type & CL_DEVICE_TYPE_GPU	      ? "GPU"
 		  : type & CL_DEVICE_TYPE_CPU	      ? "CPU"
 		  : type & CL_DEVICE_TYPE_ACCELERATOR ? "accelerator"
@@ -141,37 +180,36 @@ static int describe(cl_device_id id, struct mb_cl_device_info *d)
 	d->max_alloc_bytes = alloc;
 	d->compute_units = units;
 	d->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+	free(ext);
 	return 0;
 }
 
 static int list_platform(cl_platform_id pid, unsigned pi, struct mb_cl_device_info *out, size_t *n)
 {
 	cl_device_id ids[DEVICES_MAX];
-	char pname[128] = "";
 	cl_uint count = 0, di;
+	char *pname;
 	cl_int st;
 	int err;
 
-	clGetPlatformInfo(pid, CL_PLATFORM_NAME, sizeof(pname) - 1, pname, NULL);
+	if ((err = info_string(NULL, pid, CL_PLATFORM_NAME, "CL_PLATFORM_NAME", &pname)))
+		return err;
 	st = clGetDeviceIDs(pid, CL_DEVICE_TYPE_ALL, DEVICES_MAX, ids, &count);
-	if (st == CL_DEVICE_NOT_FOUND)
-		return 0;
-	if (st != CL_SUCCESS)
-		return mb_fail("clGetDeviceIDs failed on platform %u '%s': %s", pi, pname,
-			       mb_cl_strerror(st));
-	for (di = 0; di < count && di < DEVICES_MAX; di++) {
+	if (st != CL_SUCCESS && st != CL_DEVICE_NOT_FOUND)
+		err = mb_fail("clGetDeviceIDs failed on platform %u '%s': %s", pi, pname,
+			      mb_cl_strerror(st));
+	for (di = 0; st == CL_SUCCESS && !err && di < count && di < DEVICES_MAX; di++) {
 		struct mb_cl_device_info *d = &out[(*n)++];
 
 		memset(d, 0, sizeof(*d));
 		d->platform = pi;
 		d->device = di;
 		snprintf(d->platform_name, sizeof(d->platform_name), "%s", pname);
-		if ((err = describe(ids[di], d))) {
+		if ((err = describe(ids[di], d)))
 			mb_err_prefix("platform %u device %u", pi, di);
-			return err;
-		}
 	}
-	return 0;
+	free(pname);
+	return err;
 }
 
 int mb_cl_list_devices(struct mb_cl_device_info **out, size_t *n)

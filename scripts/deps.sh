@@ -4,8 +4,8 @@
 # prints the exact command to run and fails. Quiet when all is there.
 set -eu
 
-PACKAGES="ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev \
-libnuma-dev numactl libcjson-dev libcmocka-dev gnuplot-nox"
+PACKAGES="gcc libc6-dev pkgconf ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo \
+libclblast-dev libnuma-dev numactl libcjson-dev libcmocka-dev gnuplot-nox"
 PKGCONFIG_MODULES="OpenCL clblast numa libcjson cmocka"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
