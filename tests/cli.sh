@@ -135,6 +135,15 @@ expect_output "devices lists a device" "| 0 | 0 |" devices
 mkdir "$tmp/no-icd"
 OCL_ICD_VENDORS="$tmp/no-icd" expect_error "no OpenCL platform" 2 "no OpenCL platform found" devices
 
+# Newton-Schulz on the device.
+expect_output "ns verifies against float64" "| 48x80 |" ns --shape 48x80,33x17 --reps 1 --verify
+expect_output "ns by device name" "# Newton-Schulz on '" ns --shape 8x8 --reps 1 --device "$("$bin" devices | sed -n '3s/^| [0-9]* | [0-9]* | [^|]* | \([^|]*\) |.*/\1/p' | cut -c1-6)"
+expect_error "ns: bad shape" 2 "--shape: invalid shape '12' in '12,3x4' (expected ROWSxCOLS" ns --shape 12,3x4
+expect_error "ns: zero dimension" 2 "--shape: invalid shape '0x4'" ns --shape 0x4
+expect_error "ns: no such device" 2 "--device 'no-such-device': no device's name contains it" ns --device no-such-device
+expect_error "ns: device index out of range" 2 "--device 9: platform 0 has no device 9" ns --device 9
+expect_error "ns: over the memory limit" 1 "(ns.workspace, 1.00 MiB): CL_MEM_OBJECT_ALLOCATION_FAILURE (over the --device-mem-limit of 512 KiB; 0 B in use)" ns --shape 256x256 --device-mem-limit 512Ki
+
 # Output that cannot be written is a failure, not a silent success.
 if [ -w /dev/full ]; then
 	"$bin" plan >/dev/full 2>"$tmp/err"

@@ -1,0 +1,387 @@
+/*
+ * The OpenCL engine on the default device (PoCL in CI): Newton-Schulz against
+ * the float64 reference, the momentum kernel against a host loop bit for bit,
+ * the random numbers against the host, the ledger's books, the device-memory
+ * limit, and device selection.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mb_err.h"
+#include "mb_ledger.h"
+#include "mb_ns.h"
+#include "mb_nsbench.h"
+#include "mb_rng.h"
+
+static struct mb_cl cl;
+
+static int open_device(void **state)
+{
+	struct mb_cl_select sel = { .platform = -1 };
+
+	(void)state;
+	if (mb_cl_open(&cl, &sel)) {
+		fprintf(stderr, "no device: %s\n", mb_errmsg());
+		return -1;
+	}
+	return 0;
+}
+
+static int close_device(void **state)
+{
+	(void)state;
+	mb_cl_release(&cl);
+	return 0;
+}
+
+static void read_floats(cl_mem buf, uint64_t off, uint64_t n, float *out)
+{
+	assert_int_equal(clEnqueueReadBuffer(cl.compute, buf, CL_TRUE, off * sizeof(float),
+					     n * sizeof(float), out, 0, NULL, NULL),
+			 CL_SUCCESS);
+}
+
+/* Relative Frobenius distance of N floats from N doubles. */
+static double rel_err(const float *got, const double *want, uint64_t n)
+{
+	double d = 0, w = 0;
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		d += (got[i] - want[i]) * (got[i] - want[i]);
+		w += want[i] * want[i];
+	}
+	return sqrt(d / w);
+}
+
+/*
+ * Two matrices of each shape at offsets in one buffer: the first written to
+ * another buffer, the second in place. Both must match the reference.
+ */
+static void check_shape(struct mb_ns *ns, uint64_t rows, uint64_t cols)
+{
+	uint64_t n = rows * cols;
+	float *in = malloc(2 * n * sizeof(float)), *out = malloc(2 * n * sizeof(float));
+	double *ref = malloc(n * sizeof(double));
+	cl_mem a, b;
+	int k;
+
+	assert_int_equal(mb_ns_reserve(ns, &rows, &cols, 1), 0);
+	assert_int_equal(mb_ledger_alloc(ns->ledger, 2 * n * sizeof(float), "test.in", &a), 0);
+	assert_int_equal(mb_ledger_alloc(ns->ledger, n * sizeof(float), "test.out", &b), 0);
+	assert_int_equal(mb_rng_fill(&cl, a, 0, 2 * n, 7, rows * 100000 + cols, 0, 1.0f), 0);
+	read_floats(a, 0, 2 * n, in);
+	assert_int_equal(mb_ns_orthogonalize(ns, a, 0, rows, cols, b, 0), 0);
+	assert_int_equal(mb_ns_orthogonalize(ns, a, n, rows, cols, a, n), 0);
+	read_floats(b, 0, n, out);
+	read_floats(a, n, n, out + n);
+	for (k = 0; k < 2; k++) {
+		assert_int_equal(mb_ns_reference(in + k * n, rows, cols, ref), 0);
+		if (!(rel_err(out + k * n, ref, n) < 1e-5))
+			fail_msg("%llux%llu, matrix %d: relative error %g",
+				 (unsigned long long)rows, (unsigned long long)cols, k,
+				 rel_err(out + k * n, ref, n));
+	}
+	/* the first matrix's source is untouched by the in-place second */
+	read_floats(a, 0, n, out);
+	assert_memory_equal(out, in, n * sizeof(float));
+	mb_ledger_free(ns->ledger, a);
+	mb_ledger_free(ns->ledger, b);
+	free(in);
+	free(out);
+	free(ref);
+}
+
+static void ns_matches_float64(void **state)
+{
+	static const uint64_t shapes[][2] = {
+		{ 64, 64 },  { 48, 160 }, { 160, 48 }, { 67, 131 },
+		{ 131, 67 }, { 1, 50 },	  { 50, 1 },   { 1, 1 },
+	};
+	struct mb_ledger ledger;
+	struct mb_ns ns;
+	size_t i;
+
+	(void)state;
+	mb_ledger_init(&ledger, &cl, 0);
+	assert_int_equal(mb_ns_init(&ns, &cl, &ledger), 0);
+	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		check_shape(&ns, shapes[i][0], shapes[i][1]);
+	mb_ns_release(&ns);
+	assert_int_equal(ledger.current_bytes, 0);
+	mb_ledger_release(&ledger);
+}
+
+/* A known matrix: NS of a scaled identity is a scaled identity, 1x1 is its sign. */
+static void ns_of_known_matrices(void **state)
+{
+	const float three = -3.0f;
+	uint64_t one = 1;
+	struct mb_ledger ledger;
+	struct mb_ns ns;
+	double ref;
+	float got;
+	cl_mem a;
+
+	(void)state;
+	mb_ledger_init(&ledger, &cl, 0);
+	assert_int_equal(mb_ns_init(&ns, &cl, &ledger), 0);
+	assert_int_equal(mb_ns_reserve(&ns, &one, &one, 1), 0);
+	assert_int_equal(mb_ledger_alloc(&ledger, sizeof(float), "test.one", &a), 0);
+	assert_int_equal(clEnqueueWriteBuffer(cl.compute, a, CL_TRUE, 0, sizeof(three), &three, 0,
+					      NULL, NULL),
+			 CL_SUCCESS);
+	assert_int_equal(mb_ns_orthogonalize(&ns, a, 0, 1, 1, a, 0), 0);
+	read_floats(a, 0, 1, &got);
+	assert_int_equal(mb_ns_reference(&three, 1, 1, &ref), 0);
+	/* quintic NS does not converge to exactly 1: it lands near 0.7-1.2 */
+	assert_true(got < -0.5f && got > -1.5f);
+	assert_true(fabs(got - ref) < 1e-6);
+	mb_ledger_free(&ledger, a);
+	mb_ns_release(&ns);
+	mb_ledger_release(&ledger);
+}
+
+static void momentum_bit_for_bit(void **state)
+{
+	const uint64_t n = 10007;
+	const float beta = 0.95f;
+	float *g = malloc(n * sizeof(float)), *m = malloc(n * sizeof(float));
+	float *g_dev = malloc(n * sizeof(float)), *m_dev = malloc(n * sizeof(float));
+	struct mb_ledger ledger;
+	struct mb_ns ns;
+	cl_mem grad, mom;
+	uint64_t i;
+
+	(void)state;
+	mb_ledger_init(&ledger, &cl, 0);
+	assert_int_equal(mb_ns_init(&ns, &cl, &ledger), 0);
+	assert_int_equal(mb_ledger_alloc(&ledger, (n + 3) * sizeof(float), "test.grad", &grad), 0);
+	assert_int_equal(mb_ledger_alloc(&ledger, (n + 5) * sizeof(float), "test.mom", &mom), 0);
+	assert_int_equal(mb_rng_fill(&cl, grad, 3, n, 11, 1, 0, 0.01f), 0);
+	assert_int_equal(mb_rng_fill(&cl, mom, 5, n, 11, 2, 0, 0.1f), 0);
+	read_floats(grad, 3, n, g);
+	read_floats(mom, 5, n, m);
+	assert_int_equal(mb_ns_momentum(&ns, grad, 3, mom, 5, n, beta), 0);
+	read_floats(grad, 3, n, g_dev);
+	read_floats(mom, 5, n, m_dev);
+	for (i = 0; i < n; i++) {
+		m[i] = beta * m[i] + (1.0f - beta) * g[i];
+		g[i] = (1.0f - beta) * g[i] + beta * m[i];
+	}
+	assert_memory_equal(m_dev, m, n * sizeof(float));
+	assert_memory_equal(g_dev, g, n * sizeof(float));
+	mb_ledger_free(&ledger, grad);
+	mb_ledger_free(&ledger, mom);
+	mb_ns_release(&ns);
+	mb_ledger_release(&ledger);
+	free(g);
+	free(m);
+	free(g_dev);
+	free(m_dev);
+}
+
+static void rng_matches_host(void **state)
+{
+	const uint64_t n = 4099;
+	float *dev = malloc(n * sizeof(float));
+	struct mb_ledger ledger;
+	uint64_t i;
+	cl_mem buf;
+
+	(void)state;
+	mb_ledger_init(&ledger, &cl, 0);
+	assert_int_equal(mb_ledger_alloc(&ledger, n * sizeof(float), "test.rng", &buf), 0);
+	assert_int_equal(mb_rng_fill(&cl, buf, 0, n, 42, 9, 1000, 0.5f), 0);
+	read_floats(buf, 0, n, dev);
+	for (i = 0; i < n; i++) {
+		float want = 0.5f * mb_uniform(42, 9, 1000 + i);
+
+		if (memcmp(&dev[i], &want, sizeof(want)))
+			fail_msg("element %llu: device %a, host %a", (unsigned long long)i, dev[i],
+				 want);
+		assert_true(dev[i] >= -0.5f && dev[i] < 0.5f);
+	}
+	/* different streams differ */
+	assert_true(mb_uniform(42, 9, 0) != mb_uniform(42, 10, 0));
+	mb_ledger_release(&ledger);
+	free(dev);
+}
+
+static void ledger_books(void **state)
+{
+	struct mb_ledger l;
+	cl_mem a, b, c, d;
+
+	(void)state;
+	mb_ledger_init(&l, &cl, 0);
+	mb_ledger_phase(&l, "backward");
+	assert_int_equal(mb_ledger_alloc(&l, 100, "a", &a), 0);
+	assert_int_equal(mb_ledger_alloc(&l, 200, "b", &b), 0);
+	mb_ledger_free(&l, a);
+	mb_ledger_phase(&l, "step");
+	assert_int_equal(mb_ledger_alloc(&l, 50, "c", &c), 0);
+	assert_int_equal(l.current_bytes, 250);
+	assert_int_equal(mb_ledger_phase_peak(&l, "step"), 250);
+	assert_int_equal(l.peak_bytes, 300);
+	assert_int_equal(mb_ledger_alloc(&l, 400, "d", &d), 0);
+	assert_int_equal(l.peak_bytes, 650);
+	assert_int_equal(mb_ledger_phase_peak(&l, "step"), 650);
+	assert_int_equal(mb_ledger_phase_peak(&l, "backward"), 300);
+	assert_int_equal(mb_ledger_phase_peak(&l, "forward"), 0);
+	/* the largest buffers at the peak, largest first */
+	assert_int_equal(l.ntop, 3);
+	assert_string_equal(l.top[0].tag, "d");
+	assert_string_equal(l.top[1].tag, "b");
+	assert_string_equal(l.top[2].tag, "c");
+	mb_ledger_free(&l, d);
+	mb_ledger_free(&l, NULL);
+	assert_int_equal(l.current_bytes, 250);
+	/* entering a phase again goes on from its peak */
+	mb_ledger_phase(&l, "backward");
+	assert_int_equal(mb_ledger_phase_peak(&l, "backward"), 300);
+	mb_ledger_release(&l);
+	assert_int_equal(l.nlive, 0);
+	assert_int_equal(l.current_bytes, 0);
+}
+
+static void device_mem_limit(void **state)
+{
+	uint64_t rows = 256, cols = 768;
+	struct mb_ledger l;
+	struct mb_ns ns;
+	cl_mem a, b;
+
+	(void)state;
+	mb_ledger_init(&l, &cl, 1000);
+	assert_int_equal(mb_ledger_alloc(&l, 600, "first", &a), 0);
+	assert_int_equal(mb_ledger_alloc(&l, 500, "second", &b), -MB_EFAIL);
+	assert_null(b);
+	assert_non_null(strstr(mb_errmsg(), "clCreateBuffer failed on '"));
+	assert_non_null(strstr(mb_errmsg(), "(second, 500 B): CL_MEM_OBJECT_ALLOCATION_FAILURE "
+					    "(over the --device-mem-limit of 1000 B; 600 B in "
+					    "use)"));
+	assert_int_equal(l.current_bytes, 600);
+	assert_int_equal(l.nlive, 1);
+	assert_int_equal(mb_ledger_alloc(&l, 400, "third", &b), 0);
+	mb_ledger_release(&l);
+
+	/* Newton-Schulz's workspace refused: nothing is left allocated */
+	mb_ledger_init(&l, &cl, 1 << 20);
+	assert_int_equal(mb_ns_init(&ns, &cl, &l), 0);
+	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), -MB_EFAIL);
+	assert_non_null(strstr(mb_errmsg(), "(ns.workspace, 2.00 MiB)"));
+	mb_ns_release(&ns);
+	assert_int_equal(l.current_bytes, 0);
+	assert_int_equal(l.nlive, 0);
+	mb_ledger_release(&l);
+}
+
+/* Orthogonalizing an unreserved shape is an error, not a buffer overrun. */
+static void ns_needs_reserve(void **state)
+{
+	uint64_t rows = 8, cols = 8;
+	struct mb_ledger l;
+	struct mb_ns ns;
+
+	(void)state;
+	mb_ledger_init(&l, &cl, 0);
+	assert_int_equal(mb_ns_init(&ns, &cl, &l), 0);
+	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
+	assert_int_equal(mb_ns_orthogonalize(&ns, ns.work, 0, 16, 16, ns.work, 0), -MB_EFAIL);
+	assert_non_null(strstr(mb_errmsg(), "no workspace reserved"));
+	mb_ns_release(&ns);
+	mb_ledger_release(&l);
+}
+
+static void nsbench_verifies(void **state)
+{
+	struct mb_nsbench_settings s = { .batch = 2, .reps = 2, .verify = true, .seed = 3 };
+	struct mb_nsbench_result r;
+	uint64_t rows = 40, cols = 72;
+	struct mb_ledger l;
+	struct mb_ns ns;
+
+	(void)state;
+	mb_ledger_init(&l, &cl, 0);
+	assert_int_equal(mb_ns_init(&ns, &cl, &l), 0);
+	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
+	assert_int_equal(mb_nsbench_run(&ns, &s, rows, cols, 0, &r), 0);
+	assert_true(r.rel_err < 1e-5);
+	assert_true(r.ns_s.min > 0 && r.ns_s.min <= r.ns_s.median && r.ns_s.median <= r.ns_s.max);
+	assert_true(r.gemm_s.median > 0);
+	assert_true(r.gflops > 0);
+	mb_ns_release(&ns);
+	assert_int_equal(l.current_bytes, 0);
+	mb_ledger_release(&l);
+}
+
+static void spread(void **state)
+{
+	double odd[] = { 3, 1, 2 }, even[] = { 4, 1, 3, 2 };
+	struct mb_spread s;
+
+	(void)state;
+	s = mb_spread_of(odd, 3);
+	assert_true(s.median == 2 && s.min == 1 && s.max == 3);
+	s = mb_spread_of(even, 4);
+	assert_true(s.median == 2.5 && s.min == 1 && s.max == 4);
+}
+
+static void device_selection(void **state)
+{
+	struct mb_cl_select sel = { .platform = -1, .device = "no-such-device" };
+	struct mb_cl other;
+
+	(void)state;
+	assert_int_equal(mb_cl_open(&other, &sel), -MB_EINPUT);
+	assert_string_equal(mb_errmsg(), "--device 'no-such-device': no device's name contains it "
+					 "(see muonbench devices)");
+	sel.device = "7";
+	assert_int_equal(mb_cl_open(&other, &sel), -MB_EINPUT);
+	assert_string_equal(mb_errmsg(),
+			    "--device 7: platform 0 has no device 7 (see muonbench devices)");
+	sel.device = NULL;
+	sel.platform = 9;
+	assert_int_equal(mb_cl_open(&other, &sel), -MB_EINPUT);
+	/* by a part of its name, in any case */
+	sel.platform = -1;
+	sel.device = cl.info.name + 1;
+	assert_int_equal(mb_cl_open(&other, &sel), 0);
+	assert_string_equal(other.info.name, cl.info.name);
+	mb_cl_release(&other);
+	/* errors name the call, the device and the shape */
+	assert_int_equal(mb_cl_check(&cl, CL_OUT_OF_RESOURCES, "clEnqueueReadBuffer",
+				     "batch %d, %d matrices", 3, 2),
+			 -MB_EFAIL);
+	assert_non_null(strstr(mb_errmsg(), "clEnqueueReadBuffer failed on '"));
+	assert_non_null(strstr(mb_errmsg(), "' (batch 3, 2 matrices): CL_OUT_OF_RESOURCES"));
+	assert_int_equal(mb_clblast_check(&cl, -2050, "CLBlastSgemm", "64x64x64"), -MB_EFAIL);
+	assert_non_null(strstr(mb_errmsg(), ": CLBlastInsufficientMemoryTemp"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(ns_matches_float64),
+		cmocka_unit_test(ns_of_known_matrices),
+		cmocka_unit_test(momentum_bit_for_bit),
+		cmocka_unit_test(rng_matches_host),
+		cmocka_unit_test(ledger_books),
+		cmocka_unit_test(device_mem_limit),
+		cmocka_unit_test(ns_needs_reserve),
+		cmocka_unit_test(nsbench_verifies),
+		cmocka_unit_test(spread),
+		cmocka_unit_test(device_selection),
+	};
+
+	return cmocka_run_group_tests_name("ns", tests, open_device, close_device);
+}
