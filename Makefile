@@ -62,7 +62,7 @@ $(BUILD)/version.h: FORCE
 	printf '#define MB_VERSION "%s"\n#define MB_GIT_REV "%s"\n' '$(VERSION)' "$$rev" > $@.tmp; \
 	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
-$(BUILD)/cmd/main.o: $(BUILD)/version.h
+$(BUILD)/cmd/main.o $(BUILD)/cmd/run.o: $(BUILD)/version.h
 
 $(BUILD)/libmuonbench.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^

@@ -7,6 +7,7 @@
 
 #include "options.h"
 
+int mb_cmd_run(const struct mb_args *args);
 int mb_cmd_plan(const struct mb_args *args);
 int mb_cmd_devices(const struct mb_args *args);
 int mb_cmd_ns(const struct mb_args *args);

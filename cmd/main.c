@@ -20,9 +20,7 @@ static int dispatch(const struct mb_args *args)
 		return mb_cmd_ns(args);
 	case MB_CMD_RUN:
 	default:
-		return mb_bad_input("'muonbench run' is not built yet (it comes with the "
-				    "offload data path); 'muonbench plan' shows what a run "
-				    "would do");
+		return mb_cmd_run(args);
 	}
 }
 

@@ -45,11 +45,36 @@ static const struct option options[] = {
 	  "parameter list (see README)" },
 	{ "layers", "N", COUNT, AT(layers), NULL, 1, 1u << 16, NULL, MODEL_CMDS,
 	  "keep only the first N decoder layers" },
-	{ "stage", "S", COUNT, AT(stage), "2", 1, 3, NULL, MODEL_CMDS, "ZeRO stage: 1, 2 or 3" },
+	{ "stage", "S", TEXT, AT(stages), "2", 0, 0, NULL, MODEL_CMDS,
+	  "ZeRO stage: 1, 2 or 3 (run takes a list: 2,3)" },
 	{ "gather-budget", "SIZE", SIZE, AT(gather_budget), "512Mi", 1, UINT64_MAX, NULL,
 	  MODEL_CMDS, "stage 1/2: most bytes of grads + momentum gathered in one Muon batch" },
 	{ "sub-group-size", "N", COUNT, AT(sub_group_size), "1e9", 1, UINT64_MAX, NULL, MODEL_CMDS,
 	  "stage 3: elements in a sub-group (DeepSpeed's sub_group_size)" },
+	{ "variant", "V", TEXT, AT(variants), "all", 0, 0, NULL, ON(MB_CMD_RUN),
+	  "master, pin, overlap, both, or all; a list runs each (pin,both)" },
+	{ "runs", "R", COUNT, AT(runs), "3", 1, 1000, NULL, ON(MB_CMD_RUN),
+	  "runs of each stage and variant" },
+	{ "steps", "S", COUNT, AT(steps), "7", 1, 1000, NULL, ON(MB_CMD_RUN), "steps of each run" },
+	{ "measure", "A-B", TEXT, AT(measure), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
+	  "the steps whose mean is a run's figure (default: 2-6, cut to the steps run)" },
+	{ "pin-memory", "on|off", CHOICE, AT(pin_memory), "on", 0, 0, "on|off", ON(MB_CMD_RUN),
+	  "offload_optimizer.pin_memory: pin the buffers that cross the bus" },
+	{ "writeback-dep", "host|event", CHOICE, AT(writeback_dep), "host", 0, 0, "host|event",
+	  ON(MB_CMD_RUN),
+	  "overlapped writeback waits for the compute on the host, or through an event "
+	  "wait list" },
+	{ "resume-at", "K", COUNT, AT(resume_at), NULL, 1, 1000, NULL, ON(MB_CMD_RUN),
+	  "after step K, save the optimizer state and load it back into new pageable "
+	  "buffers, as a checkpoint load does" },
+	{ "cpus", "LIST", TEXT, AT(cpus), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
+	  "run on these CPUs, as numactl -C LIST (default: as inherited)" },
+	{ "membind", "NODES", TEXT, AT(membind), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
+	  "allocate host memory on these NUMA nodes, as numactl -m NODES (default: as "
+	  "inherited)" },
+	{ "out", "FILE", TEXT, AT(out), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
+	  "append the results to FILE (default: a new "
+	  "results/MODEL-stageS-UTCTIME.csv)" },
 	{ "world-size", "W", COUNT, AT(world_size), "1", 1, 1u << 20, NULL, ON(MB_CMD_PLAN),
 	  "ranks sharing the optimizer state" },
 	{ "rank", "R", COUNT, AT(rank), "0", 0, (1u << 20) - 1, NULL, ON(MB_CMD_PLAN),
@@ -87,9 +112,11 @@ struct command {
 
 static const struct command commands[MB_NCOMMANDS] = {
 	[MB_CMD_RUN] = { "run", "run the offload benchmark (the default command)",
-			 "Runs the Muon offload step on an OpenCL device. Not built yet: "
-			 "it arrives with the data-path work; until then it says so and "
-			 "exits 2. Use 'muonbench plan' to see what a run would do." },
+			 "Replays one rank's training step under CPU optimizer offload "
+			 "(backward stand-in, Muon apply, host optimizer, params back) on an "
+			 "OpenCL device, for each stage and variant asked, R runs of S steps "
+			 "each. Writes one CSV row per run and prints the reference's table; "
+			 "checks that every variant ends in the same state, bit for bit." },
 	[MB_CMD_PLAN] = { "plan", "what a run would allocate, copy and compute, without a device",
 			  "Prints the parameter counts, the host buffers of this rank, the "
 			  "Muon batches (stage 1/2) or sub-groups (stage 3), the bytes that "

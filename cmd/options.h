@@ -22,7 +22,7 @@ struct mb_args {
 
 	const char *model, *config;
 	uint64_t layers; /* 0: all */
-	uint64_t stage;
+	const char *stages; /* "2" or, for run, a list "1,2,3" */
 	uint64_t gather_budget;	 /* bytes */
 	uint64_t sub_group_size; /* elements */
 	uint64_t world_size, rank;
@@ -32,6 +32,13 @@ struct mb_args {
 	const char *device;
 	uint64_t device_mem_limit; /* bytes, 0: none */
 	uint64_t seed;
+
+	const char *variants; /* run: a list of master, pin, overlap, both, all */
+	uint64_t runs, steps;
+	const char *measure; /* "A-B"; NULL: 2-6 cut to the steps */
+	const char *pin_memory, *writeback_dep; /* on|off, host|event */
+	uint64_t resume_at; /* 0: never */
+	const char *cpus, *membind, *out;
 
 	const char *shapes; /* ns */
 	uint64_t batch, reps;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "mb_err.h"
 #include "mb_num.h"
 #include "mb_plan.h"
 #include "setup.h"
@@ -281,9 +282,14 @@ int mb_cmd_plan(const struct mb_args *args)
 	struct mb_plan_settings set;
 	struct mb_model model;
 	struct mb_plan plan;
+	unsigned stages[3];
 	size_t n;
 	int err;
 
+	if ((err = mb_setup_stages(args, stages, &n)))
+		return err;
+	if (n != 1)
+		return mb_bad_input("--stage: plan takes one stage, not '%s'", args->stages);
 	mb_setup_plan_settings(args, &set);
 	if ((err = mb_setup_model(args, &model)))
 		return err;

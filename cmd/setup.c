@@ -5,6 +5,7 @@
 #include "setup.h"
 
 #include "mb_config.h"
+#include "mb_err.h"
 
 int mb_setup_model(const struct mb_args *args, struct mb_model *m)
 {
@@ -15,7 +16,7 @@ int mb_setup_model(const struct mb_args *args, struct mb_model *m)
 
 void mb_setup_plan_settings(const struct mb_args *args, struct mb_plan_settings *s)
 {
-	s->stage = (unsigned)args->stage;
+	s->stage = (unsigned)(args->stages[0] - '0'); /* checked by mb_setup_stages */
 	s->gather_budget_bytes = args->gather_budget;
 	s->sub_group_size = args->sub_group_size;
 	s->world_size = (unsigned)args->world_size;
@@ -26,4 +27,26 @@ void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel
 {
 	sel->platform = mb_args_given(args, "platform") ? (int)args->platform : -1;
 	sel->device = args->device;
+}
+
+int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n)
+{
+	const char *p = args->stages;
+	size_t i;
+
+	*n = 0;
+	for (;;) {
+		if (p[0] < '1' || p[0] > '3' || (p[1] && p[1] != ','))
+			return mb_bad_input("--stage: invalid stage list '%s' (expected 1, 2 or 3, "
+					    "or a list such as 2,3)",
+					    args->stages);
+		for (i = 0; i < *n; i++)
+			if (stages[i] == (unsigned)(p[0] - '0'))
+				return mb_bad_input("--stage: stage %c twice in '%s'", p[0],
+						    args->stages);
+		stages[(*n)++] = (unsigned)(p[0] - '0');
+		if (!p[1])
+			return 0;
+		p += 2;
+	}
 }

@@ -15,6 +15,9 @@ int mb_setup_model(const struct mb_args *args, struct mb_model *m);
 /* The plan settings of --stage, --gather-budget, --sub-group-size, --world-size, --rank. */
 void mb_setup_plan_settings(const struct mb_args *args, struct mb_plan_settings *s);
 
+/* The stages of --stage (1 to 3 of them, each once) into STAGES. */
+int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n);
+
 /* The device selection of --platform and --device. */
 void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel);
 

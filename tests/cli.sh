@@ -108,7 +108,8 @@ while read -r opt def; do
 done <"$tmp/defaults"
 
 # Bad input: one line naming the culprit, exit 2.
-expect_error "stage out of range" 2 "--stage: number '4' is out of range (1 to 3)" plan --stage 4
+expect_error "stage out of range" 2 "--stage: invalid stage list '4' (expected 1, 2 or 3" plan --stage 4
+expect_error "plan takes one stage" 2 "--stage: plan takes one stage, not '2,3'" plan --stage 2,3
 expect_error "stage without a value" 2 "option '--stage' needs a value (S)" plan --stage
 expect_error "bad size" 2 "--gather-budget: invalid size '12X'" plan --gather-budget 12X
 expect_error "size with --opt=value" 2 "--gather-budget: invalid size '-1'" plan --gather-budget=-1

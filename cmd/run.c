@@ -1,0 +1,429 @@
+/*
+ * run: the benchmark. For each stage and variant asked, R runs of S steps
+ * (mb_run); one CSV row per run, appended as it finishes; the reference's
+ * table on stdout; and the checks: every run ends in the same state, and
+ * the step-phase peak of the ledger is what the plan predicted.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "commands.h"
+#include "mb_err.h"
+#include "mb_host.h"
+#include "mb_num.h"
+#include "mb_run.h"
+#include "setup.h"
+#include "version.h"
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* What every row of this invocation shares. */
+struct grid {
+	const struct mb_args *args;
+	struct mb_model model;
+	struct mb_cl cl;
+	struct mb_host host;
+	unsigned stages[3], variants[MB_NVARIANTS];
+	size_t nstages, nvariants;
+	struct mb_run_settings run;
+	char out[4096];
+	unsigned failed, interrupted, checked, mismatched;
+	uint64_t checksum; /* of the first ok run */
+	bool have_checksum;
+};
+
+/* The results of one cell, for the table. */
+struct cell {
+	unsigned stage, variant, ok;
+	double iter[1000], apply[1000];
+	uint64_t peak;
+	bool failed;
+};
+
+static int parse_variants(struct grid *g)
+{
+	const char *p = g->args->variants;
+	size_t len, v;
+
+	g->nvariants = 0;
+	while (*p) {
+		len = strcspn(p, ",");
+		if (len == 3 && !strncmp(p, "all", 3)) {
+			for (v = 0; v < MB_NVARIANTS; v++)
+				g->variants[g->nvariants++ % MB_NVARIANTS] = (unsigned)v;
+			g->nvariants = MB_NVARIANTS;
+		} else {
+			for (v = 0; v < MB_NVARIANTS; v++)
+				if (strlen(mb_variant_names[v]) == len &&
+				    !strncmp(p, mb_variant_names[v], len))
+					break;
+			if (v == MB_NVARIANTS || g->nvariants == MB_NVARIANTS)
+				return mb_bad_input(
+					"--variant: invalid variant list '%s' (expected "
+					"master, pin, overlap, both or all, or a list "
+					"of them)",
+					g->args->variants);
+			g->variants[g->nvariants++] = (unsigned)v;
+		}
+		p += len + (p[len] == ',');
+	}
+	if (!g->nvariants)
+		return mb_bad_input("--variant: the list is empty");
+	return 0;
+}
+
+static int parse_measure(struct grid *g)
+{
+	const struct mb_args *a = g->args;
+	unsigned steps = (unsigned)a->steps, first, last;
+	char tail;
+
+	if (!a->measure) {
+		g->run.measure_first = steps < 2 ? steps : 2;
+		g->run.measure_last = steps < 6 ? steps : 6;
+		return 0;
+	}
+	if (sscanf(a->measure, "%u-%u%c", &first, &last, &tail) != 2 || !first || first > last ||
+	    last > steps)
+		return mb_bad_input("--measure: invalid range '%s' (expected A-B with 1 <= A <= B "
+				    "<= the %u steps)",
+				    a->measure, steps);
+	g->run.measure_first = first;
+	g->run.measure_last = last;
+	return 0;
+}
+
+static int default_out(struct grid *g)
+{
+	char stages[8] = "", stamp[32];
+	time_t now = time(NULL);
+	size_t i;
+
+	if (g->args->out) {
+		snprintf(g->out, sizeof(g->out), "%s", g->args->out);
+		return 0;
+	}
+	for (i = 0; i < g->nstages; i++)
+		snprintf(stages + strlen(stages), sizeof(stages) - strlen(stages), "%s%u",
+			 i ? "-" : "", g->stages[i]);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
+	if (mkdir("results", 0755) && errno != EEXIST)
+		return mb_bad_input("cannot create the directory 'results': %s", strerror(errno));
+	snprintf(g->out, sizeof(g->out), "results/%s-stage%s-%s.csv", g->model.name, stages, stamp);
+	return 0;
+}
+
+static void fill_meta(const struct grid *g, struct mb_csv_row *row)
+{
+	const struct mb_args *a = g->args;
+	const struct mb_run_settings *s = &g->run;
+	time_t now = time(NULL);
+
+	memset(row, 0, sizeof(*row));
+	strftime(row->timestamp_utc, sizeof(row->timestamp_utc), "%Y-%m-%dT%H:%M:%SZ",
+		 gmtime(&now));
+	snprintf(row->version, sizeof(row->version), "%s", MB_VERSION);
+	snprintf(row->git_rev, sizeof(row->git_rev), "%s", MB_GIT_REV);
+	snprintf(row->host, sizeof(row->host), "%s", g->host.name);
+	snprintf(row->cpu_model, sizeof(row->cpu_model), "%s", g->host.cpu_model);
+	snprintf(row->platform, sizeof(row->platform), "%s", g->cl.info.platform_name);
+	snprintf(row->device, sizeof(row->device), "%s", g->cl.info.name);
+	snprintf(row->vendor, sizeof(row->vendor), "%s", g->cl.info.vendor);
+	snprintf(row->driver, sizeof(row->driver), "%s", g->cl.info.driver);
+	snprintf(row->cpus, sizeof(row->cpus), "%s", g->host.cpus);
+	snprintf(row->mems, sizeof(row->mems), "%s", g->host.mems);
+	snprintf(row->binding, sizeof(row->binding), "%s", g->host.binding);
+	snprintf(row->model, sizeof(row->model), "%s", g->model.name);
+	snprintf(row->source, sizeof(row->source), "%s", g->model.source);
+	row->layers = g->model.layers;
+	row->params_total = g->model.numel_total;
+	row->params_muon = g->model.numel_muon;
+	row->stage = s->step.plan.stage;
+	snprintf(row->variant, sizeof(row->variant), "%s", mb_variant_names[s->step.variant]);
+	row->runs = a->runs;
+	row->steps = s->steps;
+	row->measure_first = s->measure_first;
+	row->measure_last = s->measure_last;
+	row->gather_budget_bytes = s->step.plan.gather_budget_bytes;
+	row->sub_group_size_elems = s->step.plan.sub_group_size;
+	snprintf(row->pin_memory, sizeof(row->pin_memory), "%s", a->pin_memory);
+	snprintf(row->writeback_dep, sizeof(row->writeback_dep), "%s", a->writeback_dep);
+	row->seed = s->step.seed;
+	row->resume_at = s->resume_at;
+}
+
+static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
+{
+	const struct mb_phase_times *p = &r->phase;
+
+	row->iter_mean_s = r->iter_mean_s;
+	row->apply_mean_s = r->apply_mean_s;
+	row->backward_s = p->backward_s;
+	row->h2d_s = p->h2d_s;
+	row->momentum_s = p->momentum_s;
+	row->ns_s = p->ns_s;
+	row->d2h_s = p->d2h_s;
+	row->d2h_hidden_frac = p->d2h_s > 0 ? p->d2h_hidden_s / p->d2h_s : 0;
+	row->host_opt_s = p->host_opt_s;
+	row->params_h2d_s = p->params_h2d_s;
+	row->peak_device_bytes = r->peak_bytes;
+	row->peak_backward_bytes = r->peak_backward_bytes;
+	row->peak_step_bytes = r->peak_step_bytes;
+	row->plan_peak_step_bytes = r->plan_peak_step_bytes;
+	row->clblast_temp_bytes = r->clblast_temp_bytes;
+	row->pinned_host_bytes = r->pinned_host_bytes;
+	snprintf(row->momentum_pinned, sizeof(row->momentum_pinned), "%s",
+		 r->momentum_pinned ? "yes" : "no");
+	snprintf(row->checksum, sizeof(row->checksum), "%016llx", (unsigned long long)r->checksum);
+	row->nsamples = r->steps_done;
+	memcpy(row->iter_samples_s, r->iter_s, r->steps_done * sizeof(double));
+	memcpy(row->apply_samples_s, r->apply_s, r->steps_done * sizeof(double));
+}
+
+/* The self-checks of an ok run: same final state as every other, peak as planned. */
+static void check(struct grid *g, const struct mb_run_result *r)
+{
+	if (!g->have_checksum) {
+		g->checksum = r->checksum;
+		g->have_checksum = true;
+	}
+	g->checked++;
+	if (r->checksum != g->checksum)
+		g->mismatched++;
+	if (r->peak_step_bytes - r->clblast_temp_bytes != r->plan_peak_step_bytes) {
+		fprintf(stderr,
+			"muonbench: stage %u %s: the step-phase peak, %llu bytes without CLBlast's "
+			"%llu, is not the plan's %llu\n",
+			g->run.step.plan.stage, mb_variant_names[g->run.step.variant],
+			(unsigned long long)(r->peak_step_bytes - r->clblast_temp_bytes),
+			(unsigned long long)r->clblast_temp_bytes,
+			(unsigned long long)r->plan_peak_step_bytes);
+		g->mismatched++;
+	}
+}
+
+/* Run R runs of the cell now in g->run; append a row for each. */
+static int run_cell(struct grid *g, struct cell *c)
+{
+	struct mb_csv_row *row = malloc(sizeof(*row));
+	struct mb_run_result *r = malloc(sizeof(*r));
+	unsigned i;
+	int err = 0, run_err;
+
+	if (!row || !r) {
+		free(row);
+		free(r);
+		return mb_fail("out of host memory for a results row");
+	}
+	for (i = 0; i < g->args->runs && !stop && !err; i++) {
+		run_err = mb_run_once(&g->model, &g->run, &g->cl, &stop, r);
+		fill_meta(g, row);
+		row->run = i + 1;
+		fill_results(row, r);
+		if (run_err) {
+			snprintf(row->status, sizeof(row->status), "failed");
+			snprintf(row->reason, sizeof(row->reason), "%s", mb_errmsg());
+			fprintf(stderr, "muonbench: stage %u %s run %u failed: %s\n", c->stage,
+				mb_variant_names[c->variant], i + 1, mb_errmsg());
+			c->failed = true;
+			g->failed++;
+		} else if (r->interrupted) {
+			snprintf(row->status, sizeof(row->status), "interrupted");
+			snprintf(row->reason, sizeof(row->reason),
+				 "stopped by a signal after %u of %u steps", r->steps_done,
+				 g->run.steps);
+			g->interrupted++;
+		} else {
+			snprintf(row->status, sizeof(row->status), "ok");
+			c->iter[c->ok] = r->iter_mean_s;
+			c->apply[c->ok] = r->apply_mean_s;
+			c->peak = r->peak_bytes;
+			c->ok++;
+			check(g, r);
+			fprintf(stderr,
+				"stage %u %-7s run %u/%llu: iteration %.4f s, apply %.4f s\n",
+				c->stage, mb_variant_names[c->variant], i + 1,
+				(unsigned long long)g->args->runs, r->iter_mean_s, r->apply_mean_s);
+		}
+		err = mb_csv_append(g->out, row);
+		if (run_err)
+			break; /* the other runs of a failed cell would fail alike */
+	}
+	free(row);
+	free(r);
+	return err;
+}
+
+static double mean(const double *v, unsigned n)
+{
+	double s = 0;
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		s += v[i];
+	return n ? s / n : NAN;
+}
+
+static void print_change(double x, double base)
+{
+	if (isnan(base) || isnan(x) || base <= 0)
+		printf(" |");
+	else
+		printf(" %+.0f%% |", 100 * (x - base) / base);
+}
+
+static void print_table(const struct grid *g, const struct cell *cells, size_t n)
+{
+	const struct cell *base = NULL;
+	char peak[32];
+	size_t i;
+	unsigned k;
+
+	printf("# %s on '%s' (%s, driver %s)\n\n", g->model.name, g->cl.info.name,
+	       g->cl.info.platform_name, g->cl.info.driver);
+	printf("Steps %u-%u of %u per run; host %s (%s), CPUs %s, memory nodes %s (%s).\n\n",
+	       g->run.measure_first, g->run.measure_last, g->run.steps, g->host.name,
+	       g->host.cpu_model, g->host.cpus, g->host.mems, g->host.binding);
+	printf("| ZeRO | variant | iteration (s), runs | iteration mean | change | Muon apply mean "
+	       "| change | peak device memory |\n");
+	printf("|---|---|---|---:|---:|---:|---:|---:|\n");
+	for (i = 0; i < n; i++) {
+		const struct cell *c = &cells[i];
+
+		if (c->variant == MB_MASTER)
+			base = c->ok ? c : NULL;
+		else if (base && base->stage != c->stage)
+			base = NULL;
+		printf("| %u | %s | ", c->stage, mb_variant_names[c->variant]);
+		if (!c->ok) {
+			printf("%s | | | | | |\n", c->failed ? "failed" : "not run");
+			continue;
+		}
+		for (k = 0; k < c->ok; k++)
+			printf("%s%.4f", k ? " / " : "", c->iter[k]);
+		printf(" | %.4f |", mean(c->iter, c->ok));
+		print_change(mean(c->iter, c->ok), base ? mean(base->iter, base->ok) : NAN);
+		printf(" %.4f s |", mean(c->apply, c->ok));
+		print_change(mean(c->apply, c->ok), base ? mean(base->apply, base->ok) : NAN);
+		/* GiB with two decimals as the reference, below 1 GiB in smaller units */
+		if (c->peak >= 1ull << 30)
+			mb_fmt_gib(peak, sizeof(peak), c->peak);
+		else
+			mb_fmt_bytes_iec(peak, sizeof(peak), c->peak);
+		printf(" %s |\n", peak);
+	}
+}
+
+static int setup(struct grid *g)
+{
+	struct mb_cl_select sel;
+	unsigned v;
+	int err;
+
+	if ((err = mb_setup_stages(g->args, g->stages, &g->nstages)) || (err = parse_variants(g)) ||
+	    (err = parse_measure(g)))
+		return err;
+	/* master first in each stage: it is the base of the changes */
+	for (v = 1; v < g->nvariants; v++)
+		if (g->variants[v] == MB_MASTER) {
+			g->variants[v] = g->variants[0];
+			g->variants[0] = MB_MASTER;
+		}
+	if ((err = mb_host_bind(g->args->cpus, g->args->membind)))
+		return err;
+	mb_host_describe(&g->host, g->args->cpus || g->args->membind);
+	if ((err = mb_setup_model(g->args, &g->model)))
+		return err;
+	if ((err = default_out(g)) || (err = mb_csv_check(g->out)))
+		return err;
+	mb_setup_device_select(g->args, &sel);
+	return mb_cl_open(&g->cl, &sel);
+}
+
+static int run_grid(struct grid *g, struct cell *cells, size_t *n)
+{
+	size_t si, vi;
+	int err = 0;
+
+	for (si = 0; si < g->nstages && !err && !stop; si++) {
+		for (vi = 0; vi < g->nvariants && !err && !stop; vi++) {
+			struct cell *c = &cells[(*n)++];
+
+			memset(c, 0, sizeof(*c));
+			c->stage = g->stages[si];
+			c->variant = g->variants[vi];
+			mb_setup_plan_settings(g->args, &g->run.step.plan);
+			g->run.step.plan.stage = c->stage;
+			g->run.step.variant = c->variant;
+			err = run_cell(g, c);
+		}
+	}
+	return err;
+}
+
+static int verdict(const struct grid *g)
+{
+	printf("\nResults: %s\n", g->out);
+	if (g->checked)
+		printf("Final state: %s over %u runs (checksum %016llx); step-phase peak %s the "
+		       "plan.\n",
+		       g->mismatched ? "MISMATCH" : "bitwise identical", g->checked,
+		       (unsigned long long)g->checksum,
+		       g->mismatched ? "checked against" : "as predicted by");
+	if (g->interrupted || stop)
+		return mb_fail("interrupted: the runs that finished are in '%s'", g->out);
+	if (g->mismatched)
+		return mb_fail("self-check failed: the final states differ between runs, or a "
+			       "step-phase peak is not the plan's (see above)");
+	if (g->failed)
+		return mb_fail("%u run(s) failed; their rows in '%s' say why", g->failed, g->out);
+	return 0;
+}
+
+int mb_cmd_run(const struct mb_args *args)
+{
+	struct mb_optim optim = MB_OPTIM_DEFAULTS;
+	struct grid *g = calloc(1, sizeof(*g));
+	struct cell *cells = calloc(3 * MB_NVARIANTS, sizeof(*cells));
+	size_t n = 0;
+	int err;
+
+	if (!g || !cells) {
+		free(g);
+		free(cells);
+		return mb_fail("out of host memory");
+	}
+	g->args = args;
+	g->run.steps = (unsigned)args->steps;
+	g->run.resume_at = (unsigned)args->resume_at;
+	g->run.device_mem_limit = args->device_mem_limit;
+	g->run.step.pin_memory = !strcmp(args->pin_memory, "on");
+	g->run.step.writeback_event = !strcmp(args->writeback_dep, "event");
+	g->run.step.seed = args->seed;
+	g->run.step.optim = optim;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (!(err = setup(g))) {
+		err = run_grid(g, cells, &n);
+		print_table(g, cells, n);
+		if (!err)
+			err = verdict(g);
+		mb_cl_release(&g->cl);
+	}
+	mb_model_release(&g->model);
+	free(cells);
+	free(g);
+	return err;
+}

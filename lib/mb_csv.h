@@ -1,0 +1,64 @@
+/*
+ * mb_csv: the results file, a versioned contract.
+ *
+ * One row per run. Every column is declared once in mb_csv.c (name, type,
+ * field), and the same table writes the header and the rows; the schema is
+ * documented in the README. Units are in the column names (_s, _bytes,
+ * _elems). Numbers are written without the locale (printf in the C locale).
+ * Rows are appended whole, one write each, so a file is never left with half
+ * a row; the header is written once, when the file is new.
+ */
+#ifndef MB_CSV_H
+#define MB_CSV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MB_CSV_FORMAT_VERSION 1
+#define MB_CSV_STEPS_MAX      1000
+
+struct mb_csv_row {
+	char status[16]; /* ok, failed, interrupted */
+	char reason[1024];
+
+	char timestamp_utc[32], version[32], git_rev[48], host[128], cpu_model[128];
+	char platform[128], device[128], vendor[128], driver[64];
+	char cpus[256], mems[128], binding[16]; /* binding: muonbench or inherited */
+
+	char model[64], source[256];
+	uint64_t layers, params_total, params_muon;
+	uint64_t stage;
+	char variant[16];
+	uint64_t run, runs, steps, measure_first, measure_last;
+	uint64_t gather_budget_bytes, sub_group_size_elems;
+	char pin_memory[4], writeback_dep[8];
+	uint64_t seed, resume_at;
+
+	double iter_mean_s, apply_mean_s;
+	double backward_s, h2d_s, momentum_s, ns_s, d2h_s, d2h_hidden_frac, host_opt_s,
+		params_h2d_s;
+	uint64_t peak_device_bytes, peak_backward_bytes, peak_step_bytes, plan_peak_step_bytes,
+		clblast_temp_bytes, pinned_host_bytes;
+	char momentum_pinned[4];
+	char checksum[24];
+
+	size_t nsamples; /* steps run */
+	double iter_samples_s[MB_CSV_STEPS_MAX], apply_samples_s[MB_CSV_STEPS_MAX];
+};
+
+/* The header line, with its newline, into a new string (the caller frees it). */
+char *mb_csv_header(void);
+
+/* ROW as one line, with its newline, into a new string (the caller frees it). */
+char *mb_csv_format(const struct mb_csv_row *row);
+
+/*
+ * Check that PATH can take rows: it can be opened for appending, and is new,
+ * empty, or has this version's header. Bad input (-MB_EINPUT) otherwise.
+ */
+int mb_csv_check(const char *path);
+
+/* Append ROW to PATH (the header first if the file is new or empty). */
+int mb_csv_append(const char *path, const struct mb_csv_row *row);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * mb_hostopt: Muon's and AdamW's host updates with the bf16 staging, and
+ * the checksum of the final state.
+ */
+#include "mb_hostopt.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "mb_rng.h"
+
+uint16_t mb_bf16(float x)
+{
+	uint32_t bits;
+
+	memcpy(&bits, &x, sizeof(bits));
+	if ((bits & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((bits >> 16) | 0x40); /* a quiet NaN */
+	bits += 0x7fffu + ((bits >> 16) & 1);
+	return (uint16_t)(bits >> 16);
+}
+
+void mb_hostopt_muon(float *p, const float *u, uint16_t *staging, uint64_t n,
+		     const struct mb_optim *o)
+{
+	const float decay = 1.0f - o->muon_lr * o->muon_wd, lr = o->muon_lr;
+	int64_t i;
+
+#pragma omp parallel for simd schedule(static)
+	for (i = 0; i < (int64_t)n; i++) {
+		float x = p[i] * decay - lr * u[i];
+
+		p[i] = x;
+		staging[i] = mb_bf16(x);
+	}
+}
+
+void mb_hostopt_adamw(float *p, const float *g, float *m, float *v, uint16_t *staging, uint64_t n,
+		      uint64_t t, const struct mb_optim *o)
+{
+	const float b1 = o->adam_beta1, b2 = o->adam_beta2, lr = o->adam_lr, eps = o->adam_eps;
+	const float decay = 1.0f - o->adam_lr * o->adam_wd;
+	const float bc1 = (float)(1.0 - pow(b1, (double)t)), bc2 = (float)(1.0 - pow(b2, (double)t));
+	int64_t i;
+
+#pragma omp parallel for simd schedule(static)
+	for (i = 0; i < (int64_t)n; i++) {
+		float gi = g[i], mi = b1 * m[i] + (1.0f - b1) * gi;
+		float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+		float x = p[i] * decay - lr * (mi / bc1) / (sqrtf(vi / bc2) + eps);
+
+		m[i] = mi;
+		v[i] = vi;
+		p[i] = x;
+		staging[i] = mb_bf16(x);
+	}
+}
+
+static uint64_t hash_bytes(const unsigned char *c, uint64_t bytes, uint64_t h)
+{
+	uint64_t i, w;
+
+	for (i = 0; i + 8 <= bytes; i += 8) {
+		memcpy(&w, c + i, 8);
+		h = mb_mix64(h ^ w) + i;
+	}
+	for (; i < bytes; i++)
+		h = mb_mix64(h ^ c[i]) + i;
+	return h;
+}
+
+#define CHUNK (16u << 20)
+#define CHUNKS_MAX 4096
+
+uint64_t mb_checksum(const void *p, uint64_t bytes, uint64_t h)
+{
+	uint64_t hs[CHUNKS_MAX], chunk = CHUNK;
+	int64_t i, n;
+
+	/* chunks hashed in parallel, then combined in order */
+	while ((bytes + chunk - 1) / chunk > CHUNKS_MAX)
+		chunk *= 2;
+	n = (int64_t)((bytes + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+	for (i = 0; i < n; i++) {
+		uint64_t off = (uint64_t)i * chunk;
+
+		hs[i] = hash_bytes((const unsigned char *)p + off,
+				   bytes - off < chunk ? bytes - off : chunk, 0);
+	}
+	for (i = 0; i < n; i++)
+		h = mb_mix64(h ^ hs[i]) + (uint64_t)i;
+	return mb_mix64(h ^ bytes);
+}

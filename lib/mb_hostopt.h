@@ -1,0 +1,38 @@
+/*
+ * mb_hostopt: the optimizer step on the host, as CPU offload runs it.
+ *
+ * Muon's parameters take the orthogonalized update that came back from the
+ * device: p = p (1 - lr wd) - lr u. The rest take AdamW (bias-corrected,
+ * decoupled weight decay). Both write the new parameter as bf16 into the
+ * staging buffer in the same pass, ready to go back to the device. OpenMP
+ * threads, static schedule, no reductions: the result does not depend on
+ * the thread count.
+ */
+#ifndef MB_HOSTOPT_H
+#define MB_HOSTOPT_H
+
+#include <stdint.h>
+
+struct mb_optim {
+	float muon_beta, muon_lr, muon_wd;
+	float adam_lr, adam_beta1, adam_beta2, adam_eps, adam_wd;
+};
+
+/* Muon's reference values and its auxiliary AdamW's (DESIGN.md). */
+#define MB_OPTIM_DEFAULTS { 0.95f, 0.02f, 0.0f, 3e-4f, 0.9f, 0.95f, 1e-10f, 0.0f }
+
+/* fp32 to bf16, rounding to nearest even (NaN stays NaN). */
+uint16_t mb_bf16(float x);
+
+/* Muon over N elements: P from the update U; STAGING gets bf16(P). */
+void mb_hostopt_muon(float *p, const float *u, uint16_t *staging, uint64_t n,
+		     const struct mb_optim *o);
+
+/* AdamW step T (1 for the first) over N elements, moments M and V. */
+void mb_hostopt_adamw(float *p, const float *g, float *m, float *v, uint16_t *staging, uint64_t n,
+		      uint64_t t, const struct mb_optim *o);
+
+/* A 64-bit checksum of BYTES at P, continuing from H (start with 0). */
+uint64_t mb_checksum(const void *p, uint64_t bytes, uint64_t h);
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * mb_run: a fresh state, the steps, the means of the measured ones.
+ */
+#include "mb_run.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "mb_err.h"
+
+static void add_phase(struct mb_phase_times *sum, const struct mb_phase_times *p, double w)
+{
+	sum->backward_s += w * p->backward_s;
+	sum->h2d_s += w * p->h2d_s;
+	sum->momentum_s += w * p->momentum_s;
+	sum->ns_s += w * p->ns_s;
+	sum->d2h_s += w * p->d2h_s;
+	sum->d2h_hidden_s += w * p->d2h_hidden_s;
+	sum->host_opt_s += w * p->host_opt_s;
+	sum->params_h2d_s += w * p->params_h2d_s;
+}
+
+static int steps(struct mb_state *st, const struct mb_run_settings *s, volatile sig_atomic_t *stop,
+		 struct mb_run_result *r)
+{
+	unsigned i, measured = s->measure_last - s->measure_first + 1;
+	struct mb_step_times t;
+	int err;
+
+	for (i = 1; i <= s->steps; i++) {
+		if (stop && *stop) {
+			r->interrupted = true;
+			return 0;
+		}
+		if ((err = mb_step(st, &t))) {
+			mb_err_prefix("step %u", i);
+			return err;
+		}
+		r->iter_s[i - 1] = t.iter_s;
+		r->apply_s[i - 1] = t.apply_s;
+		r->steps_done = i;
+		if (i >= s->measure_first && i <= s->measure_last) {
+			r->iter_mean_s += t.iter_s / measured;
+			r->apply_mean_s += t.apply_s / measured;
+			add_phase(&r->phase, &t.phase, 1.0 / measured);
+		}
+		if (i == s->resume_at && (err = mb_state_reload(st)))
+			return err;
+	}
+	return 0;
+}
+
+int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const struct mb_cl *cl,
+		volatile sig_atomic_t *stop, struct mb_run_result *r)
+{
+	struct mb_ledger ledger;
+	struct mb_state st;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	r->iter_mean_s = r->apply_mean_s = 0;
+	if (s->steps > MB_CSV_STEPS_MAX || !s->measure_first ||
+	    s->measure_first > s->measure_last || s->measure_last > s->steps)
+		return mb_bad_input("--measure %u-%u does not fit in %u steps", s->measure_first,
+				    s->measure_last, s->steps);
+	mb_ledger_init(&ledger, cl, s->device_mem_limit);
+	if (!(err = mb_state_init(&st, m, &s->step, cl, &ledger))) {
+		r->plan_peak_step_bytes = mb_variant_overlaps(s->step.variant)
+						  ? st.plan.peak_step_bytes_overlap
+						  : st.plan.peak_step_bytes_sync;
+		r->clblast_temp_bytes = st.ns.temp_bytes;
+		err = steps(&st, s, stop, r);
+		r->checksum = mb_state_checksum(&st);
+		r->pinned_host_bytes = mb_state_pinned_bytes(&st);
+		r->momentum_pinned = st.momentum.pinned;
+		mb_state_release(&st);
+	}
+	r->peak_bytes = ledger.peak_bytes;
+	r->peak_backward_bytes = mb_ledger_phase_peak(&ledger, "backward");
+	r->peak_step_bytes = mb_ledger_phase_peak(&ledger, "step");
+	mb_ledger_release(&ledger);
+	return err;
+}

@@ -1,0 +1,43 @@
+/*
+ * mb_run: one run of a cell (model, stage, variant): a fresh rank, S steps,
+ * the figures of the measured steps, the peaks of the ledger, the checksum
+ * of the final state.
+ */
+#ifndef MB_RUN_H
+#define MB_RUN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mb_csv.h"
+#include "mb_step.h"
+
+struct mb_run_settings {
+	struct mb_step_settings step;
+	unsigned steps, measure_first, measure_last; /* 1-based, inclusive */
+	unsigned resume_at;			     /* 0: never; else reload after this step */
+	uint64_t device_mem_limit;		     /* 0: none */
+};
+
+struct mb_run_result {
+	bool interrupted; /* stopped by the flag before its last step */
+	unsigned steps_done;
+	double iter_s[MB_CSV_STEPS_MAX], apply_s[MB_CSV_STEPS_MAX];
+	double iter_mean_s, apply_mean_s;
+	struct mb_phase_times phase; /* means over the measured steps */
+	uint64_t peak_bytes, peak_backward_bytes, peak_step_bytes;
+	uint64_t plan_peak_step_bytes, clblast_temp_bytes, pinned_host_bytes;
+	bool momentum_pinned;
+	uint64_t checksum;
+};
+
+/*
+ * Run model M once under S on device CL into *r. STOP, when it becomes
+ * non-zero, ends the run after the current step (r->interrupted). Returns 0
+ * or the failure's status with its message; *r holds what was measured.
+ */
+int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const struct mb_cl *cl,
+		volatile sig_atomic_t *stop, struct mb_run_result *r);
+
+#endif

@@ -1,0 +1,796 @@
+/*
+ * mb_step: the state of one rank (host and device buffers) and its step:
+ * backward stand-in, Muon apply (synchronous or overlapped writeback),
+ * host optimizer, params back; with a timeline of profiling events.
+ */
+#include "mb_step.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mb_clock.h"
+#include "mb_err.h"
+#include "mb_num.h"
+#include "mb_rng.h"
+
+#define BUCKET_ELEMS  (1u << 24) /* backward's gradient bucket: 64 MiB of fp32 */
+#define PARAM_SCALE   0.02f
+#define GRAD_SCALE    1e-3f
+#define STREAM_PARAMS 0
+#define STREAM_GRADS  1 /* + the step number */
+
+const char *const mb_variant_names[MB_NVARIANTS] = { "master", "pin", "overlap", "both" };
+
+/* ---- the timeline: spans between profiling events, resolved after a step ---- */
+
+enum kind { K_H2D, K_MOMENTUM, K_NS, K_D2H, K_PARAMS_H2D };
+
+/* From the end of FROM (or the start of TO when FROM is NULL) to the end of TO. */
+struct span {
+	cl_event from, to;
+	enum kind kind;
+};
+
+struct timeline {
+	struct span *v;
+	size_t n, alloc;
+};
+
+/* Add a span; it takes over one reference to each event (FROM may be NULL). */
+static int tl_add(struct timeline *t, cl_event from, cl_event to, enum kind kind)
+{
+	struct span *v;
+
+	if (t->n == t->alloc) {
+		size_t alloc = t->alloc ? 2 * t->alloc : 256;
+
+		v = realloc(t->v, alloc * sizeof(*v));
+		if (!v) {
+			if (from)
+				clReleaseEvent(from);
+			clReleaseEvent(to);
+			return mb_fail("out of host memory for %zu profiling events", alloc);
+		}
+		t->v = v;
+		t->alloc = alloc;
+	}
+	t->v[t->n++] = (struct span){ from, to, kind };
+	return 0;
+}
+
+static cl_event retain(cl_event e)
+{
+	clRetainEvent(e);
+	return e;
+}
+
+static void tl_release(struct timeline *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		if (t->v[i].from)
+			clReleaseEvent(t->v[i].from);
+		clReleaseEvent(t->v[i].to);
+	}
+	free(t->v);
+	memset(t, 0, sizeof(*t));
+}
+
+struct interval {
+	double a, b;
+};
+
+static int cmp_interval(const void *x, const void *y)
+{
+	const struct interval *p = x, *q = y;
+
+	return (p->a > q->a) - (p->a < q->a);
+}
+
+static double prof(cl_event e, cl_profiling_info what)
+{
+	cl_ulong ns = 0;
+
+	clGetEventProfilingInfo(e, what, sizeof(ns), &ns, NULL);
+	return 1e-9 * (double)ns;
+}
+
+/*
+ * Sum the spans by kind into *p, and how much of the D2H time the compute
+ * queue was busy too (the part of the writeback that was hidden).
+ */
+static int tl_resolve(struct timeline *t, struct mb_phase_times *p)
+{
+	struct interval *busy, *d2h;
+	size_t i, nb = 0, nd = 0, m = 0, j;
+	double *sum[] = { &p->h2d_s, &p->momentum_s, &p->ns_s, &p->d2h_s, &p->params_h2d_s };
+
+	busy = malloc((t->n + 1) * sizeof(*busy));
+	d2h = malloc((t->n + 1) * sizeof(*d2h));
+	if (!busy || !d2h) {
+		free(busy);
+		free(d2h);
+		return mb_fail("out of host memory resolving %zu profiling events", t->n);
+	}
+	for (i = 0; i < t->n; i++) {
+		struct span *s = &t->v[i];
+		struct interval iv = { s->from ? prof(s->from, CL_PROFILING_COMMAND_END)
+					       : prof(s->to, CL_PROFILING_COMMAND_START),
+				       prof(s->to, CL_PROFILING_COMMAND_END) };
+
+		if (iv.b < iv.a)
+			iv.b = iv.a;
+		*sum[s->kind] += iv.b - iv.a;
+		if (s->kind == K_D2H)
+			d2h[nd++] = iv;
+		else if (s->kind != K_PARAMS_H2D)
+			busy[nb++] = iv;
+	}
+	/* merge the busy intervals, then intersect each D2H with them */
+	qsort(busy, nb, sizeof(*busy), cmp_interval);
+	for (i = 0; i < nb; i++) {
+		if (m && busy[i].a <= busy[m - 1].b) {
+			if (busy[i].b > busy[m - 1].b)
+				busy[m - 1].b = busy[i].b;
+		} else {
+			busy[m++] = busy[i];
+		}
+	}
+	for (i = 0; i < nd; i++)
+		for (j = 0; j < m; j++) {
+			double a = d2h[i].a > busy[j].a ? d2h[i].a : busy[j].a;
+			double b = d2h[i].b < busy[j].b ? d2h[i].b : busy[j].b;
+
+			if (b > a)
+				p->d2h_hidden_s += b - a;
+		}
+	free(busy);
+	free(d2h);
+	return 0;
+}
+
+/* ---- state ---- */
+
+static int device_copy(struct mb_state *s, bool to_device, cl_command_queue q, cl_mem dev,
+		       uint64_t dev_off, void *host, uint64_t bytes, cl_uint nwait,
+		       const cl_event *wait, cl_event *ev, const char *what)
+{
+	cl_int st;
+
+	if (to_device)
+		st = clEnqueueWriteBuffer(q, dev, CL_FALSE, dev_off, bytes, host, nwait, wait, ev);
+	else
+		st = clEnqueueReadBuffer(q, dev, CL_FALSE, dev_off, bytes, host, nwait, wait, ev);
+	return mb_cl_check(s->cl, st, to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
+			   "%s, %llu bytes", what, (unsigned long long)bytes);
+}
+
+static int marker(struct mb_state *s, cl_command_queue q, cl_event *ev)
+{
+	return mb_cl_check(s->cl, clEnqueueMarkerWithWaitList(q, 0, NULL, ev),
+			   "clEnqueueMarkerWithWaitList", "a profiling marker");
+}
+
+static int finish(struct mb_state *s, cl_command_queue q)
+{
+	return mb_cl_check(s->cl, clFinish(q), "clFinish", "%s queue",
+			   q == s->cl->copy ? "copy" : "compute");
+}
+
+static float *f32(const struct mb_hostbuf *b, uint64_t off)
+{
+	return (float *)b->ptr + off;
+}
+
+static int reserve_shapes(struct mb_state *s)
+{
+	const struct mb_model *m = s->model;
+	uint64_t *rows, *cols;
+	size_t i, n = 0;
+	int err;
+
+	rows = malloc((m->nparams + 1) * 2 * sizeof(*rows));
+	if (!rows)
+		return mb_fail("out of host memory for %zu shapes", m->nparams);
+	cols = rows + m->nparams + 1;
+	for (i = 0; i < m->nparams; i++)
+		if (m->params[i].muon) {
+			rows[n] = m->params[i].rows;
+			cols[n++] = m->params[i].cols;
+		}
+	err = mb_ns_reserve(&s->ns, rows, cols, n);
+	free(rows);
+	return err;
+}
+
+static void init_params(struct mb_state *s)
+{
+	uint16_t *staging = s->staging.ptr;
+	float *p = s->master.ptr;
+	uint64_t seed = s->set.seed;
+	int64_t i, n = (int64_t)s->model->numel_total;
+
+#pragma omp parallel for schedule(static)
+	for (i = 0; i < n; i++) {
+		p[i] = PARAM_SCALE * mb_uniform(seed, STREAM_PARAMS, (uint64_t)i);
+		staging[i] = mb_bf16(p[i]);
+	}
+}
+
+static int alloc_host(struct mb_state *s)
+{
+	const struct mb_model *m = s->model;
+	bool pin = s->set.pin_memory;
+	int err;
+
+	if ((err = mb_hostbuf_alloc(&s->master, s->cl, 4 * m->numel_total, false,
+				    "master params")) ||
+	    (err = mb_hostbuf_alloc(&s->grads, s->cl, 4 * m->numel_total, pin, "grads")) ||
+	    (err = mb_hostbuf_alloc(&s->momentum, s->cl, 4 * m->numel_muon,
+				    pin && mb_variant_pins(s->set.variant), "Muon momentum")) ||
+	    (err = mb_hostbuf_alloc(&s->adam_m, s->cl, 4 * m->numel_adamw, false,
+				    "AdamW exp_avg")) ||
+	    (err = mb_hostbuf_alloc(&s->adam_v, s->cl, 4 * m->numel_adamw, false,
+				    "AdamW exp_avg_sq")) ||
+	    (err = mb_hostbuf_alloc(&s->staging, s->cl, 2 * m->numel_total, pin, "bf16 staging")))
+		return err;
+	return 0;
+}
+
+static int alloc_offsets(struct mb_state *s)
+{
+	const struct mb_model *m = s->model;
+	uint64_t flat = 0, muon = 0, adamw = 0;
+	size_t i;
+
+	s->offset = calloc(m->nparams + 1, 2 * sizeof(uint64_t));
+	if (!s->offset)
+		return mb_fail("out of host memory for %zu offsets", m->nparams);
+	s->state_offset = s->offset + m->nparams + 1;
+	for (i = 0; i < m->nparams; i++) {
+		uint64_t n = mb_param_numel(&m->params[i]);
+
+		s->offset[i] = flat;
+		s->state_offset[i] = m->params[i].muon ? muon : adamw;
+		flat += n;
+		*(m->params[i].muon ? &muon : &adamw) += n;
+	}
+	return 0;
+}
+
+int mb_state_init(struct mb_state *s, const struct mb_model *m, const struct mb_step_settings *set,
+		  const struct mb_cl *cl, struct mb_ledger *ledger)
+{
+	cl_int st;
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	s->model = m;
+	s->set = *set;
+	s->set.plan.world_size = 1;
+	s->set.plan.rank = 0;
+	s->cl = cl;
+	s->ledger = ledger;
+	if ((err = mb_plan_build(&s->plan, m, &s->set.plan)) || (err = alloc_offsets(s)) ||
+	    (err = alloc_host(s)))
+		goto out_release;
+	init_params(s);
+	if ((err = mb_ledger_alloc(ledger, 2 * m->numel_total, "params.bf16", &s->params)))
+		goto out_release;
+	st = clEnqueueWriteBuffer(cl->compute, s->params, CL_TRUE, 0, 2 * m->numel_total,
+				  s->staging.ptr, 0, NULL, NULL);
+	if ((err = mb_cl_check(cl, st, "clEnqueueWriteBuffer", "initial bf16 params, %llu bytes",
+			       (unsigned long long)(2 * m->numel_total))) ||
+	    (err = mb_ns_init(&s->ns, cl, ledger)) || (err = reserve_shapes(s)))
+		goto out_release;
+	return 0;
+
+out_release:
+	mb_state_release(s);
+	return err;
+}
+
+void mb_state_release(struct mb_state *s)
+{
+	if (s->cl) {
+		clFinish(s->cl->compute);
+		clFinish(s->cl->copy);
+	}
+	mb_ns_release(&s->ns);
+	if (s->ledger)
+		mb_ledger_free(s->ledger, s->params);
+	mb_hostbuf_release(&s->master);
+	mb_hostbuf_release(&s->grads);
+	mb_hostbuf_release(&s->momentum);
+	mb_hostbuf_release(&s->adam_m);
+	mb_hostbuf_release(&s->adam_v);
+	mb_hostbuf_release(&s->staging);
+	free(s->offset);
+	mb_plan_release(&s->plan);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- backward ---- */
+
+static int backward(struct mb_state *s)
+{
+	uint64_t n = s->model->numel_total, bucket = n < BUCKET_ELEMS ? n : BUCKET_ELEMS, off, len;
+	cl_mem buf;
+	int err;
+
+	mb_ledger_phase(s->ledger, "backward");
+	if ((err = mb_ledger_alloc(s->ledger, 4 * bucket, "bwd.bucket", &buf)))
+		return err;
+	for (off = 0; off < n && !err; off += len) {
+		len = n - off < bucket ? n - off : bucket;
+		err = mb_rng_fill(s->cl, buf, 0, len, s->set.seed, STREAM_GRADS + s->steps_done,
+				  off, GRAD_SCALE);
+		if (!err)
+			err = device_copy(s, false, s->cl->compute, buf, 0, f32(&s->grads, off),
+					  4 * len, 0, NULL, NULL, "gradients to the host");
+	}
+	if (!err)
+		err = finish(s, s->cl->compute);
+	mb_ledger_free(s->ledger, buf);
+	return err;
+}
+
+/* ---- the Muon apply ---- */
+
+/* What one batch (ZeRO-1/2) or one matrix (ZeRO-3) writes back, and frees after. */
+struct unit {
+	cl_mem buf;		  /* freed once the writeback is done */
+	cl_event computed;	  /* marker after its compute */
+	cl_event written;	  /* its last read */
+	cl_mem grad_src, mom_src; /* updates from grad_src at 0, momentum from mom_src */
+	uint64_t mom_base;	  /* in floats */
+	size_t first, end;	  /* its parameters */
+};
+
+struct apply {
+	struct mb_state *s;
+	struct timeline tl;
+	bool overlap;
+	struct unit pending, inflight; /* computing, writing back */
+	bool has_pending, has_inflight;
+	cl_mem subgroup;
+};
+
+static size_t first_muon(const struct mb_state *s, size_t first, size_t end)
+{
+	while (first < end && !s->model->params[first].muon)
+		first++;
+	return first;
+}
+
+/* Enqueue the reads of U on Q: each update into the grads, the momentum after. */
+static int writeback(struct apply *a, struct unit *u, cl_command_queue q)
+{
+	struct mb_state *s = a->s;
+	bool event_dep = s->set.writeback_event && q != s->cl->compute;
+	uint64_t lo = 0, n;
+	size_t j, fm = first_muon(s, u->first, u->end);
+	cl_event ev;
+	int err;
+
+	if (q != s->cl->compute && !event_dep &&
+	    (err = mb_cl_check(s->cl, clWaitForEvents(1, &u->computed), "clWaitForEvents",
+			       "the compute of parameters %zu to %zu", u->first, u->end)))
+		return err;
+	for (j = fm; j < u->end; j++) {
+		if (!s->model->params[j].muon)
+			continue;
+		n = mb_param_numel(&s->model->params[j]);
+		if ((err = device_copy(s, false, q, u->grad_src, 4 * lo,
+				       f32(&s->grads, s->offset[j]), 4 * n, event_dep,
+				       event_dep ? &u->computed : NULL, &ev,
+				       s->model->params[j].name)) ||
+		    (err = tl_add(&a->tl, NULL, ev, K_D2H)))
+			return err;
+		lo += n;
+	}
+	if ((err = device_copy(s, false, q, u->mom_src, 4 * u->mom_base,
+			       f32(&s->momentum, s->state_offset[fm]), 4 * lo, event_dep,
+			       event_dep ? &u->computed : NULL, &u->written,
+			       "momentum to the host")) ||
+	    (err = tl_add(&a->tl, NULL, retain(u->written), K_D2H)))
+		return err;
+	return mb_cl_check(s->cl, clFlush(q), "clFlush", "writeback queue");
+}
+
+/* Wait for U's writeback and free its buffer. */
+static int drain(struct apply *a, struct unit *u)
+{
+	int err = 0;
+
+	if (u->written)
+		err = mb_cl_check(a->s->cl, clWaitForEvents(1, &u->written), "clWaitForEvents",
+				  "the writeback of parameters %zu to %zu", u->first, u->end);
+	if (u->written)
+		clReleaseEvent(u->written);
+	if (u->computed)
+		clReleaseEvent(u->computed);
+	mb_ledger_free(a->s->ledger, u->buf);
+	memset(u, 0, sizeof(*u));
+	return err;
+}
+
+/* Before a unit's buffer is allocated: the one two back must be gone. */
+static int make_room(struct apply *a)
+{
+	if (!a->has_inflight)
+		return 0;
+	a->has_inflight = false;
+	return drain(a, &a->inflight);
+}
+
+/* A unit has been queued: write it back now, or the previous one on the copy queue. */
+static int push(struct apply *a, struct unit *u)
+{
+	int err;
+
+	if (!a->overlap) {
+		err = writeback(a, u, a->s->cl->compute);
+		return drain(a, u) ? -MB_EFAIL : err;
+	}
+	if (a->has_pending) {
+		a->inflight = a->pending;
+		a->has_inflight = true;
+		a->has_pending = false;
+		if ((err = writeback(a, &a->inflight, a->s->cl->copy)))
+			return err;
+	}
+	a->pending = *u;
+	a->has_pending = true;
+	memset(u, 0, sizeof(*u));
+	return 0;
+}
+
+/* Drain everything: the host may read the buffers after this. */
+static int flush(struct apply *a)
+{
+	int err;
+
+	if ((err = make_room(a)))
+		return err;
+	if (!a->has_pending)
+		return 0;
+	a->has_pending = false;
+	err = writeback(a, &a->pending, a->s->cl->copy);
+	return drain(a, &a->pending) && !err ? -MB_EFAIL : err;
+}
+
+/* After a failure: stop the queues and free whatever is still alive. */
+static void abort_apply(struct apply *a)
+{
+	clFinish(a->s->cl->compute);
+	clFinish(a->s->cl->copy);
+	if (a->has_inflight)
+		drain(a, &a->inflight);
+	if (a->has_pending)
+		drain(a, &a->pending);
+	a->has_inflight = a->has_pending = false;
+	mb_ledger_free(a->s->ledger, a->subgroup);
+	a->subgroup = NULL;
+}
+
+/*
+ * Gather group G's Muon grads to BUF[0..E) and momentum to BUF[E..2E), then
+ * momentum and Nesterov over all of it. *last is the marker after that.
+ */
+static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl_event *last)
+{
+	struct mb_state *s = a->s;
+	uint64_t e = g->gathered_numel, lo = 0, n;
+	size_t j, fm = first_muon(s, g->first, g->end);
+	cl_event m0, m1, m2;
+	int err;
+
+	if ((err = marker(s, s->cl->compute, &m0)))
+		return err;
+	for (j = fm; j < g->end && !err; j++) {
+		if (!s->model->params[j].muon)
+			continue;
+		n = mb_param_numel(&s->model->params[j]);
+		err = device_copy(s, true, s->cl->compute, buf, 4 * lo,
+				  f32(&s->grads, s->offset[j]), 4 * n, 0, NULL, NULL,
+				  s->model->params[j].name);
+		lo += n;
+	}
+	if (!err)
+		err = device_copy(s, true, s->cl->compute, buf, 4 * e,
+				  f32(&s->momentum, s->state_offset[fm]), 4 * e, 0, NULL, NULL,
+				  "momentum to the device");
+	if (err || (err = marker(s, s->cl->compute, &m1))) {
+		clReleaseEvent(m0);
+		return err;
+	}
+	if ((err = tl_add(&a->tl, m0, retain(m1), K_H2D)))
+		return err;
+	err = mb_ns_momentum(&s->ns, buf, 0, buf, e, e, s->set.optim.muon_beta);
+	if (err || (err = marker(s, s->cl->compute, &m2))) {
+		clReleaseEvent(m1);
+		return err;
+	}
+	if ((err = tl_add(&a->tl, m1, retain(m2), K_MOMENTUM)))
+		return err;
+	*last = m2;
+	return 0;
+}
+
+/*
+ * Newton-Schulz on parameter J, from IN at IN_OFF to OUT at OUT_OFF, between
+ * two markers; *after is the second (the caller owns it).
+ */
+static int orthogonalize(struct apply *a, size_t j, cl_mem in, uint64_t in_off, cl_mem out,
+			 uint64_t out_off, cl_event *after)
+{
+	const struct mb_param *p = &a->s->model->params[j];
+	cl_event before;
+	int err;
+
+	if ((err = marker(a->s, a->s->cl->compute, &before)))
+		return err;
+	if ((err = mb_ns_orthogonalize(&a->s->ns, in, in_off, p->rows, p->cols, out, out_off)) ||
+	    (err = marker(a->s, a->s->cl->compute, after))) {
+		clReleaseEvent(before);
+		return err;
+	}
+	if ((err = tl_add(&a->tl, before, retain(*after), K_NS))) {
+		clReleaseEvent(*after);
+		*after = NULL;
+	}
+	return err;
+}
+
+static int apply_batch(struct apply *a, const struct mb_plan_group *g)
+{
+	struct mb_state *s = a->s;
+	struct unit u = { .first = g->first, .end = g->end };
+	uint64_t lo = 0;
+	cl_event after = NULL;
+	size_t j;
+	int err;
+
+	if ((err = make_room(a)) ||
+	    (err = mb_ledger_alloc(s->ledger, 8 * g->gathered_numel, "apply.batch", &u.buf)))
+		return err;
+	u.grad_src = u.mom_src = u.buf;
+	u.mom_base = g->gathered_numel;
+	err = gather(a, g, u.buf, &u.computed);
+	for (j = g->first; j < g->end && !err; j++) {
+		if (!s->model->params[j].muon)
+			continue;
+		err = orthogonalize(a, j, u.buf, lo, u.buf, lo, &after);
+		if (!err) {
+			clReleaseEvent(u.computed);
+			u.computed = after;
+		}
+		lo += mb_param_numel(&s->model->params[j]);
+	}
+	if (err) {
+		drain(a, &u);
+		return err;
+	}
+	return push(a, &u);
+}
+
+static int apply_subgroup(struct apply *a, const struct mb_plan_group *g)
+{
+	struct mb_state *s = a->s;
+	uint64_t lo = 0, n;
+	cl_event gathered;
+	struct unit u;
+	size_t j;
+	int err;
+
+	if ((err = mb_ledger_alloc(s->ledger, 8 * g->gathered_numel, "apply.subgroup",
+				   &a->subgroup)) ||
+	    (err = gather(a, g, a->subgroup, &gathered)))
+		return err;
+	clReleaseEvent(gathered);
+	for (j = g->first; j < g->end; j++) {
+		if (!s->model->params[j].muon)
+			continue;
+		n = mb_param_numel(&s->model->params[j]);
+		memset(&u, 0, sizeof(u));
+		u.first = j;
+		u.end = j + 1;
+		if ((err = make_room(a)) ||
+		    (err = mb_ledger_alloc(s->ledger, 4 * n, "apply.update", &u.buf)))
+			return err;
+		u.grad_src = u.buf;
+		u.mom_src = a->subgroup;
+		u.mom_base = g->gathered_numel + lo;
+		if ((err = orthogonalize(a, j, a->subgroup, lo, u.buf, 0, &u.computed))) {
+			drain(a, &u);
+			return err;
+		}
+		if ((err = push(a, &u)))
+			return err;
+		lo += n;
+	}
+	if ((err = flush(a)))
+		return err;
+	mb_ledger_free(s->ledger, a->subgroup);
+	a->subgroup = NULL;
+	return 0;
+}
+
+/* Say which batch or sub-group failed and what to change. */
+static void explain(const struct mb_state *s, size_t gi)
+{
+	const struct mb_plan_group *g = &s->plan.groups[gi];
+	char size[32];
+
+	mb_fmt_bytes_iec(size, sizeof(size), 8 * g->gathered_numel);
+	if (s->set.plan.stage == 3)
+		mb_err_prefix("sub-group %zu of %zu (%zu matrices, %s gathered; a smaller "
+			      "--sub-group-size needs less)",
+			      gi + 1, s->plan.ngroups, g->matrices, size);
+	else
+		mb_err_prefix("batch %zu of %zu (%zu matrices, %s; a smaller --gather-budget "
+			      "needs less)",
+			      gi + 1, s->plan.ngroups, g->matrices, size);
+}
+
+static int apply(struct mb_state *s, struct timeline *tl)
+{
+	struct apply a = { .s = s, .overlap = mb_variant_overlaps(s->set.variant) };
+	size_t gi;
+	int err = 0;
+
+	/* a checkpoint load left the momentum pageable: the pin variants re-pin it */
+	if (s->set.pin_memory && mb_variant_pins(s->set.variant) && !s->momentum.pinned &&
+	    (err = mb_hostbuf_move(&s->momentum, true)))
+		return err;
+	a.tl = *tl;
+	for (gi = 0; gi < s->plan.ngroups && !err; gi++) {
+		err = s->set.plan.stage == 3 ? apply_subgroup(&a, &s->plan.groups[gi])
+					     : apply_batch(&a, &s->plan.groups[gi]);
+		if (err)
+			explain(s, gi);
+	}
+	if (!err)
+		err = flush(&a);
+	if (err)
+		abort_apply(&a);
+	*tl = a.tl;
+	return err;
+}
+
+/* ---- host optimizer and params back ---- */
+
+static void host_optimizer(struct mb_state *s)
+{
+	const struct mb_model *m = s->model;
+	uint16_t *staging = s->staging.ptr;
+	size_t i;
+
+	for (i = 0; i < m->nparams; i++) {
+		uint64_t off = s->offset[i], so = s->state_offset[i];
+		uint64_t n = mb_param_numel(&m->params[i]);
+
+		if (m->params[i].muon)
+			mb_hostopt_muon(f32(&s->master, off), f32(&s->grads, off), staging + off, n,
+					&s->set.optim);
+		else
+			mb_hostopt_adamw(f32(&s->master, off), f32(&s->grads, off),
+					 f32(&s->adam_m, so), f32(&s->adam_v, so), staging + off, n,
+					 s->steps_done + 1, &s->set.optim);
+	}
+}
+
+static int params_back(struct mb_state *s, struct timeline *tl)
+{
+	cl_event ev;
+	int err;
+
+	if ((err = device_copy(s, true, s->cl->compute, s->params, 0, s->staging.ptr,
+			       2 * s->model->numel_total, 0, NULL, &ev,
+			       "bf16 params to the device")) ||
+	    (err = tl_add(tl, NULL, ev, K_PARAMS_H2D)))
+		return err;
+	return finish(s, s->cl->compute);
+}
+
+int mb_step(struct mb_state *s, struct mb_step_times *t)
+{
+	struct timeline tl = { 0 };
+	double t0 = mb_now_s(), t1;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	if ((err = backward(s)))
+		goto out;
+	t1 = mb_now_s();
+	t->phase.backward_s = t1 - t0;
+	mb_ledger_phase(s->ledger, "step");
+	if ((err = apply(s, &tl)))
+		goto out;
+	t->apply_s = mb_now_s() - t1;
+	t1 = mb_now_s();
+	host_optimizer(s);
+	t->phase.host_opt_s = mb_now_s() - t1;
+	if ((err = params_back(s, &tl)))
+		goto out;
+	t->iter_s = mb_now_s() - t0;
+	err = tl_resolve(&tl, &t->phase);
+	s->steps_done++;
+out:
+	tl_release(&tl);
+	return err;
+}
+
+/* ---- checkpoint, checksum ---- */
+
+static int save_load(struct mb_hostbuf *b, FILE *f, bool save)
+{
+	size_t done = save ? fwrite(b->ptr, 1, b->bytes, f) : fread(b->ptr, 1, b->bytes, f);
+
+	if (done != b->bytes)
+		return mb_fail("cannot %s the checkpoint of '%s' (%llu bytes)",
+			       save ? "write" : "read", b->what, (unsigned long long)b->bytes);
+	return 0;
+}
+
+int mb_state_reload(struct mb_state *s)
+{
+	struct mb_hostbuf *bufs[] = { &s->master, &s->momentum, &s->adam_m, &s->adam_v };
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	size_t i;
+	FILE *f;
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "%s/muonbench-checkpoint-XXXXXX", dir && *dir ? dir : "/tmp");
+	fd = mkstemp(path);
+	f = fd >= 0 ? fdopen(fd, "w+b") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return mb_fail("cannot create a checkpoint file in '%s'",
+			       dir && *dir ? dir : "/tmp");
+	}
+	unlink(path); /* gone when closed, whatever happens */
+	for (i = 0; i < 4 && !err; i++)
+		err = save_load(bufs[i], f, true);
+	if (!err && fflush(f))
+		err = mb_fail("cannot write the checkpoint file");
+	rewind(f);
+	for (i = 0; i < 4 && !err; i++) {
+		struct mb_hostbuf fresh;
+
+		/* a load makes new pageable tensors, as PyTorch's does */
+		if ((err = mb_hostbuf_alloc(&fresh, s->cl, bufs[i]->bytes, false, bufs[i]->what)))
+			break;
+		mb_hostbuf_release(bufs[i]);
+		*bufs[i] = fresh;
+		err = save_load(bufs[i], f, false);
+	}
+	fclose(f);
+	return err;
+}
+
+uint64_t mb_state_checksum(const struct mb_state *s)
+{
+	uint64_t h = mb_checksum(s->momentum.ptr, s->momentum.bytes, 0);
+
+	return mb_checksum(s->master.ptr, s->master.bytes, h);
+}
+
+uint64_t mb_state_pinned_bytes(const struct mb_state *s)
+{
+	const struct mb_hostbuf *bufs[] = { &s->master, &s->grads,  &s->momentum,
+					    &s->adam_m, &s->adam_v, &s->staging };
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		if (bufs[i]->pinned)
+			sum += bufs[i]->bytes;
+	return sum;
+}

@@ -1,0 +1,109 @@
+/*
+ * mb_step: one training step of one rank under CPU optimizer offload, as
+ * DESIGN.md describes it, on real host and device buffers.
+ *
+ *   backward   gradients synthesized on the device in buckets (mb_rng) and
+ *              copied to the host fp32 grads;
+ *   apply      Muon: ZeRO-1/2 in batches under the gather budget, ZeRO-3
+ *              per sub-group then per matrix (the batches and sub-groups of
+ *              mb_plan); grads and momentum to the device, momentum and
+ *              Nesterov, Newton-Schulz, update and momentum back, either
+ *              synchronously or overlapped on the copy queue;
+ *   host opt   Muon's update and AdamW on the host (mb_hostopt), bf16 staging;
+ *   params     the bf16 staging to the resident device params.
+ *
+ * The variant decides two things only: whether the Muon momentum is pinned
+ * (pin, both) and whether the writeback overlaps (overlap, both). The math
+ * is the same in all four, so their final states are bitwise equal.
+ */
+#ifndef MB_STEP_H
+#define MB_STEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mb_hostmem.h"
+#include "mb_hostopt.h"
+#include "mb_ledger.h"
+#include "mb_model.h"
+#include "mb_ns.h"
+#include "mb_plan.h"
+
+enum mb_variant { MB_MASTER, MB_PIN, MB_OVERLAP, MB_BOTH, MB_NVARIANTS };
+
+extern const char *const mb_variant_names[MB_NVARIANTS];
+
+static inline bool mb_variant_pins(enum mb_variant v)
+{
+	return v == MB_PIN || v == MB_BOTH;
+}
+
+static inline bool mb_variant_overlaps(enum mb_variant v)
+{
+	return v == MB_OVERLAP || v == MB_BOTH;
+}
+
+struct mb_step_settings {
+	struct mb_plan_settings plan; /* stage, gather budget, sub-group size */
+	enum mb_variant variant;
+	bool pin_memory;      /* offload_optimizer.pin_memory */
+	bool writeback_event; /* the writeback waits on an event list, not the host */
+	uint64_t seed;
+	struct mb_optim optim;
+};
+
+/* Seconds spent in each phase of a step, from profiling events and the clock. */
+struct mb_phase_times {
+	double backward_s;		       /* host clock, synchronized */
+	double h2d_s, momentum_s, ns_s, d2h_s; /* device events */
+	double d2h_hidden_s; /* of d2h_s, the time the compute queue was busy too */
+	double host_opt_s;   /* host clock */
+	double params_h2d_s; /* device event */
+};
+
+struct mb_step_times {
+	double iter_s, apply_s; /* host clock, device synchronized */
+	struct mb_phase_times phase;
+};
+
+struct mb_state {
+	const struct mb_model *model;
+	struct mb_step_settings set;
+	struct mb_plan plan;
+	const struct mb_cl *cl;
+	struct mb_ledger *ledger;
+	struct mb_ns ns;
+	uint64_t *offset;	/* of each parameter in the flat grads and params */
+	uint64_t *state_offset; /* in the momentum (Muon) or the AdamW moments */
+	struct mb_hostbuf master, grads, momentum, adam_m, adam_v, staging;
+	cl_mem params; /* resident bf16 */
+	uint64_t steps_done;
+};
+
+/*
+ * Set up a fresh rank for model M: host buffers (pinned as the settings
+ * say), initial parameters from the seed, the resident bf16 params and the
+ * Newton-Schulz workspace on the device, through LEDGER.
+ */
+int mb_state_init(struct mb_state *s, const struct mb_model *m, const struct mb_step_settings *set,
+		  const struct mb_cl *cl, struct mb_ledger *ledger);
+
+/* One step; its times into *t. */
+int mb_step(struct mb_state *s, struct mb_step_times *t);
+
+/*
+ * Save the optimizer state (master params, momentum, AdamW moments) to a
+ * file and load it into freshly allocated pageable buffers, as loading a
+ * checkpoint does. The pin variants re-pin the momentum at its next use.
+ */
+int mb_state_reload(struct mb_state *s);
+
+/* The checksum of the momentum and the master params. */
+uint64_t mb_state_checksum(const struct mb_state *s);
+
+/* Pinned host bytes now. */
+uint64_t mb_state_pinned_bytes(const struct mb_state *s);
+
+void mb_state_release(struct mb_state *s);
+
+#endif
