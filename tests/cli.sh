@@ -129,7 +129,6 @@ expect_error "option of another command" 2 "option '--stage' does not apply to '
 expect_error "flag with a value" 2 "option '--help' takes no value" plan --help=yes
 expect_error "stray argument" 2 "unexpected argument 'tiny'" plan tiny
 expect_error "unknown command" 2 "unknown command 'frobnicate'" frobnicate
-expect_error "run is not built yet" 2 "'muonbench run' is not built yet" run --model tiny
 
 # Devices; and no OpenCL platform at all (an empty ICD directory).
 expect_output "devices lists a device" "| 0 | 0 |" devices
@@ -144,6 +143,59 @@ expect_error "ns: zero dimension" 2 "--shape: invalid shape '0x4'" ns --shape 0x
 expect_error "ns: no such device" 2 "--device 'no-such-device': no device's name contains it" ns --device no-such-device
 expect_error "ns: device index out of range" 2 "--device 9: platform 0 has no device 9" ns --device 9
 expect_error "ns: over the memory limit" 1 "(ns.workspace, 1.00 MiB): CL_MEM_OBJECT_ALLOCATION_FAILURE (over the --device-mem-limit of 512 KiB; 0 B in use)" ns --shape 256x256 --device-mem-limit 512Ki
+
+# The benchmark itself, on a micro model.
+micro="--config tests/data/good/micro.json --runs 2 --steps 3 --gather-budget 128Ki"
+# shellcheck disable=SC2086 # $micro is a list of options
+expect_output "run: every stage and variant ends in the same state" "Final state: bitwise identical over 24 runs" run $micro --stage 1,2,3 --variant all --out "$tmp/all.csv"
+# shellcheck disable=SC2086
+expect_output "run: the reference's table" "| 3 | both | " run $micro --stage 3 --variant master,both --out "$tmp/two.csv"
+if [ "$(wc -l <"$tmp/all.csv")" -eq 25 ] && [ "$(cut -d, -f2 "$tmp/all.csv" | sort | uniq -c | tr -s ' ')" = " 24 ok
+ 1 status" ]; then
+	report ok "run: a header and 24 ok rows"
+else
+	report fail "run: a header and 24 ok rows" "$(cut -d, -f1-3 "$tmp/all.csv")"
+fi
+col() { # FILE COLUMN: the values of the named column (no quoted commas before it)
+	awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } { print $c }' "$1"
+}
+# shellcheck disable=SC2086
+"$bin" run $micro --stage 2 --variant pin --runs 1 --resume-at 2 --out "$tmp/resume.csv" >/dev/null 2>&1
+if [ "$(col "$tmp/resume.csv" checksum)" = "$(col "$tmp/all.csv" checksum | head -1)" ] &&
+	[ "$(col "$tmp/resume.csv" momentum_pinned)" = yes ]; then
+	report ok "run: --resume-at 2 matches the uninterrupted run, momentum pinned again"
+else
+	report fail "run: --resume-at 2 matches the uninterrupted run, momentum pinned again" "$(cat "$tmp/resume.csv")"
+fi
+"$bin" run --config tests/data/good/micro.json --stage 2,3 --variant master --runs 1 --steps 2 --device-mem-limit 1Mi --out "$tmp/oom.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(col "$tmp/oom.csv" status | tr '\n' ' ')" = "failed failed " ] &&
+	grep -q "CL_MEM_OBJECT_ALLOCATION_FAILURE" "$tmp/oom.csv" && grep -qF "| 3 | master | failed |" "$tmp/out"; then
+	report ok "run: out of device memory gives failed rows, the next cell runs, exit 1"
+else
+	report fail "run: out of device memory gives failed rows, the next cell runs, exit 1" "exit $rc: $(cat "$tmp/err" "$tmp/oom.csv")"
+fi
+# Ctrl-C: the runs that finished are in a valid file, the cut one says so
+"$bin" run --config tests/data/good/micro.json --stage 2 --variant all --runs 1000 --steps 5 --out "$tmp/int.csv" >/dev/null 2>&1 &
+pid=$!
+sleep 3
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+fields=$(awk -F, '{ print NF }' "$tmp/int.csv" | sort -u | wc -l)
+if [ "$rc" -eq 1 ] && [ "$fields" -eq 1 ] && [ "$(col "$tmp/int.csv" status | tail -1)" = interrupted ] &&
+	[ "$(tail -c 1 "$tmp/int.csv" | od -An -c | tr -d ' ')" = '\n' ]; then
+	report ok "run: SIGINT leaves whole rows, the last one marked interrupted, exit 1"
+else
+	report fail "run: SIGINT leaves whole rows, the last one marked interrupted, exit 1" "exit $rc: $(tail -3 "$tmp/int.csv")"
+fi
+expect_error "run: bad variant" 2 "--variant: invalid variant list 'master,fast'" run --variant master,fast
+expect_error "run: measure past the steps" 2 "--measure: invalid range '2-9'" run --steps 7 --measure 2-9
+expect_error "run: a stage twice" 2 "--stage: stage 2 twice in '2,2'" run --stage 2,2
+expect_error "run: unwritable output" 2 "cannot open '/proc/muonbench.csv' for appending results" run --model tiny --out /proc/muonbench.csv
+printf 'name,value\n' >"$tmp/other.csv"
+expect_error "run: a file that is not ours" 2 "already holds something other than muonbench results" run --model tiny --out "$tmp/other.csv"
+expect_error "run: bad CPU list" 2 "--cpus: invalid CPU list 'x'" run --model tiny --cpus x --out "$tmp/x.csv"
 
 # Output that cannot be written is a failure, not a silent success.
 if [ -w /dev/full ]; then

@@ -1,0 +1,255 @@
+/*
+ * The offload step on the default device (PoCL in CI), on a micro model:
+ * one step computes what Muon and AdamW compute on the host; every stage and
+ * variant ends in the same state, bit for bit; the step-phase peak of the
+ * ledger is the plan's; a checkpoint reload changes nothing but the pinning.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mb_config.h"
+#include "mb_err.h"
+#include "mb_rng.h"
+#include "mb_run.h"
+
+static struct mb_cl cl;
+static struct mb_model micro;
+
+static int setup(void **state)
+{
+	struct mb_cl_select sel = { .platform = -1 };
+
+	(void)state;
+	if (mb_config_load_file(&micro, "tests/data/good/micro.json", 0) || mb_cl_open(&cl, &sel)) {
+		fprintf(stderr, "setup: %s\n", mb_errmsg());
+		return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	mb_cl_release(&cl);
+	mb_model_release(&micro);
+	return 0;
+}
+
+static struct mb_run_settings settings(unsigned stage, enum mb_variant v)
+{
+	struct mb_run_settings s = {
+		.step = { .plan = { .stage = stage,
+				    .gather_budget_bytes = 128 << 10, /* several batches */
+				    .sub_group_size = 20000,	      /* several sub-groups */
+				    .world_size = 1 },
+			  .variant = v,
+			  .pin_memory = true,
+			  .seed = 5,
+			  .optim = MB_OPTIM_DEFAULTS },
+		.steps = 3,
+		.measure_first = 2,
+		.measure_last = 3,
+	};
+	return s;
+}
+
+/* One step of stage 2 against Muon and AdamW worked on the host. */
+static void one_step_is_muon_and_adamw(void **state)
+{
+	struct mb_run_settings s = settings(2, MB_BOTH);
+	const struct mb_optim o = MB_OPTIM_DEFAULTS;
+	struct mb_step_times t;
+	struct mb_ledger ledger;
+	struct mb_state st;
+	size_t i;
+
+	(void)state;
+	mb_ledger_init(&ledger, &cl, 0);
+	assert_int_equal(mb_state_init(&st, &micro, &s.step, &cl, &ledger), 0);
+	float *p0 = malloc(4 * micro.numel_total);
+	memcpy(p0, st.master.ptr, 4 * micro.numel_total);
+	assert_int_equal(mb_step(&st, &t), 0);
+	for (i = 0; i < micro.nparams; i++) {
+		const struct mb_param *p = &micro.params[i];
+		uint64_t off = st.offset[i], n = mb_param_numel(p), k;
+		float *u = malloc(4 * n);
+		double *ns = malloc(8 * n), diff = 0, norm = 0;
+
+		/* the gradient of step 0 is stream 1 of the seed, by flat index */
+		for (k = 0; k < n; k++) {
+			float g = 1e-3f * mb_uniform(5, 1, off + k);
+			float m = (1.0f - o.muon_beta) * g; /* from a zero momentum */
+
+			u[k] = (1.0f - o.muon_beta) * g + o.muon_beta * m;
+		}
+		if (p->muon) {
+			assert_int_equal(mb_ns_reference(u, p->rows, p->cols, ns), 0);
+			for (k = 0; k < n; k++) {
+				double want = p0[off + k] - (double)o.muon_lr * ns[k];
+				double d = ((float *)st.master.ptr)[off + k] - want;
+
+				diff += d * d;
+				norm += (double)o.muon_lr * ns[k] * o.muon_lr * ns[k];
+			}
+			/* the update is right to float precision */
+			if (!(sqrt(diff / norm) < 1e-4))
+				fail_msg("'%s': update off by %g", p->name, sqrt(diff / norm));
+			/* and the momentum went back to its place */
+			assert_true(((float *)st.momentum.ptr)[st.state_offset[i]] ==
+				    (1.0f - o.muon_beta) * (1e-3f * mb_uniform(5, 1, off)));
+		} else {
+			/* AdamW's first step: m^ = g, v^ = g^2, p -= lr g / (|g| + eps) */
+			for (k = 0; k < n; k++) {
+				float g = 1e-3f * mb_uniform(5, 1, off + k);
+				double want = p0[off + k] - o.adam_lr * g / (fabs(g) + o.adam_eps);
+				float got = ((float *)st.master.ptr)[off + k];
+
+				if (!(fabs(got - want) < 1e-8))
+					fail_msg("'%s'[%llu]: %.9g, want %.9g", p->name,
+						 (unsigned long long)k, got, want);
+			}
+		}
+		free(u);
+		free(ns);
+	}
+	free(p0);
+	mb_state_release(&st);
+	assert_int_equal(ledger.current_bytes, 0);
+	mb_ledger_release(&ledger);
+}
+
+static void every_stage_and_variant_agree(void **state)
+{
+	struct mb_run_result *r = malloc(sizeof(*r));
+	uint64_t checksum = 0;
+	unsigned stage, v;
+
+	(void)state;
+	for (stage = 1; stage <= 3; stage++)
+		for (v = 0; v < MB_NVARIANTS; v++) {
+			struct mb_run_settings s = settings(stage, (enum mb_variant)v);
+
+			if (mb_run_once(&micro, &s, &cl, NULL, r))
+				fail_msg("stage %u %s: %s", stage, mb_variant_names[v],
+					 mb_errmsg());
+			if (!checksum)
+				checksum = r->checksum;
+			if (r->checksum != checksum)
+				fail_msg("stage %u %s: checksum %llx, want %llx", stage,
+					 mb_variant_names[v], (unsigned long long)r->checksum,
+					 (unsigned long long)checksum);
+			/* the ledger's step peak is the plan's, CLBlast's temporaries aside */
+			assert_int_equal(r->peak_step_bytes - r->clblast_temp_bytes,
+					 r->plan_peak_step_bytes);
+			assert_int_equal(r->momentum_pinned, mb_variant_pins((enum mb_variant)v));
+			assert_int_equal(r->steps_done, 3);
+			assert_true(r->iter_mean_s > 0 && r->apply_mean_s > 0);
+			assert_true(r->apply_mean_s <= r->iter_mean_s);
+			assert_true(r->phase.ns_s > 0 && r->phase.d2h_s > 0 && r->phase.h2d_s > 0);
+			if (!mb_variant_overlaps((enum mb_variant)v))
+				assert_true(r->phase.d2h_hidden_s < 0.05 * r->phase.d2h_s);
+		}
+	free(r);
+}
+
+static void knobs_do_not_change_the_math(void **state)
+{
+	struct mb_run_result *r = malloc(sizeof(*r));
+	struct mb_run_settings s = settings(2, MB_BOTH);
+	uint64_t want;
+
+	(void)state;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	want = r->checksum;
+	s.step.writeback_event = true;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	assert_true(r->checksum == want);
+	s.step.pin_memory = false;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	assert_true(r->checksum == want);
+	assert_int_equal(r->pinned_host_bytes, 0);
+	assert_false(r->momentum_pinned);
+	/* a different seed is a different run */
+	s.step.seed = 6;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	assert_true(r->checksum != want);
+	free(r);
+}
+
+static void reload_changes_nothing_but_the_pin(void **state)
+{
+	struct mb_run_result *r = malloc(sizeof(*r));
+	struct mb_run_settings s = settings(3, MB_PIN);
+	uint64_t want;
+
+	(void)state;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	want = r->checksum;
+	s.resume_at = 1;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	assert_true(r->checksum == want);
+	assert_true(r->momentum_pinned); /* re-pinned at its next use */
+	s.step.variant = MB_OVERLAP;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	assert_true(r->checksum == want);
+	assert_false(r->momentum_pinned);
+	free(r);
+}
+
+static void stop_flag_and_bad_measure(void **state)
+{
+	struct mb_run_result *r = malloc(sizeof(*r));
+	struct mb_run_settings s = settings(2, MB_MASTER);
+	volatile sig_atomic_t stop = 1;
+
+	(void)state;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, &stop, r), 0);
+	assert_true(r->interrupted);
+	assert_int_equal(r->steps_done, 0);
+	s.measure_last = 4;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), -MB_EINPUT);
+	free(r);
+}
+
+static void memory_limit_fails_cleanly(void **state)
+{
+	struct mb_run_result *r = malloc(sizeof(*r));
+	struct mb_run_settings s = settings(2, MB_BOTH);
+
+	(void)state;
+	/* room for the params and the backward, not for one batch of everything */
+	s.step.plan.gather_budget_bytes = 512 << 20;
+	s.device_mem_limit = 1 << 20;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), -MB_EFAIL);
+	assert_non_null(strstr(mb_errmsg(), "step 1: batch 1 of 1 (14 matrices, 768 KiB; a "
+					    "smaller --gather-budget needs less): clCreateBuffer "
+					    "failed on '"));
+	assert_non_null(strstr(mb_errmsg(), "CL_MEM_OBJECT_ALLOCATION_FAILURE"));
+	assert_true(r->peak_bytes <= 1 << 20);
+	/* the same run fits with smaller batches */
+	s.step.plan.gather_budget_bytes = 128 << 10;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	free(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(one_step_is_muon_and_adamw),
+		cmocka_unit_test(every_stage_and_variant_agree),
+		cmocka_unit_test(knobs_do_not_change_the_math),
+		cmocka_unit_test(reload_changes_nothing_but_the_pin),
+		cmocka_unit_test(stop_flag_and_bad_measure),
+		cmocka_unit_test(memory_limit_fails_cleanly),
+	};
+
+	return cmocka_run_group_tests_name("run", tests, setup, teardown);
+}
