@@ -178,6 +178,8 @@ static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
 	row->d2h_hidden_frac = p->d2h_s > 0 ? p->d2h_hidden_s / p->d2h_s : 0;
 	row->host_opt_s = p->host_opt_s;
 	row->params_h2d_s = p->params_h2d_s;
+	row->host_opt_gbs = r->host_opt_gbs;
+	row->memcpy_gbs = r->memcpy_gbs;
 	row->peak_device_bytes = r->peak_bytes;
 	row->peak_backward_bytes = r->peak_backward_bytes;
 	row->peak_step_bytes = r->peak_step_bytes;

@@ -73,6 +73,8 @@ static const struct column columns[] = {
 	COL(d2h_hidden_frac, F64),
 	COL(host_opt_s, F64),
 	COL(params_h2d_s, F64),
+	COL(host_opt_gbs, F64),
+	COL(memcpy_gbs, F64),
 	COL(peak_device_bytes, U64),
 	COL(peak_backward_bytes, U64),
 	COL(peak_step_bytes, U64),

@@ -30,6 +30,8 @@ struct mb_run_result {
 	uint64_t plan_peak_step_bytes, clblast_temp_bytes, pinned_host_bytes;
 	bool momentum_pinned;
 	uint64_t checksum;
+	double host_opt_gbs; /* bytes the host optimizer reads and writes, per second */
+	double memcpy_gbs; /* a plain memcpy on this host, in the same run, for scale */
 };
 
 /*
