@@ -38,6 +38,8 @@ struct mb_args {
 	const char *measure; /* "A-B"; NULL: 2-6 cut to the steps */
 	const char *pin_memory, *writeback_dep; /* on|off, host|event */
 	uint64_t resume_at; /* 0: never */
+	uint64_t seq, micro_batch;
+	const char *fwd_bwd; /* on|off */
 	const char *cpus, *membind, *out;
 
 	const char *shapes; /* ns */

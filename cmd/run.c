@@ -162,6 +162,9 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	snprintf(row->writeback_dep, sizeof(row->writeback_dep), "%s", a->writeback_dep);
 	row->seed = s->step.seed;
 	row->resume_at = s->resume_at;
+	snprintf(row->fwd_bwd, sizeof(row->fwd_bwd), "%s", a->fwd_bwd);
+	row->seq = a->seq;
+	row->micro_batch = a->micro_batch;
 }
 
 static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
@@ -170,6 +173,7 @@ static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
 
 	row->iter_mean_s = r->iter_mean_s;
 	row->apply_mean_s = r->apply_mean_s;
+	row->forward_s = p->forward_s;
 	row->backward_s = p->backward_s;
 	row->h2d_s = p->h2d_s;
 	row->momentum_s = p->momentum_s;
@@ -181,6 +185,7 @@ static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
 	row->host_opt_gbs = r->host_opt_gbs;
 	row->memcpy_gbs = r->memcpy_gbs;
 	row->peak_device_bytes = r->peak_bytes;
+	row->peak_forward_bytes = r->peak_forward_bytes;
 	row->peak_backward_bytes = r->peak_backward_bytes;
 	row->peak_step_bytes = r->peak_step_bytes;
 	row->plan_peak_step_bytes = r->plan_peak_step_bytes;
@@ -415,6 +420,8 @@ int mb_cmd_run(const struct mb_args *args)
 	g->run.step.writeback_event = !strcmp(args->writeback_dep, "event");
 	g->run.step.seed = args->seed;
 	g->run.step.optim = optim;
+	g->run.step.fwd_bwd = !strcmp(args->fwd_bwd, "on");
+	g->run.step.tokens = args->seq * args->micro_batch;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (!(err = setup(g))) {

@@ -33,13 +33,15 @@ struct mb_csv_row {
 	uint64_t gather_budget_bytes, sub_group_size_elems;
 	char pin_memory[4], writeback_dep[8];
 	uint64_t seed, resume_at;
+	char fwd_bwd[4];
+	uint64_t seq, micro_batch;
 
 	double iter_mean_s, apply_mean_s;
-	double backward_s, h2d_s, momentum_s, ns_s, d2h_s, d2h_hidden_frac, host_opt_s,
+	double forward_s, backward_s, h2d_s, momentum_s, ns_s, d2h_s, d2h_hidden_frac, host_opt_s,
 		params_h2d_s;
 	double host_opt_gbs, memcpy_gbs;
-	uint64_t peak_device_bytes, peak_backward_bytes, peak_step_bytes, plan_peak_step_bytes,
-		clblast_temp_bytes, pinned_host_bytes;
+	uint64_t peak_device_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes,
+		plan_peak_step_bytes, clblast_temp_bytes, pinned_host_bytes;
 	char momentum_pinned[4];
 	char checksum[24];
 

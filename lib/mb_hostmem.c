@@ -40,8 +40,8 @@ static int alloc_pinned(struct mb_hostbuf *b)
 			       mb_fmt_bytes_iec(most, sizeof(most), cl->info.max_alloc_bytes));
 	b->mem = clCreateBuffer(cl->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, b->bytes,
 				NULL, &st);
-	if (mb_cl_check(cl, st, "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)", "pinned '%s', %s",
-			b->what, size))
+	if (mb_cl_check(cl, st, "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)", "pinned '%s', %s", b->what,
+			size))
 		return -MB_EFAIL;
 	b->ptr = clEnqueueMapBuffer(cl->compute, b->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
 				    b->bytes, 0, NULL, NULL, &st);

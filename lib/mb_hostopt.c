@@ -40,7 +40,8 @@ void mb_hostopt_adamw(float *p, const float *g, float *m, float *v, uint16_t *st
 {
 	const float b1 = o->adam_beta1, b2 = o->adam_beta2, lr = o->adam_lr, eps = o->adam_eps;
 	const float decay = 1.0f - o->adam_lr * o->adam_wd;
-	const float bc1 = (float)(1.0 - pow(b1, (double)t)), bc2 = (float)(1.0 - pow(b2, (double)t));
+	const float bc1 = (float)(1.0 - pow(b1, (double)t)),
+		    bc2 = (float)(1.0 - pow(b2, (double)t));
 	int64_t i;
 
 #pragma omp parallel for simd schedule(static)
@@ -69,7 +70,7 @@ static uint64_t hash_bytes(const unsigned char *c, uint64_t bytes, uint64_t h)
 	return h;
 }
 
-#define CHUNK (16u << 20)
+#define CHUNK	   (16u << 20)
 #define CHUNKS_MAX 4096
 
 uint64_t mb_checksum(const void *p, uint64_t bytes, uint64_t h)

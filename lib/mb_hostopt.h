@@ -19,7 +19,10 @@ struct mb_optim {
 };
 
 /* Muon's reference values and its auxiliary AdamW's (DESIGN.md). */
-#define MB_OPTIM_DEFAULTS { 0.95f, 0.02f, 0.0f, 3e-4f, 0.9f, 0.95f, 1e-10f, 0.0f }
+#define MB_OPTIM_DEFAULTS                                            \
+	{                                                            \
+		0.95f, 0.02f, 0.0f, 3e-4f, 0.9f, 0.95f, 1e-10f, 0.0f \
+	}
 
 /* fp32 to bf16, rounding to nearest even (NaN stays NaN). */
 uint16_t mb_bf16(float x);

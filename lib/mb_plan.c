@@ -167,7 +167,8 @@ static int plan_sub_groups(struct mb_plan *plan, const struct mb_model *m, const
 		one = n > one ? n : one;
 		two = prev_n + n > two ? prev_n + n : two;
 		prev_n = n;
-		g->apply_bytes_sync = GATHER_BYTES_PER_ELEM * g->gathered_numel + sizeof(float) * one;
+		g->apply_bytes_sync =
+			GATHER_BYTES_PER_ELEM * g->gathered_numel + sizeof(float) * one;
 		g->apply_bytes_overlap =
 			GATHER_BYTES_PER_ELEM * g->gathered_numel + sizeof(float) * two;
 		if (g->local_numel >= plan->set.sub_group_size)

@@ -41,6 +41,7 @@ static double memcpy_gbs(const void *src, uint64_t bytes)
 
 static void add_phase(struct mb_phase_times *sum, const struct mb_phase_times *p, double w)
 {
+	sum->forward_s += w * p->forward_s;
 	sum->backward_s += w * p->backward_s;
 	sum->h2d_s += w * p->h2d_s;
 	sum->momentum_s += w * p->momentum_s;
@@ -112,6 +113,7 @@ int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const
 		mb_state_release(&st);
 	}
 	r->peak_bytes = ledger.peak_bytes;
+	r->peak_forward_bytes = mb_ledger_phase_peak(&ledger, "forward");
 	r->peak_backward_bytes = mb_ledger_phase_peak(&ledger, "backward");
 	r->peak_step_bytes = mb_ledger_phase_peak(&ledger, "step");
 	mb_ledger_release(&ledger);

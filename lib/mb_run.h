@@ -26,12 +26,12 @@ struct mb_run_result {
 	double iter_s[MB_CSV_STEPS_MAX], apply_s[MB_CSV_STEPS_MAX];
 	double iter_mean_s, apply_mean_s;
 	struct mb_phase_times phase; /* means over the measured steps */
-	uint64_t peak_bytes, peak_backward_bytes, peak_step_bytes;
+	uint64_t peak_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes;
 	uint64_t plan_peak_step_bytes, clblast_temp_bytes, pinned_host_bytes;
 	bool momentum_pinned;
 	uint64_t checksum;
 	double host_opt_gbs; /* bytes the host optimizer reads and writes, per second */
-	double memcpy_gbs; /* a plain memcpy on this host, in the same run, for scale */
+	double memcpy_gbs;   /* a plain memcpy on this host, in the same run, for scale */
 };
 
 /*

@@ -2,6 +2,7 @@
  * mb_step: one training step of one rank under CPU optimizer offload, as
  * DESIGN.md describes it, on real host and device buffers.
  *
+ *   forward    optional: the synthetic forward/backward GEMMs (mb_fwdbwd);
  *   backward   gradients synthesized on the device in buckets (mb_rng) and
  *              copied to the host fp32 grads;
  *   apply      Muon: ZeRO-1/2 in batches under the gather budget, ZeRO-3
@@ -50,11 +51,14 @@ struct mb_step_settings {
 	bool writeback_event; /* the writeback waits on an event list, not the host */
 	uint64_t seed;
 	struct mb_optim optim;
+	bool fwd_bwd;	 /* the synthetic forward/backward (mb_fwdbwd) */
+	uint64_t tokens; /* its seq x micro-batch */
 };
 
 /* Seconds spent in each phase of a step, from profiling events and the clock. */
 struct mb_phase_times {
-	double backward_s;		       /* host clock, synchronized */
+	double forward_s;  /* host clock, synchronized; 0 without the forward/backward */
+	double backward_s; /* host clock, synchronized */
 	double h2d_s, momentum_s, ns_s, d2h_s; /* device events */
 	double d2h_hidden_s; /* of d2h_s, the time the compute queue was busy too */
 	double host_opt_s;   /* host clock */

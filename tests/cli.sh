@@ -145,7 +145,7 @@ expect_error "ns: device index out of range" 2 "--device 9: platform 0 has no de
 expect_error "ns: over the memory limit" 1 "(ns.workspace, 1.00 MiB): CL_MEM_OBJECT_ALLOCATION_FAILURE (over the --device-mem-limit of 512 KiB; 0 B in use)" ns --shape 256x256 --device-mem-limit 512Ki
 
 # The benchmark itself, on a micro model.
-micro="--config tests/data/good/micro.json --runs 2 --steps 3 --gather-budget 128Ki"
+micro="--config tests/data/good/micro.json --runs 2 --steps 3 --gather-budget 128Ki --fwd-bwd off"
 # shellcheck disable=SC2086 # $micro is a list of options
 expect_output "run: every stage and variant ends in the same state" "Final state: bitwise identical over 24 runs" run $micro --stage 1,2,3 --variant all --out "$tmp/all.csv"
 # shellcheck disable=SC2086
@@ -156,6 +156,8 @@ if [ "$(wc -l <"$tmp/all.csv")" -eq 25 ] && [ "$(cut -d, -f2 "$tmp/all.csv" | so
 else
 	report fail "run: a header and 24 ok rows" "$(cut -d, -f1-3 "$tmp/all.csv")"
 fi
+# shellcheck disable=SC2086
+"$bin" run $micro --fwd-bwd on --seq 64 --stage 2 --variant master --runs 1 --out "$tmp/fb.csv" >/dev/null 2>&1
 col() { # FILE COLUMN: the values of the named column (no quoted commas before it)
 	awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } { print $c }' "$1"
 }
@@ -167,7 +169,7 @@ if [ "$(col "$tmp/resume.csv" checksum)" = "$(col "$tmp/all.csv" checksum | head
 else
 	report fail "run: --resume-at 2 matches the uninterrupted run, momentum pinned again" "$(cat "$tmp/resume.csv")"
 fi
-"$bin" run --config tests/data/good/micro.json --stage 2,3 --variant master --runs 1 --steps 2 --device-mem-limit 1Mi --out "$tmp/oom.csv" >"$tmp/out" 2>"$tmp/err"
+"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2,3 --variant master --runs 1 --steps 2 --device-mem-limit 1Mi --out "$tmp/oom.csv" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 1 ] && [ "$(col "$tmp/oom.csv" status | tr '\n' ' ')" = "failed failed " ] &&
 	grep -q "CL_MEM_OBJECT_ALLOCATION_FAILURE" "$tmp/oom.csv" && grep -qF "| 3 | master | failed |" "$tmp/out"; then
@@ -177,7 +179,7 @@ else
 fi
 # Ctrl-C: the runs that finished are in a valid file; a run cut short (if the
 # signal came mid-run rather than between runs) is marked interrupted
-"$bin" run --config tests/data/good/micro.json --stage 2 --variant all --runs 1000 --steps 5 --out "$tmp/int.csv" >/dev/null 2>"$tmp/err" &
+"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant all --runs 1000 --steps 5 --out "$tmp/int.csv" >/dev/null 2>"$tmp/err" &
 pid=$!
 sleep 3
 kill -INT "$pid"
@@ -191,6 +193,12 @@ if [ "$rc" -eq 1 ] && [ "$fields" -eq 1 ] && grep -q "interrupted: the runs that
 	report ok "run: SIGINT leaves whole rows, a cut run marked interrupted, exit 1"
 else
 	report fail "run: SIGINT leaves whole rows, a cut run marked interrupted, exit 1" "exit $rc, statuses '$statuses': $(tail -2 "$tmp/err")"
+fi
+if [ "$(col "$tmp/fb.csv" checksum)" = "$(col "$tmp/all.csv" checksum | head -1)" ] &&
+	[ "$(col "$tmp/fb.csv" peak_forward_bytes)" -gt 0 ] && [ "$(col "$tmp/fb.csv" fwd_bwd)" = on ]; then
+	report ok "run: --fwd-bwd on adds a forward phase and changes no result"
+else
+	report fail "run: --fwd-bwd on adds a forward phase and changes no result" "$(cat "$tmp/fb.csv")"
 fi
 expect_error "run: bad variant" 2 "--variant: invalid variant list 'master,fast'" run --variant master,fast
 expect_error "run: measure past the steps" 2 "--measure: invalid range '2-9'" run --steps 7 --measure 2-9

@@ -177,6 +177,13 @@ static void knobs_do_not_change_the_math(void **state)
 	assert_true(r->checksum == want);
 	assert_int_equal(r->pinned_host_bytes, 0);
 	assert_false(r->momentum_pinned);
+	/* the synthetic forward/backward adds phases, not results */
+	s.step.fwd_bwd = true;
+	s.step.tokens = 48;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	assert_true(r->checksum == want);
+	assert_true(r->peak_forward_bytes > 0 && r->phase.forward_s > 0);
+	assert_int_equal(r->peak_step_bytes - r->clblast_temp_bytes, r->plan_peak_step_bytes);
 	/* a different seed is a different run */
 	s.step.seed = 6;
 	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);

@@ -1,0 +1,237 @@
+/*
+ * mb_fwdbwd: the GEMMs of a checkpointed forward and backward on the model's
+ * own shapes.
+ */
+#include "mb_fwdbwd.h"
+
+#include <string.h>
+
+#include <clblast_c.h>
+
+#include "mb_clock.h"
+#include "mb_err.h"
+
+/* The device buffers of the pass, and its sizes. */
+struct pass {
+	const struct mb_model *m;
+	const struct mb_cl *cl;
+	struct mb_ledger *ledger;
+	uint64_t t; /* tokens */
+	uint64_t hidden, max_rows, max_cols, max_numel;
+	const struct mb_param *head;
+	cl_mem x, y, w, dx, dy, dw, ckpt, temp;
+	size_t temp_bytes;
+};
+
+static bool in_pass(const struct mb_param *p)
+{
+	return p->ndim == 2 && p->layer >= 0;
+}
+
+/* Row-major C(m x n) = A(m x k) op(B), op(B) = Bᵀ (B is n x k) or B (k x n). */
+static int gemm(struct pass *p, const char *what, bool a_t, bool b_t, uint64_t m, uint64_t n,
+		uint64_t k, cl_mem a, cl_mem b, cl_mem c)
+{
+	cl_command_queue q = p->cl->compute;
+	int st;
+
+	st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor,
+					a_t ? CLBlastTransposeYes : CLBlastTransposeNo,
+					b_t ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k,
+					1.0f, a, 0, a_t ? m : k, b, 0, b_t ? k : n, 0.0f, c, 0, n,
+					&q, NULL, p->temp);
+	return mb_clblast_check(p->cl, st, "CLBlastSgemm", "%s %llux%llux%llu GEMM", what,
+				(unsigned long long)m, (unsigned long long)n,
+				(unsigned long long)k);
+}
+
+static int temp_for(struct pass *p, bool a_t, bool b_t, uint64_t m, uint64_t n, uint64_t k)
+{
+	cl_command_queue q = p->cl->compute;
+	size_t bytes = 0;
+	int st;
+
+	st = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor,
+					a_t ? CLBlastTransposeYes : CLBlastTransposeNo,
+					b_t ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, 0,
+					a_t ? m : k, 0, b_t ? k : n, 0, n, &q, &bytes);
+	if (bytes > p->temp_bytes)
+		p->temp_bytes = bytes;
+	return mb_clblast_check(p->cl, st, "CLBlastSGemmTempBufferSize", "%llux%llux%llu",
+				(unsigned long long)m, (unsigned long long)n,
+				(unsigned long long)k);
+}
+
+/* The three GEMMs of a linear layer W (r x c), for the temporary's size. */
+static int temps_of(struct pass *p, const struct mb_param *w)
+{
+	int err;
+
+	if ((err = temp_for(p, false, true, p->t, w->rows, w->cols)) ||
+	    (err = temp_for(p, false, false, p->t, w->cols, w->rows)) ||
+	    (err = temp_for(p, true, false, w->rows, w->cols, p->t)))
+		return err;
+	return 0;
+}
+
+static int measure(struct pass *p)
+{
+	const struct mb_model *m = p->m;
+	size_t i;
+	int err;
+
+	p->hidden = 0;
+	for (i = 0; i < m->nparams; i++) {
+		const struct mb_param *w = &m->params[i];
+
+		if (w->ndim == 2 && w->layer < 0 &&
+		    (strstr(w->name, "lm_head") || (!p->head && strstr(w->name, "embed"))))
+			p->head = w;
+		if (!in_pass(w) && w != p->head)
+			continue;
+		if (w->rows > p->max_rows)
+			p->max_rows = w->rows;
+		if (w->cols > p->max_cols)
+			p->max_cols = w->cols;
+		if (mb_param_numel(w) > p->max_numel)
+			p->max_numel = mb_param_numel(w);
+		if (in_pass(w) && (!p->hidden || w->cols < p->hidden))
+			p->hidden = w->cols;
+		if ((err = temps_of(p, w)))
+			return err;
+	}
+	if (p->head && (err = temps_of(p, p->head)))
+		return err;
+	return 0;
+}
+
+static int alloc(struct pass *p, uint64_t floats, const char *tag, cl_mem *out)
+{
+	return mb_ledger_alloc(p->ledger, 4 * (floats ? floats : 1), tag, out);
+}
+
+/* Zero W (its contents do not matter, but must be defined). */
+static int zero(struct pass *p, cl_mem buf, uint64_t floats)
+{
+	float z = 0.0f;
+
+	return mb_cl_check(p->cl,
+			   clEnqueueFillBuffer(p->cl->compute, buf, &z, sizeof(z), 0, 4 * floats, 0,
+					       NULL, NULL),
+			   "clEnqueueFillBuffer", "zeros, %llu floats", (unsigned long long)floats);
+}
+
+/* Forward of every matrix of layer L (or of the head when L < 0). */
+static int forward_layer(struct pass *p, int l)
+{
+	const struct mb_model *m = p->m;
+	size_t i;
+	int err;
+
+	for (i = 0; i < m->nparams; i++) {
+		const struct mb_param *w = &m->params[i];
+
+		if (l < 0 ? w != p->head : !(in_pass(w) && w->layer == l))
+			continue;
+		if ((err = gemm(p, "forward", false, true, p->t, w->rows, w->cols, p->x, p->w,
+				p->y)))
+			return err;
+	}
+	return 0;
+}
+
+static int backward_layer(struct pass *p, int l)
+{
+	const struct mb_model *m = p->m;
+	size_t i;
+	int err;
+
+	for (i = m->nparams; i-- > 0;) {
+		const struct mb_param *w = &m->params[i];
+
+		if (l < 0 ? w != p->head : !(in_pass(w) && w->layer == l))
+			continue;
+		if ((err = gemm(p, "backward dX", false, false, p->t, w->cols, w->rows, p->dy, p->w,
+				p->dx)) ||
+		    (err = gemm(p, "backward dW", true, false, w->rows, w->cols, p->t, p->dy, p->x,
+				p->dw)))
+			return err;
+	}
+	return 0;
+}
+
+static int checkpoint(struct pass *p, unsigned l, bool save)
+{
+	size_t bytes = 4 * p->t * p->hidden, off = (size_t)l * bytes;
+	cl_int st;
+
+	st = save ? clEnqueueCopyBuffer(p->cl->compute, p->x, p->ckpt, 0, off, bytes, 0, NULL, NULL)
+		  : clEnqueueCopyBuffer(p->cl->compute, p->ckpt, p->x, off, 0, bytes, 0, NULL,
+					NULL);
+	return mb_cl_check(p->cl, st, "clEnqueueCopyBuffer", "checkpoint of layer %u", l);
+}
+
+static int forward(struct pass *p)
+{
+	unsigned l;
+	int err;
+
+	mb_ledger_phase(p->ledger, "forward");
+	if ((err = alloc(p, p->t * p->max_cols, "fwd.input", &p->x)) ||
+	    (err = alloc(p, p->t * p->max_rows, "fwd.output", &p->y)) ||
+	    (err = alloc(p, p->max_numel, "fwd.weight", &p->w)) ||
+	    (err = alloc(p, p->m->layers * p->t * p->hidden, "fwd.checkpoints", &p->ckpt)) ||
+	    (p->temp_bytes &&
+	     (err = mb_ledger_alloc(p->ledger, p->temp_bytes, "fwd.clblast.temp", &p->temp))) ||
+	    (err = zero(p, p->x, p->t * p->max_cols)) || (err = zero(p, p->w, p->max_numel)))
+		return err;
+	for (l = 0; l < p->m->layers; l++)
+		if ((err = checkpoint(p, l, true)) || (err = forward_layer(p, (int)l)))
+			return err;
+	if (p->head && (err = forward_layer(p, -1)))
+		return err;
+	return mb_cl_check(p->cl, clFinish(p->cl->compute), "clFinish", "forward");
+}
+
+static int backward(struct pass *p)
+{
+	unsigned l;
+	int err;
+
+	mb_ledger_phase(p->ledger, "backward");
+	if ((err = alloc(p, p->t * p->max_rows, "bwd.grad_output", &p->dy)) ||
+	    (err = alloc(p, p->t * p->max_cols, "bwd.grad_input", &p->dx)) ||
+	    (err = alloc(p, p->max_numel, "bwd.grad_weight", &p->dw)) ||
+	    (err = zero(p, p->dy, p->t * p->max_rows)))
+		return err;
+	if (p->head && (err = backward_layer(p, -1)))
+		return err;
+	for (l = p->m->layers; l-- > 0;)
+		if ((err = checkpoint(p, l, false)) || (err = forward_layer(p, (int)l)) ||
+		    (err = backward_layer(p, (int)l)))
+			return err;
+	return mb_cl_check(p->cl, clFinish(p->cl->compute), "clFinish", "backward");
+}
+
+int mb_fwdbwd_run(const struct mb_model *m, uint64_t tokens, const struct mb_cl *cl,
+		  struct mb_ledger *ledger, double *forward_s, double *backward_s)
+{
+	struct pass p = { .m = m, .cl = cl, .ledger = ledger, .t = tokens };
+	cl_mem *bufs[] = { &p.x, &p.y, &p.w, &p.dx, &p.dy, &p.dw, &p.ckpt, &p.temp };
+	double t0 = mb_now_s(), t1 = t0;
+	size_t i;
+	int err;
+
+	*forward_s = *backward_s = 0;
+	if (!(err = measure(&p)) && !(err = forward(&p))) {
+		t1 = mb_now_s();
+		*forward_s = t1 - t0;
+		if (!(err = backward(&p)))
+			*backward_s = mb_now_s() - t1;
+	}
+	if (err)
+		clFinish(cl->compute);
+	for (i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		mb_ledger_free(ledger, *bufs[i]);
+	return err;
+}

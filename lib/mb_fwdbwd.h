@@ -1,0 +1,27 @@
+/*
+ * mb_fwdbwd: a synthetic forward and backward pass, so that a step's
+ * iteration time and device memory resemble a real one's.
+ *
+ * For T = seq x micro-batch tokens, every 2-D matrix W (rows x cols) of each
+ * decoder layer, and the output head (lm_head, or the tied embedding), runs
+ * the GEMMs a linear layer runs: forward Y = X Wᵀ; backward dX = dY W and
+ * dW = dYᵀ X. With gradient checkpointing, as the reference trains, the
+ * forward keeps one T x hidden fp32 checkpoint per layer and the backward
+ * recomputes each layer's forward before its own. Activations, weights
+ * (fp32, zeros: GEMM time does not depend on the values) and CLBlast's
+ * temporaries all go through the ledger, in its "forward" and "backward"
+ * phases; everything is freed when the backward ends.
+ */
+#ifndef MB_FWDBWD_H
+#define MB_FWDBWD_H
+
+#include <stdint.h>
+
+#include "mb_ledger.h"
+#include "mb_model.h"
+
+/* Run forward then backward for TOKENS tokens; host-clock seconds of each. */
+int mb_fwdbwd_run(const struct mb_model *m, uint64_t tokens, const struct mb_cl *cl,
+		  struct mb_ledger *ledger, double *forward_s, double *backward_s);
+
+#endif
