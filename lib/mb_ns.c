@@ -117,6 +117,22 @@ static int gemm_temp(struct mb_ns *ns, bool b_transposed, uint64_t m, uint64_t n
 				(unsigned long long)k);
 }
 
+/* Make *BUF (of *HAVE bytes) at least NEED bytes, through the ledger. */
+static int grow(struct mb_ns *ns, cl_mem *buf, uint64_t *have, uint64_t need, const char *tag)
+{
+	int err;
+
+	if (need <= *have)
+		return 0;
+	mb_ledger_free(ns->ledger, *buf);
+	*buf = NULL;
+	*have = 0;
+	if ((err = mb_ledger_alloc(ns->ledger, need, tag, buf)))
+		return err;
+	*have = need;
+	return 0;
+}
+
 int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, size_t n)
 {
 	uint64_t work = 0, temp = 0;
@@ -136,23 +152,9 @@ int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, 
 		temp = t2 > temp ? t2 : temp;
 		temp = t3 > temp ? t3 : temp;
 	}
-	if (work > ns->work_bytes) {
-		mb_ledger_free(ns->ledger, ns->work);
-		ns->work = NULL;
-		ns->work_bytes = 0;
-		if ((err = mb_ledger_alloc(ns->ledger, work, "ns.workspace", &ns->work)))
-			return err;
-		ns->work_bytes = work;
-	}
-	if (temp > ns->temp_bytes) {
-		mb_ledger_free(ns->ledger, ns->temp);
-		ns->temp = NULL;
-		ns->temp_bytes = 0;
-		if ((err = mb_ledger_alloc(ns->ledger, temp, "clblast.temp", &ns->temp)))
-			return err;
-		ns->temp_bytes = temp;
-	}
-	return 0;
+	if ((err = grow(ns, &ns->work, &ns->work_bytes, work, "ns.workspace")))
+		return err;
+	return grow(ns, &ns->temp, &ns->temp_bytes, temp, "clblast.temp");
 }
 
 /* Row-major C(m x n) = alpha A(m x k) B(k x n) + beta C, all in the workspace. */
