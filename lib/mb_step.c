@@ -487,37 +487,35 @@ static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl
 	struct mb_state *s = a->s;
 	uint64_t e = g->gathered_numel, lo = 0, n;
 	size_t j, fm = first_muon(s, g->first, g->end);
-	cl_event m0, m1, m2;
-	int err;
+	cl_event ev, m1, m2;
+	int err = 0;
 
-	if ((err = marker(s, s->cl->compute, &m0)))
-		return err;
+	/* each copy timed by its own event: the H2D time is transfer time only */
 	for (j = fm; j < g->end && !err; j++) {
 		if (!s->model->params[j].muon)
 			continue;
 		n = mb_param_numel(&s->model->params[j]);
-		err = device_copy(s, true, s->cl->compute, buf, 4 * lo,
-				  f32(&s->grads, s->offset[j]), 4 * n, 0, NULL, NULL,
-				  s->model->params[j].name);
+		if (!(err = device_copy(s, true, s->cl->compute, buf, 4 * lo,
+					f32(&s->grads, s->offset[j]), 4 * n, 0, NULL, &ev,
+					s->model->params[j].name)))
+			err = tl_add(&a->tl, NULL, ev, K_H2D);
 		lo += n;
 	}
-	if (!err)
-		err = device_copy(s, true, s->cl->compute, buf, 4 * e,
-				  f32(&s->momentum, s->state_offset[fm]), 4 * e, 0, NULL, NULL,
-				  "momentum to the device");
-	if (err || (err = marker(s, s->cl->compute, &m1))) {
-		clReleaseEvent(m0);
-		return err;
-	}
-	if ((err = tl_add(&a->tl, m0, retain(m1), K_H2D)))
+	if (err ||
+	    (err = device_copy(s, true, s->cl->compute, buf, 4 * e,
+			       f32(&s->momentum, s->state_offset[fm]), 4 * e, 0, NULL, &ev,
+			       "momentum to the device")) ||
+	    (err = tl_add(&a->tl, NULL, ev, K_H2D)) || (err = marker(s, s->cl->compute, &m1)))
 		return err;
 	err = mb_ns_momentum(&s->ns, buf, 0, buf, e, e, s->set.optim.muon_beta);
 	if (err || (err = marker(s, s->cl->compute, &m2))) {
 		clReleaseEvent(m1);
 		return err;
 	}
-	if ((err = tl_add(&a->tl, m1, retain(m2), K_MOMENTUM)))
+	if ((err = tl_add(&a->tl, m1, retain(m2), K_MOMENTUM))) {
+		clReleaseEvent(m2);
 		return err;
+	}
 	*last = m2;
 	return 0;
 }
