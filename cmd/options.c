@@ -322,12 +322,12 @@ static void print_options(FILE *out, enum mb_command command)
 		snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
 			 o->arg ? o->arg : "");
 		n = (size_t)snprintf(text, sizeof(text), "%s", o->help);
-		if (o->kind == CHOICE && n < sizeof(text))
+		if (o->kind == CHOICE && strcmp(o->arg, o->choices) && n < sizeof(text))
 			n += (size_t)snprintf(text + n, sizeof(text) - n, ": %s", o->choices);
 		if (o->def && n < sizeof(text))
 			snprintf(text + n, sizeof(text) - n, " (default: %s)", o->def);
-		fprintf(out, "  %-22s", left);
-		print_wrapped(out, 2 + (strlen(left) > 22 ? strlen(left) : 22), 24, text);
+		fprintf(out, "  %-21s ", left);
+		print_wrapped(out, 3 + (strlen(left) > 21 ? strlen(left) : 21), 24, text);
 	}
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "mb_err.h"
@@ -39,6 +40,7 @@ struct grid {
 	size_t nstages, nvariants;
 	struct mb_run_settings run;
 	char out[4096];
+	bool out_existed; /* else an empty one is removed if nothing could run */
 	unsigned failed, interrupted, checked, mismatched;
 	uint64_t checksum; /* of the first ok run */
 	bool have_checksum;
@@ -333,6 +335,24 @@ static void print_table(const struct grid *g, const struct cell *cells, size_t n
 	}
 }
 
+/* Every stage's plan, so that a bad budget is refused before any run. */
+static int check_plans(struct grid *g)
+{
+	struct mb_plan_settings set;
+	struct mb_plan plan;
+	size_t i;
+	int err;
+
+	for (i = 0; i < g->nstages; i++) {
+		mb_setup_plan_settings(g->args, &set);
+		set.stage = g->stages[i];
+		if ((err = mb_plan_build(&plan, &g->model, &set)))
+			return err;
+		mb_plan_release(&plan);
+	}
+	return 0;
+}
+
 static int setup(struct grid *g)
 {
 	struct mb_cl_select sel;
@@ -342,6 +362,11 @@ static int setup(struct grid *g)
 	if ((err = mb_setup_stages(g->args, g->stages, &g->nstages)) || (err = parse_variants(g)) ||
 	    (err = parse_measure(g)))
 		return err;
+	if (g->args->resume_at && g->args->resume_at >= g->args->steps)
+		return mb_bad_input("--resume-at %llu: a reload needs a step after it (--steps is "
+				    "%llu)",
+				    (unsigned long long)g->args->resume_at,
+				    (unsigned long long)g->args->steps);
 	/* master first in each stage: it is the base of the changes */
 	for (v = 1; v < g->nvariants; v++)
 		if (g->variants[v] == MB_MASTER) {
@@ -351,9 +376,11 @@ static int setup(struct grid *g)
 	if ((err = mb_host_bind(g->args->cpus, g->args->membind)))
 		return err;
 	mb_host_describe(&g->host, g->args->cpus || g->args->membind);
-	if ((err = mb_setup_model(g->args, &g->model)))
+	if ((err = mb_setup_model(g->args, &g->model)) || (err = check_plans(g)) ||
+	    (err = default_out(g)))
 		return err;
-	if ((err = default_out(g)) || (err = mb_csv_check(g->out)))
+	g->out_existed = !access(g->out, F_OK);
+	if ((err = mb_csv_check(g->out)))
 		return err;
 	mb_setup_device_select(g->args, &sel);
 	return mb_cl_open(&g->cl, &sel);
@@ -404,6 +431,7 @@ int mb_cmd_run(const struct mb_args *args)
 	struct mb_optim optim = MB_OPTIM_DEFAULTS;
 	struct grid *g = calloc(1, sizeof(*g));
 	struct cell *cells = calloc(3 * MB_NVARIANTS, sizeof(*cells));
+	struct stat st;
 	size_t n = 0;
 	int err;
 
@@ -430,6 +458,8 @@ int mb_cmd_run(const struct mb_args *args)
 		if (!err)
 			err = verdict(g);
 		mb_cl_release(&g->cl);
+	} else if (g->out[0] && !g->out_existed && !stat(g->out, &st) && !st.st_size) {
+		unlink(g->out); /* checked, created, and then nothing ran */
 	}
 	mb_model_release(&g->model);
 	free(cells);

@@ -35,8 +35,8 @@ int mb_host_bind(const char *cpus, const char *mems)
 	if (cpus) {
 		mask = numa_parse_cpustring_all(cpus);
 		if (!mask)
-			return mb_bad_input("--cpus: invalid CPU list '%s' (expected a list such "
-					    "as 0-3,8)",
+			return mb_bad_input("--cpus: invalid CPU list '%s' (expected a list of "
+					    "CPUs this machine has, such as 0-3,8)",
 					    cpus);
 		if (numa_sched_setaffinity(0, mask)) {
 			numa_free_cpumask(mask);
@@ -49,8 +49,8 @@ int mb_host_bind(const char *cpus, const char *mems)
 	if (mems) {
 		mask = numa_parse_nodestring_all(mems);
 		if (!mask)
-			return mb_bad_input("--membind: invalid node list '%s' (expected a list "
-					    "such as 0 or 0-1)",
+			return mb_bad_input("--membind: invalid node list '%s' (expected a list of "
+					    "NUMA nodes this machine has, such as 0 or 0-1)",
 					    mems);
 		numa_set_membind(mask);
 		numa_free_nodemask(mask);

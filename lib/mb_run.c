@@ -52,34 +52,54 @@ static void add_phase(struct mb_phase_times *sum, const struct mb_phase_times *p
 	sum->params_h2d_s += w * p->params_h2d_s;
 }
 
-static int steps(struct mb_state *st, const struct mb_run_settings *s, volatile sig_atomic_t *stop,
-		 struct mb_run_result *r)
+/* Bytes the host optimizer reads and writes in a step: Muon reads p and u and
+ * writes p and bf16; AdamW reads p, g, m, v and writes p, m, v and bf16. */
+static double host_opt_bytes(const struct mb_model *m)
 {
-	unsigned i, measured = s->measure_last - s->measure_first + 1;
-	struct mb_step_times t;
-	int err;
+	return 14.0 * (double)m->numel_muon + 30.0 * (double)m->numel_adamw;
+}
 
-	for (i = 1; i <= s->steps; i++) {
+/* Divide the sums of the measured steps by their number (NaN for none). */
+static void means(struct mb_run_result *r, unsigned measured)
+{
+	double w = measured ? 1.0 / measured : NAN;
+	struct mb_phase_times sum = r->phase;
+
+	r->iter_mean_s *= w;
+	r->apply_mean_s *= w;
+	memset(&r->phase, 0, sizeof(r->phase));
+	add_phase(&r->phase, &sum, w);
+}
+
+static int steps(struct mb_state *st, const struct mb_run_settings *s, volatile sig_atomic_t *stop,
+		 struct mb_run_result *r, unsigned *measured)
+{
+	unsigned i;
+	struct mb_step_times t;
+	int err = 0;
+
+	for (i = 1; i <= s->steps && !err; i++) {
 		if (stop && *stop) {
 			r->interrupted = true;
-			return 0;
+			break;
 		}
 		if ((err = mb_step(st, &t))) {
 			mb_err_prefix("step %u", i);
-			return err;
+			break;
 		}
 		r->iter_s[i - 1] = t.iter_s;
 		r->apply_s[i - 1] = t.apply_s;
 		r->steps_done = i;
 		if (i >= s->measure_first && i <= s->measure_last) {
-			r->iter_mean_s += t.iter_s / measured;
-			r->apply_mean_s += t.apply_s / measured;
-			add_phase(&r->phase, &t.phase, 1.0 / measured);
+			r->iter_mean_s += t.iter_s;
+			r->apply_mean_s += t.apply_s;
+			add_phase(&r->phase, &t.phase, 1.0);
+			++*measured;
 		}
-		if (i == s->resume_at && (err = mb_state_reload(st)))
-			return err;
+		if (i == s->resume_at)
+			err = mb_state_reload(st);
 	}
-	return 0;
+	return err;
 }
 
 int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const struct mb_cl *cl,
@@ -87,28 +107,30 @@ int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const
 {
 	struct mb_ledger ledger;
 	struct mb_state st;
+	unsigned measured = 0;
 	int err;
 
 	memset(r, 0, sizeof(*r));
-	r->iter_mean_s = r->apply_mean_s = 0;
+	r->host_opt_gbs = r->memcpy_gbs = NAN;
 	if (s->steps > MB_CSV_STEPS_MAX || !s->measure_first ||
 	    s->measure_first > s->measure_last || s->measure_last > s->steps)
 		return mb_bad_input("--measure %u-%u does not fit in %u steps", s->measure_first,
 				    s->measure_last, s->steps);
 	mb_ledger_init(&ledger, cl, s->device_mem_limit);
-	if (!(err = mb_state_init(&st, m, &s->step, cl, &ledger))) {
+	err = mb_state_init(&st, m, &s->step, cl, &ledger);
+	if (err) {
+		means(r, 0);
+	} else {
 		r->plan_peak_step_bytes = mb_variant_overlaps(s->step.variant)
 						  ? st.plan.peak_step_bytes_overlap
 						  : st.plan.peak_step_bytes_sync;
 		r->clblast_temp_bytes = st.ns.temp_bytes;
-		err = steps(&st, s, stop, r);
+		err = steps(&st, s, stop, r, &measured);
+		means(r, measured);
 		r->checksum = mb_state_checksum(&st);
 		r->pinned_host_bytes = mb_state_pinned_bytes(&st);
 		r->momentum_pinned = st.momentum.pinned;
-		/* Muon: p, u read, p, bf16 written; AdamW: p, g, m, v read, p, m, v, bf16 written
-		 */
-		r->host_opt_gbs = (14.0 * (double)m->numel_muon + 30.0 * (double)m->numel_adamw) /
-				  r->phase.host_opt_s / 1e9;
+		r->host_opt_gbs = host_opt_bytes(m) / r->phase.host_opt_s / 1e9;
 		r->memcpy_gbs = memcpy_gbs(st.master.ptr, st.master.bytes);
 		mb_state_release(&st);
 	}

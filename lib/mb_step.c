@@ -381,6 +381,10 @@ static int writeback(struct apply *a, struct unit *u, cl_command_queue q)
 	    (err = mb_cl_check(s->cl, clWaitForEvents(1, &u->computed), "clWaitForEvents",
 			       "the compute of parameters %zu to %zu", u->first, u->end)))
 		return err;
+	/* another queue may wait on the marker only once it has been submitted */
+	if (event_dep &&
+	    (err = mb_cl_check(s->cl, clFlush(s->cl->compute), "clFlush", "compute queue")))
+		return err;
 	for (j = fm; j < u->end; j++) {
 		if (!s->model->params[j].muon)
 			continue;
@@ -437,17 +441,13 @@ static int push(struct apply *a, struct unit *u)
 		err = writeback(a, u, a->s->cl->compute);
 		return drain(a, u) ? -MB_EFAIL : err;
 	}
-	if (a->has_pending) {
-		a->inflight = a->pending;
-		a->has_inflight = true;
-		a->has_pending = false;
-		if ((err = writeback(a, &a->inflight, a->s->cl->copy)))
-			return err;
-	}
+	/* the apply owns both units before anything can fail: abort_apply frees them */
+	a->inflight = a->pending;
+	a->has_inflight = a->has_pending;
 	a->pending = *u;
 	a->has_pending = true;
 	memset(u, 0, sizeof(*u));
-	return 0;
+	return a->has_inflight ? writeback(a, &a->inflight, a->s->cl->copy) : 0;
 }
 
 /* Drain everything: the host may read the buffers after this. */
@@ -623,17 +623,21 @@ static int apply_subgroup(struct apply *a, const struct mb_plan_group *g)
 static void explain(const struct mb_state *s, size_t gi)
 {
 	const struct mb_plan_group *g = &s->plan.groups[gi];
+	bool memory = strstr(mb_errmsg(), "CL_MEM_OBJECT_ALLOCATION_FAILURE") ||
+		      strstr(mb_errmsg(), "CL_OUT_OF_RESOURCES");
 	char size[32];
 
+	/* an overlapped writeback that fails here may be the previous unit's: the
+	 * message names the parameter it was copying */
 	mb_fmt_bytes_iec(size, sizeof(size), 8 * g->gathered_numel);
 	if (s->set.plan.stage == 3)
-		mb_err_prefix("sub-group %zu of %zu (%zu matrices, %s gathered; a smaller "
-			      "--sub-group-size needs less)",
-			      gi + 1, s->plan.ngroups, g->matrices, size);
+		mb_err_prefix("sub-group %zu of %zu (%zu matrices, %s gathered%s)", gi + 1,
+			      s->plan.ngroups, g->matrices, size,
+			      memory ? "; a smaller --sub-group-size needs less" : "");
 	else
-		mb_err_prefix("batch %zu of %zu (%zu matrices, %s; a smaller --gather-budget "
-			      "needs less)",
-			      gi + 1, s->plan.ngroups, g->matrices, size);
+		mb_err_prefix("batch %zu of %zu (%zu matrices, %s%s)", gi + 1, s->plan.ngroups,
+			      g->matrices, size,
+			      memory ? "; a smaller --gather-budget needs less" : "");
 }
 
 static int apply(struct mb_state *s, struct timeline *tl)

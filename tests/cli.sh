@@ -200,6 +200,19 @@ if [ "$(col "$tmp/fb.csv" checksum)" = "$(col "$tmp/all.csv" checksum | head -1)
 else
 	report fail "run: --fwd-bwd on adds a forward phase and changes no result" "$(cat "$tmp/fb.csv")"
 fi
+expect_error "run: budget below the largest matrix, before any run" 2 "raise --gather-budget" run --config tests/data/good/micro.json --gather-budget 64Ki --out "$tmp/never.csv"
+if [ -e "$tmp/never.csv" ]; then
+	report fail "run: refused input leaves no file behind"
+else
+	report ok "run: refused input leaves no file behind"
+fi
+expect_error "run: no such device" 2 "--device 'no-such-device'" run --config tests/data/good/micro.json --device no-such-device --out "$tmp/nodev.csv"
+if [ -e "$tmp/nodev.csv" ]; then
+	report fail "run: a device that fails to open leaves no empty file behind"
+else
+	report ok "run: a device that fails to open leaves no empty file behind"
+fi
+expect_error "run: a reload after the last step" 2 "--resume-at 7: a reload needs a step after it" run --model tiny --resume-at 7
 expect_error "run: bad variant" 2 "--variant: invalid variant list 'master,fast'" run --variant master,fast
 expect_error "run: measure past the steps" 2 "--measure: invalid range '2-9'" run --steps 7 --measure 2-9
 expect_error "run: a stage twice" 2 "--stage: stage 2 twice in '2,2'" run --stage 2,2
