@@ -86,7 +86,8 @@ static const struct option options[] = {
 	  "ranks sharing the optimizer state" },
 	{ "rank", "R", COUNT, AT(rank), "0", 0, (1u << 20) - 1, NULL, ON(MB_CMD_PLAN),
 	  "the rank planned, 0 to W-1" },
-	{ "format", "FMT", CHOICE, AT(format), "md", 0, 0, "md|csv|json", ON(MB_CMD_PLAN),
+	{ "format", "FMT", CHOICE, AT(format), "md", 0, 0, "md|csv|json",
+	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT),
 	  "output: Markdown tables, one CSV row or a JSON object" },
 	{ "shape", "RxC,...", TEXT, AT(shapes), "256x768,1024x1024,1024x3072", 0, 0, NULL,
 	  ON(MB_CMD_NS), "matrix shapes to orthogonalize" },
@@ -134,6 +135,13 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "that select it, its name, vendor, driver version, global "
 			     "memory, compute units, largest allocation and whether it "
 			     "has cl_khr_fp16." },
+	[MB_CMD_REPORT] = { "report", "the reference's tables from results files",
+			    "Reads results files (FILE.csv ...) and prints the reference's tables: "
+			    "iteration and Muon apply time per stage and variant with the change "
+			    "against master, peak device memory overall and per phase, and the "
+			    "time of each phase. Rows from different devices, hosts, models or "
+			    "knobs are never pooled: they make separate tables. A failed run shows "
+			    "as failed, with its reason." },
 	[MB_CMD_NS] = { "ns", "time Newton-Schulz on the device against its own GEMMs",
 			"Runs Newton-Schulz on fresh random matrices of each shape and prints "
 			"the median time over the reps with its min and max (device-"
@@ -205,6 +213,7 @@ static int set_defaults(struct mb_args *args)
 
 static int parse_command(struct mb_args *args, int argc, char **argv, int *next)
 {
+	char names[128] = "";
 	int c;
 
 	args->command = MB_CMD_RUN;
@@ -218,9 +227,11 @@ static int parse_command(struct mb_args *args, int argc, char **argv, int *next)
 			return 0;
 		}
 	}
-	return mb_bad_input("unknown command '%s' (commands: run, plan, devices, ns; see "
-			    "muonbench --help)",
-			    argv[1]);
+	for (c = 0; c < MB_NCOMMANDS; c++)
+		snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+			 c ? ", " : "", commands[c].name);
+	return mb_bad_input("unknown command '%s' (commands: %s; see muonbench --help)", argv[1],
+			    names);
 }
 
 /* One "--name[=value]" at argv[*i]; consumes the value's word if separate. */
@@ -232,7 +243,15 @@ static int parse_option(struct mb_args *args, int argc, char **argv, int *i)
 
 	if (!strcmp(word, "-h"))
 		name = "help";
-	else if (strncmp(word, "--", 2) || !word[2])
+	else if (args->command == MB_CMD_REPORT && strncmp(word, "--", 2)) {
+		if (!args->files)
+			args->files = argv + *i;
+		if (args->files + args->nfiles != argv + *i)
+			return mb_bad_input("give the files together, after the options: '%s'",
+					    word);
+		args->nfiles++;
+		return 0;
+	} else if (strncmp(word, "--", 2) || !word[2])
 		return mb_bad_input("unexpected argument '%s' (options start with --; see "
 				    "muonbench %s --help)",
 				    word, commands[args->command].name);
@@ -343,7 +362,8 @@ void mb_print_help(FILE *out, enum mb_command command)
 			fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 		fprintf(out, "\n'muonbench COMMAND --help' shows a command's options.\n\n");
 	}
-	fprintf(out, "usage: muonbench %s [options]\n\n", c->name);
+	fprintf(out, "usage: muonbench %s [options]%s\n\n", c->name,
+		command == MB_CMD_REPORT ? " FILE.csv..." : "");
 	print_wrapped(out, 0, 0, c->description);
 	fprintf(out, "\noptions:\n");
 	print_options(out, command);

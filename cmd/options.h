@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum mb_command { MB_CMD_RUN, MB_CMD_PLAN, MB_CMD_DEVICES, MB_CMD_NS, MB_NCOMMANDS };
+enum mb_command { MB_CMD_RUN, MB_CMD_PLAN, MB_CMD_DEVICES, MB_CMD_NS, MB_CMD_REPORT, MB_NCOMMANDS };
 
 /* What the command line asked for, defaults filled in. */
 struct mb_args {
@@ -45,6 +45,9 @@ struct mb_args {
 	const char *shapes; /* ns */
 	uint64_t batch, reps;
 	bool verify;
+
+	char **files; /* report: the results files, in argv */
+	int nfiles;
 
 	uint64_t given; /* bit i: option i of the table was on the command line */
 };

@@ -3,6 +3,7 @@
  */
 #include "mb_csv.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -21,16 +22,16 @@ enum type { TEXT, U64, F64, ITER_SAMPLES, APPLY_SAMPLES, VERSION };
 struct column {
 	const char *name;
 	enum type type;
-	size_t offset;
+	size_t offset, size;
 };
 
-#define COL(name, type)                                        \
-	{                                                      \
-#name, type, offsetof(struct mb_csv_row, name) \
-	}
+/* clang-format off */
+#define COL(name, type) \
+	{ #name, type, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name) }
+/* clang-format on */
 
 static const struct column columns[] = {
-	{ "format_version", VERSION, 0 },
+	{ "format_version", VERSION, 0, 0 },
 	COL(status, TEXT),
 	COL(reason, TEXT),
 	COL(timestamp_utc, TEXT),
@@ -88,8 +89,8 @@ static const struct column columns[] = {
 	COL(pinned_host_bytes, U64),
 	COL(momentum_pinned, TEXT),
 	COL(checksum, TEXT),
-	{ "iter_samples_s", ITER_SAMPLES, offsetof(struct mb_csv_row, iter_samples_s) },
-	{ "apply_samples_s", APPLY_SAMPLES, offsetof(struct mb_csv_row, apply_samples_s) },
+	COL(iter_samples_s, ITER_SAMPLES),
+	COL(apply_samples_s, APPLY_SAMPLES),
 };
 
 #define NCOLUMNS (sizeof(columns) / sizeof(columns[0]))
@@ -303,5 +304,244 @@ int mb_csv_append(const char *path, const struct mb_csv_row *row)
 		err = mb_fail("cannot write results to '%s': %s", path, strerror(errno));
 	free(header);
 	free(line);
+	return err;
+}
+
+/* ---- reading ---- */
+
+#define FILE_MAX   (1u << 30)
+#define FIELDS_MAX 256
+
+struct reader {
+	const char *path;
+	char *text; /* the whole file, NUL-terminated; fields are cut in place */
+	size_t len, pos;
+	unsigned line; /* of the record being read */
+};
+
+/*
+ * The next record's fields (RFC 4180: quoted fields may hold commas, quotes
+ * and newlines), unquoted in place, into FIELDS. Returns the count; 0 at the
+ * end; -1 for an unterminated quote.
+ */
+static int next_record(struct reader *r, char **fields, int max)
+{
+	char *out, *p;
+	int n = 0;
+
+	if (r->pos >= r->len)
+		return 0;
+	for (;;) {
+		p = out = r->text + r->pos;
+		if (n < max)
+			fields[n] = out;
+		n++;
+		if (*p == '"') {
+			for (p++;; p++) {
+				if (!*p)
+					return -1;
+				if (*p == '"' && p[1] == '"')
+					p++;
+				else if (*p == '"')
+					break;
+				else if (*p == '\n')
+					r->line++;
+				*out++ = *p;
+			}
+			p++;
+		} else {
+			while (*p && *p != ',' && *p != '\n' && *p != '\r')
+				*out++ = *p++;
+		}
+		if (*p == ',') {
+			*out = '\0';
+			r->pos = (size_t)(p + 1 - r->text);
+			continue;
+		}
+		if (*p == '\r')
+			p++;
+		if (*p && *p != '\n')
+			return -2; /* text after a closing quote */
+		/* past the newline before OUT (which may be P) ends the field */
+		r->pos = (size_t)(p - r->text) + (*p == '\n');
+		*out = '\0';
+		return n;
+	}
+}
+
+static int bad(const struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int bad(const struct reader *r, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return mb_bad_input("%s:%u: %s", r->path, r->line, what);
+}
+
+static int parse_samples(const struct reader *r, const char *name, const char *text, double *out,
+			 size_t *n)
+{
+	char *end;
+
+	*n = 0;
+	while (*text) {
+		if (*n == MB_CSV_STEPS_MAX)
+			return bad(r, "column '%s': more than %d samples", name, MB_CSV_STEPS_MAX);
+		out[(*n)++] = strtod(text, &end);
+		if (end == text || (*end && *end != ';'))
+			return bad(r,
+				   "column '%s': expected numbers separated by ';', found '%.40s'",
+				   name, text);
+		text = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+/* Field TEXT into ROW's column C. */
+static int parse_field(const struct reader *r, const struct column *c, const char *text,
+		       struct mb_csv_row *row, size_t *nsamples)
+{
+	char *base = (char *)row, *end;
+	void *field = base + c->offset;
+	unsigned long long u;
+
+	switch (c->type) {
+	case VERSION:
+		return 0;
+	case TEXT:
+		if (strlen(text) >= c->size)
+			return bad(r, "column '%s': longer than %zu bytes", c->name, c->size - 1);
+		memcpy(field, text, strlen(text) + 1);
+		return 0;
+	case U64:
+		errno = 0;
+		u = strtoull(text, &end, 10);
+		if (!isdigit((unsigned char)*text) || *end || errno)
+			return bad(r, "column '%s': expected a whole number, found '%.40s'",
+				   c->name, text);
+		*(uint64_t *)field = u;
+		return 0;
+	case F64:
+		*(double *)field = strtod(text, &end);
+		if (!*text)
+			*(double *)field = NAN;
+		else if (*end || isspace((unsigned char)*text))
+			return bad(r, "column '%s': expected a number, found '%.40s'", c->name,
+				   text);
+		return 0;
+	case ITER_SAMPLES:
+		return parse_samples(r, c->name, text, field, &row->nsamples);
+	case APPLY_SAMPLES:
+		return parse_samples(r, c->name, text, field, nsamples);
+	}
+	return 0;
+}
+
+/* Which field of the header holds each column; -1 if none. */
+static int map_header(const struct reader *r, char **names, int n, int *where)
+{
+	size_t c;
+	int i;
+
+	for (c = 0; c < NCOLUMNS; c++) {
+		where[c] = -1;
+		for (i = 0; i < n; i++)
+			if (!strcmp(names[i], columns[c].name))
+				where[c] = i;
+	}
+	if (where[0] < 0)
+		return bad(r, "not a muonbench results file (no format_version column)");
+	for (c = 1; c < NCOLUMNS; c++)
+		if (where[c] < 0)
+			return bad(r, "missing column '%s' (format_version %d has it)",
+				   columns[c].name, MB_CSV_FORMAT_VERSION);
+	return 0;
+}
+
+static int read_rows(struct reader *r, struct mb_csv_row **rows, size_t *n)
+{
+	char *fields[FIELDS_MAX], *names[FIELDS_MAX];
+	int where[NCOLUMNS], nnames, nf;
+	size_t c, napply;
+	int err;
+
+	r->line = 1;
+	nnames = next_record(r, names, FIELDS_MAX);
+	if (nnames <= 0 || nnames > FIELDS_MAX)
+		return bad(r, "not a muonbench results file (no header line)");
+	if ((err = map_header(r, names, nnames, where)))
+		return err;
+	for (;;) {
+		struct mb_csv_row *row, *grown;
+
+		r->line++;
+		nf = next_record(r, fields, FIELDS_MAX);
+		if (!nf)
+			return 0;
+		if (nf == -1)
+			return bad(r, "a quoted field that never ends (a truncated file?)");
+		if (nf == -2)
+			return bad(r, "text after a closing quote");
+		if (nf == 1 && !*fields[0])
+			continue; /* an empty line */
+		if (nf != nnames)
+			return bad(r,
+				   "expected %d fields as in the header, found %d (a truncated or "
+				   "edited row?)",
+				   nnames, nf);
+		if (strcmp(fields[where[0]], "1"))
+			return bad(r, "format_version '%s': this muonbench reads version %d",
+				   fields[where[0]], MB_CSV_FORMAT_VERSION);
+		grown = realloc(*rows, (*n + 1) * sizeof(**rows));
+		if (!grown)
+			return mb_fail("out of host memory reading '%s'", r->path);
+		*rows = grown;
+		row = &grown[*n];
+		memset(row, 0, sizeof(*row));
+		napply = 0;
+		for (c = 0; c < NCOLUMNS; c++)
+			if ((err = parse_field(r, &columns[c], fields[where[c]], row, &napply)))
+				return err;
+		if (napply != row->nsamples)
+			return bad(r, "%zu iteration samples but %zu apply samples", row->nsamples,
+				   napply);
+		++*n;
+	}
+}
+
+int mb_csv_read(const char *path, struct mb_csv_row **rows, size_t *n)
+{
+	struct reader r = { .path = path };
+	FILE *f = fopen(path, "rb");
+	struct stat st;
+	int err;
+
+	if (!f)
+		return mb_bad_input("cannot open '%s': %s", path, strerror(errno));
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size > FILE_MAX) {
+		fclose(f);
+		return mb_bad_input("'%s' is not a results file (not a regular file, or over "
+				    "1 GiB)",
+				    path);
+	}
+	r.text = malloc((size_t)st.st_size + 1);
+	if (!r.text) {
+		fclose(f);
+		return mb_fail("out of host memory reading '%s'", path);
+	}
+	r.len = fread(r.text, 1, (size_t)st.st_size, f);
+	fclose(f);
+	if (memchr(r.text, '\0', r.len)) {
+		free(r.text);
+		return mb_bad_input("'%s' is not a muonbench results file (it holds NUL bytes)",
+				    path);
+	}
+	r.text[r.len] = '\0';
+	err = read_rows(&r, rows, n);
+	free(r.text);
 	return err;
 }

@@ -64,4 +64,12 @@ int mb_csv_check(const char *path);
 /* Append ROW to PATH (the header first if the file is new or empty). */
 int mb_csv_append(const char *path, const struct mb_csv_row *row);
 
+/*
+ * Read every row of the results file PATH and append them to *rows (an
+ * array of *n, grown with realloc; the caller frees it). A file that is not
+ * muonbench results, is from a newer format_version, or has a malformed row
+ * is -MB_EINPUT, saying "PATH:LINE:" and what was expected there.
+ */
+int mb_csv_read(const char *path, struct mb_csv_row **rows, size_t *n);
+
 #endif

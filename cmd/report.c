@@ -1,0 +1,279 @@
+/*
+ * report: results files as the reference's tables (mb_results), in
+ * Markdown, or one CSV row / JSON object per cell.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "mb_err.h"
+#include "mb_num.h"
+#include "mb_results.h"
+#include <stdbool.h>
+
+#define GIB (1ull << 30)
+
+/* Seconds for people: 8.54, 0.612, 0.0312. */
+static const char *secs(char *buf, size_t len, double s)
+{
+	if (isnan(s))
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, s >= 1 ? "%.2f" : "%.3g", s);
+	return buf;
+}
+
+/* Bytes as the reference prints them: GiB with two decimals, smaller in smaller units. */
+static const char *peak(char *buf, size_t len, uint64_t bytes)
+{
+	return bytes >= GIB ? mb_fmt_gib(buf, len, bytes) : mb_fmt_bytes_iec(buf, len, bytes);
+}
+
+/* " (-33%)" against BASE, or "" when there is no base or it is the base. */
+static const char *change(char *buf, size_t len, double x, double base, bool is_base)
+{
+	buf[0] = '\0';
+	if (!is_base && !isnan(base) && !isnan(x) && base > 0)
+		snprintf(buf, len, " (%+.0f%%)", 100 * (x - base) / base);
+	return buf;
+}
+
+static const char *peak_change(char *buf, size_t len, uint64_t x, uint64_t base, bool is_base)
+{
+	char d[24];
+	uint64_t diff = x > base ? x - base : base - x;
+
+	buf[0] = '\0';
+	if (is_base || !base || x == base)
+		return buf;
+	if (diff >= GIB / 100 || x >= GIB)
+		snprintf(d, sizeof(d), "%.2f", (double)diff / GIB);
+	else
+		mb_fmt_bytes_iec(d, sizeof(d), diff);
+	snprintf(buf, len, " (%c%s)", x > base ? '+' : '-', d);
+	return buf;
+}
+
+static void md_header(const struct mb_table *t)
+{
+	const struct mb_csv_row *r = t->first;
+	char a[32], b[32], budget[32];
+
+	printf("# %s on '%s' (%s, driver %s)\n\n", r->model, r->device, r->platform, r->driver);
+	printf("Host %s (%s), CPUs %s, memory nodes %s (%s). Model %s: %llu layers, %s "
+	       "parameters, %s Muon. Steps %llu-%llu of %llu per run; gather budget %s; "
+	       "sub-group %llu; pin_memory %s; writeback %s; forward/backward %s (seq %llu x "
+	       "%llu); seed %llu.\n\n",
+	       r->host, r->cpu_model, r->cpus, r->mems, r->binding, r->source,
+	       (unsigned long long)r->layers, mb_fmt_count(a, sizeof(a), r->params_total),
+	       mb_fmt_count(b, sizeof(b), r->params_muon), (unsigned long long)r->measure_first,
+	       (unsigned long long)r->measure_last, (unsigned long long)r->steps,
+	       mb_fmt_bytes_iec(budget, sizeof(budget), r->gather_budget_bytes),
+	       (unsigned long long)r->sub_group_size_elems, r->pin_memory, r->writeback_dep,
+	       r->fwd_bwd, (unsigned long long)r->seq, (unsigned long long)r->micro_batch,
+	       (unsigned long long)r->seed);
+}
+
+/* One row of the main or breakdown table. */
+static void md_cell(const struct mb_table *t, const struct mb_cell *c)
+{
+	const struct mb_cell *base = mb_results_cell(t, c->stage, "master");
+	bool is_base = base == c || !base || !base->nruns;
+	char s[32], ch[32], pk[32];
+	size_t i;
+
+	printf("| %u | %s | ", c->stage, c->variant);
+	if (!c->nruns) {
+		printf("failed: %s | | | |\n", c->failed ? c->failed->reason : "no runs");
+		return;
+	}
+	for (i = 0; i < c->nruns; i++)
+		printf("%s%s", i ? " / " : "", secs(s, sizeof(s), c->runs[i]->iter_mean_s));
+	printf(" | %s%s", secs(s, sizeof(s), c->iter_mean_s),
+	       change(ch, sizeof(ch), c->iter_mean_s, is_base ? NAN : base->iter_mean_s, is_base));
+	printf(" | %s s%s", secs(s, sizeof(s), c->apply_mean_s),
+	       change(ch, sizeof(ch), c->apply_mean_s, is_base ? NAN : base->apply_mean_s,
+		      is_base));
+	printf(" | %s%s |\n", peak(pk, sizeof(pk), c->peak_bytes),
+	       peak_change(ch, sizeof(ch), c->peak_bytes, is_base ? 0 : base->peak_bytes, is_base));
+	if (c->failed)
+		printf("| %u | %s | (also a %s run: %s) | | | |\n", c->stage, c->variant,
+		       c->failed->status, c->failed->reason);
+}
+
+static const char table_head[] = "| ZeRO | Variant | Iteration (s), runs | Iteration mean | "
+				 "Muon apply mean | Peak device memory |\n"
+				 "|---|---|---|---|---|---|\n";
+
+static void md_main(const struct mb_table *t)
+{
+	size_t i;
+	bool any = false;
+
+	/* the reference's first table: master against both, where a stage has both */
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+
+		if (strcmp(c->variant, "master") && strcmp(c->variant, "both"))
+			continue;
+		if (!mb_results_cell(t, c->stage, "master") ||
+		    !mb_results_cell(t, c->stage, "both"))
+			continue;
+		if (!any)
+			printf("%s", table_head);
+		any = true;
+		md_cell(t, c);
+	}
+	if (any)
+		printf("\n");
+	printf("Breakdown of the variants:\n\n%s", table_head);
+	for (i = 0; i < t->ncells; i++)
+		md_cell(t, &t->cells[i]);
+}
+
+static void md_phase_peaks(const struct mb_table *t)
+{
+	const struct mb_cell *per[4] = { NULL };
+	const char *names[] = { "forward", "backward", "step" };
+	char pk[32];
+	unsigned stage;
+	size_t i;
+
+	/* per stage: the 'both' cell as the reference's, else the first with runs */
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+
+		if (c->nruns && (!per[c->stage] || !strcmp(c->variant, "both")))
+			per[c->stage] = c;
+	}
+	printf("\nPeak device memory per phase:\n\n| Phase |");
+	for (stage = 1; stage <= 3; stage++)
+		if (per[stage])
+			printf(" ZeRO-%u (%s) |", stage, per[stage]->variant);
+	printf("\n|---|");
+	for (stage = 1; stage <= 3; stage++)
+		if (per[stage])
+			printf("---|");
+	printf("\n");
+	for (i = 0; i < 3; i++) {
+		printf("| %s |", names[i]);
+		for (stage = 1; stage <= 3; stage++) {
+			const struct mb_cell *c = per[stage];
+
+			if (c)
+				printf(" %s |", peak(pk, sizeof(pk),
+						     i == 0   ? c->peak_forward_bytes
+						     : i == 1 ? c->peak_backward_bytes
+							      : c->peak_step_bytes));
+		}
+		printf("\n");
+	}
+}
+
+static void md_phase_times(const struct mb_table *t)
+{
+	char v[9][32];
+	size_t i;
+
+	printf("\nTime per phase (s, means of the measured steps):\n\n"
+	       "| ZeRO | Variant | forward | backward | H2D | momentum | NS | D2H | writeback "
+	       "hidden | host optimizer | params H2D |\n"
+	       "|---|---|---|---|---|---|---|---|---|---|---|\n");
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+
+		if (!c->nruns)
+			continue;
+		printf("| %u | %s | %s | %s | %s | %s | %s | %s | %.0f%% | %s | %s |\n", c->stage,
+		       c->variant, secs(v[0], 32, c->phase.forward_s),
+		       secs(v[1], 32, c->phase.backward_s), secs(v[2], 32, c->phase.h2d_s),
+		       secs(v[3], 32, c->phase.momentum_s), secs(v[4], 32, c->phase.ns_s),
+		       secs(v[5], 32, c->phase.d2h_s), 100 * c->phase.d2h_hidden_frac,
+		       secs(v[6], 32, c->phase.host_opt_s), secs(v[7], 32, c->phase.params_h2d_s));
+	}
+}
+
+static void print_md(const struct mb_table *t, size_t nt)
+{
+	size_t k;
+
+	for (k = 0; k < nt; k++) {
+		if (k)
+			printf("\n");
+		md_header(&t[k]);
+		md_main(&t[k]);
+		md_phase_peaks(&t[k]);
+		md_phase_times(&t[k]);
+	}
+}
+
+static void print_flat(const struct mb_table *t, size_t nt, bool json)
+{
+	size_t k, i;
+
+	if (json)
+		printf("[");
+	else
+		printf("table,device,driver,host,model,stage,variant,runs,failed,iter_mean_s,"
+		       "apply_mean_s,peak_device_bytes,peak_forward_bytes,peak_backward_bytes,"
+		       "peak_step_bytes\n");
+	for (k = 0; k < nt; k++)
+		for (i = 0; i < t[k].ncells; i++) {
+			const struct mb_cell *c = &t[k].cells[i];
+			const struct mb_csv_row *r = t[k].first;
+			double it = c->nruns ? c->iter_mean_s : 0,
+			       ap = c->nruns ? c->apply_mean_s : 0;
+
+			if (json)
+				printf("%s\n  {\"table\": %zu, \"device\": \"%s\", \"driver\": "
+				       "\"%s\", \"host\": \"%s\", \"model\": \"%s\", \"stage\": "
+				       "%u, \"variant\": \"%s\", \"runs\": %zu, \"failed\": %s, "
+				       "\"iter_mean_s\": %.6g, \"apply_mean_s\": %.6g, "
+				       "\"peak_device_bytes\": %llu, \"peak_forward_bytes\": %llu, "
+				       "\"peak_backward_bytes\": %llu, \"peak_step_bytes\": %llu}",
+				       k || i ? "," : "", k + 1, r->device, r->driver, r->host,
+				       r->model, c->stage, c->variant, c->nruns,
+				       c->failed ? "true" : "false", it, ap,
+				       (unsigned long long)c->peak_bytes,
+				       (unsigned long long)c->peak_forward_bytes,
+				       (unsigned long long)c->peak_backward_bytes,
+				       (unsigned long long)c->peak_step_bytes);
+			else
+				printf("%zu,%s,%s,%s,%s,%u,%s,%zu,%s,%.6g,%.6g,%llu,%llu,%llu,%llu\n",
+				       k + 1, r->device, r->driver, r->host, r->model, c->stage,
+				       c->variant, c->nruns, c->failed ? "yes" : "no", it, ap,
+				       (unsigned long long)c->peak_bytes,
+				       (unsigned long long)c->peak_forward_bytes,
+				       (unsigned long long)c->peak_backward_bytes,
+				       (unsigned long long)c->peak_step_bytes);
+		}
+	if (json)
+		printf("\n]\n");
+}
+
+int mb_cmd_report(const struct mb_args *args)
+{
+	struct mb_csv_row *rows = NULL;
+	struct mb_table *tables;
+	size_t n = 0, nt;
+	int i, err = 0;
+
+	if (!args->nfiles)
+		return mb_bad_input("report needs results files: muonbench report FILE.csv...");
+	for (i = 0; i < args->nfiles && !err; i++)
+		err = mb_csv_read(args->files[i], &rows, &n);
+	if (!err && !n)
+		err = mb_bad_input("no rows in %s",
+				   args->nfiles > 1 ? "these files" : args->files[0]);
+	if (!err && !(err = mb_results_gather(rows, n, &tables, &nt))) {
+		if (!strcmp(args->format, "md"))
+			print_md(tables, nt);
+		else
+			print_flat(tables, nt, !strcmp(args->format, "json"));
+		mb_results_release(tables, nt);
+	}
+	free(rows);
+	return err;
+}

@@ -1,0 +1,178 @@
+/*
+ * mb_results: tables of comparable rows, cells of (stage, variant).
+ */
+#include "mb_results.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_err.h"
+
+/* Whether A and B may share a table: same device, host, model and knobs. */
+static bool comparable(const struct mb_csv_row *a, const struct mb_csv_row *b)
+{
+	return !strcmp(a->device, b->device) && !strcmp(a->driver, b->driver) &&
+	       !strcmp(a->platform, b->platform) && !strcmp(a->host, b->host) &&
+	       !strcmp(a->cpus, b->cpus) && !strcmp(a->mems, b->mems) &&
+	       !strcmp(a->model, b->model) && a->layers == b->layers &&
+	       a->params_total == b->params_total && a->steps == b->steps &&
+	       a->measure_first == b->measure_first && a->measure_last == b->measure_last &&
+	       a->gather_budget_bytes == b->gather_budget_bytes &&
+	       a->sub_group_size_elems == b->sub_group_size_elems &&
+	       !strcmp(a->pin_memory, b->pin_memory) &&
+	       !strcmp(a->writeback_dep, b->writeback_dep) && !strcmp(a->fwd_bwd, b->fwd_bwd) &&
+	       a->seq == b->seq && a->micro_batch == b->micro_batch && a->seed == b->seed &&
+	       a->resume_at == b->resume_at;
+}
+
+static int variant_rank(const char *v)
+{
+	static const char *const order[] = { "master", "pin", "overlap", "both" };
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (!strcmp(v, order[i]))
+			return i;
+	return 4;
+}
+
+static int cmp_cell(const void *x, const void *y)
+{
+	const struct mb_cell *a = x, *b = y;
+
+	if (a->stage != b->stage)
+		return a->stage < b->stage ? -1 : 1;
+	return variant_rank(a->variant) - variant_rank(b->variant);
+}
+
+static struct mb_cell *find_or_add(struct mb_table *t, const struct mb_csv_row *row)
+{
+	struct mb_cell *c;
+	size_t i;
+
+	for (i = 0; i < t->ncells; i++)
+		if (t->cells[i].stage == row->stage && !strcmp(t->cells[i].variant, row->variant))
+			return &t->cells[i];
+	c = realloc(t->cells, (t->ncells + 1) * sizeof(*c));
+	if (!c)
+		return NULL;
+	t->cells = c;
+	c = &t->cells[t->ncells++];
+	memset(c, 0, sizeof(*c));
+	c->stage = (unsigned)row->stage;
+	memcpy(c->variant, row->variant, sizeof(c->variant));
+	return c;
+}
+
+static int add_run(struct mb_cell *c, const struct mb_csv_row *row)
+{
+	const struct mb_csv_row **runs;
+
+	if (strcmp(row->status, "ok")) {
+		if (!c->failed)
+			c->failed = row;
+		return 0;
+	}
+	runs = realloc(c->runs, (c->nruns + 1) * sizeof(*runs));
+	if (!runs)
+		return mb_fail("out of host memory gathering results");
+	c->runs = runs;
+	c->runs[c->nruns++] = row;
+	return 0;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static void figures(struct mb_cell *c)
+{
+	double w = c->nruns ? 1.0 / (double)c->nruns : NAN;
+	size_t i;
+
+	for (i = 0; i < c->nruns; i++) {
+		const struct mb_csv_row *r = c->runs[i];
+
+		c->iter_mean_s += w * r->iter_mean_s;
+		c->apply_mean_s += w * r->apply_mean_s;
+		c->peak_bytes = max_u64(c->peak_bytes, r->peak_device_bytes);
+		c->peak_forward_bytes = max_u64(c->peak_forward_bytes, r->peak_forward_bytes);
+		c->peak_backward_bytes = max_u64(c->peak_backward_bytes, r->peak_backward_bytes);
+		c->peak_step_bytes = max_u64(c->peak_step_bytes, r->peak_step_bytes);
+		c->phase.forward_s += w * r->forward_s;
+		c->phase.backward_s += w * r->backward_s;
+		c->phase.h2d_s += w * r->h2d_s;
+		c->phase.momentum_s += w * r->momentum_s;
+		c->phase.ns_s += w * r->ns_s;
+		c->phase.d2h_s += w * r->d2h_s;
+		c->phase.d2h_hidden_frac += w * r->d2h_hidden_frac;
+		c->phase.host_opt_s += w * r->host_opt_s;
+		c->phase.params_h2d_s += w * r->params_h2d_s;
+	}
+	if (!c->nruns)
+		c->iter_mean_s = c->apply_mean_s = NAN;
+}
+
+int mb_results_gather(const struct mb_csv_row *rows, size_t n, struct mb_table **tables,
+		      size_t *ntables)
+{
+	struct mb_table *t = NULL, *grown;
+	struct mb_cell *c;
+	size_t i, k, nt = 0;
+	int err = 0;
+
+	for (i = 0; i < n && !err; i++) {
+		for (k = 0; k < nt && !comparable(t[k].first, &rows[i]); k++)
+			;
+		if (k == nt) {
+			grown = realloc(t, (nt + 1) * sizeof(*t));
+			if (!grown) {
+				err = mb_fail("out of host memory gathering results");
+				break;
+			}
+			t = grown;
+			memset(&t[nt], 0, sizeof(t[nt]));
+			t[nt++].first = &rows[i];
+		}
+		c = find_or_add(&t[k], &rows[i]);
+		err = c ? add_run(c, &rows[i]) : mb_fail("out of host memory gathering results");
+	}
+	for (k = 0; k < nt; k++) {
+		qsort(t[k].cells, t[k].ncells, sizeof(*t[k].cells), cmp_cell);
+		for (i = 0; i < t[k].ncells; i++)
+			figures(&t[k].cells[i]);
+	}
+	*tables = t;
+	*ntables = nt;
+	if (err) {
+		mb_results_release(t, nt);
+		*tables = NULL;
+		*ntables = 0;
+	}
+	return err;
+}
+
+const struct mb_cell *mb_results_cell(const struct mb_table *t, unsigned stage, const char *variant)
+{
+	size_t i;
+
+	for (i = 0; i < t->ncells; i++)
+		if (t->cells[i].stage == stage && !strcmp(t->cells[i].variant, variant))
+			return &t->cells[i];
+	return NULL;
+}
+
+void mb_results_release(struct mb_table *tables, size_t ntables)
+{
+	size_t k, i;
+
+	for (k = 0; k < ntables; k++) {
+		for (i = 0; i < tables[k].ncells; i++)
+			free(tables[k].cells[i].runs);
+		free(tables[k].cells);
+	}
+	free(tables);
+}

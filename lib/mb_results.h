@@ -1,0 +1,50 @@
+/*
+ * mb_results: rows of results files gathered into tables and cells.
+ *
+ * A table holds the rows that may be compared with each other: the same
+ * device, driver, host, binding, model and knobs. Rows that differ in any of
+ * those are never pooled: they make another table. Within a table a cell is
+ * a (stage, variant); its figures are over its ok runs.
+ */
+#ifndef MB_RESULTS_H
+#define MB_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mb_csv.h"
+
+struct mb_cell {
+	unsigned stage;
+	char variant[16];
+	const struct mb_csv_row **runs; /* the ok ones */
+	size_t nruns;
+	const struct mb_csv_row *failed;  /* a failed or interrupted run, if any */
+	double iter_mean_s, apply_mean_s; /* means of the runs' figures */
+	uint64_t peak_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes; /* max */
+	struct {
+		double forward_s, backward_s, h2d_s, momentum_s, ns_s, d2h_s, d2h_hidden_frac,
+			host_opt_s, params_h2d_s;
+	} phase; /* means over the runs */
+};
+
+struct mb_table {
+	const struct mb_csv_row *first; /* its metadata */
+	struct mb_cell *cells; /* by stage, then variant in master, pin, overlap, both order */
+	size_t ncells;
+};
+
+/*
+ * Gather the N ROWS into tables (*tables, *ntables; release with
+ * mb_results_release). The rows must outlive the tables.
+ */
+int mb_results_gather(const struct mb_csv_row *rows, size_t n, struct mb_table **tables,
+		      size_t *ntables);
+
+/* The cell of STAGE and VARIANT in T, or NULL. */
+const struct mb_cell *mb_results_cell(const struct mb_table *t, unsigned stage,
+				      const char *variant);
+
+void mb_results_release(struct mb_table *tables, size_t ntables);
+
+#endif
