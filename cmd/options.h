@@ -21,8 +21,8 @@ struct mb_args {
 	bool help, version;
 
 	const char *model, *config;
-	uint64_t layers; /* 0: all */
-	const char *stages; /* "2" or, for run, a list "1,2,3" */
+	uint64_t layers;	 /* 0: all */
+	const char *stages;	 /* "2" or, for run, a list "1,2,3" */
 	uint64_t gather_budget;	 /* bytes */
 	uint64_t sub_group_size; /* elements */
 	uint64_t world_size, rank;
@@ -35,9 +35,9 @@ struct mb_args {
 
 	const char *variants; /* run: a list of master, pin, overlap, both, all */
 	uint64_t runs, steps;
-	const char *measure; /* "A-B"; NULL: 2-6 cut to the steps */
+	const char *measure;			/* "A-B"; NULL: 2-6 cut to the steps */
 	const char *pin_memory, *writeback_dep; /* on|off, host|event */
-	uint64_t resume_at; /* 0: never */
+	uint64_t resume_at;			/* 0: never */
 	uint64_t seq, micro_batch;
 	const char *fwd_bwd; /* on|off */
 	const char *cpus, *membind, *out;

@@ -11,6 +11,7 @@
 #include "mb_err.h"
 #include "mb_num.h"
 #include "mb_plan.h"
+#include "print.h"
 #include "setup.h"
 
 struct field {
@@ -69,38 +70,6 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	return n;
 }
 
-/* TEXT as a CSV field: quoted when it holds a comma, a quote or a newline. */
-static void csv_text(const char *text)
-{
-	if (!strpbrk(text, ",\"\n\r")) {
-		fputs(text, stdout);
-		return;
-	}
-	putchar('"');
-	for (; *text; text++) {
-		if (*text == '"')
-			putchar('"');
-		putchar(*text);
-	}
-	putchar('"');
-}
-
-static void json_text(const char *text)
-{
-	putchar('"');
-	for (; *text; text++) {
-		unsigned char c = (unsigned char)*text;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static void print_csv(const struct mb_model *m, const struct field *f, size_t n)
 {
 	size_t i;
@@ -109,9 +78,9 @@ static void print_csv(const struct mb_model *m, const struct field *f, size_t n)
 	for (i = 0; i < n; i++)
 		printf(",%s", f[i].key);
 	printf("\n");
-	csv_text(m->name);
+	mb_print_csv_text(m->name);
 	putchar(',');
-	csv_text(m->source);
+	mb_print_csv_text(m->source);
 	for (i = 0; i < n; i++)
 		printf(",%" PRIu64, f[i].value);
 	printf("\n");
@@ -123,9 +92,9 @@ static void print_json(const struct mb_model *m, const struct mb_plan *p, const 
 	size_t i;
 
 	printf("{\n  \"model\": ");
-	json_text(m->name);
+	mb_print_json_text(m->name);
 	printf(",\n  \"source\": ");
-	json_text(m->source);
+	mb_print_json_text(m->source);
 	for (i = 0; i < n; i++)
 		printf(",\n  \"%s\": %" PRIu64, f[i].key, f[i].value);
 	printf(",\n  \"group_list\": [");

@@ -11,6 +11,7 @@
 #include "mb_err.h"
 #include "mb_num.h"
 #include "mb_results.h"
+#include "print.h"
 #include <stdbool.h>
 
 #define GIB (1ull << 30)
@@ -209,6 +210,24 @@ static void print_md(const struct mb_table *t, size_t nt)
 	}
 }
 
+/* The metadata of a flat row: device, driver, host, model, quoted. */
+static void flat_meta(const struct mb_csv_row *r, bool json)
+{
+	const char *keys[] = { "device", "driver", "host", "model" };
+	const char *values[] = { r->device, r->driver, r->host, r->model };
+	size_t i;
+
+	for (i = 0; i < 4; i++) {
+		if (json) {
+			printf(", \"%s\": ", keys[i]);
+			mb_print_json_text(values[i]);
+		} else {
+			printf(",");
+			mb_print_csv_text(values[i]);
+		}
+	}
+}
+
 static void print_flat(const struct mb_table *t, size_t nt, bool json)
 {
 	size_t k, i;
@@ -222,27 +241,24 @@ static void print_flat(const struct mb_table *t, size_t nt, bool json)
 	for (k = 0; k < nt; k++)
 		for (i = 0; i < t[k].ncells; i++) {
 			const struct mb_cell *c = &t[k].cells[i];
-			const struct mb_csv_row *r = t[k].first;
 			double it = c->nruns ? c->iter_mean_s : 0,
 			       ap = c->nruns ? c->apply_mean_s : 0;
 
+			printf(json ? "%s\n  {\"table\": %zu" : "%s%zu",
+			       json && (k || i) ? "," : "", k + 1);
+			flat_meta(t[k].first, json);
 			if (json)
-				printf("%s\n  {\"table\": %zu, \"device\": \"%s\", \"driver\": "
-				       "\"%s\", \"host\": \"%s\", \"model\": \"%s\", \"stage\": "
-				       "%u, \"variant\": \"%s\", \"runs\": %zu, \"failed\": %s, "
-				       "\"iter_mean_s\": %.6g, \"apply_mean_s\": %.6g, "
+				printf(", \"stage\": %u, \"variant\": \"%s\", \"runs\": %zu, "
+				       "\"failed\": %s, \"iter_mean_s\": %.6g, \"apply_mean_s\": %.6g, "
 				       "\"peak_device_bytes\": %llu, \"peak_forward_bytes\": %llu, "
 				       "\"peak_backward_bytes\": %llu, \"peak_step_bytes\": %llu}",
-				       k || i ? "," : "", k + 1, r->device, r->driver, r->host,
-				       r->model, c->stage, c->variant, c->nruns,
-				       c->failed ? "true" : "false", it, ap,
-				       (unsigned long long)c->peak_bytes,
+				       c->stage, c->variant, c->nruns, c->failed ? "true" : "false",
+				       it, ap, (unsigned long long)c->peak_bytes,
 				       (unsigned long long)c->peak_forward_bytes,
 				       (unsigned long long)c->peak_backward_bytes,
 				       (unsigned long long)c->peak_step_bytes);
 			else
-				printf("%zu,%s,%s,%s,%s,%u,%s,%zu,%s,%.6g,%.6g,%llu,%llu,%llu,%llu\n",
-				       k + 1, r->device, r->driver, r->host, r->model, c->stage,
+				printf(",%u,%s,%zu,%s,%.6g,%.6g,%llu,%llu,%llu,%llu\n", c->stage,
 				       c->variant, c->nruns, c->failed ? "yes" : "no", it, ap,
 				       (unsigned long long)c->peak_bytes,
 				       (unsigned long long)c->peak_forward_bytes,

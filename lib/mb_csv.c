@@ -316,7 +316,8 @@ struct reader {
 	const char *path;
 	char *text; /* the whole file, NUL-terminated; fields are cut in place */
 	size_t len, pos;
-	unsigned line; /* of the record being read */
+	unsigned line; /* where the record being read starts */
+	unsigned newlines; /* inside its quoted fields */
 };
 
 /*
@@ -345,7 +346,7 @@ static int next_record(struct reader *r, char **fields, int max)
 				else if (*p == '"')
 					break;
 				else if (*p == '\n')
-					r->line++;
+					r->newlines++;
 				*out++ = *p;
 			}
 			p++;
@@ -471,6 +472,8 @@ static int read_rows(struct reader *r, struct mb_csv_row **rows, size_t *n)
 
 	r->line = 1;
 	nnames = next_record(r, names, FIELDS_MAX);
+	r->line += r->newlines;
+	r->newlines = 0;
 	if (nnames <= 0 || nnames > FIELDS_MAX)
 		return bad(r, "not a muonbench results file (no header line)");
 	if ((err = map_header(r, names, nnames, where)))
@@ -478,7 +481,8 @@ static int read_rows(struct reader *r, struct mb_csv_row **rows, size_t *n)
 	for (;;) {
 		struct mb_csv_row *row, *grown;
 
-		r->line++;
+		r->line += 1 + r->newlines;
+		r->newlines = 0;
 		nf = next_record(r, fields, FIELDS_MAX);
 		if (!nf)
 			return 0;

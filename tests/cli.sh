@@ -213,6 +213,17 @@ else
 	report ok "run: a device that fails to open leaves no empty file behind"
 fi
 expect_error "run: a reload after the last step" 2 "--resume-at 7: a reload needs a step after it" run --model tiny --resume-at 7
+expect_output "report: the reference's first table" "| ZeRO | Variant | Iteration (s), runs | Iteration mean | Muon apply mean | Peak device memory |" report "$tmp/all.csv"
+expect_output "report: the breakdown has every cell" "| 3 | overlap |" report "$tmp/all.csv"
+expect_output "report: peaks per phase" "| step |" report "$tmp/all.csv"
+expect_output "report: a failed run shows as failed, with its reason" "| 3 | master | failed: step 1: sub-group 1 of 1" report "$tmp/oom.csv"
+expect_output "report: different knobs are separate tables" "gather budget 512 MiB" report "$tmp/all.csv" "$tmp/oom.csv"
+expect_output "report: one CSV row a cell" "1,pthread" report --format csv "$tmp/all.csv"
+expect_error "report: no files" 2 "report needs results files" report
+printf 'name,value\n1,2\n' >"$tmp/notours.csv"
+expect_error "report: not a results file" 2 "notours.csv:1: not a muonbench results file" report "$tmp/notours.csv"
+head -c 2000 "$tmp/all.csv" >"$tmp/cut.csv"
+expect_error "report: a truncated file" 2 "fields as in the header, found" report "$tmp/cut.csv"
 expect_error "run: bad variant" 2 "--variant: invalid variant list 'master,fast'" run --variant master,fast
 expect_error "run: measure past the steps" 2 "--measure: invalid range '2-9'" run --steps 7 --measure 2-9
 expect_error "run: a stage twice" 2 "--stage: stage 2 twice in '2,2'" run --stage 2,2
