@@ -4,6 +4,7 @@
 #include "options.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mb_config.h"
@@ -16,6 +17,7 @@ enum kind {
 	CHOICE, /* const char *, one of choices */
 	COUNT,	/* uint64_t, a whole number */
 	SIZE,	/* uint64_t, bytes with an optional unit */
+	REAL,	/* double, in [min, max] */
 };
 
 #define ON(c)	    (1u << (c))
@@ -107,6 +109,12 @@ static const struct option options[] = {
 	  "else the first device)" },
 	{ "device-mem-limit", "SIZE", SIZE, AT(device_mem_limit), NULL, 1, UINT64_MAX, NULL,
 	  DEVICE_CMDS, "refuse device allocations past SIZE, as if the device had no more memory" },
+	{ "alpha", "A", REAL, AT(alpha), "0.01", 0, 1, NULL, ON(MB_CMD_COMPARE),
+	  "significance of the Mann-Whitney test for a timing to count as changed" },
+	{ "threshold", "PCT", REAL, AT(threshold), "5", 0, 1000, NULL, ON(MB_CMD_COMPARE),
+	  "the smallest slowdown, in percent of the baseline's median, that is a regression" },
+	{ "allow-device-change", NULL, FLAG, AT(allow_device_change), NULL, 0, 0, NULL,
+	  ON(MB_CMD_COMPARE), "compare results from different devices or drivers" },
 	{ "help", NULL, FLAG, AT(help), NULL, 0, 0, NULL, ALL, "print this help and exit" },
 	{ "version", NULL, FLAG, AT(version), NULL, 0, 0, NULL, ALL,
 	  "print the version and the git revision and exit" },
@@ -142,6 +150,15 @@ static const struct command commands[MB_NCOMMANDS] = {
 			    "time of each phase. Rows from different devices, hosts, models or "
 			    "knobs are never pooled: they make separate tables. A failed run shows "
 			    "as failed, with its reason." },
+	[MB_CMD_COMPARE] = { "compare", "a new results file against a baseline: the CI gate",
+			     "Compares NEW.csv against BASE.csv cell by cell (model, stage, "
+			     "variant and every knob must match). Timings: the change of the "
+			     "median and a two-sided Mann-Whitney U test on the per-step "
+			     "samples (iteration, apply) or the runs (each phase); a regression "
+			     "is a slowdown both significant and above the threshold. Exact "
+			     "figures (parameter counts, plan, peak device memory, checksum): any "
+			     "difference is reported, a rise in peak memory is a regression. "
+			     "Exits 1 on a regression, 2 on bad input." },
 	[MB_CMD_NS] = { "ns", "time Newton-Schulz on the device against its own GEMMs",
 			"Runs Newton-Schulz on fresh random matrices of each shape and prints "
 			"the median time over the reps with its min and max (device-"
@@ -184,6 +201,17 @@ static int set_value(struct mb_args *args, const struct option *o, const char *v
 				    o->choices);
 	case COUNT:
 		return mb_parse_count(what, value, o->min, o->max, field);
+	case REAL: {
+		char *end;
+		double d = strtod(value, &end);
+
+		if (!*value || *end || !(d >= (double)o->min && d <= (double)o->max))
+			return mb_bad_input("%s: invalid number '%s' (expected %llu to %llu)", what,
+					    value, (unsigned long long)o->min,
+					    (unsigned long long)o->max);
+		*(double *)field = d;
+		return 0;
+	}
 	case SIZE:
 		return mb_parse_size(what, value, o->min, o->max, field);
 	}
@@ -243,7 +271,8 @@ static int parse_option(struct mb_args *args, int argc, char **argv, int *i)
 
 	if (!strcmp(word, "-h"))
 		name = "help";
-	else if (args->command == MB_CMD_REPORT && strncmp(word, "--", 2)) {
+	else if ((args->command == MB_CMD_REPORT || args->command == MB_CMD_COMPARE) &&
+		 strncmp(word, "--", 2)) {
 		if (!args->files)
 			args->files = argv + *i;
 		if (args->files + args->nfiles != argv + *i)
@@ -363,7 +392,9 @@ void mb_print_help(FILE *out, enum mb_command command)
 		fprintf(out, "\n'muonbench COMMAND --help' shows a command's options.\n\n");
 	}
 	fprintf(out, "usage: muonbench %s [options]%s\n\n", c->name,
-		command == MB_CMD_REPORT ? " FILE.csv..." : "");
+		command == MB_CMD_REPORT    ? " FILE.csv..."
+		: command == MB_CMD_COMPARE ? " BASE.csv NEW.csv"
+					    : "");
 	print_wrapped(out, 0, 0, c->description);
 	fprintf(out, "\noptions:\n");
 	print_options(out, command);

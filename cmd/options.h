@@ -13,7 +13,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum mb_command { MB_CMD_RUN, MB_CMD_PLAN, MB_CMD_DEVICES, MB_CMD_NS, MB_CMD_REPORT, MB_NCOMMANDS };
+enum mb_command {
+	MB_CMD_RUN,
+	MB_CMD_PLAN,
+	MB_CMD_DEVICES,
+	MB_CMD_NS,
+	MB_CMD_REPORT,
+	MB_CMD_COMPARE,
+	MB_NCOMMANDS
+};
 
 /* What the command line asked for, defaults filled in. */
 struct mb_args {
@@ -46,7 +54,10 @@ struct mb_args {
 	uint64_t batch, reps;
 	bool verify;
 
-	char **files; /* report: the results files, in argv */
+	double alpha, threshold; /* compare: significance, and the smallest slowdown in % */
+	bool allow_device_change;
+
+	char **files; /* report, compare: the results files, in argv */
 	int nfiles;
 
 	uint64_t given; /* bit i: option i of the table was on the command line */

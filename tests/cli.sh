@@ -224,6 +224,30 @@ printf 'name,value\n1,2\n' >"$tmp/notours.csv"
 expect_error "report: not a results file" 2 "notours.csv:1: not a muonbench results file" report "$tmp/notours.csv"
 head -c 2000 "$tmp/all.csv" >"$tmp/cut.csv"
 expect_error "report: a truncated file" 2 "fields as in the header, found" report "$tmp/cut.csv"
+# 5 runs x 10 measured steps: 50 samples a cell, enough to tell 20% from the noise
+"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master,both --runs 5 --steps 12 --measure 2-11 --out "$tmp/cmp.csv" >/dev/null 2>&1
+expect_output "compare: a file against itself is all ok" "compare: 2 cells matched: 2 ok, 0 faster, 0 slower, 0 changed, 0 REGRESSION; 0 unmatched" compare "$tmp/cmp.csv" "$tmp/cmp.csv"
+expect_output "compare: too few samples is said" "too few samples to reach alpha" compare "$tmp/all.csv" "$tmp/all.csv"
+# a planted regression: every step 20% slower
+awk -F, -v OFS=, 'NR == 1 { print; next }
+	{ for (c = NF - 1; c <= NF; c++) { n = split($c, v, ";"); s = "";
+	  for (i = 1; i <= n; i++) s = s (i > 1 ? ";" : "") sprintf("%.6f", v[i] * 1.2); $c = s }
+	  print }' "$tmp/cmp.csv" >"$tmp/slow.csv"
+"$bin" compare "$tmp/cmp.csv" "$tmp/slow.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "2 REGRESSION" "$tmp/out" && grep -q "regression(s) against" "$tmp/err"; then
+	report ok "compare: a planted 20% slowdown is a regression, exit 1"
+else
+	report fail "compare: a planted 20% slowdown is a regression, exit 1" "exit $rc: $(tail -3 "$tmp/out") $(cat "$tmp/err")"
+fi
+expect_output "compare: the same slowdown under a 25% threshold passes" "0 REGRESSION" compare --threshold 25 "$tmp/cmp.csv" "$tmp/slow.csv"
+expect_output "compare: the other way round it is faster" "2 faster" compare "$tmp/slow.csv" "$tmp/cmp.csv"
+expect_output "compare: cells the other file lacks are listed" "only in BASE" compare "$tmp/all.csv" "$tmp/two.csv"
+sed 's/pthread-[^,]*/Another GPU/' "$tmp/all.csv" >"$tmp/other-device.csv"
+expect_error "compare: another device is refused" 2 "timings do not compare across devices; --allow-device-change compares them anyway" compare "$tmp/all.csv" "$tmp/other-device.csv"
+expect_output "compare: unless allowed" "12 ok" compare --allow-device-change "$tmp/all.csv" "$tmp/other-device.csv"
+expect_error "compare: two files" 2 "compare takes two results files" compare "$tmp/all.csv"
+expect_error "compare: bad alpha" 2 "--alpha: invalid number '2'" compare --alpha 2 "$tmp/all.csv" "$tmp/all.csv"
 expect_error "run: bad variant" 2 "--variant: invalid variant list 'master,fast'" run --variant master,fast
 expect_error "run: measure past the steps" 2 "--measure: invalid range '2-9'" run --steps 7 --measure 2-9
 expect_error "run: a stage twice" 2 "--stage: stage 2 twice in '2,2'" run --stage 2,2

@@ -1,0 +1,142 @@
+/*
+ * compare: NEW.csv against BASE.csv (mb_compare) as a Markdown table and a
+ * one-line summary; exit 1 on a regression.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "mb_compare.h"
+#include "mb_err.h"
+
+struct side {
+	const char *path;
+	struct mb_csv_row *rows;
+	size_t nrows, ntables;
+	struct mb_table *tables;
+};
+
+static int load(struct side *s)
+{
+	int err;
+
+	if ((err = mb_csv_read(s->path, &s->rows, &s->nrows)))
+		return err;
+	if (!s->nrows)
+		return mb_bad_input("'%s' holds no results rows", s->path);
+	return mb_results_gather(s->rows, s->nrows, &s->tables, &s->ntables);
+}
+
+static void release(struct side *s)
+{
+	mb_results_release(s->tables, s->ntables);
+	free(s->rows);
+}
+
+/* Timings from another device or driver do not compare, unless asked. */
+static int same_device(const struct side *b, const struct side *n, bool allow)
+{
+	const struct mb_csv_row *x = b->rows, *y;
+	size_t i;
+
+	for (i = 0; i < n->nrows; i++) {
+		y = &n->rows[i];
+		if (strcmp(x->device, y->device) || strcmp(x->driver, y->driver)) {
+			if (allow)
+				return 0;
+			return mb_bad_input(
+				"'%s' ran on '%s' (driver %s), '%s' on '%s' (driver %s): "
+				"timings do not compare across devices; "
+				"--allow-device-change compares them anyway",
+				b->path, x->device, x->driver, n->path, y->device, y->driver);
+		}
+	}
+	return 0;
+}
+
+static void print_timing(const struct mb_timing *t, double alpha)
+{
+	if (!t->nbase || !t->nnew) {
+		printf(" - |");
+		return;
+	}
+	printf(" %.4g -> %.4g (%+.1f%%, p %.2g%s) |", t->base_s, t->new_s, t->change_pct, t->test.p,
+	       t->testable ? "" : "; too few samples to reach alpha");
+	(void)alpha;
+}
+
+static void print_row(const struct mb_compared *c, double alpha)
+{
+	const struct mb_cell *any = c->new_ ? c->new_ : c->base;
+	const char *others = "";
+	int k;
+
+	printf("| %u | %s |", any->stage, any->variant);
+	if (!c->base || !c->new_) {
+		printf(" only in %s | | | unmatched |\n", c->base ? "BASE" : "NEW");
+		return;
+	}
+	if (!c->new_->nruns || !c->base->nruns) {
+		printf(" failed in %s%s | | | %s |\n", c->new_->nruns ? "BASE" : "NEW",
+		       c->new_->failed && !c->new_->nruns ? c->new_->failed->reason : "",
+		       mb_verdict_names[c->verdict]);
+		return;
+	}
+	print_timing(&c->timing[0], alpha);
+	print_timing(&c->timing[1], alpha);
+	/* the phases only when they moved */
+	printf(" ");
+	for (k = 2; k < MB_COMPARE_TIMINGS; k++)
+		if (c->timing[k].verdict == MB_REGRESSION || c->timing[k].verdict == MB_SLOWER) {
+			printf("%s%s %+.0f%% (%s)", others, c->timing[k].name,
+			       c->timing[k].change_pct, mb_verdict_names[c->timing[k].verdict]);
+			others = "; ";
+		}
+	if (c->changed[0])
+		printf("%s%s", others, c->changed);
+	printf(" | %s |\n", mb_verdict_names[c->verdict]);
+}
+
+int mb_cmd_compare(const struct mb_args *args)
+{
+	struct mb_compare_settings s = { .alpha = args->alpha, .threshold_pct = args->threshold };
+	struct side base = { 0 }, new_ = { 0 };
+	size_t n = 0, i, count[5] = { 0 }, unmatched = 0;
+	struct mb_compared *c = NULL;
+	int err;
+
+	if (args->nfiles != 2)
+		return mb_bad_input("compare takes two results files: muonbench compare BASE.csv "
+				    "NEW.csv");
+	base.path = args->files[0];
+	new_.path = args->files[1];
+	if ((err = load(&base)) || (err = load(&new_)) ||
+	    (err = same_device(&base, &new_, args->allow_device_change)) ||
+	    (err = mb_compare(base.tables, base.ntables, new_.tables, new_.ntables, &s, &c, &n)))
+		goto out;
+	printf("# %s against %s\n\nMedians, base -> new; two-sided Mann-Whitney U; alpha %g, "
+	       "threshold %g%%.\n\n",
+	       new_.path, base.path, s.alpha, s.threshold_pct);
+	printf("| ZeRO | Variant | iteration (s) | Muon apply (s) | other changes | verdict |\n"
+	       "|---|---|---|---|---|---|\n");
+	for (i = 0; i < n; i++) {
+		print_row(&c[i], s.alpha);
+		if (!c[i].base || !c[i].new_)
+			unmatched++;
+		else
+			count[c[i].verdict]++;
+	}
+	printf("\ncompare: %zu cells matched: %zu ok, %zu faster, %zu slower, %zu changed, %zu "
+	       "REGRESSION; %zu unmatched\n",
+	       n - unmatched, count[MB_SAME], count[MB_FASTER], count[MB_SLOWER], count[MB_CHANGED],
+	       count[MB_REGRESSION], unmatched);
+	if (count[MB_REGRESSION])
+		err = mb_fail("%zu regression(s) against '%s'", count[MB_REGRESSION], base.path);
+out:
+	free(c);
+	release(&base);
+	release(&new_);
+	return err;
+}

@@ -1,0 +1,205 @@
+/*
+ * mb_compare: matching cells, testing timings, diffing the exact figures.
+ */
+#include "mb_compare.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_err.h"
+
+const char *const mb_verdict_names[] = { "ok", "faster", "slower", "changed", "REGRESSION" };
+
+/* Whether two tables ran the same model with the same knobs. */
+static bool same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b)
+{
+	return !strcmp(a->model, b->model) && a->layers == b->layers &&
+	       a->params_total == b->params_total && a->steps == b->steps &&
+	       a->measure_first == b->measure_first && a->measure_last == b->measure_last &&
+	       a->gather_budget_bytes == b->gather_budget_bytes &&
+	       a->sub_group_size_elems == b->sub_group_size_elems &&
+	       !strcmp(a->pin_memory, b->pin_memory) &&
+	       !strcmp(a->writeback_dep, b->writeback_dep) && !strcmp(a->fwd_bwd, b->fwd_bwd) &&
+	       a->seq == b->seq && a->micro_batch == b->micro_batch && a->seed == b->seed &&
+	       a->resume_at == b->resume_at;
+}
+
+/* The samples of timing K of cell C into V (room for MB_CSV_STEPS_MAX x runs). */
+static size_t samples(const struct mb_cell *c, int k, double *v)
+{
+	size_t n = 0, i, s;
+
+	for (i = 0; i < c->nruns; i++) {
+		const struct mb_csv_row *r = c->runs[i];
+		const double per_run[] = { r->forward_s, r->backward_s, r->h2d_s,	r->ns_s,
+					   r->d2h_s,	 r->host_opt_s, r->params_h2d_s };
+
+		if (k >= 2) {
+			if (!isnan(per_run[k - 2]))
+				v[n++] = per_run[k - 2];
+			continue;
+		}
+		/* iteration and apply: every measured step of every run */
+		for (s = r->measure_first; s <= r->measure_last && s <= r->nsamples; s++)
+			v[n++] = (k ? r->apply_samples_s : r->iter_samples_s)[s - 1];
+	}
+	return n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+	if (!n)
+		return NAN;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int test_timing(const struct mb_cell *b, const struct mb_cell *n, int k,
+		       const struct mb_compare_settings *s, struct mb_timing *t, double *vb,
+		       double *vn)
+{
+	static const char *const names[MB_COMPARE_TIMINGS] = {
+		"iteration", "apply", "forward",  "backward",  "h2d",
+		"ns",	     "d2h",   "host_opt", "params_h2d"
+	};
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	t->name = names[k];
+	t->nbase = samples(b, k, vb);
+	t->nnew = samples(n, k, vn);
+	if (!t->nbase || !t->nnew)
+		return 0;
+	if ((err = mb_mann_whitney(vn, t->nnew, vb, t->nbase, &t->test)))
+		return err;
+	t->base_s = median(vb, t->nbase);
+	t->new_s = median(vn, t->nnew);
+	t->change_pct = t->base_s > 0 ? 100 * (t->new_s - t->base_s) / t->base_s : 0;
+	t->testable = t->test.p_min < s->alpha;
+	if (t->test.p < s->alpha && t->change_pct > s->threshold_pct)
+		t->verdict = MB_REGRESSION;
+	else if (t->test.p < s->alpha && t->change_pct < -s->threshold_pct)
+		t->verdict = MB_FASTER;
+	else if (t->change_pct > s->threshold_pct)
+		t->verdict = MB_SLOWER;
+	return 0;
+}
+
+static void differs(struct mb_compared *c, const char *what, unsigned long long a,
+		    unsigned long long b)
+{
+	size_t used = strlen(c->changed);
+
+	if (a == b)
+		return;
+	snprintf(c->changed + used, sizeof(c->changed) - used, "%s%s %llu -> %llu",
+		 used ? "; " : "", what, a, b);
+}
+
+static void exact_figures(struct mb_compared *c)
+{
+	const struct mb_cell *b = c->base, *n = c->new_;
+	const struct mb_csv_row *rb = b->runs[0], *rn = n->runs[0];
+	size_t used;
+
+	differs(c, "params_total", rb->params_total, rn->params_total);
+	differs(c, "plan_peak_step_bytes", rb->plan_peak_step_bytes, rn->plan_peak_step_bytes);
+	differs(c, "peak_device_bytes", b->peak_bytes, n->peak_bytes);
+	differs(c, "peak_step_bytes", b->peak_step_bytes, n->peak_step_bytes);
+	if (strcmp(rb->checksum, rn->checksum)) {
+		used = strlen(c->changed);
+		snprintf(c->changed + used, sizeof(c->changed) - used, "%schecksum %s -> %s",
+			 used ? "; " : "", rb->checksum, rn->checksum);
+	}
+	if (c->changed[0] && c->verdict < MB_CHANGED)
+		c->verdict = MB_CHANGED;
+	if (n->peak_bytes > b->peak_bytes || n->peak_step_bytes > b->peak_step_bytes)
+		c->verdict = MB_REGRESSION;
+}
+
+static int compare_cell(struct mb_compared *c, const struct mb_compare_settings *s)
+{
+	size_t room = MB_CSV_STEPS_MAX *
+		      (c->base->nruns > c->new_->nruns ? c->base->nruns : c->new_->nruns);
+	double *vb = malloc(room * sizeof(double)), *vn = malloc(room * sizeof(double));
+	int k, err = 0;
+
+	if (!vb || !vn)
+		err = mb_fail("out of host memory comparing results");
+	for (k = 0; k < MB_COMPARE_TIMINGS && !err; k++) {
+		err = test_timing(c->base, c->new_, k, s, &c->timing[k], vb, vn);
+		/* verdicts are ordered by severity: the cell takes the worst */
+		if (c->timing[k].verdict > c->verdict)
+			c->verdict = c->timing[k].verdict;
+	}
+	free(vb);
+	free(vn);
+	if (!err)
+		exact_figures(c);
+	return err;
+}
+
+static int push(struct mb_compared **out, size_t *n, const struct mb_table *t,
+		const struct mb_cell *b, const struct mb_cell *nw)
+{
+	struct mb_compared *grown = realloc(*out, (*n + 1) * sizeof(**out));
+
+	if (!grown)
+		return mb_fail("out of host memory comparing results");
+	*out = grown;
+	memset(&grown[*n], 0, sizeof(grown[*n]));
+	grown[*n].table = t;
+	grown[*n].base = b;
+	grown[*n].new_ = nw;
+	++*n;
+	return 0;
+}
+
+/* The cell of NEW's table T matching cell C of BASE, or NULL. */
+static const struct mb_cell *match(const struct mb_table *tables, size_t nt,
+				   const struct mb_table *t, const struct mb_cell *c)
+{
+	size_t k;
+
+	for (k = 0; k < nt; k++)
+		if (same_knobs(tables[k].first, t->first))
+			return mb_results_cell(&tables[k], c->stage, c->variant);
+	return NULL;
+}
+
+int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table *new_, size_t nnew,
+	       const struct mb_compare_settings *s, struct mb_compared **out, size_t *n)
+{
+	size_t k, i;
+	int err = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (k = 0; k < nnew && !err; k++)
+		for (i = 0; i < new_[k].ncells && !err; i++) {
+			const struct mb_cell *nc = &new_[k].cells[i];
+			const struct mb_cell *bc = match(base, nbase, &new_[k], nc);
+
+			if ((err = push(out, n, &new_[k], bc, nc)))
+				break;
+			if (bc && bc->nruns && nc->nruns)
+				err = compare_cell(&(*out)[*n - 1], s);
+			else if (bc && bc->nruns) /* ran before, fails now */
+				(*out)[*n - 1].verdict = MB_REGRESSION;
+		}
+	/* baseline cells that the new file lacks */
+	for (k = 0; k < nbase && !err; k++)
+		for (i = 0; i < base[k].ncells && !err; i++)
+			if (!match(new_, nnew, &base[k], &base[k].cells[i]))
+				err = push(out, n, &base[k], &base[k].cells[i], NULL);
+	return err;
+}

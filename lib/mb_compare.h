@@ -1,0 +1,58 @@
+/*
+ * mb_compare: a new results file against a baseline, cell by cell, as a CI
+ * gate.
+ *
+ * Cells are matched by model, stage, variant and every knob. Timings (the
+ * iteration and the apply over the per-step samples of the measured steps,
+ * each phase over the runs' means) are compared by their medians and a
+ * two-sided Mann-Whitney U test: a regression is a slowdown that is both
+ * significant (p < alpha) and larger than the threshold. Deterministic
+ * figures (parameter counts, the plan's peak, the ledger's peaks, the
+ * checksum) are compared exactly; any difference is reported, and a rise in
+ * peak device memory is a regression.
+ */
+#ifndef MB_COMPARE_H
+#define MB_COMPARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "mb_results.h"
+#include "mb_stats.h"
+
+enum mb_verdict { MB_SAME, MB_FASTER, MB_SLOWER, MB_CHANGED, MB_REGRESSION };
+
+extern const char *const mb_verdict_names[]; /* ok, faster, slower, changed, REGRESSION */
+
+struct mb_compare_settings {
+	double alpha;	      /* significance */
+	double threshold_pct; /* smallest slowdown that counts */
+};
+
+#define MB_COMPARE_TIMINGS 9
+
+struct mb_timing {
+	const char *name;		  /* "iteration", "apply", "h2d", ... */
+	double base_s, new_s, change_pct; /* medians */
+	size_t nbase, nnew;
+	struct mb_mwu test;
+	bool testable; /* the sample sizes can reach alpha */
+	enum mb_verdict verdict;
+};
+
+struct mb_compared {
+	const struct mb_cell *base, *new_; /* either NULL: unmatched */
+	const struct mb_table *table;	   /* of new_, or of base when new_ is NULL */
+	struct mb_timing timing[MB_COMPARE_TIMINGS];
+	char changed[512];	 /* the deterministic figures that differ, "" if none */
+	enum mb_verdict verdict; /* the worst of its figures */
+};
+
+/*
+ * Compare the cells of NEW against BASE (tables from mb_results_gather)
+ * into *out (an array of *n, freed by the caller).
+ */
+int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table *new_, size_t nnew,
+	       const struct mb_compare_settings *s, struct mb_compared **out, size_t *n);
+
+#endif
