@@ -4,6 +4,7 @@
 #   make run        the main job
 #   make test       build and run the tests
 #   make bench      time Newton-Schulz on the device (muonbench ns)
+#   make baseline   write results/baseline-tiny.csv anew (CI compares against it)
 #   make asan       the tests under AddressSanitizer and UBSan (in build-asan/)
 #   make install    PREFIX=/usr/local DESTDIR= (binary and man page)
 #   make man        the man page, written from the binary's own --help
@@ -90,8 +91,18 @@ run: $(BIN)
 bench: $(BIN)
 	$(BIN) ns
 
+# The committed baseline that CI checks (see README, "The baseline"): the tiny
+# model, one layer, every stage and variant; `make baseline` writes it anew.
+BASELINE = results/baseline-tiny.csv
+BASELINE_ARGS = --model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --stage 1,2,3 \
+		--variant all --runs 1 --steps 6
+
+baseline: $(BIN)
+	rm -f $(BASELINE)
+	$(BIN) run $(BASELINE_ARGS) --out $(BASELINE)
+
 test: $(BIN) $(TESTS)
-	@tests/run.sh $(BIN) $(TESTS)
+	@BASELINE="$(BASELINE)" BASELINE_ARGS="$(BASELINE_ARGS)" tests/run.sh $(BIN) $(TESTS)
 
 ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	     -fno-sanitize-recover=all
@@ -110,6 +121,6 @@ clean:
 	rm -rf build build-asan
 
 FORCE:
-.PHONY: all deps man run bench test asan install uninstall clean FORCE
+.PHONY: all deps man run bench baseline test asan install uninstall clean FORCE
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -101,7 +101,9 @@ static void print_row(const struct mb_compared *c, double alpha)
 
 int mb_cmd_compare(const struct mb_args *args)
 {
-	struct mb_compare_settings s = { .alpha = args->alpha, .threshold_pct = args->threshold };
+	struct mb_compare_settings s = { .alpha = args->alpha,
+					 .threshold_pct = args->threshold,
+					 .ratios = args->ratios };
 	struct side base = { 0 }, new_ = { 0 };
 	size_t n = 0, i, count[5] = { 0 }, unmatched = 0;
 	struct mb_compared *c = NULL;
@@ -116,9 +118,12 @@ int mb_cmd_compare(const struct mb_args *args)
 	    (err = same_device(&base, &new_, args->allow_device_change)) ||
 	    (err = mb_compare(base.tables, base.ntables, new_.tables, new_.ntables, &s, &c, &n)))
 		goto out;
-	printf("# %s against %s\n\nMedians, base -> new; two-sided Mann-Whitney U; alpha %g, "
+	printf("# %s against %s\n\n%s, base -> new; two-sided Mann-Whitney U; alpha %g, "
 	       "threshold %g%%.\n\n",
-	       new_.path, base.path, s.alpha, s.threshold_pct);
+	       new_.path, base.path,
+	       s.ratios ? "Medians of each timing over master's median in its own file and stage"
+			: "Medians",
+	       s.alpha, s.threshold_pct);
 	printf("| ZeRO | Variant | iteration (s) | Muon apply (s) | other changes | verdict |\n"
 	       "|---|---|---|---|---|---|\n");
 	for (i = 0; i < n; i++) {
@@ -134,6 +139,11 @@ int mb_cmd_compare(const struct mb_args *args)
 	       count[MB_REGRESSION], unmatched);
 	if (count[MB_REGRESSION])
 		err = mb_fail("%zu regression(s) against '%s'", count[MB_REGRESSION], base.path);
+	else if (args->exact && count[MB_CHANGED])
+		err = mb_fail("%zu cell(s) changed an exact figure against '%s' (--exact)",
+			      count[MB_CHANGED], base.path);
+	else if (args->exact && unmatched)
+		err = mb_fail("%zu cell(s) unmatched against '%s' (--exact)", unmatched, base.path);
 out:
 	free(c);
 	release(&base);

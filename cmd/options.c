@@ -113,6 +113,12 @@ static const struct option options[] = {
 	  "significance of the Mann-Whitney test for a timing to count as changed" },
 	{ "threshold", "PCT", REAL, AT(threshold), "5", 0, 1000, NULL, ON(MB_CMD_COMPARE),
 	  "the smallest slowdown, in percent of the baseline's median, that is a regression" },
+	{ "ratios", NULL, FLAG, AT(ratios), NULL, 0, 0, NULL, ON(MB_CMD_COMPARE),
+	  "compare each timing as a ratio to master's median in the same file and stage "
+	  "(what survives a slower or busier machine)" },
+	{ "exact", NULL, FLAG, AT(exact), NULL, 0, 0, NULL, ON(MB_CMD_COMPARE),
+	  "a changed exact figure (peak memory, checksum, plan) fails too, as a regression "
+	  "does" },
 	{ "allow-device-change", NULL, FLAG, AT(allow_device_change), NULL, 0, 0, NULL,
 	  ON(MB_CMD_COMPARE), "compare results from different devices or drivers" },
 	{ "help", NULL, FLAG, AT(help), NULL, 0, 0, NULL, ALL, "print this help and exit" },

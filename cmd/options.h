@@ -55,7 +55,7 @@ struct mb_args {
 	bool verify;
 
 	double alpha, threshold; /* compare: significance, and the smallest slowdown in % */
-	bool allow_device_change;
+	bool allow_device_change, ratios, exact;
 
 	char **files; /* report, compare: the results files, in argv */
 	int nfiles;

@@ -27,7 +27,7 @@ static bool same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b)
 }
 
 /* The samples of timing K of cell C into V (room for MB_CSV_STEPS_MAX x runs). */
-static size_t samples(const struct mb_cell *c, int k, double *v)
+static size_t raw_samples(const struct mb_cell *c, int k, double *v)
 {
 	size_t n = 0, i, s;
 
@@ -48,6 +48,31 @@ static size_t samples(const struct mb_cell *c, int k, double *v)
 	return n;
 }
 
+static double median(double *v, size_t n);
+
+/* The samples, divided by master's median in table T when RATIOS asks so. */
+static size_t samples(const struct mb_table *t, const struct mb_cell *c, int k, bool ratios,
+		      double *v)
+{
+	const struct mb_cell *master = ratios ? mb_results_cell(t, c->stage, "master") : NULL;
+	size_t n = raw_samples(c, k, v), i, nm;
+	double m, *w;
+
+	if (!ratios)
+		return n;
+	if (!master || !master->nruns)
+		return 0; /* no base for a ratio */
+	w = malloc(MB_CSV_STEPS_MAX * master->nruns * sizeof(*w));
+	if (!w)
+		return 0;
+	nm = raw_samples(master, k, w);
+	m = median(w, nm);
+	free(w);
+	for (i = 0; i < n; i++)
+		v[i] = m > 0 ? v[i] / m : NAN;
+	return m > 0 ? n : 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -63,9 +88,8 @@ static double median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static int test_timing(const struct mb_cell *b, const struct mb_cell *n, int k,
-		       const struct mb_compare_settings *s, struct mb_timing *t, double *vb,
-		       double *vn)
+static int test_timing(const struct mb_compared *c, int k, const struct mb_compare_settings *s,
+		       struct mb_timing *t, double *vb, double *vn)
 {
 	static const char *const names[MB_COMPARE_TIMINGS] = {
 		"iteration", "apply", "forward",  "backward",  "h2d",
@@ -75,8 +99,8 @@ static int test_timing(const struct mb_cell *b, const struct mb_cell *n, int k,
 
 	memset(t, 0, sizeof(*t));
 	t->name = names[k];
-	t->nbase = samples(b, k, vb);
-	t->nnew = samples(n, k, vn);
+	t->nbase = samples(c->base_table, c->base, k, s->ratios, vb);
+	t->nnew = samples(c->new_table, c->new_, k, s->ratios, vn);
 	if (!t->nbase || !t->nnew)
 		return 0;
 	if ((err = mb_mann_whitney(vn, t->nnew, vb, t->nbase, &t->test)))
@@ -136,7 +160,7 @@ static int compare_cell(struct mb_compared *c, const struct mb_compare_settings 
 	if (!vb || !vn)
 		err = mb_fail("out of host memory comparing results");
 	for (k = 0; k < MB_COMPARE_TIMINGS && !err; k++) {
-		err = test_timing(c->base, c->new_, k, s, &c->timing[k], vb, vn);
+		err = test_timing(c, k, s, &c->timing[k], vb, vn);
 		/* verdicts are ordered by severity: the cell takes the worst */
 		if (c->timing[k].verdict > c->verdict)
 			c->verdict = c->timing[k].verdict;
@@ -148,8 +172,8 @@ static int compare_cell(struct mb_compared *c, const struct mb_compare_settings 
 	return err;
 }
 
-static int push(struct mb_compared **out, size_t *n, const struct mb_table *t,
-		const struct mb_cell *b, const struct mb_cell *nw)
+static int push(struct mb_compared **out, size_t *n, const struct mb_table *bt,
+		const struct mb_cell *b, const struct mb_table *nt, const struct mb_cell *nw)
 {
 	struct mb_compared *grown = realloc(*out, (*n + 1) * sizeof(**out));
 
@@ -157,28 +181,34 @@ static int push(struct mb_compared **out, size_t *n, const struct mb_table *t,
 		return mb_fail("out of host memory comparing results");
 	*out = grown;
 	memset(&grown[*n], 0, sizeof(grown[*n]));
-	grown[*n].table = t;
+	grown[*n].base_table = bt;
+	grown[*n].new_table = nt;
 	grown[*n].base = b;
 	grown[*n].new_ = nw;
 	++*n;
 	return 0;
 }
 
-/* The cell of NEW's table T matching cell C of BASE, or NULL. */
+/* The cell of TABLES matching cell C of table T (and its table), or NULL. */
 static const struct mb_cell *match(const struct mb_table *tables, size_t nt,
-				   const struct mb_table *t, const struct mb_cell *c)
+				   const struct mb_table *t, const struct mb_cell *c,
+				   const struct mb_table **in)
 {
 	size_t k;
 
 	for (k = 0; k < nt; k++)
-		if (same_knobs(tables[k].first, t->first))
+		if (same_knobs(tables[k].first, t->first)) {
+			*in = &tables[k];
 			return mb_results_cell(&tables[k], c->stage, c->variant);
+		}
+	*in = NULL;
 	return NULL;
 }
 
 int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table *new_, size_t nnew,
 	       const struct mb_compare_settings *s, struct mb_compared **out, size_t *n)
 {
+	const struct mb_table *bt;
 	size_t k, i;
 	int err = 0;
 
@@ -187,9 +217,9 @@ int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table 
 	for (k = 0; k < nnew && !err; k++)
 		for (i = 0; i < new_[k].ncells && !err; i++) {
 			const struct mb_cell *nc = &new_[k].cells[i];
-			const struct mb_cell *bc = match(base, nbase, &new_[k], nc);
+			const struct mb_cell *bc = match(base, nbase, &new_[k], nc, &bt);
 
-			if ((err = push(out, n, &new_[k], bc, nc)))
+			if ((err = push(out, n, bt, bc, &new_[k], nc)))
 				break;
 			if (bc && bc->nruns && nc->nruns)
 				err = compare_cell(&(*out)[*n - 1], s);
@@ -199,7 +229,7 @@ int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table 
 	/* baseline cells that the new file lacks */
 	for (k = 0; k < nbase && !err; k++)
 		for (i = 0; i < base[k].ncells && !err; i++)
-			if (!match(new_, nnew, &base[k], &base[k].cells[i]))
-				err = push(out, n, &base[k], &base[k].cells[i], NULL);
+			if (!match(new_, nnew, &base[k], &base[k].cells[i], &bt))
+				err = push(out, n, &base[k], &base[k].cells[i], NULL, NULL);
 	return err;
 }

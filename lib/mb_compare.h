@@ -10,6 +10,10 @@
  * figures (parameter counts, the plan's peak, the ledger's peaks, the
  * checksum) are compared exactly; any difference is reported, and a rise in
  * peak device memory is a regression.
+ *
+ * With ratios on, every timing is first divided by the median of master's in
+ * the same file and stage: what is compared is each variant against master
+ * measured in the same run, which survives a slower or busier machine.
  */
 #ifndef MB_COMPARE_H
 #define MB_COMPARE_H
@@ -27,6 +31,7 @@ extern const char *const mb_verdict_names[]; /* ok, faster, slower, changed, REG
 struct mb_compare_settings {
 	double alpha;	      /* significance */
 	double threshold_pct; /* smallest slowdown that counts */
+	bool ratios;	      /* timings as ratios to master's median of the same file and stage */
 };
 
 #define MB_COMPARE_TIMINGS 9
@@ -41,8 +46,8 @@ struct mb_timing {
 };
 
 struct mb_compared {
-	const struct mb_cell *base, *new_; /* either NULL: unmatched */
-	const struct mb_table *table;	   /* of new_, or of base when new_ is NULL */
+	const struct mb_cell *base, *new_;	       /* either NULL: unmatched */
+	const struct mb_table *base_table, *new_table; /* theirs */
 	struct mb_timing timing[MB_COMPARE_TIMINGS];
 	char changed[512];	 /* the deterministic figures that differ, "" if none */
 	enum mb_verdict verdict; /* the worst of its figures */

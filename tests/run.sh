@@ -9,9 +9,13 @@ for t in "$@"; do
 	"$t" || failed="$failed $(basename "$t")"
 done
 tests/cli.sh "$bin" || failed="$failed cli.sh"
+if [ -n "${BASELINE:-}" ]; then
+	# shellcheck disable=SC2086 # the arguments are a list
+	tests/baseline.sh "$bin" "$BASELINE" $BASELINE_ARGS || failed="$failed baseline.sh"
+fi
 echo
 if [ -n "$failed" ]; then
 	echo "TESTS FAILED:$failed"
 	exit 1
 fi
-echo "all tests passed ($# unit test programs and cli.sh)"
+echo "all tests passed ($# unit test programs, cli.sh${BASELINE:+ and baseline.sh})"
