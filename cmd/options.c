@@ -76,6 +76,8 @@ static const struct option options[] = {
 	{ "resume-at", "K", COUNT, AT(resume_at), NULL, 1, 1000, NULL, ON(MB_CMD_RUN),
 	  "after step K, save the optimizer state and load it back into new pageable "
 	  "buffers, as a checkpoint load does" },
+	{ "quiet", NULL, FLAG, AT(quiet), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
+	  "no progress on stderr (the progress line shows only on a terminal anyway)" },
 	{ "cpus", "LIST", TEXT, AT(cpus), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
 	  "run on these CPUs, as numactl -C LIST (default: as inherited)" },
 	{ "membind", "NODES", TEXT, AT(membind), NULL, 0, 0, NULL, ON(MB_CMD_RUN),

@@ -49,6 +49,7 @@ struct mb_args {
 	uint64_t seq, micro_batch;
 	const char *fwd_bwd; /* on|off */
 	const char *cpus, *membind, *out;
+	bool quiet;
 
 	const char *shapes; /* ns */
 	uint64_t batch, reps;

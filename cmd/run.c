@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "mb_clock.h"
 #include "mb_err.h"
 #include "mb_host.h"
 #include "mb_num.h"
@@ -42,6 +43,10 @@ struct grid {
 	char out[4096];
 	bool out_existed; /* else an empty one is removed if nothing could run */
 	unsigned failed, interrupted, checked, mismatched;
+	bool tty; /* the progress line: stderr is a terminal and not --quiet */
+	double started_s;
+	unsigned long steps_total, steps_done;
+	unsigned cell_stage, cell_variant, cell_run;
 	uint64_t checksum; /* of the first ok run */
 	bool have_checksum;
 };
@@ -201,6 +206,29 @@ static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
 	memcpy(row->apply_samples_s, r->apply_s, r->steps_done * sizeof(double));
 }
 
+/* The progress line: where the grid is, how long it took, how long is left. */
+static void on_step(void *ctx, unsigned step)
+{
+	struct grid *g = ctx;
+	double elapsed = mb_now_s() - g->started_s, left;
+
+	g->steps_done++;
+	if (!g->tty)
+		return;
+	left = elapsed / (double)g->steps_done * (double)(g->steps_total - g->steps_done);
+	fprintf(stderr,
+		"\r\033[Kstage %u %s, run %u/%llu, step %u/%u; %.0f s elapsed, about %.0f s "
+		"left",
+		g->cell_stage, mb_variant_names[g->cell_variant], g->cell_run,
+		(unsigned long long)g->args->runs, step, g->run.steps, elapsed, left);
+}
+
+static void clear_progress(const struct grid *g)
+{
+	if (g->tty)
+		fprintf(stderr, "\r\033[K");
+}
+
 /* The self-checks of an ok run: same final state as every other, peak as planned. */
 static void check(struct grid *g, const struct mb_run_result *r)
 {
@@ -237,7 +265,9 @@ static int run_cell(struct grid *g, struct cell *c)
 		return mb_fail("out of host memory for a results row");
 	}
 	for (i = 0; i < g->args->runs && !stop && !err; i++) {
+		g->cell_run = i + 1;
 		run_err = mb_run_once(&g->model, &g->run, &g->cl, &stop, r);
+		clear_progress(g);
 		fill_meta(g, row);
 		row->run = i + 1;
 		fill_results(row, r);
@@ -261,10 +291,12 @@ static int run_cell(struct grid *g, struct cell *c)
 			c->peak = r->peak_bytes;
 			c->ok++;
 			check(g, r);
-			fprintf(stderr,
-				"stage %u %-7s run %u/%llu: iteration %.4f s, apply %.4f s\n",
-				c->stage, mb_variant_names[c->variant], i + 1,
-				(unsigned long long)g->args->runs, r->iter_mean_s, r->apply_mean_s);
+			if (!g->args->quiet)
+				fprintf(stderr,
+					"stage %u %-7s run %u/%llu: iteration %.4f s, apply %.4f s\n",
+					c->stage, mb_variant_names[c->variant], i + 1,
+					(unsigned long long)g->args->runs, r->iter_mean_s,
+					r->apply_mean_s);
 		}
 		err = mb_csv_append(g->out, row);
 		if (run_err)
@@ -396,8 +428,8 @@ static int run_grid(struct grid *g, struct cell *cells, size_t *n)
 			struct cell *c = &cells[(*n)++];
 
 			memset(c, 0, sizeof(*c));
-			c->stage = g->stages[si];
-			c->variant = g->variants[vi];
+			c->stage = g->cell_stage = g->stages[si];
+			c->variant = g->cell_variant = g->variants[vi];
 			mb_setup_plan_settings(g->args, &g->run.step.plan);
 			g->run.step.plan.stage = c->stage;
 			g->run.step.variant = c->variant;
@@ -449,10 +481,16 @@ int mb_cmd_run(const struct mb_args *args)
 	g->run.step.seed = args->seed;
 	g->run.step.optim = optim;
 	g->run.step.fwd_bwd = !strcmp(args->fwd_bwd, "on");
+	g->run.on_step = on_step;
+	g->run.on_step_ctx = g;
+	g->tty = !args->quiet && isatty(STDERR_FILENO);
+	g->started_s = mb_now_s();
 	g->run.step.tokens = args->seq * args->micro_batch;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (!(err = setup(g))) {
+		g->steps_total =
+			(unsigned long)(g->nstages * g->nvariants * args->runs * args->steps);
 		err = run_grid(g, cells, &n);
 		print_table(g, cells, n);
 		if (!err)

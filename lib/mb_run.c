@@ -90,6 +90,8 @@ static int steps(struct mb_state *st, const struct mb_run_settings *s, volatile 
 		r->iter_s[i - 1] = t.iter_s;
 		r->apply_s[i - 1] = t.apply_s;
 		r->steps_done = i;
+		if (s->on_step)
+			s->on_step(s->on_step_ctx, i);
 		if (i >= s->measure_first && i <= s->measure_last) {
 			r->iter_mean_s += t.iter_s;
 			r->apply_mean_s += t.apply_s;

@@ -18,6 +18,8 @@ struct mb_run_settings {
 	unsigned steps, measure_first, measure_last; /* 1-based, inclusive */
 	unsigned resume_at;			     /* 0: never; else reload after this step */
 	uint64_t device_mem_limit;		     /* 0: none */
+	void (*on_step)(void *ctx, unsigned step);   /* after each step, if set */
+	void *on_step_ctx;
 };
 
 struct mb_run_result {

@@ -248,6 +248,26 @@ expect_error "compare: another device is refused" 2 "timings do not compare acro
 expect_output "compare: unless allowed" "12 ok" compare --allow-device-change "$tmp/all.csv" "$tmp/other-device.csv"
 expect_error "compare: two files" 2 "compare takes two results files" compare "$tmp/all.csv"
 expect_error "compare: bad alpha" 2 "--alpha: invalid number '2'" compare --alpha 2 "$tmp/all.csv" "$tmp/all.csv"
+"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master --runs 1 --steps 2 --quiet --out "$tmp/quiet.csv" >/dev/null 2>"$tmp/err"
+if [ ! -s "$tmp/err" ]; then
+	report ok "run: --quiet writes nothing to stderr"
+else
+	report fail "run: --quiet writes nothing to stderr" "$(cat "$tmp/err")"
+fi
+"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master --runs 1 --steps 2 --out "$tmp/notty.csv" >/dev/null 2>"$tmp/err"
+if ! grep -q "elapsed" "$tmp/err" && grep -q "run 1/1: iteration" "$tmp/err"; then
+	report ok "run: no progress line when stderr is not a terminal, one line a run"
+else
+	report fail "run: no progress line when stderr is not a terminal, one line a run" "$(cat "$tmp/err")"
+fi
+if command -v script >/dev/null 2>&1; then
+	script -qc "$bin run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master --runs 1 --steps 2 --out $tmp/tty.csv" /dev/null >"$tmp/tty" 2>&1
+	if grep -aq "step 2/2; .* elapsed, about .* left" "$tmp/tty"; then
+		report ok "run: a progress line on a terminal"
+	else
+		report fail "run: a progress line on a terminal" "$(tr '\r' '\n' <"$tmp/tty" | head -5)"
+	fi
+fi
 expect_error "run: bad variant" 2 "--variant: invalid variant list 'master,fast'" run --variant master,fast
 expect_error "run: measure past the steps" 2 "--measure: invalid range '2-9'" run --steps 7 --measure 2-9
 expect_error "run: a stage twice" 2 "--stage: stage 2 twice in '2,2'" run --stage 2,2
