@@ -123,6 +123,8 @@ static const struct option options[] = {
 	  "does" },
 	{ "allow-device-change", NULL, FLAG, AT(allow_device_change), NULL, 0, 0, NULL,
 	  ON(MB_CMD_COMPARE), "compare results from different devices or drivers" },
+	{ "o", "IMAGE", TEXT, AT(image), NULL, 0, 0, NULL, ON(MB_CMD_PLOT),
+	  "the chart to write: IMAGE.svg or IMAGE.png (with IMAGE.dat and IMAGE.gp beside)" },
 	{ "help", NULL, FLAG, AT(help), NULL, 0, 0, NULL, ALL, "print this help and exit" },
 	{ "version", NULL, FLAG, AT(version), NULL, 0, 0, NULL, ALL,
 	  "print the version and the git revision and exit" },
@@ -167,6 +169,11 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "figures (parameter counts, plan, peak device memory, checksum): any "
 			     "difference is reported, a rise in peak memory is a regression. "
 			     "Exits 1 on a regression, 2 on bad input." },
+	[MB_CMD_PLOT] = { "plot", "a chart of results files, drawn by gnuplot",
+			  "Draws grouped bars of iteration and Muon apply time per stage and "
+			  "variant, with the spread of the runs, and stacked bars of the apply's "
+			  "phases. The data and the gnuplot script are written beside the image, "
+			  "to edit and draw again." },
 	[MB_CMD_NS] = { "ns", "time Newton-Schulz on the device against its own GEMMs",
 			"Runs Newton-Schulz on fresh random matrices of each shape and prints "
 			"the median time over the reps with its min and max (device-"
@@ -270,6 +277,22 @@ static int parse_command(struct mb_args *args, int argc, char **argv, int *next)
 			    names);
 }
 
+static bool takes_files(enum mb_command c)
+{
+	return c == MB_CMD_REPORT || c == MB_CMD_COMPARE || c == MB_CMD_PLOT;
+}
+
+/* A results file named on the command line: they come together. */
+static int add_file(struct mb_args *args, char **argv, int i)
+{
+	if (!args->files)
+		args->files = argv + i;
+	if (args->files + args->nfiles != argv + i)
+		return mb_bad_input("give the files together, after the options: '%s'", argv[i]);
+	args->nfiles++;
+	return 0;
+}
+
 /* One "--name[=value]" at argv[*i]; consumes the value's word if separate. */
 static int parse_option(struct mb_args *args, int argc, char **argv, int *i)
 {
@@ -277,18 +300,13 @@ static int parse_option(struct mb_args *args, int argc, char **argv, int *i)
 	const struct option *o;
 	size_t len;
 
+	if (takes_files(args->command) && word[0] != '-')
+		return add_file(args, argv, *i);
 	if (!strcmp(word, "-h"))
 		name = "help";
-	else if ((args->command == MB_CMD_REPORT || args->command == MB_CMD_COMPARE) &&
-		 strncmp(word, "--", 2)) {
-		if (!args->files)
-			args->files = argv + *i;
-		if (args->files + args->nfiles != argv + *i)
-			return mb_bad_input("give the files together, after the options: '%s'",
-					    word);
-		args->nfiles++;
-		return 0;
-	} else if (strncmp(word, "--", 2) || !word[2])
+	else if (!strcmp(word, "-o") && args->command == MB_CMD_PLOT)
+		name = "o";
+	else if (strncmp(word, "--", 2) || !word[2])
 		return mb_bad_input("unexpected argument '%s' (options start with --; see "
 				    "muonbench %s --help)",
 				    word, commands[args->command].name);
@@ -402,6 +420,7 @@ void mb_print_help(FILE *out, enum mb_command command)
 	fprintf(out, "usage: muonbench %s [options]%s\n\n", c->name,
 		command == MB_CMD_REPORT    ? " FILE.csv..."
 		: command == MB_CMD_COMPARE ? " BASE.csv NEW.csv"
+		: command == MB_CMD_PLOT    ? " FILE.csv... -o IMAGE.svg"
 					    : "");
 	print_wrapped(out, 0, 0, c->description);
 	fprintf(out, "\noptions:\n");

@@ -20,6 +20,7 @@ enum mb_command {
 	MB_CMD_NS,
 	MB_CMD_REPORT,
 	MB_CMD_COMPARE,
+	MB_CMD_PLOT,
 	MB_NCOMMANDS
 };
 
@@ -58,7 +59,9 @@ struct mb_args {
 	double alpha, threshold; /* compare: significance, and the smallest slowdown in % */
 	bool allow_device_change, ratios, exact;
 
-	char **files; /* report, compare: the results files, in argv */
+	const char *image; /* plot: -o */
+
+	char **files; /* report, compare, plot: the results files, in argv */
 	int nfiles;
 
 	uint64_t given; /* bit i: option i of the table was on the command line */

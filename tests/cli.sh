@@ -268,6 +268,21 @@ if command -v script >/dev/null 2>&1; then
 		report fail "run: a progress line on a terminal" "$(tr '\r' '\n' <"$tmp/tty" | head -5)"
 	fi
 fi
+expect_output "plot: an SVG chart" "$tmp/chart.svg (data $tmp/chart.dat, script $tmp/chart.gp)" plot "$tmp/cmp.csv" -o "$tmp/chart.svg"
+if grep -q "<svg" "$tmp/chart.svg" && grep -q "ZeRO-2 both" "$tmp/chart.dat" && grep -q "set output '$tmp/chart.svg'" "$tmp/chart.gp"; then
+	report ok "plot: the image, its data and its gnuplot script"
+else
+	report fail "plot: the image, its data and its gnuplot script"
+fi
+expect_error "plot: an image it cannot draw" 2 "-o: the image must end in .svg or .png, got 'chart.pdf'" plot "$tmp/cmp.csv" -o chart.pdf
+expect_error "plot: tables are not pooled" 2 "these files hold 2 tables" plot "$tmp/cmp.csv" "$tmp/all.csv" -o "$tmp/x.svg"
+env PATH=/nonexistent "$bin" plot "$tmp/cmp.csv" -o "$tmp/nognuplot.svg" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "gnuplot is not installed (Debian: apt-get install gnuplot-nox)" "$tmp/err"; then
+	report ok "plot: a missing gnuplot is a clear error"
+else
+	report fail "plot: a missing gnuplot is a clear error" "exit $rc: $(cat "$tmp/err")"
+fi
 expect_error "run: bad variant" 2 "--variant: invalid variant list 'master,fast'" run --variant master,fast
 expect_error "run: measure past the steps" 2 "--measure: invalid range '2-9'" run --steps 7 --measure 2-9
 expect_error "run: a stage twice" 2 "--stage: stage 2 twice in '2,2'" run --stage 2,2

@@ -1,0 +1,163 @@
+/*
+ * plot: a chart of a results table, drawn by gnuplot. The data and the
+ * gnuplot script are written beside the image (IMAGE.dat, IMAGE.gp) so that
+ * the chart can be edited and drawn again with `gnuplot IMAGE.gp`.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "mb_err.h"
+#include "mb_results.h"
+
+/* "chart.svg" -> "chart" + SUFFIX into BUF. */
+static void beside(char *buf, size_t len, const char *image, const char *suffix)
+{
+	const char *dot = strrchr(image, '.'), *slash = strrchr(image, '/');
+	size_t n = dot && (!slash || dot > slash) ? (size_t)(dot - image) : strlen(image);
+
+	snprintf(buf, len, "%.*s%s", (int)n, image, suffix);
+}
+
+/* Min and max of the runs' iteration or apply means of C. */
+static void spread(const struct mb_cell *c, bool apply, double *lo, double *hi)
+{
+	size_t i;
+
+	*lo = *hi = apply ? c->apply_mean_s : c->iter_mean_s;
+	for (i = 0; i < c->nruns; i++) {
+		double v = apply ? c->runs[i]->apply_mean_s : c->runs[i]->iter_mean_s;
+
+		*lo = v < *lo ? v : *lo;
+		*hi = v > *hi ? v : *hi;
+	}
+}
+
+static int write_data(const char *path, const struct mb_table *t)
+{
+	double lo, hi, alo, ahi;
+	FILE *f = fopen(path, "w");
+	size_t i;
+
+	if (!f)
+		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
+	fprintf(f, "# cell iter iter_min iter_max apply apply_min apply_max h2d momentum ns "
+		   "d2h_exposed\n");
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+
+		if (!c->nruns)
+			continue;
+		spread(c, false, &lo, &hi);
+		spread(c, true, &alo, &ahi);
+		fprintf(f, "\"ZeRO-%u %s\" %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n",
+			c->stage, c->variant, c->iter_mean_s, lo, hi, c->apply_mean_s, alo, ahi,
+			c->phase.h2d_s, c->phase.momentum_s, c->phase.ns_s,
+			c->phase.d2h_s * (1 - c->phase.d2h_hidden_frac));
+	}
+	if (fclose(f))
+		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+static int write_script(const char *path, const char *data, const char *image,
+			const struct mb_table *t)
+{
+	const char *ext = strrchr(image, '.');
+	bool png = ext && !strcmp(ext, ".png");
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
+	fprintf(f, "# muonbench plot: edit and draw again with `gnuplot %s`\n", path);
+	fprintf(f, "set terminal %s size 1200,500\n", png ? "pngcairo" : "svg");
+	fprintf(f, "set output '%s'\n", image);
+	fprintf(f, "set multiplot layout 1,2 title \"%s on '%s' (%s)\"\n", t->first->model,
+		t->first->device, t->first->driver);
+	fprintf(f, "set style fill solid 0.7 border -1\nset grid ytics\nset ylabel 'seconds'\n"
+		   "set xtics rotate by -30 nomirror\nset key below\nset yrange [0:*]\n");
+	fprintf(f, "set title 'Iteration and Muon apply (mean of runs; bars: min-max)'\n");
+	fprintf(f, "set style data histograms\nset style histogram errorbars gap 2 lw 1\n");
+	fprintf(f,
+		"plot '%s' using 2:3:4:xtic(1) title 'iteration', '' using 5:6:7 title "
+		"'Muon apply'\n",
+		data);
+	fprintf(f, "set title 'Muon apply by phase (device time; writeback not hidden)'\n");
+	fprintf(f, "set style histogram rowstacked\nset boxwidth 0.6\n");
+	fprintf(f,
+		"plot '%s' using 8:xtic(1) title 'H2D', '' using 9 title 'momentum', '' "
+		"using 10 title 'Newton-Schulz', '' using 11 title 'D2H'\n",
+		data);
+	fprintf(f, "unset multiplot\n");
+	if (fclose(f))
+		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+/* Run gnuplot on SCRIPT; a missing gnuplot says which package brings it. */
+static int gnuplot(const char *script)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return mb_fail("cannot start gnuplot: %s", strerror(errno));
+	if (!pid) {
+		execlp("gnuplot", "gnuplot", script, (char *)NULL);
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return mb_fail("cannot wait for gnuplot: %s", strerror(errno));
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		return mb_bad_input("gnuplot is not installed (Debian: apt-get install "
+				    "gnuplot-nox); the script is '%s'",
+				    script);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return mb_fail("gnuplot failed on '%s'", script);
+	return 0;
+}
+
+int mb_cmd_plot(const struct mb_args *args)
+{
+	char data[4096], script[4096];
+	struct mb_csv_row *rows = NULL;
+	struct mb_table *tables = NULL;
+	size_t n = 0, nt = 0;
+	const char *ext;
+	int i, err = 0;
+
+	if (!args->nfiles)
+		return mb_bad_input("plot needs results files: muonbench plot FILE.csv... -o "
+				    "chart.svg");
+	ext = args->image ? strrchr(args->image, '.') : NULL;
+	if (!ext || (strcmp(ext, ".svg") && strcmp(ext, ".png")))
+		return mb_bad_input("-o: the image must end in .svg or .png, got '%s'",
+				    args->image ? args->image : "");
+	for (i = 0; i < args->nfiles && !err; i++)
+		err = mb_csv_read(args->files[i], &rows, &n);
+	if (!err && !n)
+		err = mb_bad_input("no rows to plot");
+	if (!err)
+		err = mb_results_gather(rows, n, &tables, &nt);
+	if (!err && nt > 1)
+		err = mb_bad_input("these files hold %zu tables (different devices, hosts, models "
+				   "or knobs; see muonbench report): plot one at a time",
+				   nt);
+	if (!err) {
+		beside(data, sizeof(data), args->image, ".dat");
+		beside(script, sizeof(script), args->image, ".gp");
+		if (!(err = write_data(data, &tables[0])) &&
+		    !(err = write_script(script, data, args->image, &tables[0])) &&
+		    !(err = gnuplot(script)))
+			printf("%s (data %s, script %s)\n", args->image, data, script);
+	}
+	mb_results_release(tables, nt);
+	free(rows);
+	return err;
+}
