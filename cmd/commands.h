@@ -5,6 +5,8 @@
 #ifndef MB_COMMANDS_H
 #define MB_COMMANDS_H
 
+#include <stddef.h>
+
 #include "options.h"
 
 int mb_cmd_run(const struct mb_args *args);
@@ -14,5 +16,9 @@ int mb_cmd_ns(const struct mb_args *args);
 int mb_cmd_report(const struct mb_args *args);
 int mb_cmd_compare(const struct mb_args *args);
 int mb_cmd_plot(const struct mb_args *args);
+
+/* The tables of report for N ROWS, in FORMAT (md, csv or json), to stdout. */
+struct mb_csv_row;
+int mb_report_rows(const struct mb_csv_row *rows, size_t n, const char *format);
 
 #endif

@@ -91,7 +91,7 @@ static const struct option options[] = {
 	{ "rank", "R", COUNT, AT(rank), "0", 0, (1u << 20) - 1, NULL, ON(MB_CMD_PLAN),
 	  "the rank planned, 0 to W-1" },
 	{ "format", "FMT", CHOICE, AT(format), "md", 0, 0, "md|csv|json",
-	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT),
+	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN),
 	  "output: Markdown tables, one CSV row or a JSON object" },
 	{ "shape", "RxC,...", TEXT, AT(shapes), "256x768,1024x1024,1024x3072", 0, 0, NULL,
 	  ON(MB_CMD_NS), "matrix shapes to orthogonalize" },

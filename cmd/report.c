@@ -269,11 +269,26 @@ static void print_flat(const struct mb_table *t, size_t nt, bool json)
 		printf("\n]\n");
 }
 
+int mb_report_rows(const struct mb_csv_row *rows, size_t n, const char *format)
+{
+	struct mb_table *tables;
+	size_t nt;
+	int err;
+
+	if ((err = mb_results_gather(rows, n, &tables, &nt)))
+		return err;
+	if (!strcmp(format, "md"))
+		print_md(tables, nt);
+	else
+		print_flat(tables, nt, !strcmp(format, "json"));
+	mb_results_release(tables, nt);
+	return 0;
+}
+
 int mb_cmd_report(const struct mb_args *args)
 {
 	struct mb_csv_row *rows = NULL;
-	struct mb_table *tables;
-	size_t n = 0, nt;
+	size_t n = 0;
 	int i, err = 0;
 
 	if (!args->nfiles)
@@ -283,13 +298,8 @@ int mb_cmd_report(const struct mb_args *args)
 	if (!err && !n)
 		err = mb_bad_input("no rows in %s",
 				   args->nfiles > 1 ? "these files" : args->files[0]);
-	if (!err && !(err = mb_results_gather(rows, n, &tables, &nt))) {
-		if (!strcmp(args->format, "md"))
-			print_md(tables, nt);
-		else
-			print_flat(tables, nt, !strcmp(args->format, "json"));
-		mb_results_release(tables, nt);
-	}
+	if (!err)
+		err = mb_report_rows(rows, n, args->format);
 	free(rows);
 	return err;
 }

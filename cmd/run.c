@@ -43,20 +43,13 @@ struct grid {
 	char out[4096];
 	bool out_existed; /* else an empty one is removed if nothing could run */
 	unsigned failed, interrupted, checked, mismatched;
+	size_t rows_written;
 	bool tty; /* the progress line: stderr is a terminal and not --quiet */
 	double started_s;
 	unsigned long steps_total, steps_done;
 	unsigned cell_stage, cell_variant, cell_run;
 	uint64_t checksum; /* of the first ok run */
 	bool have_checksum;
-};
-
-/* The results of one cell, for the table. */
-struct cell {
-	unsigned stage, variant, ok;
-	double iter[1000], apply[1000];
-	uint64_t peak;
-	bool failed;
 };
 
 static int parse_variants(struct grid *g)
@@ -252,7 +245,7 @@ static void check(struct grid *g, const struct mb_run_result *r)
 }
 
 /* Run R runs of the cell now in g->run; append a row for each. */
-static int run_cell(struct grid *g, struct cell *c)
+static int run_cell(struct grid *g)
 {
 	struct mb_csv_row *row = malloc(sizeof(*row));
 	struct mb_run_result *r = malloc(sizeof(*r));
@@ -274,9 +267,8 @@ static int run_cell(struct grid *g, struct cell *c)
 		if (run_err) {
 			snprintf(row->status, sizeof(row->status), "failed");
 			snprintf(row->reason, sizeof(row->reason), "%s", mb_errmsg());
-			fprintf(stderr, "muonbench: stage %u %s run %u failed: %s\n", c->stage,
-				mb_variant_names[c->variant], i + 1, mb_errmsg());
-			c->failed = true;
+			fprintf(stderr, "muonbench: stage %u %s run %u failed: %s\n", g->cell_stage,
+				mb_variant_names[g->cell_variant], i + 1, mb_errmsg());
 			g->failed++;
 		} else if (r->interrupted) {
 			snprintf(row->status, sizeof(row->status), "interrupted");
@@ -286,19 +278,16 @@ static int run_cell(struct grid *g, struct cell *c)
 			g->interrupted++;
 		} else {
 			snprintf(row->status, sizeof(row->status), "ok");
-			c->iter[c->ok] = r->iter_mean_s;
-			c->apply[c->ok] = r->apply_mean_s;
-			c->peak = r->peak_bytes;
-			c->ok++;
 			check(g, r);
 			if (!g->args->quiet)
 				fprintf(stderr,
 					"stage %u %-7s run %u/%llu: iteration %.4f s, apply %.4f s\n",
-					c->stage, mb_variant_names[c->variant], i + 1,
+					g->cell_stage, mb_variant_names[g->cell_variant], i + 1,
 					(unsigned long long)g->args->runs, r->iter_mean_s,
 					r->apply_mean_s);
 		}
-		err = mb_csv_append(g->out, row);
+		if (!(err = mb_csv_append(g->out, row)))
+			g->rows_written++;
 		if (run_err)
 			break; /* the other runs of a failed cell would fail alike */
 	}
@@ -307,64 +296,22 @@ static int run_cell(struct grid *g, struct cell *c)
 	return err;
 }
 
-static double mean(const double *v, unsigned n)
+/*
+ * The report of the rows this run wrote (the last ROWS of the file, which
+ * --out may have held before), in --format.
+ */
+static int report(const struct grid *g)
 {
-	double s = 0;
-	unsigned i;
+	struct mb_csv_row *rows = NULL;
+	size_t n = 0;
+	int err;
 
-	for (i = 0; i < n; i++)
-		s += v[i];
-	return n ? s / n : NAN;
-}
-
-static void print_change(double x, double base)
-{
-	if (isnan(base) || isnan(x) || base <= 0)
-		printf(" |");
-	else
-		printf(" %+.0f%% |", 100 * (x - base) / base);
-}
-
-static void print_table(const struct grid *g, const struct cell *cells, size_t n)
-{
-	const struct cell *base = NULL;
-	char peak[32];
-	size_t i;
-	unsigned k;
-
-	printf("# %s on '%s' (%s, driver %s)\n\n", g->model.name, g->cl.info.name,
-	       g->cl.info.platform_name, g->cl.info.driver);
-	printf("Steps %u-%u of %u per run; host %s (%s), CPUs %s, memory nodes %s (%s).\n\n",
-	       g->run.measure_first, g->run.measure_last, g->run.steps, g->host.name,
-	       g->host.cpu_model, g->host.cpus, g->host.mems, g->host.binding);
-	printf("| ZeRO | variant | iteration (s), runs | iteration mean | change | Muon apply mean "
-	       "| change | peak device memory |\n");
-	printf("|---|---|---|---:|---:|---:|---:|---:|\n");
-	for (i = 0; i < n; i++) {
-		const struct cell *c = &cells[i];
-
-		if (c->variant == MB_MASTER)
-			base = c->ok ? c : NULL;
-		else if (base && base->stage != c->stage)
-			base = NULL;
-		printf("| %u | %s | ", c->stage, mb_variant_names[c->variant]);
-		if (!c->ok) {
-			printf("%s | | | | | |\n", c->failed ? "failed" : "not run");
-			continue;
-		}
-		for (k = 0; k < c->ok; k++)
-			printf("%s%.4f", k ? " / " : "", c->iter[k]);
-		printf(" | %.4f |", mean(c->iter, c->ok));
-		print_change(mean(c->iter, c->ok), base ? mean(base->iter, base->ok) : NAN);
-		printf(" %.4f s |", mean(c->apply, c->ok));
-		print_change(mean(c->apply, c->ok), base ? mean(base->apply, base->ok) : NAN);
-		/* GiB with two decimals as the reference, below 1 GiB in smaller units */
-		if (c->peak >= 1ull << 30)
-			mb_fmt_gib(peak, sizeof(peak), c->peak);
-		else
-			mb_fmt_bytes_iec(peak, sizeof(peak), c->peak);
-		printf(" %s |\n", peak);
-	}
+	if (!g->rows_written)
+		return 0;
+	if (!(err = mb_csv_read(g->out, &rows, &n)) && n >= g->rows_written)
+		err = mb_report_rows(rows + n - g->rows_written, g->rows_written, g->args->format);
+	free(rows);
+	return err;
 }
 
 /* Every stage's plan, so that a bad budget is refused before any run. */
@@ -418,22 +365,19 @@ static int setup(struct grid *g)
 	return mb_cl_open(&g->cl, &sel);
 }
 
-static int run_grid(struct grid *g, struct cell *cells, size_t *n)
+static int run_grid(struct grid *g)
 {
 	size_t si, vi;
 	int err = 0;
 
 	for (si = 0; si < g->nstages && !err && !stop; si++) {
 		for (vi = 0; vi < g->nvariants && !err && !stop; vi++) {
-			struct cell *c = &cells[(*n)++];
-
-			memset(c, 0, sizeof(*c));
-			c->stage = g->cell_stage = g->stages[si];
-			c->variant = g->cell_variant = g->variants[vi];
+			g->cell_stage = g->stages[si];
+			g->cell_variant = g->variants[vi];
 			mb_setup_plan_settings(g->args, &g->run.step.plan);
-			g->run.step.plan.stage = c->stage;
-			g->run.step.variant = c->variant;
-			err = run_cell(g, c);
+			g->run.step.plan.stage = g->cell_stage;
+			g->run.step.variant = g->cell_variant;
+			err = run_cell(g);
 		}
 	}
 	return err;
@@ -441,13 +385,17 @@ static int run_grid(struct grid *g, struct cell *cells, size_t *n)
 
 static int verdict(const struct grid *g)
 {
-	printf("\nResults: %s\n", g->out);
+	/* after Markdown on stdout; with csv or json, stdout stays machine-read */
+	FILE *out = strcmp(g->args->format, "md") ? stderr : stdout;
+
+	fprintf(out, "\nResults: %s\n", g->out);
 	if (g->checked)
-		printf("Final state: %s over %u runs (checksum %016llx); step-phase peak %s the "
-		       "plan.\n",
-		       g->mismatched ? "MISMATCH" : "bitwise identical", g->checked,
-		       (unsigned long long)g->checksum,
-		       g->mismatched ? "checked against" : "as predicted by");
+		fprintf(out,
+			"Final state: %s over %u runs (checksum %016llx); step-phase peak %s the "
+			"plan.\n",
+			g->mismatched ? "MISMATCH" : "bitwise identical", g->checked,
+			(unsigned long long)g->checksum,
+			g->mismatched ? "checked against" : "as predicted by");
 	if (g->interrupted || stop)
 		return mb_fail("interrupted: the runs that finished are in '%s'", g->out);
 	if (g->mismatched)
@@ -462,16 +410,11 @@ int mb_cmd_run(const struct mb_args *args)
 {
 	struct mb_optim optim = MB_OPTIM_DEFAULTS;
 	struct grid *g = calloc(1, sizeof(*g));
-	struct cell *cells = calloc(3 * MB_NVARIANTS, sizeof(*cells));
 	struct stat st;
-	size_t n = 0;
 	int err;
 
-	if (!g || !cells) {
-		free(g);
-		free(cells);
+	if (!g)
 		return mb_fail("out of host memory");
-	}
 	g->args = args;
 	g->run.steps = (unsigned)args->steps;
 	g->run.resume_at = (unsigned)args->resume_at;
@@ -491,8 +434,9 @@ int mb_cmd_run(const struct mb_args *args)
 	if (!(err = setup(g))) {
 		g->steps_total =
 			(unsigned long)(g->nstages * g->nvariants * args->runs * args->steps);
-		err = run_grid(g, cells, &n);
-		print_table(g, cells, n);
+		err = run_grid(g);
+		if (!err)
+			err = report(g);
 		if (!err)
 			err = verdict(g);
 		mb_cl_release(&g->cl);
@@ -500,7 +444,6 @@ int mb_cmd_run(const struct mb_args *args)
 		unlink(g->out); /* checked, created, and then nothing ran */
 	}
 	mb_model_release(&g->model);
-	free(cells);
 	free(g);
 	return err;
 }

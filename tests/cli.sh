@@ -172,7 +172,7 @@ fi
 "$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2,3 --variant master --runs 1 --steps 2 --device-mem-limit 1Mi --out "$tmp/oom.csv" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 1 ] && [ "$(col "$tmp/oom.csv" status | tr '\n' ' ')" = "failed failed " ] &&
-	grep -q "CL_MEM_OBJECT_ALLOCATION_FAILURE" "$tmp/oom.csv" && grep -qF "| 3 | master | failed |" "$tmp/out"; then
+	grep -q "CL_MEM_OBJECT_ALLOCATION_FAILURE" "$tmp/oom.csv" && grep -qF "| 3 | master | failed: step 1: sub-group 1 of 1" "$tmp/out"; then
 	report ok "run: out of device memory gives failed rows, the next cell runs, exit 1"
 else
 	report fail "run: out of device memory gives failed rows, the next cell runs, exit 1" "exit $rc: $(cat "$tmp/err" "$tmp/oom.csv")"
