@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "mb_compare.h"
 #include "mb_err.h"
+#include "print.h"
 
 struct side {
 	const char *path;
@@ -79,9 +80,11 @@ static void print_row(const struct mb_compared *c, double alpha)
 		return;
 	}
 	if (!c->new_->nruns || !c->base->nruns) {
-		printf(" failed in %s%s | | | %s |\n", c->new_->nruns ? "BASE" : "NEW",
-		       c->new_->failed && !c->new_->nruns ? c->new_->failed->reason : "",
-		       mb_verdict_names[c->verdict]);
+		const struct mb_cell *f = c->new_->nruns ? c->base : c->new_;
+
+		printf(" failed in %s: ", c->new_->nruns ? "BASE" : "NEW");
+		mb_print_md_text(f->failed ? f->failed->reason : "no runs");
+		printf(" | | | %s |\n", mb_verdict_names[c->verdict]);
 		return;
 	}
 	print_timing(&c->timing[0], alpha);
@@ -94,8 +97,10 @@ static void print_row(const struct mb_compared *c, double alpha)
 			       c->timing[k].change_pct, mb_verdict_names[c->timing[k].verdict]);
 			others = "; ";
 		}
-	if (c->changed[0])
-		printf("%s%s", others, c->changed);
+	if (c->changed[0]) {
+		printf("%s", others);
+		mb_print_md_text(c->changed);
+	}
 	printf(" | %s |\n", mb_verdict_names[c->verdict]);
 }
 

@@ -64,34 +64,55 @@ static int write_data(const char *path, const struct mb_table *t)
 	return 0;
 }
 
+/*
+ * TEXT as a gnuplot single-quoted string: no backquote substitution or
+ * escapes happen inside one; a quote is written twice.
+ */
+static void gp_string(FILE *f, const char *text)
+{
+	fputc('\'', f);
+	for (; *text; text++) {
+		if (*text == '\'')
+			fputc('\'', f);
+		if (*text != '\n' && *text != '\r')
+			fputc(*text, f);
+	}
+	fputc('\'', f);
+}
+
 static int write_script(const char *path, const char *data, const char *image,
 			const struct mb_table *t)
 {
 	const char *ext = strrchr(image, '.');
 	bool png = ext && !strcmp(ext, ".png");
 	FILE *f = fopen(path, "w");
+	char title[512];
 
 	if (!f)
 		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
-	fprintf(f, "# muonbench plot: edit and draw again with `gnuplot %s`\n", path);
+	fprintf(f, "# muonbench plot: edit and draw again with gnuplot\n");
 	fprintf(f, "set terminal %s size 1200,500\n", png ? "pngcairo" : "svg");
-	fprintf(f, "set output '%s'\n", image);
-	fprintf(f, "set multiplot layout 1,2 title \"%s on '%s' (%s)\"\n", t->first->model,
-		t->first->device, t->first->driver);
+	fprintf(f, "set output ");
+	gp_string(f, image);
+	/* the title is text from a results file: it must not reach gnuplot's shell */
+	snprintf(title, sizeof(title), "%s on '%s' (%s)", t->first->model, t->first->device,
+		 t->first->driver);
+	fprintf(f, "\nset multiplot layout 1,2 title ");
+	gp_string(f, title);
+	fprintf(f, "\n");
 	fprintf(f, "set style fill solid 0.7 border -1\nset grid ytics\nset ylabel 'seconds'\n"
 		   "set xtics rotate by -30 nomirror\nset key below\nset yrange [0:*]\n");
 	fprintf(f, "set title 'Iteration and Muon apply (mean of runs; bars: min-max)'\n");
 	fprintf(f, "set style data histograms\nset style histogram errorbars gap 2 lw 1\n");
-	fprintf(f,
-		"plot '%s' using 2:3:4:xtic(1) title 'iteration', '' using 5:6:7 title "
-		"'Muon apply'\n",
-		data);
+	fprintf(f, "plot ");
+	gp_string(f, data);
+	fprintf(f, " using 2:3:4:xtic(1) title 'iteration', '' using 5:6:7 title 'Muon apply'\n");
 	fprintf(f, "set title 'Muon apply by phase (device time; writeback not hidden)'\n");
 	fprintf(f, "set style histogram rowstacked\nset boxwidth 0.6\n");
-	fprintf(f,
-		"plot '%s' using 8:xtic(1) title 'H2D', '' using 9 title 'momentum', '' "
-		"using 10 title 'Newton-Schulz', '' using 11 title 'D2H'\n",
-		data);
+	fprintf(f, "plot ");
+	gp_string(f, data);
+	fprintf(f, " using 8:xtic(1) title 'H2D', '' using 9 title 'momentum', '' using 10 "
+		   "title 'Newton-Schulz', '' using 11 title 'D2H'\n");
 	fprintf(f, "unset multiplot\n");
 	if (fclose(f))
 		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
@@ -123,6 +144,15 @@ static int gnuplot(const char *script)
 	return 0;
 }
 
+static size_t ok_cells(const struct mb_table *t)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < t->ncells; i++)
+		n += t->cells[i].nruns > 0;
+	return n;
+}
+
 int mb_cmd_plot(const struct mb_args *args)
 {
 	char data[4096], script[4096];
@@ -145,6 +175,8 @@ int mb_cmd_plot(const struct mb_args *args)
 		err = mb_bad_input("no rows to plot");
 	if (!err)
 		err = mb_results_gather(rows, n, &tables, &nt);
+	if (!err && nt == 1 && !ok_cells(&tables[0]))
+		err = mb_bad_input("no ok runs to plot: every run in these files failed");
 	if (!err && nt > 1)
 		err = mb_bad_input("these files hold %zu tables (different devices, hosts, models "
 				   "or knobs; see muonbench report): plot one at a time",

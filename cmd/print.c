@@ -37,3 +37,15 @@ void mb_print_json_text(const char *text)
 	}
 	putchar('"');
 }
+
+void mb_print_md_text(const char *text)
+{
+	for (; *text; text++) {
+		if (*text == '|')
+			fputs("\\|", stdout);
+		else if (*text == '\n' || *text == '\r')
+			putchar(' ');
+		else
+			putchar(*text);
+	}
+}

@@ -11,4 +11,7 @@ void mb_print_csv_text(const char *text);
 /* TEXT as a JSON string, quotes included. */
 void mb_print_json_text(const char *text);
 
+/* TEXT inside a Markdown table cell: '|' escaped, line breaks as spaces. */
+void mb_print_md_text(const char *text);
+
 #endif

@@ -87,7 +87,9 @@ static void md_cell(const struct mb_table *t, const struct mb_cell *c)
 
 	printf("| %u | %s | ", c->stage, c->variant);
 	if (!c->nruns) {
-		printf("failed: %s | | | |\n", c->failed ? c->failed->reason : "no runs");
+		printf("failed: ");
+		mb_print_md_text(c->failed ? c->failed->reason : "no runs");
+		printf(" | | | |\n");
 		return;
 	}
 	for (i = 0; i < c->nruns; i++)
@@ -99,9 +101,11 @@ static void md_cell(const struct mb_table *t, const struct mb_cell *c)
 		      is_base));
 	printf(" | %s%s |\n", peak(pk, sizeof(pk), c->peak_bytes),
 	       peak_change(ch, sizeof(ch), c->peak_bytes, is_base ? 0 : base->peak_bytes, is_base));
-	if (c->failed)
-		printf("| %u | %s | (also a %s run: %s) | | | |\n", c->stage, c->variant,
-		       c->failed->status, c->failed->reason);
+	if (c->failed) {
+		printf("| %u | %s | (also a %s run: ", c->stage, c->variant, c->failed->status);
+		mb_print_md_text(c->failed->reason);
+		printf(") | | | |\n");
+	}
 }
 
 static const char table_head[] = "| ZeRO | Variant | Iteration (s), runs | Iteration mean | "
@@ -241,15 +245,22 @@ static void print_flat(const struct mb_table *t, size_t nt, bool json)
 	for (k = 0; k < nt; k++)
 		for (i = 0; i < t[k].ncells; i++) {
 			const struct mb_cell *c = &t[k].cells[i];
-			double it = c->nruns ? c->iter_mean_s : 0,
-			       ap = c->nruns ? c->apply_mean_s : 0;
+			char it[32] = "", ap[32] = ""; /* empty (CSV) or null (JSON) if none ran */
+
+			if (c->nruns) {
+				snprintf(it, sizeof(it), "%.6g", c->iter_mean_s);
+				snprintf(ap, sizeof(ap), "%.6g", c->apply_mean_s);
+			} else if (json) {
+				snprintf(it, sizeof(it), "null");
+				snprintf(ap, sizeof(ap), "null");
+			}
 
 			printf(json ? "%s\n  {\"table\": %zu" : "%s%zu",
 			       json && (k || i) ? "," : "", k + 1);
 			flat_meta(t[k].first, json);
 			if (json)
 				printf(", \"stage\": %u, \"variant\": \"%s\", \"runs\": %zu, "
-				       "\"failed\": %s, \"iter_mean_s\": %.6g, \"apply_mean_s\": %.6g, "
+				       "\"failed\": %s, \"iter_mean_s\": %s, \"apply_mean_s\": %s, "
 				       "\"peak_device_bytes\": %llu, \"peak_forward_bytes\": %llu, "
 				       "\"peak_backward_bytes\": %llu, \"peak_step_bytes\": %llu}",
 				       c->stage, c->variant, c->nruns, c->failed ? "true" : "false",
@@ -258,7 +269,7 @@ static void print_flat(const struct mb_table *t, size_t nt, bool json)
 				       (unsigned long long)c->peak_backward_bytes,
 				       (unsigned long long)c->peak_step_bytes);
 			else
-				printf(",%u,%s,%zu,%s,%.6g,%.6g,%llu,%llu,%llu,%llu\n", c->stage,
+				printf(",%u,%s,%zu,%s,%s,%s,%llu,%llu,%llu,%llu\n", c->stage,
 				       c->variant, c->nruns, c->failed ? "yes" : "no", it, ap,
 				       (unsigned long long)c->peak_bytes,
 				       (unsigned long long)c->peak_forward_bytes,

@@ -129,25 +129,53 @@ static void differs(struct mb_compared *c, const char *what, unsigned long long 
 		 used ? "; " : "", what, a, b);
 }
 
+/* The first checksum of C's runs that is not WANT, or NULL. */
+static const char *other_checksum(const struct mb_cell *c, const char *want)
+{
+	size_t i;
+
+	for (i = 0; i < c->nruns; i++)
+		if (strcmp(c->runs[i]->checksum, want))
+			return c->runs[i]->checksum;
+	return NULL;
+}
+
 static void exact_figures(struct mb_compared *c)
 {
 	const struct mb_cell *b = c->base, *n = c->new_;
 	const struct mb_csv_row *rb = b->runs[0], *rn = n->runs[0];
+	const char *other;
 	size_t used;
 
 	differs(c, "params_total", rb->params_total, rn->params_total);
+	differs(c, "params_muon", rb->params_muon, rn->params_muon);
 	differs(c, "plan_peak_step_bytes", rb->plan_peak_step_bytes, rn->plan_peak_step_bytes);
 	differs(c, "peak_device_bytes", b->peak_bytes, n->peak_bytes);
+	differs(c, "peak_forward_bytes", b->peak_forward_bytes, n->peak_forward_bytes);
+	differs(c, "peak_backward_bytes", b->peak_backward_bytes, n->peak_backward_bytes);
 	differs(c, "peak_step_bytes", b->peak_step_bytes, n->peak_step_bytes);
-	if (strcmp(rb->checksum, rn->checksum)) {
+	/* every run of both, against the baseline's first */
+	other = other_checksum(n, rb->checksum);
+	if (!other)
+		other = other_checksum(b, rb->checksum);
+	if (other) {
 		used = strlen(c->changed);
 		snprintf(c->changed + used, sizeof(c->changed) - used, "%schecksum %s -> %s",
-			 used ? "; " : "", rb->checksum, rn->checksum);
+			 used ? "; " : "", rb->checksum, other);
 	}
 	if (c->changed[0] && c->verdict < MB_CHANGED)
 		c->verdict = MB_CHANGED;
-	if (n->peak_bytes > b->peak_bytes || n->peak_step_bytes > b->peak_step_bytes)
+	if (n->peak_bytes > b->peak_bytes || n->peak_forward_bytes > b->peak_forward_bytes ||
+	    n->peak_backward_bytes > b->peak_backward_bytes ||
+	    n->peak_step_bytes > b->peak_step_bytes)
 		c->verdict = MB_REGRESSION;
+	/* a run that fails now, where none failed before */
+	if (n->failed && !b->failed) {
+		used = strlen(c->changed);
+		snprintf(c->changed + used, sizeof(c->changed) - used, "%sa run %s: %.160s",
+			 used ? "; " : "", n->failed->status, n->failed->reason);
+		c->verdict = MB_REGRESSION;
+	}
 }
 
 static int compare_cell(struct mb_compared *c, const struct mb_compare_settings *s)
@@ -167,6 +195,12 @@ static int compare_cell(struct mb_compared *c, const struct mb_compare_settings 
 	}
 	free(vb);
 	free(vn);
+	if (!err && s->ratios &&
+	    !(c->timing[0].nbase && c->timing[0].nnew && c->timing[1].nbase && c->timing[1].nnew)) {
+		snprintf(c->changed, sizeof(c->changed),
+			 "no master in its stage to divide by (--ratios)");
+		c->verdict = MB_CHANGED;
+	}
 	if (!err)
 		exact_figures(c);
 	return err;

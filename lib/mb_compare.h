@@ -34,7 +34,7 @@ struct mb_compare_settings {
 	bool ratios;	      /* timings as ratios to master's median of the same file and stage */
 };
 
-#define MB_COMPARE_TIMINGS 9
+#define MB_COMPARE_TIMINGS 10
 
 struct mb_timing {
 	const char *name;		  /* "iteration", "apply", "h2d", ... */

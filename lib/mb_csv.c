@@ -316,7 +316,7 @@ struct reader {
 	const char *path;
 	char *text; /* the whole file, NUL-terminated; fields are cut in place */
 	size_t len, pos;
-	unsigned line; /* where the record being read starts */
+	unsigned line;	   /* where the record being read starts */
 	unsigned newlines; /* inside its quoted fields */
 };
 
@@ -363,6 +363,8 @@ static int next_record(struct reader *r, char **fields, int max)
 			p++;
 		if (*p && *p != '\n')
 			return -2; /* text after a closing quote */
+		if (!*p)
+			return -3; /* every row the writer writes ends in a newline */
 		/* past the newline before OUT (which may be P) ends the field */
 		r->pos = (size_t)(p - r->text) + (*p == '\n');
 		*out = '\0';
@@ -393,10 +395,12 @@ static int parse_samples(const struct reader *r, const char *name, const char *t
 		if (*n == MB_CSV_STEPS_MAX)
 			return bad(r, "column '%s': more than %d samples", name, MB_CSV_STEPS_MAX);
 		out[(*n)++] = strtod(text, &end);
-		if (end == text || (*end && *end != ';'))
-			return bad(r,
-				   "column '%s': expected numbers separated by ';', found '%.40s'",
-				   name, text);
+		if (end == text || (*end && *end != ';') || !isfinite(out[*n - 1]) ||
+		    isspace((unsigned char)*text))
+			return bad(
+				r,
+				"column '%s': expected finite numbers separated by ';', found '%.40s'",
+				name, text);
 		text = *end ? end + 1 : end;
 	}
 	return 0;
@@ -429,10 +433,10 @@ static int parse_field(const struct reader *r, const struct column *c, const cha
 	case F64:
 		*(double *)field = strtod(text, &end);
 		if (!*text)
-			*(double *)field = NAN;
-		else if (*end || isspace((unsigned char)*text))
-			return bad(r, "column '%s': expected a number, found '%.40s'", c->name,
-				   text);
+			*(double *)field = NAN; /* the writer's empty field */
+		else if (*end || isspace((unsigned char)*text) || !isfinite(*(double *)field))
+			return bad(r, "column '%s': expected a finite number, found '%.40s'",
+				   c->name, text);
 		return 0;
 	case ITER_SAMPLES:
 		return parse_samples(r, c->name, text, field, &row->nsamples);
@@ -450,9 +454,13 @@ static int map_header(const struct reader *r, char **names, int n, int *where)
 
 	for (c = 0; c < NCOLUMNS; c++) {
 		where[c] = -1;
-		for (i = 0; i < n; i++)
-			if (!strcmp(names[i], columns[c].name))
-				where[c] = i;
+		for (i = 0; i < n; i++) {
+			if (strcmp(names[i], columns[c].name))
+				continue;
+			if (where[c] >= 0)
+				return bad(r, "column '%s' twice in the header", columns[c].name);
+			where[c] = i;
+		}
 	}
 	if (where[0] < 0)
 		return bad(r, "not a muonbench results file (no format_version column)");
@@ -460,6 +468,34 @@ static int map_header(const struct reader *r, char **names, int n, int *where)
 		if (where[c] < 0)
 			return bad(r, "missing column '%s' (format_version %d has it)",
 				   columns[c].name, MB_CSV_FORMAT_VERSION);
+	return 0;
+}
+
+/* What every row the writer writes holds: the figures a reader indexes by. */
+static int check_row(const struct reader *r, const struct mb_csv_row *row)
+{
+	static const char *const variants[] = { "master", "pin", "overlap", "both" };
+	size_t i;
+
+	if (row->stage < 1 || row->stage > 3)
+		return bad(r, "column 'stage': expected 1, 2 or 3, found %llu",
+			   (unsigned long long)row->stage);
+	for (i = 0; i < 4 && strcmp(row->variant, variants[i]); i++)
+		;
+	if (i == 4)
+		return bad(r,
+			   "column 'variant': expected master, pin, overlap or both, found "
+			   "'%.20s'",
+			   row->variant);
+	if (!row->steps || row->steps > MB_CSV_STEPS_MAX || !row->measure_first ||
+	    row->measure_first > row->measure_last || row->measure_last > row->steps)
+		return bad(r,
+			   "columns 'steps', 'measure_first', 'measure_last': expected 1 <= "
+			   "first <= last <= steps <= %d",
+			   MB_CSV_STEPS_MAX);
+	if (row->nsamples > row->steps)
+		return bad(r, "%zu samples for %llu steps", row->nsamples,
+			   (unsigned long long)row->steps);
 	return 0;
 }
 
@@ -474,7 +510,9 @@ static int read_rows(struct reader *r, struct mb_csv_row **rows, size_t *n)
 	nnames = next_record(r, names, FIELDS_MAX);
 	r->line += r->newlines;
 	r->newlines = 0;
-	if (nnames <= 0 || nnames > FIELDS_MAX)
+	if (nnames > FIELDS_MAX)
+		return bad(r, "more than %d columns: not a muonbench results file", FIELDS_MAX);
+	if (nnames <= 0)
 		return bad(r, "not a muonbench results file (no header line)");
 	if ((err = map_header(r, names, nnames, where)))
 		return err;
@@ -490,6 +528,8 @@ static int read_rows(struct reader *r, struct mb_csv_row **rows, size_t *n)
 			return bad(r, "a quoted field that never ends (a truncated file?)");
 		if (nf == -2)
 			return bad(r, "text after a closing quote");
+		if (nf == -3)
+			return bad(r, "the last row has no newline (a truncated file?)");
 		if (nf == 1 && !*fields[0])
 			continue; /* an empty line */
 		if (nf != nnames)
@@ -513,6 +553,8 @@ static int read_rows(struct reader *r, struct mb_csv_row **rows, size_t *n)
 		if (napply != row->nsamples)
 			return bad(r, "%zu iteration samples but %zu apply samples", row->nsamples,
 				   napply);
+		if ((err = check_row(r, row)))
+			return err;
 		++*n;
 	}
 }

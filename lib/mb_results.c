@@ -16,9 +16,10 @@ static bool comparable(const struct mb_csv_row *a, const struct mb_csv_row *b)
 	return !strcmp(a->device, b->device) && !strcmp(a->driver, b->driver) &&
 	       !strcmp(a->platform, b->platform) && !strcmp(a->host, b->host) &&
 	       !strcmp(a->cpus, b->cpus) && !strcmp(a->mems, b->mems) &&
-	       !strcmp(a->model, b->model) && a->layers == b->layers &&
-	       a->params_total == b->params_total && a->steps == b->steps &&
-	       a->measure_first == b->measure_first && a->measure_last == b->measure_last &&
+	       !strcmp(a->binding, b->binding) && !strcmp(a->model, b->model) &&
+	       a->layers == b->layers && a->params_total == b->params_total &&
+	       a->steps == b->steps && a->measure_first == b->measure_first &&
+	       a->measure_last == b->measure_last &&
 	       a->gather_budget_bytes == b->gather_budget_bytes &&
 	       a->sub_group_size_elems == b->sub_group_size_elems &&
 	       !strcmp(a->pin_memory, b->pin_memory) &&

@@ -217,13 +217,18 @@ expect_output "report: the reference's first table" "| ZeRO | Variant | Iteratio
 expect_output "report: the breakdown has every cell" "| 3 | overlap |" report "$tmp/all.csv"
 expect_output "report: peaks per phase" "| step |" report "$tmp/all.csv"
 expect_output "report: a failed run shows as failed, with its reason" "| 3 | master | failed: step 1: sub-group 1 of 1" report "$tmp/oom.csv"
-expect_output "report: different knobs are separate tables" "gather budget 512 MiB" report "$tmp/all.csv" "$tmp/oom.csv"
+"$bin" report "$tmp/all.csv" "$tmp/oom.csv" >"$tmp/out" 2>&1
+if [ "$(grep -c '^# micro on ' "$tmp/out")" -eq 2 ]; then
+	report ok "report: different knobs are separate tables"
+else
+	report fail "report: different knobs are separate tables" "$(grep '^# ' "$tmp/out")"
+fi
 expect_output "report: one CSV row a cell" "1,pthread" report --format csv "$tmp/all.csv"
 expect_error "report: no files" 2 "report needs results files" report
 printf 'name,value\n1,2\n' >"$tmp/notours.csv"
 expect_error "report: not a results file" 2 "notours.csv:1: not a muonbench results file" report "$tmp/notours.csv"
 head -c 2000 "$tmp/all.csv" >"$tmp/cut.csv"
-expect_error "report: a truncated file" 2 "fields as in the header, found" report "$tmp/cut.csv"
+expect_error "report: a truncated file" 2 "truncated" report "$tmp/cut.csv"
 # 5 runs x 10 measured steps: 50 samples a cell, enough to tell 20% from the noise
 "$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master,both --runs 5 --steps 12 --measure 2-11 --out "$tmp/cmp.csv" >/dev/null 2>&1
 expect_output "compare: a file against itself is all ok" "compare: 2 cells matched: 2 ok, 0 faster, 0 slower, 0 changed, 0 REGRESSION; 0 unmatched" compare "$tmp/cmp.csv" "$tmp/cmp.csv"
@@ -243,6 +248,25 @@ fi
 expect_output "compare: the same slowdown under a 25% threshold passes" "0 REGRESSION" compare --threshold 25 "$tmp/cmp.csv" "$tmp/slow.csv"
 expect_output "compare: the other way round it is faster" "2 faster" compare "$tmp/slow.csv" "$tmp/cmp.csv"
 expect_output "compare: cells the other file lacks are listed" "only in BASE" compare "$tmp/all.csv" "$tmp/two.csv"
+awk -F, -v OFS=, 'NR == 3 { $2 = "failed"; $3 = "out of memory" } { print }' "$tmp/cmp.csv" >"$tmp/onefail.csv"
+# expect_fail NAME TEXT ARGS...: the command exits 1 and stdout contains TEXT.
+expect_fail() {
+	name=$1 text=$2
+	shift 2
+	"$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 1 ] && grep -qF -- "$text" "$tmp/out"; then
+		report ok "$name"
+	else
+		report fail "$name" "exit $rc: $(tail -3 "$tmp/out") $(cat "$tmp/err")"
+	fi
+}
+expect_fail "compare: a run that fails now is a regression" "a run failed: out of memory | REGRESSION |" compare "$tmp/cmp.csv" "$tmp/onefail.csv"
+ck=$(head -1 "$tmp/cmp.csv" | tr ',' '\n' | grep -n '^checksum$' | cut -d: -f1)
+awk -F, -v OFS=, -v c="$ck" 'NR == 4 { $c = "0123456789abcdef" } { print }' "$tmp/cmp.csv" >"$tmp/cksum.csv"
+expect_output "compare: every run's checksum counts" "checksum" compare "$tmp/cmp.csv" "$tmp/cksum.csv"
+grep -v ',master,' "$tmp/cmp.csv" >"$tmp/nomaster.csv"
+expect_fail "compare: ratios without a master fail under --exact" "no master in its stage to divide by" compare --ratios --exact "$tmp/nomaster.csv" "$tmp/nomaster.csv"
 sed 's/pthread-[^,]*/Another GPU/' "$tmp/all.csv" >"$tmp/other-device.csv"
 expect_error "compare: another device is refused" 2 "timings do not compare across devices; --allow-device-change compares them anyway" compare "$tmp/all.csv" "$tmp/other-device.csv"
 expect_output "compare: unless allowed" "12 ok" compare --allow-device-change "$tmp/all.csv" "$tmp/other-device.csv"
@@ -273,6 +297,15 @@ if grep -q "<svg" "$tmp/chart.svg" && grep -q "ZeRO-2 both" "$tmp/chart.dat" && 
 	report ok "plot: the image, its data and its gnuplot script"
 else
 	report fail "plot: the image, its data and its gnuplot script"
+fi
+# text from a results file never reaches gnuplot's shell
+sed "s/,micro,/,micro\`touch $(printf '%s' "$tmp" | sed 's/[\/&]/\\&/g')\/pwned\`,/" "$tmp/cmp.csv" >"$tmp/evil.csv"
+"$bin" plot "$tmp/evil.csv" -o "$tmp/it's.svg" >/dev/null 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && [ ! -e "$tmp/pwned" ] && [ -s "$tmp/it's.svg" ]; then
+	report ok "plot: quotes and backquotes in names and paths stay text"
+else
+	report fail "plot: quotes and backquotes in names and paths stay text" "exit $rc"
 fi
 expect_error "plot: an image it cannot draw" 2 "-o: the image must end in .svg or .png, got 'chart.pdf'" plot "$tmp/cmp.csv" -o chart.pdf
 expect_error "plot: tables are not pooled" 2 "these files hold 2 tables" plot "$tmp/cmp.csv" "$tmp/all.csv" -o "$tmp/x.svg"

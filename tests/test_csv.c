@@ -50,6 +50,9 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	snprintf(r->variant, sizeof(r->variant), "both");
 	r->stage = 3;
 	r->run = run;
+	r->steps = 3;
+	r->measure_first = 2;
+	r->measure_last = 3;
 	r->params_total = 4022468096ull;
 	r->iter_mean_s = 8.54;
 	r->apply_mean_s = NAN;
@@ -160,6 +163,35 @@ static void bad_files(void **state)
 	}
 	assert_refused("column 'stage': expected a whole number, found 'two'");
 	free(line);
+	/* what a reader indexes by is checked: stage, variant, the measured steps */
+	w.stage = 4;
+	line = mb_csv_format(&w);
+	with_header(line);
+	assert_refused(":2: column 'stage': expected 1, 2 or 3, found 4");
+	free(line);
+	w.stage = 2;
+	w.measure_first = 0;
+	line = mb_csv_format(&w);
+	with_header(line);
+	assert_refused(":2: columns 'steps', 'measure_first', 'measure_last': expected");
+	free(line);
+	w.measure_first = 2;
+	/* NaN and infinity are not numbers the writer writes */
+	w.iter_samples_s[1] = INFINITY;
+	line = mb_csv_format(&w);
+	with_header(line);
+	assert_refused("column 'iter_samples_s': expected finite numbers");
+	free(line);
+	w.iter_samples_s[1] = 0;
+	/* a file cut inside its last field */
+	line = mb_csv_format(&w);
+	line[strlen(line) - 3] = '\0';
+	with_header(line);
+	assert_refused(":2: the last row has no newline (a truncated file?)");
+	free(line);
+	/* a column twice */
+	write_text("format_version,stage,stage\n");
+	assert_refused(":1: column 'stage' twice in the header");
 	assert_int_equal(mb_csv_read("/nonexistent/results.csv", &(struct mb_csv_row *){ NULL },
 				     &(size_t){ 0 }),
 			 -MB_EINPUT);
