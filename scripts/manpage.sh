@@ -24,6 +24,18 @@ muonbench \- benchmark the CPU-offload data path of the Muon optimizer
 [\fIoptions\fR]
 .br
 .B muonbench devices
+.br
+.B muonbench ns
+[\fIoptions\fR]
+.br
+.B muonbench report
+[\fIoptions\fR] \fIFILE.csv\fR...
+.br
+.B muonbench compare
+[\fIoptions\fR] \fIBASE.csv NEW.csv\fR
+.br
+.B muonbench plot
+\fIFILE.csv\fR... \fB-o\fR \fIIMAGE\fR
 .SH DESCRIPTION
 muonbench replays, without a training framework, what one rank of a ZeRO
 training job does each step when the Muon optimizer's state lives in host
@@ -33,7 +45,8 @@ optimizer step, parameters back. It measures what pinned host memory and
 overlapped copies are worth, on your device and host.
 .SH COMMANDS
 EOF2
-for c in run plan devices; do
+# the commands, as --help lists them: "  NAME  summary" lines after "commands:"
+for c in $("$bin" --help | sed -n '/^commands:/,/^$/s/^  \([a-z]*\) .*/\1/p'); do
 	echo ".SS $c"
 	"$bin" "$c" --help | literal
 done
