@@ -33,8 +33,13 @@ static size_t raw_samples(const struct mb_cell *c, int k, double *v)
 
 	for (i = 0; i < c->nruns; i++) {
 		const struct mb_csv_row *r = c->runs[i];
-		const double per_run[] = { r->forward_s, r->backward_s, r->h2d_s,	r->ns_s,
-					   r->d2h_s,	 r->host_opt_s, r->params_h2d_s };
+		/* in the order of the names in test_timing, after iteration and apply */
+		const double per_run[] = { r->forward_s,  r->backward_s,  r->h2d_s,
+					   r->momentum_s, r->ns_s,	  r->d2h_s,
+					   r->host_opt_s, r->params_h2d_s };
+
+		_Static_assert(sizeof(per_run) / sizeof(per_run[0]) == MB_COMPARE_TIMINGS - 2,
+			       "one figure a phase");
 
 		if (k >= 2) {
 			if (!isnan(per_run[k - 2]))
@@ -91,10 +96,11 @@ static double median(double *v, size_t n)
 static int test_timing(const struct mb_compared *c, int k, const struct mb_compare_settings *s,
 		       struct mb_timing *t, double *vb, double *vn)
 {
-	static const char *const names[MB_COMPARE_TIMINGS] = {
-		"iteration", "apply", "forward",  "backward",  "h2d",
-		"ns",	     "d2h",   "host_opt", "params_h2d"
-	};
+	static const char *const names[] = { "iteration", "apply",     "forward", "backward",
+					     "h2d",	  "momentum",  "ns",	  "d2h",
+					     "host_opt",  "params_h2d" };
+
+	_Static_assert(sizeof(names) / sizeof(names[0]) == MB_COMPARE_TIMINGS, "one name a timing");
 	int err;
 
 	memset(t, 0, sizeof(*t));
