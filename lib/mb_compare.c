@@ -12,20 +12,6 @@
 
 const char *const mb_verdict_names[] = { "ok", "faster", "slower", "changed", "REGRESSION" };
 
-/* Whether two tables ran the same model with the same knobs. */
-static bool same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b)
-{
-	return !strcmp(a->model, b->model) && a->layers == b->layers &&
-	       a->params_total == b->params_total && a->steps == b->steps &&
-	       a->measure_first == b->measure_first && a->measure_last == b->measure_last &&
-	       a->gather_budget_bytes == b->gather_budget_bytes &&
-	       a->sub_group_size_elems == b->sub_group_size_elems &&
-	       !strcmp(a->pin_memory, b->pin_memory) &&
-	       !strcmp(a->writeback_dep, b->writeback_dep) && !strcmp(a->fwd_bwd, b->fwd_bwd) &&
-	       a->seq == b->seq && a->micro_batch == b->micro_batch && a->seed == b->seed &&
-	       a->resume_at == b->resume_at;
-}
-
 /* The samples of timing K of cell C into V (room for MB_CSV_STEPS_MAX x runs). */
 static size_t raw_samples(const struct mb_cell *c, int k, double *v)
 {
@@ -237,7 +223,7 @@ static const struct mb_cell *match(const struct mb_table *tables, size_t nt,
 	size_t k;
 
 	for (k = 0; k < nt; k++)
-		if (same_knobs(tables[k].first, t->first)) {
+		if (mb_results_same_knobs(tables[k].first, t->first)) {
 			*in = &tables[k];
 			return mb_results_cell(&tables[k], c->stage, c->variant);
 		}

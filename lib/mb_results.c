@@ -10,22 +10,26 @@
 
 #include "mb_err.h"
 
-/* Whether A and B may share a table: same device, host, model and knobs. */
-static bool comparable(const struct mb_csv_row *a, const struct mb_csv_row *b)
+bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b)
 {
-	return !strcmp(a->device, b->device) && !strcmp(a->driver, b->driver) &&
-	       !strcmp(a->platform, b->platform) && !strcmp(a->host, b->host) &&
-	       !strcmp(a->cpus, b->cpus) && !strcmp(a->mems, b->mems) &&
-	       !strcmp(a->binding, b->binding) && !strcmp(a->model, b->model) &&
-	       a->layers == b->layers && a->params_total == b->params_total &&
-	       a->steps == b->steps && a->measure_first == b->measure_first &&
-	       a->measure_last == b->measure_last &&
+	return !strcmp(a->model, b->model) && a->layers == b->layers &&
+	       a->params_total == b->params_total && a->steps == b->steps &&
+	       a->measure_first == b->measure_first && a->measure_last == b->measure_last &&
 	       a->gather_budget_bytes == b->gather_budget_bytes &&
 	       a->sub_group_size_elems == b->sub_group_size_elems &&
 	       !strcmp(a->pin_memory, b->pin_memory) &&
 	       !strcmp(a->writeback_dep, b->writeback_dep) && !strcmp(a->fwd_bwd, b->fwd_bwd) &&
 	       a->seq == b->seq && a->micro_batch == b->micro_batch && a->seed == b->seed &&
 	       a->resume_at == b->resume_at;
+}
+
+/* Whether A and B may share a table: the same device, host and binding, and knobs. */
+static bool comparable(const struct mb_csv_row *a, const struct mb_csv_row *b)
+{
+	return !strcmp(a->device, b->device) && !strcmp(a->driver, b->driver) &&
+	       !strcmp(a->platform, b->platform) && !strcmp(a->host, b->host) &&
+	       !strcmp(a->cpus, b->cpus) && !strcmp(a->mems, b->mems) &&
+	       !strcmp(a->binding, b->binding) && mb_results_same_knobs(a, b);
 }
 
 static int variant_rank(const char *v)

@@ -9,6 +9,7 @@
 #ifndef MB_RESULTS_H
 #define MB_RESULTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,9 @@ struct mb_table {
  */
 int mb_results_gather(const struct mb_csv_row *rows, size_t n, struct mb_table **tables,
 		      size_t *ntables);
+
+/* Whether A and B ran the same model with the same knobs (device aside). */
+bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b);
 
 /* The cell of STAGE and VARIANT in T, or NULL. */
 const struct mb_cell *mb_results_cell(const struct mb_table *t, unsigned stage,
