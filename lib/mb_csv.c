@@ -559,11 +559,32 @@ static int read_rows(struct reader *r, struct mb_csv_row **rows, size_t *n)
 	}
 }
 
+int mb_csv_parse(const char *text, size_t len, const char *name, struct mb_csv_row **rows,
+		 size_t *n)
+{
+	struct reader r = { .path = name, .len = len };
+	int err;
+
+	if (memchr(text, '\0', len))
+		return mb_bad_input("'%s' is not a muonbench results file (it holds NUL bytes)",
+				    name);
+	/* the fields are cut in place: a copy, NUL-terminated */
+	r.text = malloc(len + 1);
+	if (!r.text)
+		return mb_fail("out of host memory reading '%s'", name);
+	memcpy(r.text, text, len);
+	r.text[len] = '\0';
+	err = read_rows(&r, rows, n);
+	free(r.text);
+	return err;
+}
+
 int mb_csv_read(const char *path, struct mb_csv_row **rows, size_t *n)
 {
-	struct reader r = { .path = path };
 	FILE *f = fopen(path, "rb");
 	struct stat st;
+	char *text;
+	size_t len;
 	int err;
 
 	if (!f)
@@ -574,20 +595,14 @@ int mb_csv_read(const char *path, struct mb_csv_row **rows, size_t *n)
 				    "1 GiB)",
 				    path);
 	}
-	r.text = malloc((size_t)st.st_size + 1);
-	if (!r.text) {
+	text = malloc((size_t)st.st_size + 1);
+	if (!text) {
 		fclose(f);
 		return mb_fail("out of host memory reading '%s'", path);
 	}
-	r.len = fread(r.text, 1, (size_t)st.st_size, f);
+	len = fread(text, 1, (size_t)st.st_size, f);
 	fclose(f);
-	if (memchr(r.text, '\0', r.len)) {
-		free(r.text);
-		return mb_bad_input("'%s' is not a muonbench results file (it holds NUL bytes)",
-				    path);
-	}
-	r.text[r.len] = '\0';
-	err = read_rows(&r, rows, n);
-	free(r.text);
+	err = mb_csv_parse(text, len, path, rows, n);
+	free(text);
 	return err;
 }

@@ -72,4 +72,8 @@ int mb_csv_append(const char *path, const struct mb_csv_row *row);
  */
 int mb_csv_read(const char *path, struct mb_csv_row **rows, size_t *n);
 
+/* The same for LEN bytes of TEXT, called NAME in errors. */
+int mb_csv_parse(const char *text, size_t len, const char *name, struct mb_csv_row **rows,
+		 size_t *n);
+
 #endif

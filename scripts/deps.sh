@@ -1,12 +1,14 @@
 #!/bin/sh
-# Make sure the Debian packages muonbench builds and tests with are installed.
-# Missing ones are installed with apt-get when run as root; otherwise this
-# prints the exact command to run and fails. Quiet when all is there.
+# Make sure the Debian packages muonbench builds and tests with are installed,
+# and any more given as arguments (make fuzz adds clang's). Missing ones are
+# installed with apt-get when run as root; otherwise this prints the exact
+# command to run and fails. Quiet when all is there.
 set -eu
 
 PACKAGES="gcc libc6-dev pkgconf ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo \
 libclblast-dev libnuma-dev numactl libcjson-dev libcmocka-dev gnuplot-nox"
 PKGCONFIG_MODULES="OpenCL clblast numa libcjson cmocka"
+PACKAGES="$PACKAGES $*"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
 	# Not Debian: all we can check is that the libraries are findable.
