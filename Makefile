@@ -7,6 +7,7 @@
 #   make baseline   write results/baseline-tiny.csv anew (CI compares against it)
 #   make asan       the tests under AddressSanitizer and UBSan (in build-asan/)
 #   make fuzz       libFuzzer on the config loader and the results reader
+#   make valgrind   one run of every stage and variant under memcheck
 #   make install    PREFIX=/usr/local DESTDIR= (binary and man page)
 #   make man        the man page, written from the binary's own --help
 #   make WERROR=1   warnings are errors (as CI builds)
@@ -130,6 +131,16 @@ fuzz: fuzz-deps build-fuzz/fuzz_config build-fuzz/fuzz_csv
 	cd build-fuzz && ./fuzz_csv -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 		-print_final_stats=1 corpus-csv $(FUZZ_CSV_SEEDS:%=../%)
 
+# Every stage and variant once, on the micro test model (the tiny one takes
+# too long under valgrind), with memcheck: any error or definite leak fails.
+valgrind: $(BIN)
+	@scripts/deps.sh valgrind
+	valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
+		--show-leak-kinds=definite $(BIN) run --config tests/data/good/micro.json \
+		--seq 16 --stage 1,2,3 --variant all --runs 1 --steps 2 --quiet \
+		--out build/valgrind.csv >/dev/null
+	@rm -f build/valgrind.csv
+
 ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	     -fno-sanitize-recover=all
 asan:
@@ -147,6 +158,6 @@ clean:
 	rm -rf build build-asan build-fuzz
 
 FORCE:
-.PHONY: all deps man run bench baseline test asan fuzz fuzz-deps install uninstall clean FORCE
+.PHONY: all deps man run bench baseline test asan fuzz fuzz-deps valgrind install uninstall clean FORCE
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
