@@ -39,8 +39,6 @@ static size_t raw_samples(const struct mb_cell *c, int k, double *v)
 	return n;
 }
 
-static double median(double *v, size_t n);
-
 /* The samples, divided by master's median in table T when RATIOS asks so. */
 static size_t samples(const struct mb_table *t, const struct mb_cell *c, int k, bool ratios,
 		      double *v)
@@ -57,26 +55,11 @@ static size_t samples(const struct mb_table *t, const struct mb_cell *c, int k, 
 	if (!w)
 		return 0;
 	nm = raw_samples(master, k, w);
-	m = median(w, nm);
+	m = mb_spread_of(w, nm).median;
 	free(w);
 	for (i = 0; i < n; i++)
 		v[i] = m > 0 ? v[i] / m : NAN;
 	return m > 0 ? n : 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-	if (!n)
-		return NAN;
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static int test_timing(const struct mb_compared *c, int k, const struct mb_compare_settings *s,
@@ -97,8 +80,8 @@ static int test_timing(const struct mb_compared *c, int k, const struct mb_compa
 		return 0;
 	if ((err = mb_mann_whitney(vn, t->nnew, vb, t->nbase, &t->test)))
 		return err;
-	t->base_s = median(vb, t->nbase);
-	t->new_s = median(vn, t->nnew);
+	t->base_s = mb_spread_of(vb, t->nbase).median;
+	t->new_s = mb_spread_of(vn, t->nnew).median;
 	t->change_pct = t->base_s > 0 ? 100 * (t->new_s - t->base_s) / t->base_s : 0;
 	t->testable = t->test.p_min < s->alpha;
 	if (t->test.p < s->alpha && t->change_pct > s->threshold_pct)

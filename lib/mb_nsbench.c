@@ -12,26 +12,6 @@
 #include "mb_err.h"
 #include "mb_rng.h"
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-struct mb_spread mb_spread_of(double *samples, unsigned n)
-{
-	struct mb_spread s = { NAN, NAN, NAN };
-
-	if (!n)
-		return s;
-	qsort(samples, n, sizeof(*samples), cmp_double);
-	s.min = samples[0];
-	s.max = samples[n - 1];
-	s.median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-	return s;
-}
-
 struct bench {
 	struct mb_ns *ns;
 	const struct mb_nsbench_settings *s;

@@ -14,17 +14,13 @@
 #include <stdint.h>
 
 #include "mb_ns.h"
+#include "mb_stats.h"
 
 struct mb_nsbench_settings {
 	unsigned batch; /* matrices of the shape in one timed run */
 	unsigned reps;
 	bool verify;
 	uint64_t seed;
-};
-
-/* Seconds over the reps. */
-struct mb_spread {
-	double median, min, max;
 };
 
 struct mb_nsbench_result {
@@ -40,8 +36,5 @@ struct mb_nsbench_result {
  */
 int mb_nsbench_run(struct mb_ns *ns, const struct mb_nsbench_settings *s, uint64_t rows,
 		   uint64_t cols, unsigned index, struct mb_nsbench_result *r);
-
-/* The median, min and max of N samples (reordered). */
-struct mb_spread mb_spread_of(double *samples, unsigned n);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * mb_stats: the two-sided Mann-Whitney U test, for telling a slowdown from
- * noise without assuming normal timings.
+ * mb_stats: a sample's median and spread, and the two-sided Mann-Whitney U
+ * test, for telling a slowdown from noise without assuming normal timings.
  *
  * Exact p-values for small samples without ties (the distribution of U
  * counted by recursion); above that, or with ties, the normal approximation
@@ -10,6 +10,14 @@
 #define MB_STATS_H
 
 #include <stddef.h>
+
+/* The middle and the ends of a sample. */
+struct mb_spread {
+	double median, min, max;
+};
+
+/* The median, min and max of the N SAMPLES (sorted in place); NaN for none. */
+struct mb_spread mb_spread_of(double *samples, size_t n);
 
 struct mb_mwu {
 	double u;     /* U of the first sample: pairs (x, y) with x > y, ties counting 1/2 */
