@@ -52,35 +52,37 @@ struct grid {
 	bool have_checksum;
 };
 
+/*
+ * The variants of --variant, each once, in the order master, pin, overlap,
+ * both: master first in each stage, as the base of the changes.
+ */
 static int parse_variants(struct grid *g)
 {
 	const char *p = g->args->variants;
-	size_t len, v;
+	unsigned chosen = 0, v;
+	size_t len;
 
-	g->nvariants = 0;
-	while (*p) {
+	do {
 		len = strcspn(p, ",");
-		if (len == 3 && !strncmp(p, "all", 3)) {
-			for (v = 0; v < MB_NVARIANTS; v++)
-				g->variants[g->nvariants++ % MB_NVARIANTS] = (unsigned)v;
-			g->nvariants = MB_NVARIANTS;
-		} else {
-			for (v = 0; v < MB_NVARIANTS; v++)
-				if (strlen(mb_variant_names[v]) == len &&
-				    !strncmp(p, mb_variant_names[v], len))
-					break;
-			if (v == MB_NVARIANTS || g->nvariants == MB_NVARIANTS)
-				return mb_bad_input(
-					"--variant: invalid variant list '%s' (expected "
-					"master, pin, overlap, both or all, or a list "
-					"of them)",
-					g->args->variants);
-			g->variants[g->nvariants++] = (unsigned)v;
-		}
-		p += len + (p[len] == ',');
-	}
-	if (!g->nvariants)
-		return mb_bad_input("--variant: the list is empty");
+		for (v = 0; v < MB_NVARIANTS; v++)
+			if (strlen(mb_variant_names[v]) == len &&
+			    !strncmp(p, mb_variant_names[v], len))
+				break;
+		if (len == 3 && !strncmp(p, "all", 3))
+			chosen = (1u << MB_NVARIANTS) - 1;
+		else if (v < MB_NVARIANTS)
+			chosen |= 1u << v;
+		else
+			return mb_bad_input(
+				"--variant: invalid variant list '%s' (expected master, "
+				"pin, overlap, both or all, or a list of them)",
+				g->args->variants);
+		p += len;
+	} while (*p++ == ',');
+	g->nvariants = 0;
+	for (v = 0; v < MB_NVARIANTS; v++)
+		if (chosen & (1u << v))
+			g->variants[g->nvariants++] = v;
 	return 0;
 }
 
@@ -335,7 +337,6 @@ static int check_plans(struct grid *g)
 static int setup(struct grid *g)
 {
 	struct mb_cl_select sel;
-	unsigned v;
 	int err;
 
 	if ((err = mb_setup_stages(g->args, g->stages, &g->nstages)) || (err = parse_variants(g)) ||
@@ -346,12 +347,6 @@ static int setup(struct grid *g)
 				    "%llu)",
 				    (unsigned long long)g->args->resume_at,
 				    (unsigned long long)g->args->steps);
-	/* master first in each stage: it is the base of the changes */
-	for (v = 1; v < g->nvariants; v++)
-		if (g->variants[v] == MB_MASTER) {
-			g->variants[v] = g->variants[0];
-			g->variants[0] = MB_MASTER;
-		}
 	if ((err = mb_host_bind(g->args->cpus, g->args->membind)))
 		return err;
 	mb_host_describe(&g->host, g->args->cpus || g->args->membind);
