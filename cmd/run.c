@@ -4,6 +4,7 @@
  * table on stdout; and the checks: every run ends in the same state, and
  * the step-phase peak of the ledger is what the plan predicted.
  */
+#define _DEFAULT_SOURCE /* mkstemps */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -41,9 +42,12 @@ struct grid {
 	size_t nstages, nvariants;
 	struct mb_run_settings run;
 	char out[4096];
-	bool out_existed; /* else an empty one is removed if nothing could run */
+	bool out_existed;     /* else an empty one is removed if nothing could run */
+	char given_out[4096]; /* where the rows went first, before a fallback */
+	bool fallback;	      /* out is the fallback file */
 	unsigned failed, interrupted, checked, mismatched;
-	size_t rows_written;
+	struct mb_csv_row *rows; /* this invocation's, as written */
+	size_t nrows;
 	bool tty; /* the progress line: stderr is a terminal and not --quiet */
 	double started_s;
 	unsigned long steps_total, steps_done;
@@ -246,6 +250,53 @@ static void check(struct grid *g, const struct mb_run_result *r)
 	}
 }
 
+/*
+ * When the results file stops taking rows mid-run (a full disk, a file size
+ * limit), this invocation's rows so far and all later ones go to a new file
+ * in $TMPDIR instead, named on stderr: a finished run is never lost.
+ */
+static int fall_back(struct grid *g)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	char why[512], path[4096];
+	size_t i;
+	int fd, err = 0;
+
+	snprintf(why, sizeof(why), "%s", mb_errmsg());
+	snprintf(path, sizeof(path), "%s/muonbench-XXXXXX.csv",
+		 tmpdir && *tmpdir ? tmpdir : "/tmp");
+	if ((fd = mkstemps(path, 4)) < 0)
+		return mb_fail("%s; and no fallback file could be made in '%s': %s", why,
+			       tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
+	close(fd);
+	for (i = 0; !err && i < g->nrows; i++)
+		err = mb_csv_append(path, &g->rows[i]);
+	if (err)
+		return err;
+	fprintf(stderr,
+		"muonbench: %s\nmuonbench: all of this invocation's results, its %zu earlier "
+		"row(s) included, now go to '%s'\n",
+		why, g->nrows - 1, path);
+	snprintf(g->given_out, sizeof(g->given_out), "%s", g->out);
+	snprintf(g->out, sizeof(g->out), "%s", path);
+	g->fallback = true;
+	return 0;
+}
+
+/* Keep ROW, and append it to the results file or, when that fails, the fallback. */
+static int save_row(struct grid *g, const struct mb_csv_row *row)
+{
+	struct mb_csv_row *rows = realloc(g->rows, (g->nrows + 1) * sizeof(*rows));
+
+	if (!rows)
+		return mb_fail("out of host memory keeping a results row");
+	g->rows = rows;
+	g->rows[g->nrows++] = *row;
+	if (!mb_csv_append(g->out, row))
+		return 0;
+	return g->fallback ? -1 : fall_back(g);
+}
+
 /* Run R runs of the cell now in g->run; append a row for each. */
 static int run_cell(struct grid *g)
 {
@@ -288,8 +339,7 @@ static int run_cell(struct grid *g)
 					(unsigned long long)g->args->runs, r->iter_mean_s,
 					r->apply_mean_s);
 		}
-		if (!(err = mb_csv_append(g->out, row)))
-			g->rows_written++;
+		err = save_row(g, row);
 		if (run_err)
 			break; /* the other runs of a failed cell would fail alike */
 	}
@@ -298,22 +348,10 @@ static int run_cell(struct grid *g)
 	return err;
 }
 
-/*
- * The report of the rows this run wrote (the last ROWS of the file, which
- * --out may have held before), in --format.
- */
+/* The report of this invocation's rows, in --format. */
 static int report(const struct grid *g)
 {
-	struct mb_csv_row *rows = NULL;
-	size_t n = 0;
-	int err;
-
-	if (!g->rows_written)
-		return 0;
-	if (!(err = mb_csv_read(g->out, &rows, &n)) && n >= g->rows_written)
-		err = mb_report_rows(rows + n - g->rows_written, g->rows_written, g->args->format);
-	free(rows);
-	return err;
+	return g->nrows ? mb_report_rows(g->rows, g->nrows, g->args->format) : 0;
 }
 
 /* Every stage's plan, so that a bad budget is refused before any run. */
@@ -391,6 +429,9 @@ static int verdict(const struct grid *g)
 			g->mismatched ? "MISMATCH" : "bitwise identical", g->checked,
 			(unsigned long long)g->checksum,
 			g->mismatched ? "checked against" : "as predicted by");
+	if (g->fallback)
+		return mb_fail("the results could not be written to '%s'; they are in '%s'",
+			       g->given_out, g->out);
 	if (g->interrupted || stop)
 		return mb_fail("interrupted: the runs that finished are in '%s'", g->out);
 	if (g->mismatched)
@@ -439,6 +480,7 @@ int mb_cmd_run(const struct mb_args *args)
 		unlink(g->out); /* checked, created, and then nothing ran */
 	}
 	mb_model_release(&g->model);
+	free(g->rows);
 	free(g);
 	return err;
 }

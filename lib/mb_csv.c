@@ -289,10 +289,12 @@ int mb_csv_append(const char *path, const struct mb_csv_row *row)
 {
 	char *header = NULL, *line = NULL;
 	bool empty;
+	off_t size;
 	int fd, err;
 
 	if ((err = open_checked(path, &fd, &empty)))
 		return err;
+	size = lseek(fd, 0, SEEK_END);
 	line = mb_csv_format(row);
 	if (empty)
 		header = mb_csv_header();
@@ -300,6 +302,10 @@ int mb_csv_append(const char *path, const struct mb_csv_row *row)
 		err = mb_fail("out of host memory formatting a results row");
 	else if (!(err = empty ? write_all(fd, header, path) : 0))
 		err = write_all(fd, line, path);
+	if (err && size >= 0 && ftruncate(fd, size))
+		err = mb_fail("cannot write results to '%s', and the part of a row written "
+			      "could not be removed: %s",
+			      path, strerror(errno));
 	if (close(fd) && !err)
 		err = mb_fail("cannot write results to '%s': %s", path, strerror(errno));
 	free(header);

@@ -61,7 +61,10 @@ char *mb_csv_format(const struct mb_csv_row *row);
  */
 int mb_csv_check(const char *path);
 
-/* Append ROW to PATH (the header first if the file is new or empty). */
+/*
+ * Append ROW to PATH (the header first if the file is new or empty). A write
+ * that fails (a full disk) leaves the file as it was: no part of a row.
+ */
 int mb_csv_append(const char *path, const struct mb_csv_row *row);
 
 /*

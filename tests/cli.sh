@@ -177,22 +177,60 @@ if [ "$rc" -eq 1 ] && [ "$(col "$tmp/oom.csv" status | tr '\n' ' ')" = "failed f
 else
 	report fail "run: out of device memory gives failed rows, the next cell runs, exit 1" "exit $rc: $(cat "$tmp/err" "$tmp/oom.csv")"
 fi
-# Ctrl-C: the runs that finished are in a valid file; a run cut short (if the
-# signal came mid-run rather than between runs) is marked interrupted
-"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant all --runs 1000 --steps 5 --out "$tmp/int.csv" >/dev/null 2>"$tmp/err" &
-pid=$!
-sleep 3
-kill -INT "$pid"
-wait "$pid"
-rc=$?
-fields=$(awk -F, '{ print NF }' "$tmp/int.csv" | sort -u | wc -l)
-statuses=$(col "$tmp/int.csv" status | sort -u | tr '\n' ' ')
-if [ "$rc" -eq 1 ] && [ "$fields" -eq 1 ] && grep -q "interrupted: the runs that finished are in" "$tmp/err" &&
-	{ [ "$statuses" = "ok " ] || [ "$statuses" = "interrupted ok " ]; } &&
-	[ "$(tail -c 1 "$tmp/int.csv" | od -An -c | tr -d ' ')" = '\n' ]; then
-	report ok "run: SIGINT leaves whole rows, a cut run marked interrupted, exit 1"
+# Ctrl-C or a kill: the runs that finished are in a valid file; a run cut
+# short (if the signal came mid-run rather than between runs) is marked
+# interrupted
+for sig in INT TERM; do
+	"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant all --runs 1000 --steps 5 --out "$tmp/int-$sig.csv" >/dev/null 2>"$tmp/err" &
+	pid=$!
+	sleep 3
+	kill -"$sig" "$pid"
+	wait "$pid"
+	rc=$?
+	fields=$(awk -F, '{ print NF }' "$tmp/int-$sig.csv" | sort -u | wc -l)
+	statuses=$(col "$tmp/int-$sig.csv" status | sort -u | tr '\n' ' ')
+	if [ "$rc" -eq 1 ] && [ "$fields" -eq 1 ] && grep -q "interrupted: the runs that finished are in" "$tmp/err" &&
+		{ [ "$statuses" = "ok " ] || [ "$statuses" = "interrupted ok " ]; } &&
+		[ "$(tail -c 1 "$tmp/int-$sig.csv" | od -An -c | tr -d ' ')" = '\n' ]; then
+		report ok "run: SIG$sig leaves whole rows, a cut run marked interrupted, exit 1"
+	else
+		report fail "run: SIG$sig leaves whole rows, a cut run marked interrupted, exit 1" "exit $rc, statuses '$statuses': $(tail -2 "$tmp/err")"
+	fi
+done
+# An output that fills up mid-run: no part of a row in it, and every row of
+# the invocation in a fallback file that the message names. A small tmpfs
+# plays the full disk (this needs root and mount, as in CI); the file on it
+# is grown by whole rows until it has room for one more row, not two.
+cp "$tmp/all.csv" "$tmp/full.csv"
+row=$(tail -1 "$tmp/full.csv")
+while :; do
+	size=$(wc -c <"$tmp/full.csv")
+	room=$(((size + 4095) / 4096 * 4096 - size))
+	[ "$room" -lt 600 ] || [ "$room" -gt 900 ] || break
+	printf '%s\n' "$row" >>"$tmp/full.csv"
+done
+before=$(wc -l <"$tmp/full.csv")
+mkdir "$tmp/disk"
+if mount -t tmpfs -o size=$((size + room)) muonbench-test "$tmp/disk" 2>/dev/null; then
+	cp "$tmp/full.csv" "$tmp/disk/full.csv"
+	# shellcheck disable=SC2086 # $micro is a list of options
+	TMPDIR=$tmp "$bin" run $micro --stage 2 --variant master,pin --out "$tmp/disk/full.csv" >/dev/null 2>"$tmp/err"
+	rc=$?
+	cp "$tmp/disk/full.csv" "$tmp/full.csv"
+	umount "$tmp/disk"
+	fallback=$(sed -n "s/.* now go to '\(.*\)'$/\1/p" "$tmp/err")
+	if [ "$rc" -eq 1 ] && [ -n "$fallback" ] && [ "$(wc -l <"$tmp/full.csv")" -eq $((before + 1)) ] &&
+		"$bin" report "$tmp/full.csv" >/dev/null 2>&1 &&
+		[ "$(col "$fallback" status | tr '\n' ' ')" = "ok ok ok ok " ] &&
+		grep -qF "No space left on device" "$tmp/err" &&
+		tail -1 "$tmp/err" | grep -qF "could not be written to '$tmp/disk/full.csv'; they are in '$fallback'"; then
+		report ok "run: an output that fills mid-run keeps whole rows, all rows in the named fallback, exit 1"
+	else
+		report fail "run: an output that fills mid-run keeps whole rows, all rows in the named fallback, exit 1" "exit $rc, $(wc -l <"$tmp/full.csv") lines (had $before): $(cat "$tmp/err")"
+	fi
 else
-	report fail "run: SIGINT leaves whole rows, a cut run marked interrupted, exit 1" "exit $rc, statuses '$statuses': $(tail -2 "$tmp/err")"
+	n=$((n + 1))
+	echo "ok $n # SKIP a full output: no tmpfs can be mounted here (needs root)"
 fi
 if [ "$(col "$tmp/fb.csv" checksum)" = "$(col "$tmp/all.csv" checksum | head -1)" ] &&
 	[ "$(col "$tmp/fb.csv" peak_forward_bytes)" -gt 0 ] && [ "$(col "$tmp/fb.csv" fwd_bwd)" = on ]; then
