@@ -4,6 +4,8 @@
 #include "mb_cl.h"
 
 #include <ctype.h>
+#include <dirent.h>
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -212,6 +214,48 @@ static int list_platform(cl_platform_id pid, unsigned pi, struct mb_cl_device_in
 	return err;
 }
 
+/*
+ * Why the loader found no platform: the first ICD file in its vendors
+ * directory (OCL_ICD_VENDORS, else /etc/OpenCL/vendors) whose library cannot
+ * be loaded, or that no ICD is registered at all.
+ */
+static int no_platform(void)
+{
+	const char *env = getenv("OCL_ICD_VENDORS"),
+		   *dir = env && *env ? env : "/etc/OpenCL/vendors";
+	char path[4096], lib[4096] = "";
+	struct dirent *e;
+	size_t len;
+	FILE *f;
+	void *h;
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d))) {
+		len = strlen(e->d_name);
+		if (len < 5 || strcmp(e->d_name + len - 4, ".icd"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (!fgets(lib, sizeof(lib), f))
+			lib[0] = '\0';
+		fclose(f);
+		lib[strcspn(lib, "\r\n")] = '\0';
+		if (!(h = dlopen(lib, RTLD_LAZY | RTLD_LOCAL))) {
+			closedir(d);
+			return mb_bad_input("no OpenCL platform found: the ICD '%s' names '%s', "
+					    "which cannot be loaded (%s)",
+					    path, lib, dlerror());
+		}
+		dlclose(h);
+	}
+	if (d)
+		closedir(d);
+	return mb_bad_input("no OpenCL platform found%s%s%s: install an OpenCL driver (on "
+			    "Debian, pocl-opencl-icd for the CPU, or your GPU vendor's ICD)",
+			    lib[0] ? "" : " (no ICD in '", lib[0] ? "" : dir, lib[0] ? "" : "')");
+}
+
 int mb_cl_list_devices(struct mb_cl_device_info **out, size_t *n)
 {
 	cl_platform_id pids[PLATFORMS_MAX];
@@ -224,9 +268,7 @@ int mb_cl_list_devices(struct mb_cl_device_info **out, size_t *n)
 	*n = 0;
 	st = clGetPlatformIDs(PLATFORMS_MAX, pids, &np);
 	if (st == CL_PLATFORM_NOT_FOUND_KHR || (st == CL_SUCCESS && !np))
-		return mb_bad_input("no OpenCL platform found: install an OpenCL driver (on "
-				    "Debian, pocl-opencl-icd for the CPU, or your GPU vendor's "
-				    "ICD)");
+		return no_platform();
 	if (st != CL_SUCCESS)
 		return mb_fail("clGetPlatformIDs failed: %s", mb_cl_strerror(st));
 	if (np > PLATFORMS_MAX)

@@ -130,10 +130,13 @@ expect_error "flag with a value" 2 "option '--help' takes no value" plan --help=
 expect_error "stray argument" 2 "unexpected argument 'tiny'" plan tiny
 expect_error "unknown command" 2 "unknown command 'frobnicate'" frobnicate
 
-# Devices; and no OpenCL platform at all (an empty ICD directory).
+# Devices; no OpenCL platform at all (an empty ICD directory); an ICD whose
+# library does not load.
 expect_output "devices lists a device" "| 0 | 0 |" devices
-mkdir "$tmp/no-icd"
-OCL_ICD_VENDORS="$tmp/no-icd" expect_error "no OpenCL platform" 2 "no OpenCL platform found" devices
+mkdir "$tmp/no-icd" "$tmp/bad-icd"
+OCL_ICD_VENDORS="$tmp/no-icd" expect_error "no OpenCL platform" 2 "no OpenCL platform found (no ICD in '$tmp/no-icd')" devices
+echo "$tmp/libOpenCL-missing.so" >"$tmp/bad-icd/missing.icd"
+OCL_ICD_VENDORS="$tmp/bad-icd" expect_error "an ICD that fails to load" 2 "the ICD '$tmp/bad-icd/missing.icd' names '$tmp/libOpenCL-missing.so', which cannot be loaded" run --config tests/data/good/micro.json --out "$tmp/never.csv"
 
 # Newton-Schulz on the device.
 expect_output "ns verifies against float64" "| 48x80 |" ns --shape 48x80,33x17 --reps 1 --verify
