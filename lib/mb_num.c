@@ -192,6 +192,59 @@ int mb_parse_size(const char *what, const char *text, uint64_t min, uint64_t max
 	return parse(what, text, min, max, true, out);
 }
 
+/* Append SIZE to OUT unless it is there already. */
+static int add_size(const char *what, const char *text, uint64_t size, uint64_t *out, size_t max,
+		    size_t *n)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (out[i] == size)
+			return 0;
+	if (*n == max)
+		return mb_bad_input("%s: more than %zu sizes in '%s'", what, max, text);
+	out[(*n)++] = size;
+	return 0;
+}
+
+int mb_parse_size_list(const char *what, const char *text, uint64_t min, uint64_t max,
+		       uint64_t *out, size_t maxn, size_t *n)
+{
+	char item[128], *dots;
+	const char *p = text;
+	uint64_t a, b;
+	size_t len;
+	int err;
+
+	*n = 0;
+	do {
+		len = strcspn(p, ",");
+		if (len >= sizeof(item))
+			return mb_bad_input("%s: invalid size '%.*s...' in '%s'", what, 32, p,
+					    text);
+		snprintf(item, sizeof(item), "%.*s", (int)len, p);
+		dots = strstr(item, "..");
+		if (dots)
+			*dots = '\0';
+		if ((err = mb_parse_size(what, item, min, max, &a)))
+			return err;
+		b = a;
+		if (dots && (err = mb_parse_size(what, dots + 2, min, max, &b)))
+			return err;
+		if (b < a)
+			return mb_bad_input("%s: the range '%s..%s' runs backwards", what, item,
+					    dots + 2);
+		for (; a <= b; a *= 2) {
+			if ((err = add_size(what, text, a, out, maxn, n)))
+				return err;
+			if (a > b / 2)
+				break;
+		}
+		p += len;
+	} while (*p++ == ',');
+	return 0;
+}
+
 #define SHAPE_DIM_MAX (1ull << 24)
 
 int mb_parse_shapes(const char *what, const char *text, struct mb_shape *out, size_t max, size_t *n)

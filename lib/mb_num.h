@@ -19,6 +19,15 @@ int mb_parse_count(const char *what, const char *text, uint64_t min, uint64_t ma
 /* Parse a size in bytes (suffixes allowed) in [min, max] into *out. */
 int mb_parse_size(const char *what, const char *text, uint64_t min, uint64_t max, uint64_t *out);
 
+/*
+ * Parse a list of sizes in [min, max] into OUT (room for MAX), the count
+ * into *n: items separated by commas, each a size or a range A..B, which is
+ * A, 2A, 4A ... up to B (B itself only if a power-of-two multiple of A). The
+ * sizes are kept in the order given, each once. 0 or -MB_EINPUT.
+ */
+int mb_parse_size_list(const char *what, const char *text, uint64_t min, uint64_t max,
+		       uint64_t *out, size_t maxn, size_t *n);
+
 /* A matrix shape, ROWSxCOLS on the command line. */
 struct mb_shape {
 	uint64_t rows, cols;

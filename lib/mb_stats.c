@@ -20,10 +20,17 @@ static int cmp_double(const void *a, const void *b)
 
 struct mb_spread mb_spread_of(double *samples, size_t n)
 {
-	struct mb_spread s = { NAN, NAN, NAN };
+	struct mb_spread s = { NAN, NAN, NAN, NAN, NAN };
+	double sq = 0;
+	size_t i;
 
 	if (!n)
 		return s;
+	for (i = 0, s.mean = 0; i < n; i++)
+		s.mean += samples[i] / (double)n;
+	for (i = 0; i < n; i++)
+		sq += (samples[i] - s.mean) * (samples[i] - s.mean);
+	s.cv = n > 1 ? sqrt(sq / (double)(n - 1)) / s.mean : 0;
 	qsort(samples, n, sizeof(*samples), cmp_double);
 	s.min = samples[0];
 	s.max = samples[n - 1];

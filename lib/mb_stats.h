@@ -11,12 +11,13 @@
 
 #include <stddef.h>
 
-/* The middle and the ends of a sample. */
+/* The middle, the ends and the scatter of a sample. */
 struct mb_spread {
 	double median, min, max;
+	double mean, cv; /* cv: the standard deviation (n - 1) over the mean; 0 for one */
 };
 
-/* The median, min and max of the N SAMPLES (sorted in place); NaN for none. */
+/* The spread of the N SAMPLES (sorted in place); NaN for none. */
 struct mb_spread mb_spread_of(double *samples, size_t n);
 
 struct mb_mwu {

@@ -105,6 +105,43 @@ static void counts_take_no_units(void **state)
 	assert_string_equal(mb_errmsg(), "--layers: number '2.5' is not a whole number");
 }
 
+static void size_lists(void **state)
+{
+	uint64_t v[64];
+	size_t n;
+
+	(void)state;
+	/* the default of bandwidth: 4 KiB to 1 GiB, doubling: 19 sizes */
+	assert_int_equal(mb_parse_size_list("--sizes", "4Ki..1Gi", 1, UINT64_MAX, v, 64, &n), 0);
+	assert_int_equal(n, 19);
+	assert_int_equal(v[0], 4096);
+	assert_int_equal(v[1], 8192);
+	assert_int_equal(v[18], 1ull << 30);
+	/* items and ranges, in the order given, each once; B only when reached by doubling */
+	assert_int_equal(mb_parse_size_list("--sizes", "256Mi,1Ki..5Ki,2Ki,1e6", 1, UINT64_MAX, v,
+					    64, &n),
+			 0);
+	assert_int_equal(n, 5);
+	assert_true(v[0] == 256u << 20 && v[1] == 1024 && v[2] == 2048 && v[3] == 4096 &&
+		    v[4] == 1000000);
+	/* a range up to the largest size does not wrap */
+	assert_int_equal(mb_parse_size_list("--sizes", "9223372036854775808..18446744073709551615",
+					    1, UINT64_MAX, v, 64, &n),
+			 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(mb_parse_size_list("--sizes", "4Ki..2Ki", 1, UINT64_MAX, v, 64, &n),
+			 -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "runs backwards"));
+	assert_int_equal(mb_parse_size_list("--sizes", "4Ki,,8Ki", 1, UINT64_MAX, v, 64, &n),
+			 -MB_EINPUT);
+	assert_int_equal(mb_parse_size_list("--sizes", "4Ki..", 1, UINT64_MAX, v, 64, &n),
+			 -MB_EINPUT);
+	assert_int_equal(mb_parse_size_list("--sizes", "0", 1, UINT64_MAX, v, 64, &n), -MB_EINPUT);
+	assert_int_equal(mb_parse_size_list("--sizes", "1..1Ti", 1, UINT64_MAX, v, 8, &n),
+			 -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "more than 8 sizes"));
+}
+
 static void printing(void **state)
 {
 	char buf[32];
@@ -126,7 +163,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes_with_units), cmocka_unit_test(scientific_notation),
 		cmocka_unit_test(malformed_sizes),  cmocka_unit_test(counts_take_no_units),
-		cmocka_unit_test(printing),
+		cmocka_unit_test(size_lists),	    cmocka_unit_test(printing),
 	};
 
 	return cmocka_run_group_tests_name("num", tests, NULL, NULL);

@@ -1,5 +1,6 @@
 /*
- * Mann-Whitney U against values worked by hand and from the standard tables.
+ * Mann-Whitney U against values worked by hand and from the standard tables;
+ * the spread of a sample (median, ends, coefficient of variation).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -15,6 +16,27 @@ static void assert_close(double got, double want, double rel)
 {
 	if (!(fabs(got - want) <= rel * fabs(want)))
 		fail_msg("got %.6g, want %.6g", got, want);
+}
+
+static void spread(void **state)
+{
+	double odd[] = { 4, 1, 3 }, even[] = { 10, 2, 6, 2 }, one[] = { 7 };
+	struct mb_spread s;
+
+	(void)state;
+	s = mb_spread_of(odd, 3);
+	assert_true(s.median == 3 && s.min == 1 && s.max == 4);
+	/* mean 8/3; deviations 4/3, -5/3, 1/3: variance (16 + 25 + 1) / 9 / 2 = 7/3 */
+	assert_close(s.mean, 8.0 / 3, 1e-12);
+	assert_close(s.cv, sqrt(7.0 / 3) / (8.0 / 3), 1e-12);
+	s = mb_spread_of(even, 4);
+	assert_true(s.median == 4 && s.min == 2 && s.max == 10);
+	/* mean 5; deviations 5, -3, 1, -3: variance 44 / 3 */
+	assert_close(s.cv, sqrt(44.0 / 3) / 5, 1e-12);
+	s = mb_spread_of(one, 1);
+	assert_true(s.median == 7 && s.cv == 0);
+	s = mb_spread_of(one, 0);
+	assert_true(isnan(s.median) && isnan(s.cv));
 }
 
 static void exact_small_samples(void **state)
@@ -91,6 +113,7 @@ static void normal_approximation(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(spread),
 		cmocka_unit_test(exact_small_samples),
 		cmocka_unit_test(exact_against_enumeration),
 		cmocka_unit_test(normal_approximation),
