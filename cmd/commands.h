@@ -13,12 +13,20 @@ int mb_cmd_run(const struct mb_args *args);
 int mb_cmd_plan(const struct mb_args *args);
 int mb_cmd_devices(const struct mb_args *args);
 int mb_cmd_ns(const struct mb_args *args);
+int mb_cmd_bandwidth(const struct mb_args *args);
 int mb_cmd_report(const struct mb_args *args);
 int mb_cmd_compare(const struct mb_args *args);
 int mb_cmd_plot(const struct mb_args *args);
 
-/* The tables of report for N ROWS, in FORMAT (md, csv or json), to stdout. */
 struct mb_csv_row;
+
+/*
+ * mb_csv_read, saying on stderr when PATH holds no runs (a bandwidth
+ * calibration among results files): it is skipped.
+ */
+int mb_read_runs(const char *path, struct mb_csv_row **rows, size_t *n);
+
+/* The tables of report for N ROWS, in FORMAT (md, csv or json), to stdout. */
 int mb_report_rows(const struct mb_csv_row *rows, size_t n, const char *format);
 
 #endif

@@ -36,7 +36,7 @@ static void release(struct side *s)
 	free(s->rows);
 }
 
-/* Timings from another device or driver do not compare, unless asked. */
+/* Timings from another device, driver or tuning do not compare, unless asked. */
 static int same_device(const struct side *b, const struct side *n, bool allow)
 {
 	const struct mb_csv_row *x = b->rows, *y;
@@ -44,14 +44,16 @@ static int same_device(const struct side *b, const struct side *n, bool allow)
 
 	for (i = 0; i < n->nrows; i++) {
 		y = &n->rows[i];
-		if (strcmp(x->device, y->device) || strcmp(x->driver, y->driver)) {
+		if (strcmp(x->device, y->device) || strcmp(x->driver, y->driver) ||
+		    strcmp(x->tuning, y->tuning)) {
 			if (allow)
 				return 0;
 			return mb_bad_input(
-				"'%s' ran on '%s' (driver %s), '%s' on '%s' (driver %s): "
-				"timings do not compare across devices; "
-				"--allow-device-change compares them anyway",
-				b->path, x->device, x->driver, n->path, y->device, y->driver);
+				"'%s' ran on '%s' (driver %s; CLBlast %s), '%s' on '%s' (driver "
+				"%s; CLBlast %s): timings do not compare across devices or "
+				"tunings; --allow-device-change compares them anyway",
+				b->path, x->device, x->driver, x->tuning, n->path, y->device,
+				y->driver, y->tuning);
 		}
 	}
 	return 0;

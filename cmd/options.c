@@ -24,6 +24,7 @@ enum kind {
 #define ALL	    ((1u << MB_NCOMMANDS) - 1)
 #define MODEL_CMDS  (ON(MB_CMD_RUN) | ON(MB_CMD_PLAN))
 #define DEVICE_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_NS))
+#define MEMORY_CMDS (DEVICE_CMDS | ON(MB_CMD_BANDWIDTH)) /* they bind and allocate */
 
 struct option {
 	const char *name; /* without the leading -- */
@@ -78,11 +79,15 @@ static const struct option options[] = {
 	  "buffers, as a checkpoint load does" },
 	{ "quiet", NULL, FLAG, AT(quiet), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
 	  "no progress on stderr (the progress line shows only on a terminal anyway)" },
-	{ "cpus", "LIST", TEXT, AT(cpus), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
+	{ "cpus", "LIST", TEXT, AT(cpus), NULL, 0, 0, NULL, MEMORY_CMDS,
 	  "run on these CPUs, as numactl -C LIST (default: as inherited)" },
-	{ "membind", "NODES", TEXT, AT(membind), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
+	{ "membind", "NODES", TEXT, AT(membind), NULL, 0, 0, NULL, MEMORY_CMDS,
 	  "allocate host memory on these NUMA nodes, as numactl -m NODES (default: as "
 	  "inherited)" },
+	{ "numa", "auto|off", CHOICE, AT(numa), "off", 0, 0, "auto|off", MEMORY_CMDS,
+	  "auto: run and allocate on the NUMA node of the device's PCI slot, where the "
+	  "driver gives its PCI address and sysfs its node; else say so and leave the "
+	  "binding as it is" },
 	{ "out", "FILE", TEXT, AT(out), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
 	  "append the results to FILE (default: a new "
 	  "results/MODEL-stageS-UTCTIME.csv)" },
@@ -91,22 +96,25 @@ static const struct option options[] = {
 	{ "rank", "R", COUNT, AT(rank), "0", 0, (1u << 20) - 1, NULL, ON(MB_CMD_PLAN),
 	  "the rank planned, 0 to W-1" },
 	{ "format", "FMT", CHOICE, AT(format), "md", 0, 0, "md|csv|json",
-	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN),
+	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN) | ON(MB_CMD_BANDWIDTH),
 	  "output: Markdown tables, one CSV row or a JSON object" },
 	{ "shape", "RxC,...", TEXT, AT(shapes), "256x768,1024x1024,1024x3072", 0, 0, NULL,
 	  ON(MB_CMD_NS), "matrix shapes to orthogonalize" },
 	{ "batch", "N", COUNT, AT(batch), "1", 1, 1u << 16, NULL, ON(MB_CMD_NS),
 	  "matrices of each shape in one timed run" },
-	{ "reps", "N", COUNT, AT(reps), "5", 1, 1u << 16, NULL, ON(MB_CMD_NS),
-	  "timed runs of each shape, after a warm-up" },
+	{ "reps", "N", COUNT, AT(reps), "5", 1, 1u << 16, NULL,
+	  ON(MB_CMD_NS) | ON(MB_CMD_BANDWIDTH),
+	  "timed runs of each shape or copy, after a warm-up" },
+	{ "sizes", "LIST", TEXT, AT(sizes), "4Ki..1Gi", 0, 0, NULL, ON(MB_CMD_BANDWIDTH),
+	  "copy sizes: sizes and doubling ranges A..B, comma-separated (4Ki..1Mi,256Mi)" },
 	{ "verify", NULL, FLAG, AT(verify), NULL, 0, 0, NULL, ON(MB_CMD_NS),
 	  "compare each result with a float64 host reference; fail above 1e-4 relative "
 	  "Frobenius error" },
 	{ "seed", "N", COUNT, AT(seed), "1", 0, UINT64_MAX, NULL, DEVICE_CMDS,
 	  "seed of the random numbers" },
-	{ "platform", "P", COUNT, AT(platform), NULL, 0, 63, NULL, DEVICE_CMDS,
+	{ "platform", "P", COUNT, AT(platform), NULL, 0, 63, NULL, MEMORY_CMDS,
 	  "OpenCL platform index (see muonbench devices)" },
-	{ "device", "D", TEXT, AT(device), NULL, 0, 0, NULL, DEVICE_CMDS,
+	{ "device", "D", TEXT, AT(device), NULL, 0, 0, NULL, MEMORY_CMDS,
 	  "device index on the platform, or part of its name (default: the first GPU, "
 	  "else the first device)" },
 	{ "device-mem-limit", "SIZE", SIZE, AT(device_mem_limit), NULL, 1, UINT64_MAX, NULL,
@@ -151,8 +159,9 @@ static const struct command commands[MB_NCOMMANDS] = {
 	[MB_CMD_DEVICES] = { "devices", "list the OpenCL platforms and devices",
 			     "Lists every OpenCL platform and device with the indices "
 			     "that select it, its name, vendor, driver version, global "
-			     "memory, compute units, largest allocation and whether it "
-			     "has cl_khr_fp16." },
+			     "memory, compute units, largest allocation, whether it "
+			     "has cl_khr_fp16, and its PCI address and NUMA node where the "
+			     "driver and sysfs tell them (what --numa auto binds to)." },
 	[MB_CMD_REPORT] = { "report", "the reference's tables from results files",
 			    "Reads results files (FILE.csv ...) and prints the reference's tables: "
 			    "iteration and Muon apply time per stage and variant with the change "
@@ -169,6 +178,19 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "figures (parameter counts, plan, peak device memory, checksum): any "
 			     "difference is reported, a rise in peak memory is a regression. "
 			     "Exits 1 on a regression, 2 on bad input." },
+	[MB_CMD_BANDWIDTH] = { "bandwidth", "host-device copy bandwidth, pageable against pinned",
+			       "Times copies of each size host to device (H2D), device to host "
+			       "(D2H) and both at once (one on each queue), from pageable and "
+			       "from pinned host memory: after a warm-up, REPS copies each, "
+			       "timed by the device's events (first start to last end) and by "
+			       "the host clock around enqueue and finish. Prints the median "
+			       "GB/s (10^9 bytes a second; both directions count the bytes "
+			       "of both) with min, max and the coefficient of variation. A copy "
+			       "more than 4 times as fast as the host's own memcpy of that size "
+			       "moved nothing (a zero-copy mapping) and is flagged, not reported "
+			       "as bandwidth. Host buffers are page-aligned and first touched by "
+			       "the bound threads, so --membind, numactl or --numa auto places "
+			       "them." },
 	[MB_CMD_PLOT] = { "plot", "a chart of results files, drawn by gnuplot",
 			  "Draws grouped bars of iteration and Muon apply time per stage and "
 			  "variant, with the spread of the runs, and stacked bars of the apply's "

@@ -18,6 +18,7 @@ enum mb_command {
 	MB_CMD_PLAN,
 	MB_CMD_DEVICES,
 	MB_CMD_NS,
+	MB_CMD_BANDWIDTH,
 	MB_CMD_REPORT,
 	MB_CMD_COMPARE,
 	MB_CMD_PLOT,
@@ -48,9 +49,11 @@ struct mb_args {
 	const char *pin_memory, *writeback_dep; /* on|off, host|event */
 	uint64_t resume_at;			/* 0: never */
 	uint64_t seq, micro_batch;
-	const char *fwd_bwd; /* on|off */
-	const char *cpus, *membind, *out;
+	const char *fwd_bwd;			 /* on|off */
+	const char *cpus, *membind, *numa, *out; /* numa: auto|off */
 	bool quiet;
+
+	const char *sizes; /* bandwidth */
 
 	const char *shapes; /* ns */
 	uint64_t batch, reps;

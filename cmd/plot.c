@@ -170,7 +170,7 @@ int mb_cmd_plot(const struct mb_args *args)
 		return mb_bad_input("-o: the image must end in .svg or .png, got '%s'",
 				    args->image ? args->image : "");
 	for (i = 0; i < args->nfiles && !err; i++)
-		err = mb_csv_read(args->files[i], &rows, &n);
+		err = mb_read_runs(args->files[i], &rows, &n);
 	if (!err && !n)
 		err = mb_bad_input("no rows to plot");
 	if (!err)

@@ -63,6 +63,7 @@ static void md_header(const struct mb_table *t)
 	char a[32], b[32], budget[32];
 
 	printf("# %s on '%s' (%s, driver %s)\n\n", r->model, r->device, r->platform, r->driver);
+	printf("CLBlast parameters: %s.\n", r->tuning);
 	printf("Host %s (%s), CPUs %s, memory nodes %s (%s). Model %s: %llu layers, %s "
 	       "parameters, %s Muon. Steps %llu-%llu of %llu per run; gather budget %s; "
 	       "sub-group %llu; pin_memory %s; writeback %s; forward/backward %s (seq %llu x "
@@ -200,6 +201,24 @@ static void md_phase_times(const struct mb_table *t)
 	}
 }
 
+static void md_bus(const struct mb_table *t)
+{
+	char v[3][32];
+	size_t i;
+
+	printf("\nAchieved over the bus (GB/s: the plan's bytes over the phase's device time; "
+	       "read against muonbench bandwidth):\n\n"
+	       "| ZeRO | Variant | H2D | D2H | params H2D |\n|---|---|---|---|---|\n");
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+
+		if (c->nruns)
+			printf("| %u | %s | %s | %s | %s |\n", c->stage, c->variant,
+			       secs(v[0], 32, c->h2d_gbs), secs(v[1], 32, c->d2h_gbs),
+			       secs(v[2], 32, c->params_h2d_gbs));
+	}
+}
+
 static void print_md(const struct mb_table *t, size_t nt)
 {
 	size_t k;
@@ -211,6 +230,7 @@ static void print_md(const struct mb_table *t, size_t nt)
 		md_main(&t[k]);
 		md_phase_peaks(&t[k]);
 		md_phase_times(&t[k]);
+		md_bus(&t[k]);
 	}
 }
 
@@ -296,6 +316,16 @@ int mb_report_rows(const struct mb_csv_row *rows, size_t n, const char *format)
 	return 0;
 }
 
+int mb_read_runs(const char *path, struct mb_csv_row **rows, size_t *n)
+{
+	size_t before = *n;
+	int err = mb_csv_read(path, rows, n);
+
+	if (!err && *n == before)
+		fprintf(stderr, "muonbench: '%s' holds no runs; skipped\n", path);
+	return err;
+}
+
 int mb_cmd_report(const struct mb_args *args)
 {
 	struct mb_csv_row *rows = NULL;
@@ -305,7 +335,7 @@ int mb_cmd_report(const struct mb_args *args)
 	if (!args->nfiles)
 		return mb_bad_input("report needs results files: muonbench report FILE.csv...");
 	for (i = 0; i < args->nfiles && !err; i++)
-		err = mb_csv_read(args->files[i], &rows, &n);
+		err = mb_read_runs(args->files[i], &rows, &n);
 	if (!err && !n)
 		err = mb_bad_input("no rows in %s",
 				   args->nfiles > 1 ? "these files" : args->files[0]);

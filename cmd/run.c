@@ -148,6 +148,11 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	snprintf(row->device, sizeof(row->device), "%s", g->cl.info.name);
 	snprintf(row->vendor, sizeof(row->vendor), "%s", g->cl.info.vendor);
 	snprintf(row->driver, sizeof(row->driver), "%s", g->cl.info.driver);
+	snprintf(row->device_pci, sizeof(row->device_pci), "%s", g->cl.info.pci);
+	if (g->cl.info.numa_node >= 0)
+		snprintf(row->device_numa_node, sizeof(row->device_numa_node), "%d",
+			 g->cl.info.numa_node);
+	snprintf(row->tuning, sizeof(row->tuning), "default");
 	snprintf(row->cpus, sizeof(row->cpus), "%s", g->host.cpus);
 	snprintf(row->mems, sizeof(row->mems), "%s", g->host.mems);
 	snprintf(row->binding, sizeof(row->binding), "%s", g->host.binding);
@@ -190,6 +195,9 @@ static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
 	row->params_h2d_s = p->params_h2d_s;
 	row->host_opt_gbs = r->host_opt_gbs;
 	row->memcpy_gbs = r->memcpy_gbs;
+	row->h2d_gbs = r->h2d_gbs;
+	row->d2h_gbs = r->d2h_gbs;
+	row->params_h2d_gbs = r->params_h2d_gbs;
 	row->peak_device_bytes = r->peak_bytes;
 	row->peak_forward_bytes = r->peak_forward_bytes;
 	row->peak_backward_bytes = r->peak_backward_bytes;
@@ -385,9 +393,8 @@ static int setup(struct grid *g)
 				    "%llu)",
 				    (unsigned long long)g->args->resume_at,
 				    (unsigned long long)g->args->steps);
-	if ((err = mb_host_bind(g->args->cpus, g->args->membind)))
+	if ((err = mb_setup_binding(g->args, &g->host)))
 		return err;
-	mb_host_describe(&g->host, g->args->cpus || g->args->membind);
 	if ((err = mb_setup_model(g->args, &g->model)) || (err = check_plans(g)) ||
 	    (err = default_out(g)))
 		return err;

@@ -4,6 +4,9 @@
  */
 #include "setup.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "mb_config.h"
 #include "mb_err.h"
 
@@ -27,6 +30,49 @@ void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel
 {
 	sel->platform = mb_args_given(args, "platform") ? (int)args->platform : -1;
 	sel->device = args->device;
+}
+
+int mb_setup_binding(const struct mb_args *args, struct mb_host *host)
+{
+	struct mb_cl_device_info dev;
+	struct mb_cl_select sel;
+	int err;
+
+	if (strcmp(args->numa, "auto")) {
+		if ((err = mb_host_bind(args->cpus, args->membind)))
+			return err;
+		mb_host_describe(host, args->cpus || args->membind ? "muonbench" : "inherited");
+		return 0;
+	}
+	if (args->cpus || args->membind)
+		return mb_bad_input("--numa auto chooses the CPUs and the memory itself: give it "
+				    "or --cpus/--membind, not both");
+	mb_setup_device_select(args, &sel);
+	if ((err = mb_cl_find(&sel, &dev)))
+		return err;
+	if (dev.numa_node < 0) {
+		if (dev.pci[0])
+			fprintf(stderr,
+				"muonbench: --numa auto: '%s' is at PCI %s, which sysfs puts on "
+				"no NUMA node; the binding is left as it is\n",
+				dev.name, dev.pci);
+		else
+			fprintf(stderr,
+				"muonbench: --numa auto: '%s' has no PCI address that its driver "
+				"tells (neither cl_khr_pci_bus_info nor a vendor's query); the "
+				"binding is left as it is\n",
+				dev.name);
+		mb_host_describe(host, "inherited");
+		return 0;
+	}
+	if ((err = mb_host_bind_node(dev.numa_node)))
+		return err;
+	fprintf(stderr,
+		"muonbench: --numa auto: '%s' is at PCI %s on NUMA node %d; running and "
+		"allocating there\n",
+		dev.name, dev.pci, dev.numa_node);
+	mb_host_describe(host, "numa auto");
+	return 0;
 }
 
 int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n)

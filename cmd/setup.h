@@ -5,6 +5,7 @@
 #define MB_SETUP_H
 
 #include "mb_cl.h"
+#include "mb_host.h"
 #include "mb_model.h"
 #include "mb_plan.h"
 #include "options.h"
@@ -20,5 +21,12 @@ int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n);
 
 /* The device selection of --platform and --device. */
 void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel);
+
+/*
+ * Bind the process as --cpus and --membind say, or to the NUMA node of the
+ * selected device with --numa auto (saying on stderr what was found), and
+ * describe the host and the binding in force into *host.
+ */
+int mb_setup_binding(const struct mb_args *args, struct mb_host *host);
 
 #endif

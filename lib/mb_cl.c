@@ -150,6 +150,70 @@ static int device_string(cl_device_id dev, cl_device_info param, const char *wha
 	return 0;
 }
 
+#define CL_DEVICE_PCI_BUS_INFO_KHR	 0x410F
+#define CL_DEVICE_PCI_BUS_ID_NV		 0x4008
+#define CL_DEVICE_PCI_SLOT_ID_NV	 0x4009
+#define CL_DEVICE_PCI_DOMAIN_ID_NV	 0x400A
+#define CL_DEVICE_TOPOLOGY_AMD		 0x4037
+#define CL_DEVICE_TOPOLOGY_TYPE_PCIE_AMD 1
+
+/*
+ * The device's PCI address, from cl_khr_pci_bus_info or else the vendor's
+ * query (NVIDIA's bus and slot ids, AMD's topology), and the NUMA node that
+ * sysfs gives that address. Both stay unknown where neither is offered.
+ */
+static void pci_location(cl_device_id id, const char *ext, struct mb_cl_device_info *d)
+{
+	cl_uint dom = 0, bus = 0, dev = 0, fn = 0, v[4];
+	char path[96];
+	bool found = false;
+	FILE *f;
+
+	if (strstr(ext, "cl_khr_pci_bus_info") &&
+	    !clGetDeviceInfo(id, CL_DEVICE_PCI_BUS_INFO_KHR, sizeof(v), v, NULL)) {
+		dom = v[0], bus = v[1], dev = v[2], fn = v[3];
+		found = true;
+	} else if (strstr(ext, "cl_nv_device_attribute_query") &&
+		   !clGetDeviceInfo(id, CL_DEVICE_PCI_BUS_ID_NV, sizeof(bus), &bus, NULL) &&
+		   !clGetDeviceInfo(id, CL_DEVICE_PCI_SLOT_ID_NV, sizeof(dev), &dev, NULL)) {
+		if (clGetDeviceInfo(id, CL_DEVICE_PCI_DOMAIN_ID_NV, sizeof(dom), &dom, NULL))
+			dom = 0;
+		fn = dev & 7;
+		dev >>= 3;
+		found = true;
+	} else if (strstr(ext, "cl_amd_device_attribute_query")) {
+		union {
+			struct {
+				cl_uint type;
+				cl_uint data[5];
+			} raw;
+			struct {
+				cl_uint type;
+				cl_char unused[17];
+				cl_char bus, device, function;
+			} pcie;
+		} t;
+
+		if (!clGetDeviceInfo(id, CL_DEVICE_TOPOLOGY_AMD, sizeof(t), &t, NULL) &&
+		    t.raw.type == CL_DEVICE_TOPOLOGY_TYPE_PCIE_AMD) {
+			bus = (cl_uchar)t.pcie.bus, dev = (cl_uchar)t.pcie.device;
+			fn = (cl_uchar)t.pcie.function;
+			found = true;
+		}
+	}
+	d->numa_node = -1;
+	if (!found)
+		return;
+	snprintf(d->pci, sizeof(d->pci), "%04x:%02x:%02x.%x", dom & 0xffff, bus & 0xff, dev & 0x1f,
+		 fn & 7);
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/numa_node", d->pci);
+	if ((f = fopen(path, "r"))) {
+		if (fscanf(f, "%d", &d->numa_node) != 1)
+			d->numa_node = -1;
+		fclose(f);
+	}
+}
+
 static int describe(cl_device_id id, struct mb_cl_device_info *d)
 {
 	char *ext = NULL;
@@ -182,6 +246,7 @@ static int describe(cl_device_id id, struct mb_cl_device_info *d)
 	d->max_alloc_bytes = alloc;
 	d->compute_units = units;
 	d->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+	pci_location(id, ext, d);
 	free(ext);
 	return 0;
 }
@@ -399,22 +464,29 @@ static int build_program(struct mb_cl *cl)
 	return -MB_EFAIL;
 }
 
-int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel)
+int mb_cl_find(const struct mb_cl_select *sel, struct mb_cl_device_info *info)
 {
-	cl_command_queue_properties props = CL_QUEUE_PROFILING_ENABLE;
 	struct mb_cl_device_info *devs;
 	size_t n, i = 0;
-	cl_int st;
 	int err;
 
-	memset(cl, 0, sizeof(*cl));
 	if ((err = mb_cl_list_devices(&devs, &n)))
 		return err;
 	err = n ? choose(devs, n, sel, &i) : mb_bad_input("no OpenCL device found");
 	if (!err)
-		cl->info = devs[i];
+		*info = devs[i];
 	free(devs);
-	if (err || (err = find_ids(cl)))
+	return err;
+}
+
+int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel)
+{
+	cl_command_queue_properties props = CL_QUEUE_PROFILING_ENABLE;
+	cl_int st;
+	int err;
+
+	memset(cl, 0, sizeof(*cl));
+	if ((err = mb_cl_find(sel, &cl->info)) || (err = find_ids(cl)))
 		return err;
 	cl->context = clCreateContext(NULL, 1, &cl->device, NULL, NULL, &st);
 	if ((err = mb_cl_check(cl, st, "clCreateContext", "one device")))

@@ -21,7 +21,9 @@ struct mb_cl_device_info {
 	const char *type; /* "GPU", "CPU", "accelerator" or "other" */
 	uint64_t global_mem_bytes, max_alloc_bytes;
 	unsigned compute_units;
-	bool fp16; /* cl_khr_fp16 */
+	bool fp16;     /* cl_khr_fp16 */
+	char pci[16];  /* "0000:3b:00.0"; empty when the driver does not say */
+	int numa_node; /* of the PCI device, from sysfs; -1 when unknown */
 };
 
 /* "CL_OUT_OF_RESOURCES" for -5; "CL status -9999" for an unknown code. */
@@ -39,6 +41,12 @@ struct mb_cl_select {
 	int platform;	    /* -1: not given (platform 0 for a device index, else all) */
 	const char *device; /* NULL: the first GPU, else the first device */
 };
+
+/*
+ * The device SEL names, into *info, without opening it. A selection that
+ * matches nothing is -MB_EINPUT listing what exists.
+ */
+int mb_cl_find(const struct mb_cl_select *sel, struct mb_cl_device_info *info);
 
 struct mb_cl {
 	struct mb_cl_device_info info;

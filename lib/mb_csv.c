@@ -30,6 +30,9 @@ struct column {
 	{ #name, type, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name) }
 /* clang-format on */
 
+#define MB_STR_(x) #x
+#define MB_STR(x)  MB_STR_(x)
+
 static const struct column columns[] = {
 	{ "format_version", VERSION, 0, 0 },
 	COL(status, TEXT),
@@ -43,6 +46,9 @@ static const struct column columns[] = {
 	COL(device, TEXT),
 	COL(vendor, TEXT),
 	COL(driver, TEXT),
+	COL(device_pci, TEXT),
+	COL(device_numa_node, TEXT),
+	COL(tuning, TEXT),
 	COL(cpus, TEXT),
 	COL(mems, TEXT),
 	COL(binding, TEXT),
@@ -80,6 +86,9 @@ static const struct column columns[] = {
 	COL(params_h2d_s, F64),
 	COL(host_opt_gbs, F64),
 	COL(memcpy_gbs, F64),
+	COL(h2d_gbs, F64),
+	COL(d2h_gbs, F64),
+	COL(params_h2d_gbs, F64),
 	COL(peak_device_bytes, U64),
 	COL(peak_forward_bytes, U64),
 	COL(peak_backward_bytes, U64),
@@ -520,6 +529,8 @@ static int read_rows(struct reader *r, struct mb_csv_row **rows, size_t *n)
 		return bad(r, "more than %d columns: not a muonbench results file", FIELDS_MAX);
 	if (nnames <= 0)
 		return bad(r, "not a muonbench results file (no header line)");
+	if (!strcmp(names[0], "bandwidth_format_version"))
+		return 0; /* a calibration beside the results: no runs in it */
 	if ((err = map_header(r, names, nnames, where)))
 		return err;
 	for (;;) {
@@ -543,8 +554,10 @@ static int read_rows(struct reader *r, struct mb_csv_row **rows, size_t *n)
 				   "expected %d fields as in the header, found %d (a truncated or "
 				   "edited row?)",
 				   nnames, nf);
-		if (strcmp(fields[where[0]], "1"))
-			return bad(r, "format_version '%s': this muonbench reads version %d",
+		if (strcmp(fields[where[0]], MB_STR(MB_CSV_FORMAT_VERSION)))
+			return bad(r,
+				   "format_version '%s': this muonbench reads version %d only "
+				   "(read the file with the muonbench that wrote it)",
 				   fields[where[0]], MB_CSV_FORMAT_VERSION);
 		grown = realloc(*rows, (*n + 1) * sizeof(**rows));
 		if (!grown)

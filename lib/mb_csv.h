@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MB_CSV_FORMAT_VERSION 1
+#define MB_CSV_FORMAT_VERSION 2
 #define MB_CSV_STEPS_MAX      1000
 
 struct mb_csv_row {
@@ -23,7 +23,9 @@ struct mb_csv_row {
 
 	char timestamp_utc[32], version[32], git_rev[48], host[128], cpu_model[128];
 	char platform[128], device[128], vendor[128], driver[64];
-	char cpus[256], mems[128], binding[16]; /* binding: muonbench or inherited */
+	char device_pci[16], device_numa_node[16]; /* empty when unknown */
+	char tuning[512]; /* CLBlast's parameters: "default", or the file applied and its key */
+	char cpus[256], mems[128], binding[16]; /* binding: muonbench, numa auto or inherited */
 
 	char model[64], source[256];
 	uint64_t layers, params_total, params_muon;
@@ -40,6 +42,7 @@ struct mb_csv_row {
 	double forward_s, backward_s, h2d_s, momentum_s, ns_s, d2h_s, d2h_hidden_frac, host_opt_s,
 		params_h2d_s;
 	double host_opt_gbs, memcpy_gbs;
+	double h2d_gbs, d2h_gbs, params_h2d_gbs; /* achieved: the plan's bytes over the phase */
 	uint64_t peak_device_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes,
 		plan_peak_step_bytes, clblast_temp_bytes, pinned_host_bytes;
 	char momentum_pinned[4];
@@ -70,8 +73,10 @@ int mb_csv_append(const char *path, const struct mb_csv_row *row);
 /*
  * Read every row of the results file PATH and append them to *rows (an
  * array of *n, grown with realloc; the caller frees it). A file that is not
- * muonbench results, is from a newer format_version, or has a malformed row
- * is -MB_EINPUT, saying "PATH:LINE:" and what was expected there.
+ * muonbench results, is from another format_version, or has a malformed row
+ * is -MB_EINPUT, saying "PATH:LINE:" and what was expected there. A
+ * bandwidth calibration (muonbench bandwidth --format csv) holds no runs: it
+ * adds no rows.
  */
 int mb_csv_read(const char *path, struct mb_csv_row **rows, size_t *n);
 

@@ -3,8 +3,10 @@
  */
 #include "mb_host.h"
 
+#include <dirent.h>
 #include <numa.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -25,6 +27,44 @@ void numa_error(char *where)
 	(void)where;
 }
 
+/*
+ * Run every thread of the process on the CPUs of MASK: the runtime's own
+ * threads (an OpenCL driver starts some when it is first asked for its
+ * devices) as well as this one and those it starts later. 0, or -1 when
+ * this thread could not be moved.
+ */
+static int set_affinity_all(struct bitmask *mask)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.')
+			numa_sched_setaffinity(atoi(e->d_name), mask);
+	if (d)
+		closedir(d);
+	return numa_sched_setaffinity(0, mask);
+}
+
+int mb_host_bind_node(int node)
+{
+	struct bitmask *cpus = numa_allocate_cpumask(), *mems = numa_allocate_nodemask();
+	int err = 0;
+
+	if (!cpus || !mems || numa_available() < 0 || node > numa_max_node() ||
+	    numa_node_to_cpus(node, cpus) || set_affinity_all(cpus))
+		err = mb_fail("cannot bind to NUMA node %d (libnuma refused it)", node);
+	if (!err) {
+		numa_bitmask_setbit(mems, (unsigned)node);
+		numa_set_membind(mems);
+	}
+	if (cpus)
+		numa_free_cpumask(cpus);
+	if (mems)
+		numa_free_nodemask(mems);
+	return err;
+}
+
 int mb_host_bind(const char *cpus, const char *mems)
 {
 	struct bitmask *mask;
@@ -38,7 +78,7 @@ int mb_host_bind(const char *cpus, const char *mems)
 			return mb_bad_input("--cpus: invalid CPU list '%s' (expected a list of "
 					    "CPUs this machine has, such as 0-3,8)",
 					    cpus);
-		if (numa_sched_setaffinity(0, mask)) {
+		if (set_affinity_all(mask)) {
 			numa_free_cpumask(mask);
 			return mb_bad_input("--cpus: cannot run on CPUs '%s' (none of them is "
 					    "allowed here)",
@@ -96,7 +136,7 @@ static void cpu_model(char *buf, size_t len)
 	fclose(f);
 }
 
-void mb_host_describe(struct mb_host *h, int bound_by_muonbench)
+void mb_host_describe(struct mb_host *h, const char *binding)
 {
 	struct bitmask *mask;
 
@@ -104,8 +144,7 @@ void mb_host_describe(struct mb_host *h, int bound_by_muonbench)
 	if (gethostname(h->name, sizeof(h->name) - 1))
 		snprintf(h->name, sizeof(h->name), "unknown");
 	cpu_model(h->cpu_model, sizeof(h->cpu_model));
-	snprintf(h->binding, sizeof(h->binding), "%s",
-		 bound_by_muonbench ? "muonbench" : "inherited");
+	snprintf(h->binding, sizeof(h->binding), "%s", binding);
 	snprintf(h->cpus, sizeof(h->cpus), "unknown");
 	snprintf(h->mems, sizeof(h->mems), "unknown");
 	if (numa_available() < 0)

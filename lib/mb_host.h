@@ -12,7 +12,7 @@ struct mb_host {
 	char name[128], cpu_model[128];
 	char cpus[256];	  /* CPUs the process may run on: "0-47" */
 	char mems[128];	  /* NUMA nodes it allocates from: "1" */
-	char binding[16]; /* "muonbench" when --cpus or --membind set it, else "inherited" */
+	char binding[16]; /* "muonbench" (--cpus, --membind), "numa auto" or "inherited" */
 };
 
 /*
@@ -22,7 +22,10 @@ struct mb_host {
  */
 int mb_host_bind(const char *cpus, const char *mems);
 
-/* Describe the host and the binding now in force. */
-void mb_host_describe(struct mb_host *h, int bound_by_muonbench);
+/* Run every thread on the CPUs of NUMA node NODE, and allocate there. */
+int mb_host_bind_node(int node);
+
+/* Describe the host and the binding now in force, which BINDING set. */
+void mb_host_describe(struct mb_host *h, const char *binding);
 
 #endif

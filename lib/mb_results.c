@@ -23,13 +23,17 @@ bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *
 	       a->resume_at == b->resume_at;
 }
 
-/* Whether A and B may share a table: the same device, host and binding, and knobs. */
+/*
+ * Whether A and B may share a table: the same device, its CLBlast tuning,
+ * host and binding, and knobs.
+ */
 static bool comparable(const struct mb_csv_row *a, const struct mb_csv_row *b)
 {
 	return !strcmp(a->device, b->device) && !strcmp(a->driver, b->driver) &&
 	       !strcmp(a->platform, b->platform) && !strcmp(a->host, b->host) &&
 	       !strcmp(a->cpus, b->cpus) && !strcmp(a->mems, b->mems) &&
-	       !strcmp(a->binding, b->binding) && mb_results_same_knobs(a, b);
+	       !strcmp(a->binding, b->binding) && !strcmp(a->tuning, b->tuning) &&
+	       mb_results_same_knobs(a, b);
 }
 
 static int variant_rank(const char *v)
@@ -116,6 +120,9 @@ static void figures(struct mb_cell *c)
 		c->phase.d2h_hidden_frac += w * r->d2h_hidden_frac;
 		c->phase.host_opt_s += w * r->host_opt_s;
 		c->phase.params_h2d_s += w * r->params_h2d_s;
+		c->h2d_gbs += w * r->h2d_gbs;
+		c->d2h_gbs += w * r->d2h_gbs;
+		c->params_h2d_gbs += w * r->params_h2d_gbs;
 	}
 	if (!c->nruns)
 		c->iter_mean_s = c->apply_mean_s = NAN;

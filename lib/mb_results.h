@@ -26,7 +26,8 @@ struct mb_cell {
 	struct {
 		double forward_s, backward_s, h2d_s, momentum_s, ns_s, d2h_s, d2h_hidden_frac,
 			host_opt_s, params_h2d_s;
-	} phase; /* means over the runs */
+	} phase;				 /* means over the runs */
+	double h2d_gbs, d2h_gbs, params_h2d_gbs; /* achieved over the bus: means over the runs */
 };
 
 struct mb_table {

@@ -104,6 +104,12 @@ static int steps(struct mb_state *st, const struct mb_run_settings *s, volatile 
 	return err;
 }
 
+/* BYTES over SECONDS in GB/s; NaN when nothing was timed. */
+static double gbs(uint64_t bytes, double seconds)
+{
+	return seconds > 0 ? (double)bytes / seconds / 1e9 : NAN;
+}
+
 int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const struct mb_cl *cl,
 		volatile sig_atomic_t *stop, struct mb_run_result *r)
 {
@@ -114,6 +120,7 @@ int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const
 
 	memset(r, 0, sizeof(*r));
 	r->host_opt_gbs = r->memcpy_gbs = NAN;
+	r->h2d_gbs = r->d2h_gbs = r->params_h2d_gbs = NAN;
 	if (s->steps > MB_CSV_STEPS_MAX || !s->measure_first ||
 	    s->measure_first > s->measure_last || s->measure_last > s->steps)
 		return mb_bad_input("--measure %u-%u does not fit in %u steps", s->measure_first,
@@ -134,6 +141,9 @@ int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const
 		r->momentum_pinned = st.momentum.pinned;
 		r->host_opt_gbs = host_opt_bytes(m) / r->phase.host_opt_s / 1e9;
 		r->memcpy_gbs = memcpy_gbs(st.master.ptr, st.master.bytes);
+		r->h2d_gbs = gbs(st.plan.apply_h2d_bytes, r->phase.h2d_s);
+		r->d2h_gbs = gbs(st.plan.apply_d2h_bytes, r->phase.d2h_s);
+		r->params_h2d_gbs = gbs(st.plan.params_h2d_bytes, r->phase.params_h2d_s);
 		mb_state_release(&st);
 	}
 	r->peak_bytes = ledger.peak_bytes;

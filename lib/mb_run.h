@@ -34,6 +34,8 @@ struct mb_run_result {
 	uint64_t checksum;
 	double host_opt_gbs; /* bytes the host optimizer reads and writes, per second */
 	double memcpy_gbs;   /* a plain memcpy on this host, in the same run, for scale */
+	/* achieved over the bus: the plan's bytes over the phase's event time; NaN without */
+	double h2d_gbs, d2h_gbs, params_h2d_gbs;
 };
 
 /*

@@ -255,6 +255,42 @@ else
 fi
 expect_error "run: a reload after the last step" 2 "--resume-at 7: a reload needs a step after it" run --model tiny --resume-at 7
 expect_output "report: the reference's first table" "| ZeRO | Variant | Iteration (s), runs | Iteration mean | Muon apply mean | Peak device memory |" report "$tmp/all.csv"
+# Host-device bandwidth.
+expect_output "bandwidth: a table per direction, pageable beside pinned" "| 64.0 KiB |" bandwidth --sizes 4Ki..8Ki,64Ki --reps 2
+if grep -q "^## H2D" "$tmp/out" && grep -q "^## D2H" "$tmp/out" && grep -q "^## both" "$tmp/out" &&
+	[ "$(grep -c '^| [0-9.]* KiB |' "$tmp/out")" -eq 9 ]; then
+	report ok "bandwidth: three directions, three sizes each"
+else
+	report fail "bandwidth: three directions, three sizes each" "$(cat "$tmp/out")"
+fi
+"$bin" bandwidth --sizes 4Ki,1Mi --reps 3 --numa auto --format csv >"$tmp/bw.csv" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(wc -l <"$tmp/bw.csv")" -eq 13 ] &&
+	[ "$(col "$tmp/bw.csv" zero_copy | sort -u)" = no ] &&
+	[ "$(col "$tmp/bw.csv" binding | sort -u)" = inherited ] &&
+	grep -qF -- "--numa auto: 'pthread" "$tmp/err" && grep -q "the binding is left as it is" "$tmp/err"; then
+	report ok "bandwidth: CSV, 12 rows; --numa auto without a PCI address says so and binds nothing"
+else
+	report fail "bandwidth: CSV, 12 rows; --numa auto without a PCI address says so and binds nothing" "exit $rc: $(cat "$tmp/err" "$tmp/bw.csv")"
+fi
+"$bin" report "$tmp/bw.csv" "$tmp/all.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && grep -qF "'$tmp/bw.csv' holds no runs; skipped" "$tmp/err" && grep -q "^# micro on" "$tmp/out"; then
+	report ok "report: a bandwidth CSV among the results is skipped, said so"
+else
+	report fail "report: a bandwidth CSV among the results is skipped, said so" "exit $rc: $(cat "$tmp/err")"
+fi
+"$bin" bandwidth --sizes 4Ki --reps 1 --format json >"$tmp/bw.json" 2>"$tmp/err"
+if python3 -c 'import json, sys; rows = json.load(open(sys.argv[1])); assert len(rows) == 6 and rows[0]["size_bytes"] == 4096' "$tmp/bw.json" 2>"$tmp/err"; then
+	report ok "bandwidth: JSON, an object a copy"
+else
+	report fail "bandwidth: JSON, an object a copy" "$(cat "$tmp/err" "$tmp/bw.json")"
+fi
+expect_error "bandwidth: a range that runs backwards" 2 "--sizes: the range '8Ki..4Ki' runs backwards" bandwidth --sizes 8Ki..4Ki
+expect_error "bandwidth: a size past the device's largest allocation" 2 "--sizes: 1099511627776 bytes is more than" bandwidth --sizes 1Ti
+expect_error "--numa auto and --cpus" 2 "--numa auto chooses the CPUs and the memory itself" bandwidth --numa auto --cpus 0
+expect_output "devices: PCI address and NUMA node" "| PCI address | NUMA node |" devices
+
 expect_output "report: the breakdown has every cell" "| 3 | overlap |" report "$tmp/all.csv"
 expect_output "report: peaks per phase" "| step |" report "$tmp/all.csv"
 expect_output "report: a failed run shows as failed, with its reason" "| 3 | master | failed: step 1: sub-group 1 of 1" report "$tmp/oom.csv"
@@ -309,7 +345,7 @@ expect_output "compare: every run's checksum counts" "checksum" compare "$tmp/cm
 grep -v ',master,' "$tmp/cmp.csv" >"$tmp/nomaster.csv"
 expect_fail "compare: ratios without a master fail under --exact" "no master in its stage to divide by" compare --ratios --exact "$tmp/nomaster.csv" "$tmp/nomaster.csv"
 sed 's/pthread-[^,]*/Another GPU/' "$tmp/all.csv" >"$tmp/other-device.csv"
-expect_error "compare: another device is refused" 2 "timings do not compare across devices; --allow-device-change compares them anyway" compare "$tmp/all.csv" "$tmp/other-device.csv"
+expect_error "compare: another device is refused" 2 "timings do not compare across devices or tunings; --allow-device-change compares them anyway" compare "$tmp/all.csv" "$tmp/other-device.csv"
 expect_output "compare: unless allowed" "12 ok" compare --allow-device-change "$tmp/all.csv" "$tmp/other-device.csv"
 expect_error "compare: two files" 2 "compare takes two results files" compare "$tmp/all.csv"
 expect_error "compare: bad alpha" 2 "--alpha: invalid number '2'" compare --alpha 2 "$tmp/all.csv" "$tmp/all.csv"

@@ -127,10 +127,15 @@ static void assert_refused(const char *want)
 
 static void bad_files(void **state)
 {
-	struct mb_csv_row w;
+	struct mb_csv_row w, *rows = NULL;
+	size_t n = 0;
 	char *line;
 
 	(void)state;
+	/* a bandwidth calibration beside the results: read, and no runs in it */
+	write_text("bandwidth_format_version,size_bytes\n1,4096\n");
+	assert_int_equal(mb_csv_read(path, &rows, &n), 0);
+	assert_true(n == 0 && rows == NULL);
 	write_text("name,value\n1,2\n");
 	assert_refused(":1: not a muonbench results file (no format_version column)");
 	write_text("");
@@ -139,12 +144,15 @@ static void bad_files(void **state)
 	assert_refused(":1: missing column 'reason'");
 	with_header("1,ok,,2026\n");
 	assert_refused(
-		":2: expected 60 fields as in the header, found 4 (a truncated or edited row?)");
+		":2: expected 66 fields as in the header, found 4 (a truncated or edited row?)");
 	sample_row(&w, 1);
 	line = mb_csv_format(&w);
-	line[0] = '2'; /* format_version 2 */
+	line[0] = '3'; /* a newer format_version */
 	with_header(line);
-	assert_refused(":2: format_version '2': this muonbench reads version 1");
+	assert_refused(":2: format_version '3': this muonbench reads version 2 only");
+	line[0] = '1'; /* an older one */
+	with_header(line);
+	assert_refused(":2: format_version '1': this muonbench reads version 2 only");
 	free(line);
 	/* a truncated quoted field: the file ends inside the reason */
 	line = mb_csv_format(&w);

@@ -1,0 +1,64 @@
+/*
+ * mb_bandwidth: how fast bytes cross between host and device, per copy size,
+ * direction (H2D, D2H, or both at once, one on each queue) and kind of host
+ * memory (pageable or pinned), timed by the device's events and by the host
+ * clock, after a warm-up, over several reps.
+ *
+ * The host buffers are mb_hostbuf's: page-aligned, first touched by the
+ * process's own (bound) threads, so they sit where the NUMA binding says.
+ * They are filled with non-zero data before anything is timed.
+ */
+#ifndef MB_BANDWIDTH_H
+#define MB_BANDWIDTH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mb_cl.h"
+#include "mb_stats.h"
+
+enum mb_bw_dir { MB_BW_H2D, MB_BW_D2H, MB_BW_BOTH, MB_BW_NDIRS };
+
+/* "H2D", "D2H", "both" */
+extern const char *const mb_bw_dir_names[MB_BW_NDIRS];
+
+/*
+ * A copy faster than this many times the host's own memcpy of the same size
+ * did not move the bytes (a zero-copy mapping): a transfer has to read or
+ * write host memory, which memcpy already does at close to its full speed.
+ */
+#define MB_BW_ZERO_COPY_FACTOR 4.0
+
+struct mb_bw_result {
+	uint64_t bytes; /* of one copy; "both" moves it each way, and counts twice that */
+	enum mb_bw_dir dir;
+	bool pinned;
+	unsigned reps;
+	struct mb_spread device_gbs; /* from the first event's start to the last one's end */
+	struct mb_spread host_gbs;   /* host clock around enqueue and finish */
+	double memcpy_gbs; /* the host's fastest memcpy of the same size (one or all threads) */
+	bool zero_copy;	   /* implausibly fast: not reported as bandwidth */
+};
+
+/* Whether a copy at GBS is too fast to be a transfer, beside a memcpy at MEMCPY_GBS. */
+bool mb_bw_zero_copy(double gbs, double memcpy_gbs);
+
+/* The host buffers and device buffers that the copies of up to MAX_BYTES use. */
+struct mb_bw_buffers;
+
+/*
+ * Allocate them on CL (host memory PINNED or pageable), filled with
+ * non-zero data. Failure is -MB_EFAIL naming the buffer and the size.
+ */
+int mb_bw_buffers_new(const struct mb_cl *cl, uint64_t max_bytes, bool pinned,
+		      struct mb_bw_buffers **out);
+void mb_bw_buffers_free(struct mb_bw_buffers *b);
+
+/*
+ * Time REPS copies of BYTES (at most the buffers' size) in direction DIR,
+ * after one untimed copy, into *r.
+ */
+int mb_bw_measure(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, unsigned reps,
+		  struct mb_bw_result *r);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * Copy bandwidth on the default device (PoCL in CI): every direction and
+ * kind of host memory gives a plausible spread, real copies are not taken
+ * for zero-copy mappings, and the zero-copy rule flags what is too fast.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "mb_bandwidth.h"
+#include "mb_err.h"
+
+static struct mb_cl cl;
+
+static int open_device(void **state)
+{
+	struct mb_cl_select sel = { .platform = -1 };
+
+	(void)state;
+	if (mb_cl_open(&cl, &sel)) {
+		fprintf(stderr, "no device: %s\n", mb_errmsg());
+		return -1;
+	}
+	return 0;
+}
+
+static int close_device(void **state)
+{
+	(void)state;
+	mb_cl_release(&cl);
+	return 0;
+}
+
+static void zero_copy_rule(void **state)
+{
+	(void)state;
+	/* 1 GiB "copied" in 10 us beside a 10 GB/s memcpy: no transfer took place */
+	assert_true(mb_bw_zero_copy((double)(1u << 30) / 10e-6 / 1e9, 10));
+	/* a bus faster than one memcpy, as NVLink-C2C can be: still a transfer */
+	assert_false(mb_bw_zero_copy(3 * 10.0, 10));
+	assert_true(mb_bw_zero_copy((MB_BW_ZERO_COPY_FACTOR + 0.1) * 10.0, 10));
+	assert_false(mb_bw_zero_copy(NAN, 10));
+}
+
+static void check_spread(const struct mb_spread *s)
+{
+	assert_true(isfinite(s->median) && s->median > 0);
+	assert_true(s->min <= s->median && s->median <= s->max);
+	assert_true(s->cv >= 0 && isfinite(s->cv));
+}
+
+static void every_direction_and_memory(void **state)
+{
+	const uint64_t sizes[] = { 4096, 3u << 20 };
+	struct mb_bw_buffers *b;
+	struct mb_bw_result r;
+	int pinned, dir;
+	size_t i;
+
+	(void)state;
+	for (pinned = 0; pinned <= 1; pinned++) {
+		assert_int_equal(mb_bw_buffers_new(&cl, 3u << 20, pinned, &b), 0);
+		for (i = 0; i < 2; i++) {
+			for (dir = 0; dir < MB_BW_NDIRS; dir++) {
+				assert_int_equal(mb_bw_measure(b, sizes[i], dir, 3, &r), 0);
+				assert_true(r.bytes == sizes[i] && r.dir == (enum mb_bw_dir)dir &&
+					    r.pinned == pinned && r.reps == 3);
+				check_spread(&r.device_gbs);
+				check_spread(&r.host_gbs);
+				assert_true(r.memcpy_gbs > 0);
+				/* PoCL copies with memcpy: a real copy, never flagged */
+				assert_false(r.zero_copy);
+			}
+		}
+		/* a copy larger than the buffers is refused, not run past their end */
+		assert_int_equal(mb_bw_measure(b, (3u << 20) + 1, MB_BW_H2D, 1, &r), -MB_EFAIL);
+		mb_bw_buffers_free(b);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(zero_copy_rule),
+		cmocka_unit_test(every_direction_and_memory),
+	};
+
+	return cmocka_run_group_tests(tests, open_device, close_device);
+}
