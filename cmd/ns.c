@@ -14,10 +14,13 @@
 #define SHAPES_MAX	 32
 #define VERIFY_TOLERANCE 1e-4
 
-static void print_header(const struct mb_cl *cl, const struct mb_nsbench_settings *s)
+static void print_header(const struct mb_cl *cl, const struct mb_host *host,
+			 const struct mb_nsbench_settings *s)
 {
 	printf("# Newton-Schulz on '%s' (%s, driver %s)\n\n", cl->info.name, cl->info.platform_name,
 	       cl->info.driver);
+	printf("Host %s (%s): CPUs %s, memory on nodes %s (binding: %s).\n", host->name,
+	       host->cpu_model, host->cpus, host->mems, host->binding);
 	printf("%u timed runs of %u matrix(es) per shape after a warm-up; medians with min-max, "
 	       "host clock around a synchronized device.\n\n",
 	       s->reps, s->batch);
@@ -69,6 +72,7 @@ int mb_cmd_ns(const struct mb_args *args)
 	uint64_t rows[SHAPES_MAX], cols[SHAPES_MAX];
 	struct mb_shape shapes[SHAPES_MAX];
 	struct mb_cl_select sel;
+	struct mb_host host;
 	struct mb_ledger ledger;
 	struct mb_ns ns;
 	struct mb_cl cl;
@@ -81,12 +85,14 @@ int mb_cmd_ns(const struct mb_args *args)
 		rows[i] = shapes[i].rows;
 		cols[i] = shapes[i].cols;
 	}
+	if ((err = mb_setup_binding(args, &host)))
+		return err;
 	mb_setup_device_select(args, &sel);
 	if ((err = mb_cl_open(&cl, &sel)))
 		return err;
 	mb_ledger_init(&ledger, &cl, args->device_mem_limit);
 	if (!(err = mb_ns_init(&ns, &cl, &ledger)) && !(err = mb_ns_reserve(&ns, rows, cols, n))) {
-		print_header(&cl, &s);
+		print_header(&cl, &host, &s);
 		err = bench_all(&ns, &s, shapes, n);
 	}
 	mb_ns_release(&ns);

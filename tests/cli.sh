@@ -289,6 +289,7 @@ fi
 expect_error "bandwidth: a range that runs backwards" 2 "--sizes: the range '8Ki..4Ki' runs backwards" bandwidth --sizes 8Ki..4Ki
 expect_error "bandwidth: a size past the device's largest allocation" 2 "--sizes: 1099511627776 bytes is more than" bandwidth --sizes 1Ti
 expect_error "--numa auto and --cpus" 2 "--numa auto chooses the CPUs and the memory itself" bandwidth --numa auto --cpus 0
+expect_output "ns: --cpus binds every thread, and says so" "CPUs 0, memory on nodes 0 (binding: muonbench)" ns --shape 8x8 --reps 1 --cpus 0
 expect_output "devices: PCI address and NUMA node" "| PCI address | NUMA node |" devices
 
 expect_output "report: the breakdown has every cell" "| 3 | overlap |" report "$tmp/all.csv"
