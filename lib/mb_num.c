@@ -7,6 +7,7 @@
  */
 #include "mb_num.h"
 
+#include <errno.h>
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -242,6 +243,26 @@ int mb_parse_size_list(const char *what, const char *text, uint64_t min, uint64_
 		}
 		p += len;
 	} while (*p++ == ',');
+	return 0;
+}
+
+int mb_parse_duration(const char *what, const char *text, uint64_t *seconds)
+{
+	static const char suffixes[] = "smh";
+	static const uint64_t scale[] = { 1, 60, 3600 };
+	char *end;
+	const char *u;
+	uint64_t v;
+
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	u = *end ? strchr(suffixes, *end) : suffixes;
+	if (!isdigit((unsigned char)text[0]) || errno || !u || (*end && end[1]) || !v ||
+	    v > 7 * 24 * 3600 / scale[u - suffixes])
+		return mb_bad_input("%s: invalid duration '%s' (expected a whole number of s, m or "
+				    "h from 1 s to a week, such as 90s, 10m or 1h)",
+				    what, text);
+	*seconds = v * scale[u - suffixes];
 	return 0;
 }
 

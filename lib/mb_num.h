@@ -28,6 +28,12 @@ int mb_parse_size(const char *what, const char *text, uint64_t min, uint64_t max
 int mb_parse_size_list(const char *what, const char *text, uint64_t min, uint64_t max,
 		       uint64_t *out, size_t maxn, size_t *n);
 
+/*
+ * Parse a duration, a whole number with s, m or h (seconds without), from 1
+ * second to a week, into *seconds. 0 or -MB_EINPUT.
+ */
+int mb_parse_duration(const char *what, const char *text, uint64_t *seconds);
+
 /* A matrix shape, ROWSxCOLS on the command line. */
 struct mb_shape {
 	uint64_t rows, cols;

@@ -142,6 +142,24 @@ static void size_lists(void **state)
 	assert_non_null(strstr(mb_errmsg(), "more than 8 sizes"));
 }
 
+static void durations(void **state)
+{
+	uint64_t s = 0;
+
+	(void)state;
+	assert_true(!mb_parse_duration("--time-budget", "90s", &s) && s == 90);
+	assert_true(!mb_parse_duration("--time-budget", "10m", &s) && s == 600);
+	assert_true(!mb_parse_duration("--time-budget", "2h", &s) && s == 7200);
+	assert_true(!mb_parse_duration("--time-budget", "45", &s) && s == 45);
+	assert_int_equal(mb_parse_duration("--time-budget", "10 m", &s), -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "invalid duration '10 m'"));
+	assert_int_equal(mb_parse_duration("--time-budget", "0s", &s), -MB_EINPUT);
+	assert_int_equal(mb_parse_duration("--time-budget", "1.5h", &s), -MB_EINPUT);
+	assert_int_equal(mb_parse_duration("--time-budget", "3d", &s), -MB_EINPUT);
+	assert_int_equal(mb_parse_duration("--time-budget", "8000h", &s), -MB_EINPUT);
+	assert_int_equal(mb_parse_duration("--time-budget", "-5s", &s), -MB_EINPUT);
+}
+
 static void printing(void **state)
 {
 	char buf[32];
@@ -163,7 +181,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sizes_with_units), cmocka_unit_test(scientific_notation),
 		cmocka_unit_test(malformed_sizes),  cmocka_unit_test(counts_take_no_units),
-		cmocka_unit_test(size_lists),	    cmocka_unit_test(printing),
+		cmocka_unit_test(size_lists),	    cmocka_unit_test(durations),
+		cmocka_unit_test(printing),
 	};
 
 	return cmocka_run_group_tests_name("num", tests, NULL, NULL);
