@@ -1,9 +1,9 @@
 /*
  * mb_embedded: files of the source tree compiled into the binary.
  *
- * The build turns every JSON file in configs/ and every .cl file in kernels/ into
- * a table (see
- * scripts/embed.sh), so the binary runs from anywhere without its sources.
+ * The build turns every JSON file in configs/ and tuning/ and every .cl file
+ * in kernels/ into a table (see scripts/embed.sh), so the binary runs from
+ * anywhere without its sources.
  * The contents are NUL-terminated; size excludes the NUL.
  */
 #ifndef MB_EMBEDDED_H

@@ -4,7 +4,7 @@
  * cJSON parses; when it refuses, a small grammar check of the same text finds
  * the first offending byte and says what was expected there, as
  * "FILE:LINE:COL: expected ',' or '}' after an object member, found ']'".
- * Only the config module uses this: no cJSON tree leaves it.
+ * The config and tuning modules use this: no cJSON tree leaves them.
  */
 #ifndef MB_JSON_H
 #define MB_JSON_H

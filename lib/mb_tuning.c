@@ -1,0 +1,370 @@
+/*
+ * mb_tuning: CLBlast kernel parameters per device: the file, the cache, and
+ * applying them.
+ */
+#include "mb_tuning.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <clblast_c.h>
+
+#include "mb_embedded.h"
+#include "mb_err.h"
+#include "mb_json.h"
+
+#define FILE_MAX (1u << 20)
+
+/* The whole file PATH, NUL-terminated, into *text (the caller frees it). */
+static int read_text(const char *path, char **text, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	int err = 0;
+
+	*text = NULL;
+	if (!f)
+		return mb_bad_input("cannot open '%s': %s", path, strerror(errno));
+	if (!(*text = malloc(FILE_MAX + 1)))
+		err = mb_fail("out of host memory reading '%s'", path);
+	else if ((*len = fread(*text, 1, FILE_MAX + 1, f)) > FILE_MAX || ferror(f))
+		err = mb_bad_input("cannot read '%s': %s", path,
+				   ferror(f) ? strerror(errno) : "larger than 1 MiB");
+	else
+		(*text)[*len] = '\0';
+	fclose(f);
+	if (err) {
+		free(*text);
+		*text = NULL;
+	}
+	return err;
+}
+
+static int key_string(const cJSON *root, const char *key, char *buf, size_t len, const char *source)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+
+	if (!cJSON_IsString(v))
+		return mb_bad_input("%s: '%s' must be a string", source, key);
+	if (strlen(v->valuestring) >= len)
+		return mb_bad_input("%s: '%s' is longer than %zu characters", source, key, len - 1);
+	snprintf(buf, len, "%s", v->valuestring);
+	return 0;
+}
+
+static int parse_kernel(const cJSON *obj, const char *source, struct mb_tuning_kernel *k)
+{
+	const cJSON *p;
+
+	memset(k, 0, sizeof(*k));
+	if (strlen(obj->string) >= sizeof(k->name) || !cJSON_IsObject(obj))
+		return mb_bad_input("%s: kernel '%s' must be an object of parameters", source,
+				    obj->string);
+	snprintf(k->name, sizeof(k->name), "%s", obj->string);
+	cJSON_ArrayForEach(p, obj) {
+		if (k->nparams == MB_TUNING_PARAMS_MAX || strlen(p->string) >= sizeof(k->param[0]))
+			return mb_bad_input("%s: kernel '%s' has too many or too long parameters",
+					    source, k->name);
+		if (!cJSON_IsNumber(p) || p->valuedouble < 0 || p->valuedouble > 1e9 ||
+		    p->valuedouble != (double)(size_t)p->valuedouble)
+			return mb_bad_input("%s: %s.%s must be a whole number from 0 to 1e9",
+					    source, k->name, p->string);
+		snprintf(k->param[k->nparams], sizeof(k->param[0]), "%s", p->string);
+		k->value[k->nparams++] = (size_t)p->valuedouble;
+	}
+	if (!k->nparams)
+		return mb_bad_input("%s: kernel '%s' has no parameters", source, k->name);
+	return 0;
+}
+
+int mb_tuning_parse(const char *text, size_t len, const char *source, struct mb_tuning *t)
+{
+	const cJSON *version, *kernels, *k;
+	cJSON *root;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	if ((err = mb_json_parse(text, len, source, &root)))
+		return err;
+	version = cJSON_GetObjectItemCaseSensitive(root, "muonbench_tuning");
+	kernels = cJSON_GetObjectItemCaseSensitive(root, "kernels");
+	if (!cJSON_IsNumber(version))
+		err = mb_bad_input("%s: not a muonbench tuning file (no \"muonbench_tuning\")",
+				   source);
+	else if (version->valuedouble != MB_TUNING_VERSION)
+		err = mb_bad_input("%s: tuning file version %g; this muonbench reads version %d",
+				   source, version->valuedouble, MB_TUNING_VERSION);
+	else if (!(err = key_string(root, "platform", t->platform, sizeof(t->platform), source)) &&
+		 !(err = key_string(root, "device", t->device, sizeof(t->device), source)) &&
+		 !(err = key_string(root, "driver", t->driver, sizeof(t->driver), source)) &&
+		 !(err = key_string(root, "tuned_utc", t->tuned_utc, sizeof(t->tuned_utc),
+				    source)) &&
+		 !(err = key_string(root, "gemm", t->gemm, sizeof(t->gemm), source))) {
+		if (!cJSON_IsObject(kernels) || !cJSON_GetArraySize(kernels))
+			err = mb_bad_input("%s: 'kernels' must be an object of CLBlast kernels",
+					   source);
+		cJSON_ArrayForEach(k, kernels) {
+			if (err)
+				break;
+			if (t->nkernels == MB_TUNING_KERNELS_MAX)
+				err = mb_bad_input("%s: more than %d kernels", source,
+						   MB_TUNING_KERNELS_MAX);
+			else
+				err = parse_kernel(k, source, &t->kernel[t->nkernels++]);
+		}
+	}
+	cJSON_Delete(root);
+	return err;
+}
+
+int mb_tuning_load(const char *path, struct mb_tuning *t)
+{
+	char *text;
+	size_t len;
+	int err;
+
+	if ((err = read_text(path, &text, &len)))
+		return err;
+	err = mb_tuning_parse(text, len, path, t);
+	free(text);
+	return err;
+}
+
+char *mb_tuning_format(const struct mb_tuning *t)
+{
+	cJSON *root = cJSON_CreateObject(), *kernels, *k;
+	char *text = NULL;
+	size_t i, j;
+
+	if (!root)
+		return NULL;
+	cJSON_AddNumberToObject(root, "muonbench_tuning", MB_TUNING_VERSION);
+	cJSON_AddStringToObject(root, "platform", t->platform);
+	cJSON_AddStringToObject(root, "device", t->device);
+	cJSON_AddStringToObject(root, "driver", t->driver);
+	cJSON_AddStringToObject(root, "tuned_utc", t->tuned_utc);
+	cJSON_AddStringToObject(root, "gemm", t->gemm);
+	kernels = cJSON_AddObjectToObject(root, "kernels");
+	for (i = 0; kernels && i < t->nkernels; i++) {
+		k = cJSON_AddObjectToObject(kernels, t->kernel[i].name);
+		for (j = 0; k && j < t->kernel[i].nparams; j++)
+			cJSON_AddNumberToObject(k, t->kernel[i].param[j],
+						(double)t->kernel[i].value[j]);
+	}
+	text = cJSON_Print(root);
+	cJSON_Delete(root);
+	return text;
+}
+
+int mb_tuning_save(const char *path, const struct mb_tuning *t)
+{
+	char *text = mb_tuning_format(t), tmp[4200], dir[4096], *slash;
+	FILE *f;
+	int err = 0;
+
+	if (!text)
+		return mb_fail("out of host memory formatting a tuning file");
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (slash = strchr(dir + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST) {
+			err = mb_fail("cannot make the directory '%s': %s", dir, strerror(errno));
+			break;
+		}
+		*slash = '/';
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
+	if (!err && (!(f = fopen(tmp, "w")) || fprintf(f, "%s\n", text) < 0 || fclose(f)))
+		err = mb_fail("cannot write '%s': %s", tmp, strerror(errno));
+	if (!err && rename(tmp, path))
+		err = mb_fail("cannot write '%s': %s", path, strerror(errno));
+	if (err)
+		unlink(tmp);
+	free(text);
+	return err;
+}
+
+bool mb_tuning_matches(const struct mb_tuning *t, const struct mb_cl_device_info *d)
+{
+	return !strcmp(t->platform, d->platform_name) && !strcmp(t->device, d->name) &&
+	       !strcmp(t->driver, d->driver);
+}
+
+void mb_tuning_set_key(struct mb_tuning *t, const struct mb_cl_device_info *d)
+{
+	snprintf(t->platform, sizeof(t->platform), "%s", d->platform_name);
+	snprintf(t->device, sizeof(t->device), "%s", d->name);
+	snprintf(t->driver, sizeof(t->driver), "%s", d->driver);
+}
+
+void mb_tuning_put(struct mb_tuning *t, const struct mb_tuning_kernel *k)
+{
+	size_t i;
+
+	for (i = 0; i < t->nkernels && strcmp(t->kernel[i].name, k->name); i++)
+		;
+	if (i < MB_TUNING_KERNELS_MAX) {
+		t->kernel[i] = *k;
+		t->nkernels += i == t->nkernels;
+	}
+}
+
+int mb_tuning_apply(const struct mb_tuning *t, const struct mb_cl *cl)
+{
+	const char *names[MB_TUNING_PARAMS_MAX];
+	size_t i, j;
+	int st;
+
+	for (i = 0; i < t->nkernels; i++) {
+		const struct mb_tuning_kernel *k = &t->kernel[i];
+
+		for (j = 0; j < k->nparams; j++)
+			names[j] = k->param[j];
+		st = CLBlastOverrideParameters(cl->device, k->name, CLBlastPrecisionSingle,
+					       k->nparams, names, k->value);
+		if (st)
+			return mb_clblast_check(cl, st, "CLBlastOverrideParameters",
+						"tuning kernel '%s'", k->name);
+	}
+	return 0;
+}
+
+/* "xgemm_direct_2" -> "XgemmDirect", as CLBlastOverrideParameters names it. */
+static int kernel_name(const char *family, char *name, size_t len)
+{
+	static const char *const map[][2] = {
+		{ "xgemm_direct", "XgemmDirect" },  { "xgemm", "Xgemm" },
+		{ "gemm_routine", "GemmRoutine" },  { "copy", "Copy" },
+		{ "padtranspose", "Padtranspose" }, { "pad", "Pad" },
+		{ "transpose", "Transpose" },
+	};
+	size_t i, n;
+
+	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		n = strlen(map[i][0]);
+		if (!strncmp(family, map[i][0], n) &&
+		    (!family[n] || (family[n] == '_' && strchr("0123456789", family[n + 1]) &&
+				    strcmp(family, "gemm_routine_single_size")))) {
+			snprintf(name, len, "%s", map[i][1]);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int mb_tuning_read_tuner(const char *path, struct mb_tuning_kernel *k, double *best_ms, char *gemm,
+			 size_t gemm_len)
+{
+	char *text, family[64], best[1024], m[16] = "", n[16] = "", kk[16] = "", *tok, *eq, *end;
+	cJSON *root = NULL;
+	size_t len;
+	int err;
+
+	memset(k, 0, sizeof(*k));
+	if ((err = read_text(path, &text, &len)))
+		return err;
+	err = mb_json_parse(text, len, path, &root);
+	free(text);
+	if (err)
+		return err;
+	if ((err = key_string(root, "kernel_family", family, sizeof(family), path)) ||
+	    (err = key_string(root, "best_parameters", best, sizeof(best), path)))
+		goto out;
+	key_string(root, "arg_m", m, sizeof(m), path);
+	key_string(root, "arg_n", n, sizeof(n), path);
+	key_string(root, "arg_k", kk, sizeof(kk), path);
+	snprintf(gemm, gemm_len, "%s%s%s%s%s", m, *n ? "x" : "", n, *kk ? "x" : "", kk);
+	if (!*gemm)
+		snprintf(gemm, gemm_len, "-");
+	if (kernel_name(family, k->name, sizeof(k->name))) {
+		err = mb_bad_input("%s: kernel family '%s' is not one muonbench applies", path,
+				   family);
+		goto out;
+	}
+	{
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "best_time");
+
+		*best_ms = cJSON_IsString(t) ? strtod(t->valuestring, NULL) : 0;
+	}
+	for (tok = strtok(best, " "); tok && !err; tok = strtok(NULL, " ")) {
+		unsigned long v;
+
+		eq = strchr(tok, '=');
+		if (!eq || eq == tok || !eq[1])
+			goto bad;
+		*eq = '\0';
+		v = strtoul(eq + 1, &end, 10);
+		if (*end)
+			goto bad;
+		if (!strcmp(tok, "PRECISION")) {
+			if (v != 32)
+				err = mb_bad_input("%s: tuned for precision %lu; muonbench uses 32",
+						   path, v);
+			continue;
+		}
+		if (k->nparams == MB_TUNING_PARAMS_MAX || strlen(tok) >= sizeof(k->param[0]))
+			goto bad;
+		snprintf(k->param[k->nparams], sizeof(k->param[0]), "%s", tok);
+		k->value[k->nparams++] = v;
+	}
+	if (!err && !k->nparams)
+		goto bad;
+out:
+	cJSON_Delete(root);
+	return err;
+bad:
+	cJSON_Delete(root);
+	return mb_bad_input("%s: 'best_parameters' is not a list of NAME=VALUE", path);
+}
+
+/* KEY as a file name: platform, device and driver, odd characters as '_'. */
+static void key_slug(const struct mb_cl_device_info *d, char *buf, size_t len)
+{
+	size_t i;
+
+	snprintf(buf, len, "%s-%s-%s", d->platform_name, d->name, d->driver);
+	for (i = 0; buf[i]; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-",
+			    buf[i]))
+			buf[i] = '_';
+}
+
+void mb_tuning_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char slug[512];
+
+	key_slug(d, slug, sizeof(slug));
+	if (xdg && *xdg)
+		snprintf(buf, len, "%s/muonbench/clblast-%s.json", xdg, slug);
+	else
+		snprintf(buf, len, "%s/.cache/muonbench/clblast-%s.json", home ? home : ".", slug);
+}
+
+int mb_tuning_find(const struct mb_cl_device_info *d, struct mb_tuning *t, char *source, size_t len)
+{
+	const struct mb_embedded_file *f;
+	char path[4096];
+	int err;
+
+	mb_tuning_cache_path(d, path, sizeof(path));
+	if (!access(path, F_OK)) {
+		if ((err = mb_tuning_load(path, t)))
+			return err;
+		if (mb_tuning_matches(t, d)) {
+			snprintf(source, len, "%s", path);
+			return 1;
+		}
+	}
+	for (f = mb_embedded_files; f->path; f++) {
+		if (strncmp(f->path, "tuning/", 7) ||
+		    mb_tuning_parse(f->data, f->size, f->path, t) || !mb_tuning_matches(t, d))
+			continue;
+		snprintf(source, len, "shipped %s", f->path);
+		return 1;
+	}
+	return 0;
+}

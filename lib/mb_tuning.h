@@ -1,0 +1,90 @@
+/*
+ * mb_tuning: CLBlast's kernel parameters for one device, kept in a small
+ * JSON file keyed by the device (platform, device name, driver version) and
+ * applied with CLBlastOverrideParameters before any GEMM.
+ *
+ * A tuning file comes from `muonbench tune`, which runs CLBlast's own tuners
+ * and reads the JSON they write (mb_tuning_read_tuner). `--tuning auto`
+ * looks for one in the cache ($XDG_CACHE_HOME/muonbench/), then among the
+ * shipped ones (the .json files of tuning/, compiled in), and uses it only when its key
+ * is the device's.
+ *
+ * The file:
+ *   { "muonbench_tuning": 1,
+ *     "platform": "...", "device": "...", "driver": "...",
+ *     "tuned_utc": "...", "gemm": "MxNxK it was tuned at",
+ *     "kernels": { "Xgemm": { "GEMMK": 0, "KREG": 1, ... }, "GemmRoutine": {...} } }
+ */
+#ifndef MB_TUNING_H
+#define MB_TUNING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "mb_cl.h"
+
+#define MB_TUNING_VERSION     1
+#define MB_TUNING_KERNELS_MAX 8
+#define MB_TUNING_PARAMS_MAX  24
+
+/* One of CLBlast's kernels ("Xgemm") and every parameter it takes. */
+struct mb_tuning_kernel {
+	char name[24];
+	size_t nparams;
+	char param[MB_TUNING_PARAMS_MAX][32];
+	size_t value[MB_TUNING_PARAMS_MAX];
+};
+
+struct mb_tuning {
+	char platform[128], device[128], driver[64]; /* the key */
+	char tuned_utc[32], gemm[64];
+	size_t nkernels;
+	struct mb_tuning_kernel kernel[MB_TUNING_KERNELS_MAX];
+};
+
+/* Parse LEN bytes of TEXT (SOURCE names it in errors) into *t. 0 or -MB_EINPUT. */
+int mb_tuning_parse(const char *text, size_t len, const char *source, struct mb_tuning *t);
+
+/* The same for the file PATH. */
+int mb_tuning_load(const char *path, struct mb_tuning *t);
+
+/* T as the JSON text of a tuning file (the caller frees it); NULL when out of memory. */
+char *mb_tuning_format(const struct mb_tuning *t);
+
+/* Write T to PATH whole (through a temporary file), making its directory. */
+int mb_tuning_save(const char *path, const struct mb_tuning *t);
+
+/* Whether T was made for device D: the same platform, device name and driver. */
+bool mb_tuning_matches(const struct mb_tuning *t, const struct mb_cl_device_info *d);
+
+/* Set T's key to device D. */
+void mb_tuning_set_key(struct mb_tuning *t, const struct mb_cl_device_info *d);
+
+/* Add or replace K in T. */
+void mb_tuning_put(struct mb_tuning *t, const struct mb_tuning_kernel *k);
+
+/* Apply every kernel of T to CL's device. A refusal names the kernel and CLBlast's status. */
+int mb_tuning_apply(const struct mb_tuning *t, const struct mb_cl *cl);
+
+/*
+ * Read a JSON file that one of CLBlast's tuners wrote (clblast_xgemm_1_32.json):
+ * the kernel it tuned, as CLBlastOverrideParameters names it, with its best
+ * parameters, into *k; the best time in ms and the m, n, k it ran at.
+ * Single precision only. 0 or -MB_EINPUT.
+ */
+int mb_tuning_read_tuner(const char *path, struct mb_tuning_kernel *k, double *best_ms, char *gemm,
+			 size_t gemm_len);
+
+/* Where the cache keeps device D's tuning: $XDG_CACHE_HOME/muonbench/clblast-KEY.json. */
+void mb_tuning_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len);
+
+/*
+ * What --tuning auto applies to device D: the cached file if its key
+ * matches, else a shipped one whose key does. Returns 1 with *t and its
+ * SOURCE (a path, or "shipped tuning/NAME.json"), 0 when there is none, or
+ * -MB_EINPUT for a cached file that cannot be read.
+ */
+int mb_tuning_find(const struct mb_cl_device_info *d, struct mb_tuning *t, char *source,
+		   size_t len);
+
+#endif
