@@ -18,6 +18,8 @@ static int dispatch(const struct mb_args *args)
 		return mb_cmd_devices(args);
 	case MB_CMD_NS:
 		return mb_cmd_ns(args);
+	case MB_CMD_TUNE:
+		return mb_cmd_tune(args);
 	case MB_CMD_BANDWIDTH:
 		return mb_cmd_bandwidth(args);
 	case MB_CMD_REPORT:

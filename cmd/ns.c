@@ -19,8 +19,9 @@ static void print_header(const struct mb_cl *cl, const struct mb_host *host,
 {
 	printf("# Newton-Schulz on '%s' (%s, driver %s)\n\n", cl->info.name, cl->info.platform_name,
 	       cl->info.driver);
-	printf("Host %s (%s): CPUs %s, memory on nodes %s (binding: %s).\n", host->name,
-	       host->cpu_model, host->cpus, host->mems, host->binding);
+	printf("Host %s (%s): CPUs %s, memory on nodes %s (binding: %s). CLBlast parameters: "
+	       "%s.\n",
+	       host->name, host->cpu_model, host->cpus, host->mems, host->binding, cl->tuning);
 	printf("%u timed runs of %u matrix(es) per shape after a warm-up; medians with min-max, "
 	       "host clock around a synchronized device.\n\n",
 	       s->reps, s->batch);
@@ -71,7 +72,6 @@ int mb_cmd_ns(const struct mb_args *args)
 					 .seed = args->seed };
 	uint64_t rows[SHAPES_MAX], cols[SHAPES_MAX];
 	struct mb_shape shapes[SHAPES_MAX];
-	struct mb_cl_select sel;
 	struct mb_host host;
 	struct mb_ledger ledger;
 	struct mb_ns ns;
@@ -87,8 +87,7 @@ int mb_cmd_ns(const struct mb_args *args)
 	}
 	if ((err = mb_setup_binding(args, &host)))
 		return err;
-	mb_setup_device_select(args, &sel);
-	if ((err = mb_cl_open(&cl, &sel)))
+	if ((err = mb_setup_device(args, &cl)))
 		return err;
 	mb_ledger_init(&ledger, &cl, args->device_mem_limit);
 	if (!(err = mb_ns_init(&ns, &cl, &ledger)) && !(err = mb_ns_reserve(&ns, rows, cols, n))) {

@@ -23,8 +23,9 @@ enum kind {
 #define ON(c)	    (1u << (c))
 #define ALL	    ((1u << MB_NCOMMANDS) - 1)
 #define MODEL_CMDS  (ON(MB_CMD_RUN) | ON(MB_CMD_PLAN))
+#define SHAPE_CMDS  (MODEL_CMDS | ON(MB_CMD_TUNE)) /* the model's shapes, not its plan */
 #define DEVICE_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_NS))
-#define MEMORY_CMDS (DEVICE_CMDS | ON(MB_CMD_BANDWIDTH)) /* they bind and allocate */
+#define MEMORY_CMDS (DEVICE_CMDS | ON(MB_CMD_BANDWIDTH) | ON(MB_CMD_TUNE)) /* bind, allocate */
 
 struct option {
 	const char *name; /* without the leading -- */
@@ -41,12 +42,12 @@ struct option {
 #define AT(field) offsetof(struct mb_args, field)
 
 static const struct option options[] = {
-	{ "model", "NAME", TEXT, AT(model), "qwen3-4b", 0, 0, NULL, MODEL_CMDS,
+	{ "model", "NAME", TEXT, AT(model), "qwen3-4b", 0, 0, NULL, SHAPE_CMDS,
 	  "built-in model shape, listed below" },
-	{ "config", "FILE", TEXT, AT(config), NULL, 0, 0, NULL, MODEL_CMDS,
+	{ "config", "FILE", TEXT, AT(config), NULL, 0, 0, NULL, SHAPE_CMDS,
 	  "model shape from a JSON file instead: a Hugging Face config.json or a "
 	  "parameter list (see README)" },
-	{ "layers", "N", COUNT, AT(layers), NULL, 1, 1u << 16, NULL, MODEL_CMDS,
+	{ "layers", "N", COUNT, AT(layers), NULL, 1, 1u << 16, NULL, SHAPE_CMDS,
 	  "keep only the first N decoder layers" },
 	{ "stage", "S", TEXT, AT(stages), "2", 0, 0, NULL, MODEL_CMDS,
 	  "ZeRO stage: 1, 2 or 3 (run takes a list: 2,3)" },
@@ -99,7 +100,8 @@ static const struct option options[] = {
 	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN) | ON(MB_CMD_BANDWIDTH),
 	  "output: Markdown tables, one CSV row or a JSON object" },
 	{ "shape", "RxC,...", TEXT, AT(shapes), "256x768,1024x1024,1024x3072", 0, 0, NULL,
-	  ON(MB_CMD_NS), "matrix shapes to orthogonalize" },
+	  ON(MB_CMD_NS) | ON(MB_CMD_TUNE),
+	  "matrix shapes to orthogonalize (tune: instead of the model's)" },
 	{ "batch", "N", COUNT, AT(batch), "1", 1, 1u << 16, NULL, ON(MB_CMD_NS),
 	  "matrices of each shape in one timed run" },
 	{ "reps", "N", COUNT, AT(reps), "5", 1, 1u << 16, NULL,
@@ -110,6 +112,13 @@ static const struct option options[] = {
 	{ "verify", NULL, FLAG, AT(verify), NULL, 0, 0, NULL, ON(MB_CMD_NS),
 	  "compare each result with a float64 host reference; fail above 1e-4 relative "
 	  "Frobenius error" },
+	{ "tuning", "off|auto|FILE", TEXT, AT(tuning), "auto", 0, 0, NULL, DEVICE_CMDS,
+	  "CLBlast's kernel parameters: auto applies the tuning of this device (from "
+	  "muonbench tune, else the one shipped for it), if any; off keeps CLBlast's own; or "
+	  "a tuning file" },
+	{ "time-budget", "DURATION", TEXT, AT(time_budget), "10m", 0, 0, NULL, ON(MB_CMD_TUNE),
+	  "the longest the tuners may take, all together (the checks of what they found come "
+	  "after): 90s, 10m, 1h" },
 	{ "seed", "N", COUNT, AT(seed), "1", 0, UINT64_MAX, NULL, DEVICE_CMDS,
 	  "seed of the random numbers" },
 	{ "platform", "P", COUNT, AT(platform), NULL, 0, 63, NULL, MEMORY_CMDS,
@@ -191,6 +200,17 @@ static const struct command commands[MB_NCOMMANDS] = {
 			       "as bandwidth. Host buffers are page-aligned and first touched by "
 			       "the bound threads, so --membind, numactl or --numa auto places "
 			       "them." },
+	[MB_CMD_TUNE] = { "tune", "tune CLBlast's GEMM kernels for the device, with its own tuners",
+			  "Runs CLBlast's tuners (clblast-utils) for the device: the indirect "
+			  "GEMM kernel at the largest GEMM that Newton-Schulz issues for the model "
+			  "(or --shape), the direct GEMM kernel at the smallest, the copy, pad and "
+			  "transpose kernels the indirect GEMM uses, and the routine tuner that "
+			  "picks direct against indirect GEMM; each gets a share of "
+			  "--time-budget and searches more of its space while time is left. Each "
+			  "kernel's best parameters are checked with muonbench ns --verify (a "
+			  "float64 host reference) and dropped if they fail to compile or give "
+			  "wrong results; the rest are stored in the cache under the device's "
+			  "key, where --tuning auto finds them." },
 	[MB_CMD_PLOT] = { "plot", "a chart of results files, drawn by gnuplot",
 			  "Draws grouped bars of iteration and Muon apply time per stage and "
 			  "variant, with the spread of the runs, and stacked bars of the apply's "

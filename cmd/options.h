@@ -19,6 +19,7 @@ enum mb_command {
 	MB_CMD_DEVICES,
 	MB_CMD_NS,
 	MB_CMD_BANDWIDTH,
+	MB_CMD_TUNE,
 	MB_CMD_REPORT,
 	MB_CMD_COMPARE,
 	MB_CMD_PLOT,
@@ -51,6 +52,8 @@ struct mb_args {
 	uint64_t seq, micro_batch;
 	const char *fwd_bwd;			 /* on|off */
 	const char *cpus, *membind, *numa, *out; /* numa: auto|off */
+	const char *tuning;			 /* off, auto or a file */
+	const char *time_budget;		 /* tune */
 	bool quiet;
 
 	const char *sizes; /* bandwidth */

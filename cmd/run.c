@@ -152,7 +152,7 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	if (g->cl.info.numa_node >= 0)
 		snprintf(row->device_numa_node, sizeof(row->device_numa_node), "%d",
 			 g->cl.info.numa_node);
-	snprintf(row->tuning, sizeof(row->tuning), "default");
+	snprintf(row->tuning, sizeof(row->tuning), "%.511s", g->cl.tuning);
 	snprintf(row->cpus, sizeof(row->cpus), "%s", g->host.cpus);
 	snprintf(row->mems, sizeof(row->mems), "%s", g->host.mems);
 	snprintf(row->binding, sizeof(row->binding), "%s", g->host.binding);
@@ -382,7 +382,6 @@ static int check_plans(struct grid *g)
 
 static int setup(struct grid *g)
 {
-	struct mb_cl_select sel;
 	int err;
 
 	if ((err = mb_setup_stages(g->args, g->stages, &g->nstages)) || (err = parse_variants(g)) ||
@@ -401,8 +400,7 @@ static int setup(struct grid *g)
 	g->out_existed = !access(g->out, F_OK);
 	if ((err = mb_csv_check(g->out)))
 		return err;
-	mb_setup_device_select(g->args, &sel);
-	return mb_cl_open(&g->cl, &sel);
+	return mb_setup_device(g->args, &g->cl);
 }
 
 static int run_grid(struct grid *g)

@@ -9,6 +9,7 @@
 
 #include "mb_config.h"
 #include "mb_err.h"
+#include "mb_tuning.h"
 
 int mb_setup_model(const struct mb_args *args, struct mb_model *m)
 {
@@ -30,6 +31,35 @@ void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel
 {
 	sel->platform = mb_args_given(args, "platform") ? (int)args->platform : -1;
 	sel->device = args->device;
+}
+
+int mb_setup_device(const struct mb_args *args, struct mb_cl *cl)
+{
+	struct mb_cl_select sel;
+	struct mb_tuning t;
+	char source[4096];
+	int found = 0, err;
+
+	mb_setup_device_select(args, &sel);
+	if ((err = mb_cl_open(cl, &sel)) || !strcmp(args->tuning, "off"))
+		return err;
+	if (!strcmp(args->tuning, "auto")) {
+		found = mb_tuning_find(&cl->info, &t, source, sizeof(source));
+		err = found < 0 ? found : 0;
+	} else if (!(err = mb_tuning_load(args->tuning, &t))) {
+		snprintf(source, sizeof(source), "%s", args->tuning);
+		found = 1;
+		if (!mb_tuning_matches(&t, &cl->info))
+			err = mb_bad_input("--tuning %s: made for '%s' (%s, driver %s), not for "
+					   "'%s' (%s, driver %s)",
+					   args->tuning, t.device, t.platform, t.driver,
+					   cl->info.name, cl->info.platform_name, cl->info.driver);
+	}
+	if (!err && found > 0 && !(err = mb_tuning_apply(&t, cl)))
+		snprintf(cl->tuning, sizeof(cl->tuning), "%s", source);
+	if (err)
+		mb_cl_release(cl);
+	return err;
 }
 
 int mb_setup_binding(const struct mb_args *args, struct mb_host *host)

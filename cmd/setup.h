@@ -23,6 +23,13 @@ int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n);
 void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel);
 
 /*
+ * Open the device of --platform and --device, and apply CLBlast's parameters
+ * as --tuning says (cl->tuning records what is in force). A tuning file made
+ * for another device is bad input.
+ */
+int mb_setup_device(const struct mb_args *args, struct mb_cl *cl);
+
+/*
  * Bind the process as --cpus and --membind say, or to the NUMA node of the
  * selected device with --numa auto (saying on stderr what was found), and
  * describe the host and the binding in force into *host.

@@ -488,6 +488,7 @@ int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel)
 	memset(cl, 0, sizeof(*cl));
 	if ((err = mb_cl_find(sel, &cl->info)) || (err = find_ids(cl)))
 		return err;
+	snprintf(cl->tuning, sizeof(cl->tuning), "default");
 	cl->context = clCreateContext(NULL, 1, &cl->device, NULL, NULL, &st);
 	if ((err = mb_cl_check(cl, st, "clCreateContext", "one device")))
 		goto out_release;

@@ -55,6 +55,7 @@ struct mb_cl {
 	cl_context context;
 	cl_command_queue compute, copy; /* in order, profiling on */
 	cl_program program;		/* every kernel source, built once */
+	char tuning[4096]; /* CLBlast's parameters in force: "default", or the tuning's source */
 };
 
 /*

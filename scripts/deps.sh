@@ -6,7 +6,7 @@
 set -eu
 
 PACKAGES="gcc libc6-dev pkgconf ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo \
-libclblast-dev libnuma-dev numactl libcjson-dev libcmocka-dev gnuplot-nox"
+libclblast-dev clblast-utils libnuma-dev numactl libcjson-dev libcmocka-dev gnuplot-nox"
 PKGCONFIG_MODULES="OpenCL clblast numa libcjson cmocka"
 PACKAGES="$PACKAGES $*"
 

@@ -1,0 +1,436 @@
+/*
+ * tune: CLBlast's own tuners, run for the device on the GEMMs that
+ * Newton-Schulz issues, each within its share of the time budget; the best
+ * parameters each one found, checked by `muonbench ns --verify` in a child
+ * process, stored where --tuning auto finds them (mb_tuning).
+ */
+#define _DEFAULT_SOURCE /* mkdtemp */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "mb_clock.h"
+#include "mb_err.h"
+#include "mb_num.h"
+#include "mb_tuning.h"
+#include "setup.h"
+
+#define SHAPES_MAX 64
+#define DIM_MAX	   2048 /* a tuner's GEMM is cut to this: each configuration runs it */
+/* shapes that ns --verify checks each candidate on: odd sizes, so that padding is used */
+#define VERIFY_SHAPES "100x260,128x384"
+
+/* One of CLBlast's tuner programs and its share of the budget. */
+struct tuner {
+	const char *program; /* clblast_tuner_xgemm */
+	const char *what;    /* for people */
+	int share;	     /* of 100 */
+	int fractions[8];    /* -fraction of each pass, while time is left; 0 ends */
+	int gemm;	     /* takes -m -n -k (else -m -n): 1 the largest GEMM, 2 the smallest */
+};
+
+static const struct tuner tuners[] = {
+	{ "clblast_tuner_xgemm", "indirect GEMM", 30, { 4000, 1000, 250, 64, 16, 4, 1 }, 1 },
+	{ "clblast_tuner_xgemm_direct", "direct GEMM", 15, { 1024, 256, 64, 16, 4, 1 }, 2 },
+	{ "clblast_tuner_copy_fast", "copy", 5, { 8, 2, 1 }, 0 },
+	{ "clblast_tuner_copy_pad", "pad", 5, { 8, 2, 1 }, 0 },
+	{ "clblast_tuner_transpose_fast", "transpose", 5, { 8, 2, 1 }, 0 },
+	{ "clblast_tuner_transpose_pad", "pad and transpose", 5, { 8, 2, 1 }, 0 },
+	{ "clblast_tuner_routine_xgemm", "direct against indirect", 35, { 1 }, -1 },
+};
+#define NTUNERS (sizeof(tuners) / sizeof(tuners[0]))
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+struct best {
+	struct mb_tuning_kernel k;
+	double ms;
+	char gemm[64], file[4600]; /* where it was read, for the routine tuner */
+};
+
+struct tune {
+	const struct mb_args *args;
+	struct mb_cl_device_info dev;
+	uint64_t big[3], small[3]; /* m, n, k */
+	char dir[4096];
+	struct best best[MB_TUNING_KERNELS_MAX];
+	size_t nbest;
+	double end_s;
+};
+
+static uint64_t round_dim(uint64_t d)
+{
+	d = (d + 127) / 128 * 128;
+	return d > DIM_MAX ? DIM_MAX : d;
+}
+
+/*
+ * The GEMMs of Newton-Schulz on an m x n matrix (m <= n): X·Xᵀ is m x m x n,
+ * A·A m x m x m and B·X m x n x m. The largest (by FLOPs over all the
+ * matrices) and the smallest, rounded up to the tuners' multiple of 128.
+ */
+static int gemm_shapes(struct tune *t)
+{
+	const struct mb_args *args = t->args;
+	struct mb_shape shapes[SHAPES_MAX];
+	struct mb_model model;
+	double flops, most = -1;
+	uint64_t least = UINT64_MAX;
+	size_t n = 0, i, g;
+	int err;
+
+	if (mb_args_given(args, "shape")) {
+		if ((err = mb_parse_shapes("--shape", args->shapes, shapes, SHAPES_MAX, &n)))
+			return err;
+	} else {
+		if ((err = mb_setup_model(args, &model)))
+			return err;
+		for (i = 0; i < model.nparams && n < SHAPES_MAX; i++)
+			if (model.params[i].muon)
+				shapes[n++] = (struct mb_shape){ model.params[i].rows,
+								 model.params[i].cols };
+		mb_model_release(&model);
+		if (!n)
+			return mb_bad_input("the model has no Muon matrices to tune for");
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t m = shapes[i].rows < shapes[i].cols ? shapes[i].rows : shapes[i].cols;
+		uint64_t c = shapes[i].rows ^ shapes[i].cols ^ m;
+		uint64_t mnk[3][3] = { { m, m, c }, { m, m, m }, { m, c, m } };
+
+		for (g = 0; g < 3; g++) {
+			flops = 2.0 * (double)mnk[g][0] * (double)mnk[g][1] * (double)mnk[g][2];
+			if (flops > most) {
+				most = flops;
+				memcpy(t->big, mnk[g], sizeof(t->big));
+			}
+			if (mnk[g][0] * mnk[g][1] * mnk[g][2] < least) {
+				least = mnk[g][0] * mnk[g][1] * mnk[g][2];
+				memcpy(t->small, mnk[g], sizeof(t->small));
+			}
+		}
+	}
+	for (g = 0; g < 3; g++) {
+		t->big[g] = round_dim(t->big[g]);
+		t->small[g] = round_dim(t->small[g]);
+	}
+	return 0;
+}
+
+/* Whether PROGRAM is on the PATH. */
+static bool installed(const char *program)
+{
+	const char *path = getenv("PATH");
+	char file[4096];
+	size_t len;
+
+	while (path && *path) {
+		len = strcspn(path, ":");
+		snprintf(file, sizeof(file), "%.*s/%s", (int)len, path, program);
+		if (len && !access(file, X_OK))
+			return true;
+		path += len + (path[len] == ':');
+	}
+	return false;
+}
+
+/*
+ * Run ARGV in DIR (stdout and stderr to DIR/log.txt), until it ends or
+ * DEADLINE_S passes (then it is killed). Returns its exit status, 124 when
+ * killed at the deadline, -1 when it could not start.
+ */
+static int run_in(const char *dir, char *const *argv, double deadline_s)
+{
+	char log[4200];
+	pid_t pid;
+	int status, fd;
+
+	snprintf(log, sizeof(log), "%s/log.txt", dir);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (chdir(dir) || fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (stop || mb_now_s() > deadline_s) {
+			kill(pid, SIGTERM);
+			usleep(500000);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return 124;
+		}
+		usleep(100000);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Keep each kernel the tuner wrote in DIR if it beats what is there. */
+static void collect(struct tune *t, const char *dir)
+{
+	struct best b;
+	struct dirent *e;
+	size_t i;
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, "clblast_", 8) || !strstr(e->d_name, "_32.json"))
+			continue;
+		snprintf(b.file, sizeof(b.file), "%s/%s", dir, e->d_name);
+		if (mb_tuning_read_tuner(b.file, &b.k, &b.ms, b.gemm, sizeof(b.gemm)))
+			continue; /* gemm_routine_single_size and the like: nothing to apply */
+		for (i = 0; i < t->nbest && strcmp(t->best[i].k.name, b.k.name); i++)
+			;
+		if (i == t->nbest && t->nbest < MB_TUNING_KERNELS_MAX)
+			t->best[t->nbest++] = b;
+		else if (i < t->nbest && b.ms > 0 && b.ms < t->best[i].ms)
+			t->best[i] = b;
+	}
+	if (d)
+		closedir(d);
+}
+
+static const struct best *best_of(const struct tune *t, const char *kernel)
+{
+	size_t i;
+
+	for (i = 0; i < t->nbest; i++)
+		if (!strcmp(t->best[i].k.name, kernel))
+			return &t->best[i];
+	return NULL;
+}
+
+/* The routine tuner reads the other tuners' files from its directory, by these names. */
+static int stage_for_routine(const struct tune *t, const char *dir)
+{
+	static const char *const files[][2] = {
+		{ "Xgemm", "clblast_xgemm_1_32.json" },
+		{ "XgemmDirect", "clblast_xgemm_direct_1_32.json" },
+		{ "Copy", "clblast_copy_32.json" },
+		{ "Pad", "clblast_pad_32.json" },
+		{ "Transpose", "clblast_transpose_32.json" },
+		{ "Padtranspose", "clblast_padtranspose_32.json" },
+	};
+	char to[4400];
+	size_t i;
+	const struct best *b;
+
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		if (!(b = best_of(t, files[i][0])))
+			continue;
+		snprintf(to, sizeof(to), "%s/%s", dir, files[i][1]);
+		if (symlink(b->file, to))
+			return mb_fail("cannot link '%s': %s", to, strerror(errno));
+	}
+	return 0;
+}
+
+static int run_tuner(struct tune *t, size_t which, int shares_left)
+{
+	const struct tuner *tu = &tuners[which];
+	char dir[4200], plat[16], devn[16], frac[16], m[16], n[16], k[16];
+	char *argv[24];
+	double start = mb_now_s(), end = start + (t->end_s - start) * tu->share / shares_left;
+	const uint64_t *mnk = tu->gemm == 2 ? t->small : t->big;
+	int pass, rc, a;
+
+	snprintf(plat, sizeof(plat), "%u", t->dev.platform);
+	snprintf(devn, sizeof(devn), "%u", t->dev.device);
+	snprintf(m, sizeof(m), "%llu", (unsigned long long)mnk[0]);
+	snprintf(n, sizeof(n), "%llu", (unsigned long long)mnk[1]);
+	snprintf(k, sizeof(k), "%llu", (unsigned long long)mnk[2]);
+	for (pass = 0; pass < 8 && tu->fractions[pass] && !stop && mb_now_s() + 5 < end; pass++) {
+		snprintf(dir, sizeof(dir), "%s/%s-%d", t->dir, tu->program + 14, pass);
+		if (mkdir(dir, 0755))
+			return mb_fail("cannot make '%s': %s", dir, strerror(errno));
+		if (tu->gemm < 0 && stage_for_routine(t, dir))
+			return -MB_EFAIL;
+		snprintf(frac, sizeof(frac), "%d", tu->fractions[pass]);
+		a = 0;
+		argv[a++] = (char *)tu->program;
+		argv[a++] = "-platform", argv[a++] = plat, argv[a++] = "-device", argv[a++] = devn;
+		argv[a++] = "-precision", argv[a++] = "32";
+		if (tu->gemm >= 0) {
+			argv[a++] = "-m", argv[a++] = m, argv[a++] = "-n", argv[a++] = n;
+			argv[a++] = "-fraction", argv[a++] = frac;
+		}
+		if (tu->gemm > 0)
+			argv[a++] = "-k", argv[a++] = k;
+		argv[a++] = "-runs", argv[a++] = tu->gemm < 0 ? "1" : "2";
+		argv[a] = NULL;
+		rc = run_in(dir, argv, end);
+		collect(t, dir);
+		fprintf(stderr, "tune: %-24s pass %d (1/%s of the space)%s: %.0f s%s\n", tu->what,
+			pass + 1, frac, tu->gemm < 0 ? "" : "", mb_now_s() - start,
+			rc == 124 ? ", stopped at its share of the budget"
+			: rc == 0 ? ""
+				  : ", failed (see its log.txt)");
+		if (rc)
+			break;
+	}
+	return 0;
+}
+
+/*
+ * Check candidate C in a child `muonbench ns --verify --tuning FILE`, with
+ * ROUTINE_SIZE forcing the path that uses its kernel (0: C's own routine
+ * setting). 0 when it passes.
+ */
+static int verify(struct tune *t, const struct mb_tuning *c, const char *name)
+{
+	char file[4200], self[4096], plat[16], devn[16];
+	char *argv[] = { self,	    "ns",	   "--verify", "--tuning", file,
+			 "--shape", VERIFY_SHAPES, "--reps",   "1",	   "--platform",
+			 plat,	    "--device",	   devn,       NULL };
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (len <= 0)
+		return mb_fail("cannot find the muonbench executable (/proc/self/exe)");
+	self[len] = '\0';
+	snprintf(plat, sizeof(plat), "%u", t->dev.platform);
+	snprintf(devn, sizeof(devn), "%u", t->dev.device);
+	snprintf(file, sizeof(file), "%s/verify-%s.json", t->dir, name);
+	if (mb_tuning_save(file, c))
+		return -MB_EFAIL;
+	return run_in(t->dir, argv, mb_now_s() + 600) ? -MB_EFAIL : 0;
+}
+
+/* A tuning of one kernel, with the routine setting that makes GEMMs use it. */
+static void candidate(const struct tune *t, const struct mb_tuning_kernel *k, struct mb_tuning *c)
+{
+	struct mb_tuning_kernel routine = { .name = "GemmRoutine", .nparams = 1 };
+
+	memset(c, 0, sizeof(*c));
+	mb_tuning_set_key(c, &t->dev);
+	mb_tuning_put(c, k);
+	snprintf(routine.param[0], sizeof(routine.param[0]), "XGEMM_MIN_INDIRECT_SIZE");
+	routine.value[0] = strcmp(k->name, "XgemmDirect") ? 1 : 1u << 20;
+	if (strcmp(k->name, "GemmRoutine"))
+		mb_tuning_put(c, &routine);
+}
+
+static int check_and_store(struct tune *t)
+{
+	struct mb_tuning all = { 0 }, c;
+	char path[4096];
+	time_t now = time(NULL);
+	size_t i;
+	int err;
+
+	mb_tuning_set_key(&all, &t->dev);
+	strftime(all.tuned_utc, sizeof(all.tuned_utc), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+	snprintf(all.gemm, sizeof(all.gemm), "%llux%llux%llu", (unsigned long long)t->big[0],
+		 (unsigned long long)t->big[1], (unsigned long long)t->big[2]);
+	printf("| kernel | tuned at | tuner's best | check | parameters |\n|---|---|---:|---|---|\n");
+	for (i = 0; i < t->nbest && !stop; i++) {
+		const struct best *b = &t->best[i];
+		char params[1024] = "";
+		size_t j, used = 0;
+		bool ok;
+
+		candidate(t, &b->k, &c);
+		ok = strcmp(b->k.name, "GemmRoutine") ? !verify(t, &c, b->k.name) : true;
+		if (ok)
+			mb_tuning_put(&all, &b->k);
+		for (j = 0; j < b->k.nparams && used < sizeof(params); j++)
+			used += (size_t)snprintf(params + used, sizeof(params) - used, "%s%s=%zu",
+						 j ? " " : "", b->k.param[j], b->k.value[j]);
+		printf("| %s | %s | %.3g ms | %s | %s |\n", b->k.name, b->gemm, b->ms,
+		       ok ? "ok" : "FAILED: dropped", params);
+	}
+	if (stop)
+		return mb_fail("interrupted: nothing stored");
+	if (!all.nkernels)
+		return mb_fail("no tuned kernel passed its check; nothing stored");
+	if (best_of(t, "GemmRoutine") && verify(t, &all, "all")) {
+		/* the routine setting sends GEMMs down paths checked above; should all fail, say so
+		 */
+		return mb_fail("the tuned kernels together fail ns --verify (see '%s'); nothing "
+			       "stored",
+			       t->dir);
+	}
+	mb_tuning_cache_path(&t->dev, path, sizeof(path));
+	if ((err = mb_tuning_save(path, &all)))
+		return err;
+	printf("\nStored in %s: --tuning auto (the default) applies it on '%s'.\n", path,
+	       t->dev.name);
+	return 0;
+}
+
+int mb_cmd_tune(const struct mb_args *args)
+{
+	struct tune *t = calloc(1, sizeof(*t));
+	const char *tmp = getenv("TMPDIR");
+	struct mb_cl_select sel;
+	struct mb_host host;
+	uint64_t budget;
+	size_t i;
+	int err, shares = 0;
+
+	if (!t)
+		return mb_fail("out of host memory");
+	t->args = args;
+	for (i = 0; i < NTUNERS; i++)
+		if (!installed(tuners[i].program)) {
+			free(t);
+			return mb_bad_input("%s is not installed: CLBlast's tuners come with "
+					    "clblast-utils (Debian: apt-get install clblast-utils)",
+					    tuners[i].program);
+		}
+	mb_setup_device_select(args, &sel);
+	if ((err = mb_parse_duration("--time-budget", args->time_budget, &budget)) ||
+	    (err = gemm_shapes(t)) || (err = mb_setup_binding(args, &host)) ||
+	    (err = mb_cl_find(&sel, &t->dev))) {
+		free(t);
+		return err;
+	}
+	snprintf(t->dir, sizeof(t->dir), "%s/muonbench-tune-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(t->dir)) {
+		free(t);
+		return mb_fail("cannot make a directory for the tuners in '%s': %s",
+			       tmp && *tmp ? tmp : "/tmp", strerror(errno));
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	printf("# CLBlast tuning for '%s' (%s, driver %s)\n\n", t->dev.name, t->dev.platform_name,
+	       t->dev.driver);
+	printf("Indirect GEMM tuned at %llux%llux%llu, direct at %llux%llux%llu (Newton-Schulz's "
+	       "largest and smallest GEMMs, rounded up to multiples of 128, at most %d); budget "
+	       "%llu s; the tuners' files are in %s.\n\n",
+	       (unsigned long long)t->big[0], (unsigned long long)t->big[1],
+	       (unsigned long long)t->big[2], (unsigned long long)t->small[0],
+	       (unsigned long long)t->small[1], (unsigned long long)t->small[2], DIM_MAX,
+	       (unsigned long long)budget, t->dir);
+	fflush(stdout);
+	t->end_s = mb_now_s() + (double)budget;
+	for (i = 0; i < NTUNERS; i++)
+		shares += tuners[i].share;
+	for (i = 0; i < NTUNERS && !err && !stop; i++) {
+		err = run_tuner(t, i, shares);
+		shares -= tuners[i].share;
+	}
+	if (!err)
+		err = check_and_store(t);
+	free(t);
+	return err;
+}
