@@ -180,6 +180,21 @@ if [ "$rc" -eq 1 ] && [ "$(col "$tmp/oom.csv" status | tr '\n' ' ')" = "failed f
 else
 	report fail "run: out of device memory gives failed rows, the next cell runs, exit 1" "exit $rc: $(cat "$tmp/err" "$tmp/oom.csv")"
 fi
+# Out of device memory in each phase: the setup (resident params), the
+# forward, the backward; the apply and stage 3's sub-group are above.
+for case in 200Ki:params.bf16 400Ki:fwd. 600Ki:bwd. 2Mi:; do
+	limit=${case%%:*} buffer=${case#*:}
+	"$bin" run --config tests/data/good/micro.json --fwd-bwd on --seq 64 --stage 2 --variant master --runs 1 --steps 2 --device-mem-limit "$limit" --out "$tmp/oom-$limit.csv" >/dev/null 2>"$tmp/err"
+	rc=$?
+	status=$(col "$tmp/oom-$limit.csv" status)
+	if [ -n "$buffer" ] && [ "$rc" -eq 1 ] && [ "$status" = failed ] && grep -q "($buffer[a-z_]*, [0-9.]* KiB): CL_MEM_OBJECT_ALLOCATION_FAILURE" "$tmp/oom-$limit.csv"; then
+		report ok "run: out of device memory at '$buffer' (limit $limit) is a failed row, exit 1"
+	elif [ -z "$buffer" ] && [ "$rc" -eq 0 ] && [ "$status" = ok ]; then
+		report ok "run: the same run fits in $limit"
+	else
+		report fail "run: out of device memory at '$buffer' (limit $limit)" "exit $rc, status '$status': $(cat "$tmp/err")"
+	fi
+done
 # Ctrl-C or a kill: the runs that finished are in a valid file; a run cut
 # short (if the signal came mid-run rather than between runs) is marked
 # interrupted
@@ -290,6 +305,27 @@ expect_error "bandwidth: a range that runs backwards" 2 "--sizes: the range '8Ki
 expect_error "bandwidth: a size past the device's largest allocation" 2 "--sizes: 1099511627776 bytes is more than" bandwidth --sizes 1Ti
 expect_error "--numa auto and --cpus" 2 "--numa auto chooses the CPUs and the memory itself" bandwidth --numa auto --cpus 0
 expect_output "ns: --cpus binds every thread, and says so" "CPUs 0, memory on nodes 0 (binding: muonbench)" ns --shape 8x8 --reps 1 --cpus 0
+# CLBlast tuning: a file for this device (its key from devices), applied and
+# recorded; one for another device refused; tune without CLBlast's tuners.
+key=$("$bin" devices | sed -n '3s/^| [0-9]* | [0-9]* | \([^|]*\) | \([^|]*\) | [^|]* | \([^|]*\) |.*/\1|\2|\3/p')
+printf '{"muonbench_tuning": 1, "platform": "%s", "device": "%s", "driver": "%s", "tuned_utc": "", "gemm": "",
+ "kernels": {"Copy": {"COPY_DIMX": 16, "COPY_DIMY": 8, "COPY_VW": 2, "COPY_WPT": 2},
+ "GemmRoutine": {"XGEMM_MIN_INDIRECT_SIZE": 1}}}\n' \
+	"$(echo "$key" | cut -d'|' -f1)" "$(echo "$key" | cut -d'|' -f2)" "$(echo "$key" | cut -d'|' -f3)" >"$tmp/tuning.json"
+expect_output "ns: a tuning file of this device is applied, and the results stay right" "CLBlast parameters: $tmp/tuning.json." ns --shape 100x260 --reps 1 --verify --tuning "$tmp/tuning.json"
+expect_output "ns: --tuning off keeps CLBlast's own parameters" "CLBlast parameters: default." ns --shape 8x8 --reps 1 --tuning off
+"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master --runs 1 --steps 2 --tuning "$tmp/tuning.json" --out "$tmp/tuned.csv" >/dev/null 2>&1
+if [ "$(col "$tmp/tuned.csv" tuning)" = "$tmp/tuning.json" ]; then
+	report ok "run: the tuning applied is in every row"
+else
+	report fail "run: the tuning applied is in every row" "$(col "$tmp/tuned.csv" tuning)"
+fi
+sed 's/"driver": "[^"]*"/"driver": "0.0-other"/' "$tmp/tuning.json" >"$tmp/other-tuning.json"
+expect_error "ns: a tuning file of another device is refused" 2 "made for '" ns --shape 8x8 --tuning "$tmp/other-tuning.json"
+mkdir "$tmp/path"
+for tool in wc grep cat; do ln -s "$(command -v $tool)" "$tmp/path/$tool"; done
+PATH="$tmp/path" expect_error "tune: CLBlast's tuners missing" 2 "clblast_tuner_xgemm is not installed: CLBlast's tuners come with clblast-utils (Debian: apt-get install clblast-utils)" tune --model tiny
+expect_error "tune: a bad time budget" 2 "--time-budget: invalid duration '5 min'" tune --time-budget "5 min"
 expect_output "devices: PCI address and NUMA node" "| PCI address | NUMA node |" devices
 
 expect_output "report: the breakdown has every cell" "| 3 | overlap |" report "$tmp/all.csv"
