@@ -20,11 +20,14 @@
 #include "commands.h"
 #include "mb_clock.h"
 #include "mb_err.h"
+#include "mb_ns.h"
 #include "mb_num.h"
 #include "mb_tuning.h"
 #include "setup.h"
 
 #define SHAPES_MAX 64
+#define FOUND_MAX  64
+#define TRIES_MAX  3	/* candidates of one kernel checked, best first */
 #define DIM_MAX	   2048 /* a tuner's GEMM is cut to this: each configuration runs it */
 /* shapes that ns --verify checks each candidate on: odd sizes, so that padding is used */
 #define VERIFY_SHAPES "100x260,128x384"
@@ -67,9 +70,10 @@ struct tune {
 	const struct mb_args *args;
 	struct mb_cl_device_info dev;
 	uint64_t big[3], small[3]; /* m, n, k */
+	char timed_shapes[256];	   /* ns --shape: what the routine setting is timed on */
 	char dir[4096];
-	struct best best[MB_TUNING_KERNELS_MAX];
-	size_t nbest;
+	struct best found[FOUND_MAX]; /* each tuner file's best, every pass */
+	size_t nfound;
 	double end_s;
 };
 
@@ -77,6 +81,40 @@ static uint64_t round_dim(uint64_t d)
 {
 	d = (d + 127) / 128 * 128;
 	return d > DIM_MAX ? DIM_MAX : d;
+}
+
+/*
+ * Up to four of the N SHAPES, the distinct ones with the most Newton-Schulz
+ * FLOPs (dimensions cut to DIM_MAX), as an ns --shape list.
+ */
+static void timed_shapes(struct tune *t, const struct mb_shape *shapes, size_t n)
+{
+	struct mb_shape pick[4];
+	size_t npick = 0, i, j, used = 0;
+
+	for (i = 0; i < n; i++) {
+		struct mb_shape s = { shapes[i].rows < DIM_MAX ? shapes[i].rows : DIM_MAX,
+				      shapes[i].cols < DIM_MAX ? shapes[i].cols : DIM_MAX };
+
+		for (j = 0; j < npick && (pick[j].rows != s.rows || pick[j].cols != s.cols); j++)
+			;
+		if (j < npick)
+			continue;
+		if (npick < 4)
+			pick[npick++] = s;
+		else
+			for (j = 0; j < 4; j++)
+				if (mb_ns_flops(s.rows, s.cols) >
+				    mb_ns_flops(pick[j].rows, pick[j].cols)) {
+					pick[j] = s;
+					break;
+				}
+	}
+	for (i = 0; i < npick && used < sizeof(t->timed_shapes); i++)
+		used += (size_t)snprintf(t->timed_shapes + used, sizeof(t->timed_shapes) - used,
+					 "%s%llux%llu", i ? "," : "",
+					 (unsigned long long)pick[i].rows,
+					 (unsigned long long)pick[i].cols);
 }
 
 /*
@@ -108,6 +146,7 @@ static int gemm_shapes(struct tune *t)
 		if (!n)
 			return mb_bad_input("the model has no Muon matrices to tune for");
 	}
+	timed_shapes(t, shapes, n);
 	for (i = 0; i < n; i++) {
 		uint64_t m = shapes[i].rows < shapes[i].cols ? shapes[i].rows : shapes[i].cols;
 		uint64_t c = shapes[i].rows ^ shapes[i].cols ^ m;
@@ -185,43 +224,41 @@ static int run_in(const char *dir, char *const *argv, double deadline_s)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Keep each kernel the tuner wrote in DIR if it beats what is there. */
+/* Keep the best of each file the tuner wrote in DIR (one a phase). */
 static void collect(struct tune *t, const char *dir)
 {
-	struct best b;
 	struct dirent *e;
-	size_t i;
 	DIR *d = opendir(dir);
 
-	while (d && (e = readdir(d))) {
+	while (d && (e = readdir(d)) && t->nfound < FOUND_MAX) {
+		struct best *b = &t->found[t->nfound];
+
 		if (strncmp(e->d_name, "clblast_", 8) || !strstr(e->d_name, "_32.json"))
 			continue;
-		snprintf(b.file, sizeof(b.file), "%s/%s", dir, e->d_name);
-		if (mb_tuning_read_tuner(b.file, &b.k, &b.ms, b.gemm, sizeof(b.gemm)))
-			continue; /* gemm_routine_single_size and the like: nothing to apply */
-		for (i = 0; i < t->nbest && strcmp(t->best[i].k.name, b.k.name); i++)
-			;
-		if (i == t->nbest && t->nbest < MB_TUNING_KERNELS_MAX)
-			t->best[t->nbest++] = b;
-		else if (i < t->nbest && b.ms > 0 && b.ms < t->best[i].ms)
-			t->best[i] = b;
+		snprintf(b->file, sizeof(b->file), "%s/%s", dir, e->d_name);
+		if (!mb_tuning_read_tuner(b->file, &b->k, &b->ms, b->gemm, sizeof(b->gemm)))
+			t->nfound++; /* else gemm_routine_single_size and the like: nothing to apply
+				      */
 	}
 	if (d)
 		closedir(d);
 }
 
-static const struct best *best_of(const struct tune *t, const char *kernel)
+/* The fastest candidate for KERNEL not yet TRIED, or NULL. */
+static struct best *best_of(struct tune *t, const char *kernel, const bool *tried)
 {
+	struct best *b = NULL;
 	size_t i;
 
-	for (i = 0; i < t->nbest; i++)
-		if (!strcmp(t->best[i].k.name, kernel))
-			return &t->best[i];
-	return NULL;
+	for (i = 0; i < t->nfound; i++)
+		if (!strcmp(t->found[i].k.name, kernel) && !(tried && tried[i]) &&
+		    (!b || t->found[i].ms < b->ms))
+			b = &t->found[i];
+	return b;
 }
 
 /* The routine tuner reads the other tuners' files from its directory, by these names. */
-static int stage_for_routine(const struct tune *t, const char *dir)
+static int stage_for_routine(struct tune *t, const char *dir)
 {
 	static const char *const files[][2] = {
 		{ "Xgemm", "clblast_xgemm_1_32.json" },
@@ -236,7 +273,7 @@ static int stage_for_routine(const struct tune *t, const char *dir)
 	const struct best *b;
 
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		if (!(b = best_of(t, files[i][0])))
+		if (!(b = best_of(t, files[i][0], NULL)))
 			continue;
 		snprintf(to, sizeof(to), "%s/%s", dir, files[i][1]);
 		if (symlink(b->file, to))
@@ -280,8 +317,8 @@ static int run_tuner(struct tune *t, size_t which, int shares_left)
 		argv[a] = NULL;
 		rc = run_in(dir, argv, end);
 		collect(t, dir);
-		fprintf(stderr, "tune: %-24s pass %d (1/%s of the space)%s: %.0f s%s\n", tu->what,
-			pass + 1, frac, tu->gemm < 0 ? "" : "", mb_now_s() - start,
+		fprintf(stderr, "tune: %-24s pass %d (1/%s of the space): %.0f s in%s\n", tu->what,
+			pass + 1, frac, mb_now_s() - start,
 			rc == 124 ? ", stopped at its share of the budget"
 			: rc == 0 ? ""
 				  : ", failed (see its log.txt)");
@@ -298,21 +335,74 @@ static int run_tuner(struct tune *t, size_t which, int shares_left)
  */
 static int verify(struct tune *t, const struct mb_tuning *c, const char *name)
 {
-	char file[4200], self[4096], plat[16], devn[16];
+	/* this very program, even if its file was replaced meanwhile (a rebuild) */
+	char dir[4200], file[4400], self[] = "/proc/self/exe", plat[16], devn[16];
 	char *argv[] = { self,	    "ns",	   "--verify", "--tuning", file,
 			 "--shape", VERIFY_SHAPES, "--reps",   "1",	   "--platform",
 			 plat,	    "--device",	   devn,       NULL };
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
-	if (len <= 0)
-		return mb_fail("cannot find the muonbench executable (/proc/self/exe)");
-	self[len] = '\0';
 	snprintf(plat, sizeof(plat), "%u", t->dev.platform);
 	snprintf(devn, sizeof(devn), "%u", t->dev.device);
-	snprintf(file, sizeof(file), "%s/verify-%s.json", t->dir, name);
+	snprintf(dir, sizeof(dir), "%s/verify-%s", t->dir, name);
+	snprintf(file, sizeof(file), "%s/tuning.json", dir);
 	if (mb_tuning_save(file, c))
 		return -MB_EFAIL;
-	return run_in(t->dir, argv, mb_now_s() + 600) ? -MB_EFAIL : 0;
+	return run_in(dir, argv, mb_now_s() + 600) ? -MB_EFAIL : 0;
+}
+
+/*
+ * Newton-Schulz's time on the timed shapes under tuning C, in a child `muonbench
+ * ns`: the sum of the shapes' medians, in seconds; negative when it failed.
+ */
+static double ns_seconds(struct tune *t, const struct mb_tuning *c, const char *name)
+{
+	char dir[4200], file[4400], log[4400], line[512], plat[16], devn[16];
+	char self[] = "/proc/self/exe";
+	char *argv[] = { self,	   "ns", "--tuning",   file, "--shape",	 t->timed_shapes,
+			 "--reps", "3",	 "--platform", plat, "--device", devn,
+			 NULL };
+	double sum = 0, ms;
+	FILE *f;
+
+	snprintf(plat, sizeof(plat), "%u", t->dev.platform);
+	snprintf(devn, sizeof(devn), "%u", t->dev.device);
+	snprintf(dir, sizeof(dir), "%s/time-%s", t->dir, name);
+	snprintf(file, sizeof(file), "%s/tuning.json", dir);
+	snprintf(log, sizeof(log), "%s/log.txt", dir);
+	if (mb_tuning_save(file, c) || run_in(dir, argv, mb_now_s() + 1200) ||
+	    !(f = fopen(log, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "| %*[0-9x] | %lf |", &ms) == 1)
+			sum += ms / 1e3;
+	fclose(f);
+	return sum > 0 ? sum : -1;
+}
+
+/*
+ * The routine tuner times square GEMMs; Newton-Schulz's are not. Keep its
+ * setting only if Newton-Schulz on the model's shapes is faster with it
+ * than with CLBlast's own switching point.
+ */
+static void check_routine(struct tune *t, struct mb_tuning *all)
+{
+	struct mb_tuning without = *all;
+	double with_s, without_s;
+	size_t i;
+
+	for (i = 0; i < without.nkernels && strcmp(without.kernel[i].name, "GemmRoutine"); i++)
+		;
+	if (i == without.nkernels)
+		return;
+	without.kernel[i] = without.kernel[--without.nkernels];
+	with_s = ns_seconds(t, all, "with-routine");
+	without_s = ns_seconds(t, &without, "without-routine");
+	printf("\nNewton-Schulz on %s: %.3f s with the routine tuner's switching point "
+	       "(XGEMM_MIN_INDIRECT_SIZE=%zu), %.3f s with CLBlast's own: %s.\n",
+	       t->timed_shapes, with_s, all->kernel[i].value[0], without_s,
+	       with_s > 0 && (without_s < 0 || with_s <= without_s) ? "kept" : "dropped");
+	if (!(with_s > 0 && (without_s < 0 || with_s <= without_s)))
+		*all = without;
 }
 
 /* A tuning of one kernel, with the routine setting that makes GEMMs use it. */
@@ -332,6 +422,7 @@ static void candidate(const struct tune *t, const struct mb_tuning_kernel *k, st
 static int check_and_store(struct tune *t)
 {
 	struct mb_tuning all = { 0 }, c;
+	bool tried[FOUND_MAX] = { false };
 	char path[4096];
 	time_t now = time(NULL);
 	size_t i;
@@ -341,28 +432,40 @@ static int check_and_store(struct tune *t)
 	strftime(all.tuned_utc, sizeof(all.tuned_utc), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	snprintf(all.gemm, sizeof(all.gemm), "%llux%llux%llu", (unsigned long long)t->big[0],
 		 (unsigned long long)t->big[1], (unsigned long long)t->big[2]);
-	printf("| kernel | tuned at | tuner's best | check | parameters |\n|---|---|---:|---|---|\n");
-	for (i = 0; i < t->nbest && !stop; i++) {
-		const struct best *b = &t->best[i];
-		char params[1024] = "";
-		size_t j, used = 0;
-		bool ok;
+	printf("| kernel | tuned at | tuner's time | check | parameters |\n|---|---|---:|---|---|\n");
+	for (i = 0; i < t->nfound && !stop; i++) {
+		struct best *b = &t->found[i];
+		bool ok = false;
+		int tries;
 
-		candidate(t, &b->k, &c);
-		ok = strcmp(b->k.name, "GemmRoutine") ? !verify(t, &c, b->k.name) : true;
-		if (ok)
-			mb_tuning_put(&all, &b->k);
-		for (j = 0; j < b->k.nparams && used < sizeof(params); j++)
-			used += (size_t)snprintf(params + used, sizeof(params) - used, "%s%s=%zu",
-						 j ? " " : "", b->k.param[j], b->k.value[j]);
-		printf("| %s | %s | %.3g ms | %s | %s |\n", b->k.name, b->gemm, b->ms,
-		       ok ? "ok" : "FAILED: dropped", params);
+		if (best_of(t, b->k.name, NULL) != b)
+			continue; /* each kernel once, from its fastest candidate on */
+		for (tries = 0; b && !ok && tries < TRIES_MAX && !stop; tries++) {
+			char params[1024] = "", name[48];
+			size_t j, used = 0;
+
+			candidate(t, &b->k, &c);
+			snprintf(name, sizeof(name), "%s-%d", b->k.name, tries + 1);
+			ok = strcmp(b->k.name, "GemmRoutine") ? !verify(t, &c, name) : true;
+			if (ok)
+				mb_tuning_put(&all, &b->k);
+			for (j = 0; j < b->k.nparams && used < sizeof(params); j++)
+				used += (size_t)snprintf(params + used, sizeof(params) - used,
+							 "%s%s=%zu", j ? " " : "", b->k.param[j],
+							 b->k.value[j]);
+			printf("| %s | %s | %.3g ms | %s%s%s | %s |\n", b->k.name, b->gemm, b->ms,
+			       ok ? "ok" : "FAILED, dropped (see verify-", ok ? "" : name,
+			       ok ? "" : "/log.txt)", params);
+			tried[b - t->found] = true;
+			b = best_of(t, b->k.name, tried);
+		}
 	}
 	if (stop)
 		return mb_fail("interrupted: nothing stored");
 	if (!all.nkernels)
 		return mb_fail("no tuned kernel passed its check; nothing stored");
-	if (best_of(t, "GemmRoutine") && verify(t, &all, "all")) {
+	check_routine(t, &all);
+	if (verify(t, &all, "all")) {
 		/* the routine setting sends GEMMs down paths checked above; should all fail, say so
 		 */
 		return mb_fail("the tuned kernels together fail ns --verify (see '%s'); nothing "
