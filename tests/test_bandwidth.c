@@ -15,26 +15,7 @@
 #include "mb_bandwidth.h"
 #include "mb_err.h"
 
-static struct mb_cl cl;
-
-static int open_device(void **state)
-{
-	struct mb_cl_select sel = { .platform = -1 };
-
-	(void)state;
-	if (mb_cl_open(&cl, &sel)) {
-		fprintf(stderr, "no device: %s\n", mb_errmsg());
-		return -1;
-	}
-	return 0;
-}
-
-static int close_device(void **state)
-{
-	(void)state;
-	mb_cl_release(&cl);
-	return 0;
-}
+#include "device.h"
 
 static void zero_copy_rule(void **state)
 {

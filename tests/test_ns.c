@@ -21,26 +21,7 @@
 #include "mb_nsbench.h"
 #include "mb_rng.h"
 
-static struct mb_cl cl;
-
-static int open_device(void **state)
-{
-	struct mb_cl_select sel = { .platform = -1 };
-
-	(void)state;
-	if (mb_cl_open(&cl, &sel)) {
-		fprintf(stderr, "no device: %s\n", mb_errmsg());
-		return -1;
-	}
-	return 0;
-}
-
-static int close_device(void **state)
-{
-	(void)state;
-	mb_cl_release(&cl);
-	return 0;
-}
+#include "device.h"
 
 static void read_floats(cl_mem buf, uint64_t off, uint64_t n, float *out)
 {

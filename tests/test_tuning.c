@@ -21,26 +21,7 @@
 
 #define TUNER "tests/data/tuner/"
 
-static struct mb_cl cl;
-
-static int open_device(void **state)
-{
-	struct mb_cl_select sel = { .platform = -1 };
-
-	(void)state;
-	if (mb_cl_open(&cl, &sel)) {
-		fprintf(stderr, "no device: %s\n", mb_errmsg());
-		return -1;
-	}
-	return 0;
-}
-
-static int close_device(void **state)
-{
-	(void)state;
-	mb_cl_release(&cl);
-	return 0;
-}
+#include "device.h"
 
 static size_t value_of(const struct mb_tuning_kernel *k, const char *param)
 {
