@@ -60,14 +60,15 @@ $(BUILD)/embedded.c: scripts/embed.sh $(EMBEDDED)
 $(BUILD)/embedded.o: $(BUILD)/embedded.c | deps
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-# The git revision, rewritten only when it changes so that main.o rebuilds then.
+# The git revision, rewritten only when it changes, so that the commands that
+# include it (their .d files say which) rebuild then.
 $(BUILD)/version.h: FORCE
 	@mkdir -p $(dir $@)
 	@rev=$$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown); \
 	printf '#define MB_VERSION "%s"\n#define MB_GIT_REV "%s"\n' '$(VERSION)' "$$rev" > $@.tmp; \
 	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
-$(BUILD)/cmd/main.o $(BUILD)/cmd/run.o: $(BUILD)/version.h
+$(CMD_OBJ): | $(BUILD)/version.h
 
 $(BUILD)/libmuonbench.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
