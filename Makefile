@@ -137,6 +137,7 @@ fuzz: fuzz-deps build-fuzz/fuzz_config build-fuzz/fuzz_csv
 valgrind: $(BIN)
 	@scripts/deps.sh valgrind
 	valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
+		--suppressions=tests/valgrind.supp \
 		--show-leak-kinds=definite $(BIN) run --config tests/data/good/micro.json \
 		--seq 16 --stage 1,2,3 --variant all --runs 1 --steps 2 --quiet \
 		--out build/valgrind.csv >/dev/null
