@@ -79,7 +79,8 @@ int mb_cmd_ns(const struct mb_args *args)
 	size_t n, i;
 	int err;
 
-	if ((err = mb_parse_shapes("--shape", args->shapes, shapes, SHAPES_MAX, &n)))
+	if ((err = mb_parse_shapes("--shape", args->shapes ? args->shapes : MB_NS_DEFAULT_SHAPES,
+				   shapes, SHAPES_MAX, &n)))
 		return err;
 	for (i = 0; i < n; i++) {
 		rows[i] = shapes[i].rows;

@@ -99,9 +99,9 @@ static const struct option options[] = {
 	{ "format", "FMT", CHOICE, AT(format), "md", 0, 0, "md|csv|json",
 	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN) | ON(MB_CMD_BANDWIDTH),
 	  "output: Markdown tables, one CSV row or a JSON object" },
-	{ "shape", "RxC,...", TEXT, AT(shapes), "256x768,1024x1024,1024x3072", 0, 0, NULL,
-	  ON(MB_CMD_NS) | ON(MB_CMD_TUNE),
-	  "matrix shapes to orthogonalize (tune: instead of the model's)" },
+	{ "shape", "RxC,...", TEXT, AT(shapes), NULL, 0, 0, NULL, ON(MB_CMD_NS) | ON(MB_CMD_TUNE),
+	  "matrix shapes to orthogonalize (default: ns " MB_NS_DEFAULT_SHAPES
+	  "; tune the model's)" },
 	{ "batch", "N", COUNT, AT(batch), "1", 1, 1u << 16, NULL, ON(MB_CMD_NS),
 	  "matrices of each shape in one timed run" },
 	{ "reps", "N", COUNT, AT(reps), "5", 1, 1u << 16, NULL,

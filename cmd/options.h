@@ -26,6 +26,9 @@ enum mb_command {
 	MB_NCOMMANDS
 };
 
+/* The shapes ns times without --shape (the three-way table uses them). */
+#define MB_NS_DEFAULT_SHAPES "256x768,1024x1024,1024x3072"
+
 /* What the command line asked for, defaults filled in. */
 struct mb_args {
 	enum mb_command command;

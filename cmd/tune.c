@@ -132,7 +132,7 @@ static int gemm_shapes(struct tune *t)
 	size_t n = 0, i, g;
 	int err;
 
-	if (mb_args_given(args, "shape")) {
+	if (args->shapes) {
 		if ((err = mb_parse_shapes("--shape", args->shapes, shapes, SHAPES_MAX, &n)))
 			return err;
 	} else {
