@@ -302,7 +302,7 @@ static int save_row(struct grid *g, const struct mb_csv_row *row)
 	g->rows[g->nrows++] = *row;
 	if (!mb_csv_append(g->out, row))
 		return 0;
-	return g->fallback ? -1 : fall_back(g);
+	return g->fallback ? -MB_EFAIL : fall_back(g);
 }
 
 /* Run R runs of the cell now in g->run; append a row for each. */
@@ -434,9 +434,10 @@ static int verdict(const struct grid *g)
 			g->mismatched ? "MISMATCH" : "bitwise identical", g->checked,
 			(unsigned long long)g->checksum,
 			g->mismatched ? "checked against" : "as predicted by");
-	if (g->fallback)
-		return mb_fail("the results could not be written to '%s'; they are in '%s'",
-			       g->given_out, g->out);
+	if (g->fallback) /* said here, so that a failure below is said too */
+		fprintf(stderr,
+			"muonbench: the results could not be written to '%s'; they are in '%s'\n",
+			g->given_out, g->out);
 	if (g->interrupted || stop)
 		return mb_fail("interrupted: the runs that finished are in '%s'", g->out);
 	if (g->mismatched)
@@ -444,6 +445,8 @@ static int verdict(const struct grid *g)
 			       "step-phase peak is not the plan's (see above)");
 	if (g->failed)
 		return mb_fail("%u run(s) failed; their rows in '%s' say why", g->failed, g->out);
+	if (g->fallback)
+		return mb_fail("the results are in the fallback file '%s'", g->out);
 	return 0;
 }
 
@@ -472,6 +475,8 @@ int mb_cmd_run(const struct mb_args *args)
 	g->run.step.tokens = args->seq * args->micro_batch;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGXFSZ, SIG_IGN); /* past a file size limit, a write fails: the fallback takes over
+				   */
 	if (!(err = setup(g))) {
 		g->steps_total =
 			(unsigned long)(g->nstages * g->nvariants * args->runs * args->steps);

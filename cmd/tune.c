@@ -8,6 +8,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +92,7 @@ static uint64_t round_dim(uint64_t d)
 static void timed_shapes(struct tune *t, const struct mb_shape *shapes, size_t n)
 {
 	struct mb_shape pick[4];
-	size_t npick = 0, i, j, used = 0;
+	size_t npick = 0, i, j, low, used = 0;
 
 	for (i = 0; i < n; i++) {
 		struct mb_shape s = { shapes[i].rows < DIM_MAX ? shapes[i].rows : DIM_MAX,
@@ -100,15 +102,16 @@ static void timed_shapes(struct tune *t, const struct mb_shape *shapes, size_t n
 			;
 		if (j < npick)
 			continue;
-		if (npick < 4)
+		if (npick < 4) {
 			pick[npick++] = s;
-		else
-			for (j = 0; j < 4; j++)
-				if (mb_ns_flops(s.rows, s.cols) >
-				    mb_ns_flops(pick[j].rows, pick[j].cols)) {
-					pick[j] = s;
-					break;
-				}
+			continue;
+		}
+		for (low = 0, j = 1; j < 4; j++) /* else replace the one with the fewest */
+			if (mb_ns_flops(pick[j].rows, pick[j].cols) <
+			    mb_ns_flops(pick[low].rows, pick[low].cols))
+				low = j;
+		if (mb_ns_flops(s.rows, s.cols) > mb_ns_flops(pick[low].rows, pick[low].cols))
+			pick[low] = s;
 	}
 	for (i = 0; i < npick && used < sizeof(t->timed_shapes); i++)
 		used += (size_t)snprintf(t->timed_shapes + used, sizeof(t->timed_shapes) - used,
@@ -127,8 +130,7 @@ static int gemm_shapes(struct tune *t)
 	const struct mb_args *args = t->args;
 	struct mb_shape shapes[SHAPES_MAX];
 	struct mb_model model;
-	double flops, most = -1;
-	uint64_t least = UINT64_MAX;
+	double flops, most = -1, least = INFINITY;
 	size_t n = 0, i, g;
 	int err;
 
@@ -158,8 +160,8 @@ static int gemm_shapes(struct tune *t)
 				most = flops;
 				memcpy(t->big, mnk[g], sizeof(t->big));
 			}
-			if (mnk[g][0] * mnk[g][1] * mnk[g][2] < least) {
-				least = mnk[g][0] * mnk[g][1] * mnk[g][2];
+			if (flops < least) {
+				least = flops;
 				memcpy(t->small, mnk[g], sizeof(t->small));
 			}
 		}
@@ -196,8 +198,8 @@ static bool installed(const char *program)
 static int run_in(const char *dir, char *const *argv, double deadline_s)
 {
 	char log[4200];
-	pid_t pid;
-	int status, fd;
+	pid_t pid, done;
+	int status = 0, fd;
 
 	snprintf(log, sizeof(log), "%s/log.txt", dir);
 	fflush(NULL);
@@ -211,7 +213,7 @@ static int run_in(const char *dir, char *const *argv, double deadline_s)
 		execvp(argv[0], argv);
 		_exit(127);
 	}
-	while (waitpid(pid, &status, WNOHANG) == 0) {
+	while ((done = waitpid(pid, &status, WNOHANG)) == 0) {
 		if (stop || mb_now_s() > deadline_s) {
 			kill(pid, SIGTERM);
 			usleep(500000);
@@ -221,13 +223,32 @@ static int run_in(const char *dir, char *const *argv, double deadline_s)
 		}
 		usleep(100000);
 	}
+	if (done < 0)
+		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Keep the best of each file the tuner wrote in DIR (one a phase). */
+/* Whether T already holds a candidate with B's kernel and parameters. */
+static bool known(const struct tune *t, const struct best *b)
+{
+	size_t i;
+
+	for (i = 0; i < t->nfound; i++)
+		if (!strcmp(t->found[i].k.name, b->k.name) &&
+		    t->found[i].k.nparams == b->k.nparams &&
+		    !memcmp(t->found[i].k.value, b->k.value, b->k.nparams * sizeof(size_t)))
+			return true;
+	return false;
+}
+
+/*
+ * Keep the best of each file the tuner wrote in DIR (one a phase); not the
+ * links to other tuners' files that the routine tuner reads, nor repeats.
+ */
 static void collect(struct tune *t, const char *dir)
 {
 	struct dirent *e;
+	struct stat st;
 	DIR *d = opendir(dir);
 
 	while (d && (e = readdir(d)) && t->nfound < FOUND_MAX) {
@@ -236,9 +257,12 @@ static void collect(struct tune *t, const char *dir)
 		if (strncmp(e->d_name, "clblast_", 8) || !strstr(e->d_name, "_32.json"))
 			continue;
 		snprintf(b->file, sizeof(b->file), "%s/%s", dir, e->d_name);
-		if (!mb_tuning_read_tuner(b->file, &b->k, &b->ms, b->gemm, sizeof(b->gemm)))
-			t->nfound++; /* else gemm_routine_single_size and the like: nothing to apply
-				      */
+		if (lstat(b->file, &st) || !S_ISREG(st.st_mode))
+			continue;
+		/* else gemm_routine_single_size and the like: nothing to apply */
+		if (!mb_tuning_read_tuner(b->file, &b->k, &b->ms, b->gemm, sizeof(b->gemm)) &&
+		    !known(t, b))
+			t->nfound++;
 	}
 	if (d)
 		closedir(d);
@@ -296,6 +320,9 @@ static int run_tuner(struct tune *t, size_t which, int shares_left)
 	snprintf(m, sizeof(m), "%llu", (unsigned long long)mnk[0]);
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)mnk[1]);
 	snprintf(k, sizeof(k), "%llu", (unsigned long long)mnk[2]);
+	if (mb_now_s() + 5 >= end)
+		fprintf(stderr, "tune: %-24s skipped: its share of the budget is under 5 s\n",
+			tu->what);
 	for (pass = 0; pass < 8 && tu->fractions[pass] && !stop && mb_now_s() + 5 < end; pass++) {
 		snprintf(dir, sizeof(dir), "%s/%s-%d", t->dir, tu->program + 14, pass);
 		if (mkdir(dir, 0755))
@@ -454,8 +481,8 @@ static int check_and_store(struct tune *t)
 							 "%s%s=%zu", j ? " " : "", b->k.param[j],
 							 b->k.value[j]);
 			printf("| %s | %s | %.3g ms | %s%s%s | %s |\n", b->k.name, b->gemm, b->ms,
-			       ok ? "ok" : "FAILED, dropped (see verify-", ok ? "" : name,
-			       ok ? "" : "/log.txt)", params);
+			       ok ? "ok" : "did not pass ns --verify, dropped (see verify-",
+			       ok ? "" : name, ok ? "" : "/log.txt)", params);
 			tried[b - t->found] = true;
 			b = best_of(t, b->k.name, tried);
 		}
@@ -484,6 +511,7 @@ int mb_cmd_tune(const struct mb_args *args)
 {
 	struct tune *t = calloc(1, sizeof(*t));
 	const char *tmp = getenv("TMPDIR");
+	char real[PATH_MAX]; /* the tuners run elsewhere: their paths are absolute */
 	struct mb_cl_select sel;
 	struct mb_host host;
 	uint64_t budget;
@@ -508,7 +536,8 @@ int mb_cmd_tune(const struct mb_args *args)
 		return err;
 	}
 	snprintf(t->dir, sizeof(t->dir), "%s/muonbench-tune-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(t->dir)) {
+	if (!mkdtemp(t->dir) || !realpath(t->dir, real) ||
+	    snprintf(t->dir, sizeof(t->dir), "%s", real) >= (int)sizeof(t->dir)) {
 		free(t);
 		return mb_fail("cannot make a directory for the tuners in '%s': %s",
 			       tmp && *tmp ? tmp : "/tmp", strerror(errno));

@@ -24,7 +24,8 @@ struct mb_csv_row {
 	char timestamp_utc[32], version[32], git_rev[48], host[128], cpu_model[128];
 	char platform[128], device[128], vendor[128], driver[64];
 	char device_pci[16], device_numa_node[16]; /* empty when unknown */
-	char tuning[512]; /* CLBlast's parameters: "default", or the file applied and its key */
+	char tuning[512]; /* CLBlast's parameters: "default", or where the applied tuning came from
+			   */
 	char cpus[256], mems[128], binding[16]; /* binding: muonbench, numa auto or inherited */
 
 	char model[64], source[256];

@@ -177,7 +177,9 @@ int mb_tuning_save(const char *path, const struct mb_tuning *t)
 		*slash = '/';
 	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
-	if (!err && (!(f = fopen(tmp, "w")) || fprintf(f, "%s\n", text) < 0 || fclose(f)))
+	if (!err && !(f = fopen(tmp, "w")))
+		err = mb_fail("cannot write '%s': %s", tmp, strerror(errno));
+	else if (!err && (fprintf(f, "%s\n", text) < 0) + (fclose(f) != 0))
 		err = mb_fail("cannot write '%s': %s", tmp, strerror(errno));
 	if (!err && rename(tmp, path))
 		err = mb_fail("cannot write '%s': %s", path, strerror(errno));

@@ -241,7 +241,8 @@ if mount -t tmpfs -o size=$((size + room)) muonbench-test "$tmp/disk" 2>/dev/nul
 		"$bin" report "$tmp/full.csv" >/dev/null 2>&1 &&
 		[ "$(col "$fallback" status | tr '\n' ' ')" = "ok ok ok ok " ] &&
 		grep -qF "No space left on device" "$tmp/err" &&
-		tail -1 "$tmp/err" | grep -qF "could not be written to '$tmp/disk/full.csv'; they are in '$fallback'"; then
+		grep -qF "could not be written to '$tmp/disk/full.csv'; they are in '$fallback'" "$tmp/err" &&
+		tail -1 "$tmp/err" | grep -qF "the results are in the fallback file '$fallback'"; then
 		report ok "run: an output that fills mid-run keeps whole rows, all rows in the named fallback, exit 1"
 	else
 		report fail "run: an output that fills mid-run keeps whole rows, all rows in the named fallback, exit 1" "exit $rc, $(wc -l <"$tmp/full.csv") lines (had $before): $(cat "$tmp/err")"
