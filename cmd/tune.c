@@ -489,6 +489,11 @@ static int check_and_store(struct tune *t)
 	}
 	if (stop)
 		return mb_fail("interrupted: nothing stored");
+	if (!t->nfound)
+		return mb_fail(
+			"the tuners finished nothing within --time-budget %s; nothing stored "
+			"(give them more time)",
+			t->args->time_budget);
 	if (!all.nkernels)
 		return mb_fail("no tuned kernel passed its check; nothing stored");
 	check_routine(t, &all);
