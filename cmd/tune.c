@@ -356,48 +356,60 @@ static int run_tuner(struct tune *t, size_t which, int shares_left)
 }
 
 /*
- * Check candidate C in a child `muonbench ns --verify --tuning FILE`, with
- * ROUTINE_SIZE forcing the path that uses its kernel (0: C's own routine
- * setting). 0 when it passes.
+ * Run this very program (even if its file was replaced meanwhile: a rebuild)
+ * as `ns --tuning C` in T's directory NAME, output to NAME/log.txt. With
+ * VERIFY, a check against the float64 reference on VERIFY_SHAPES; else three
+ * timed reps on the timed shapes. Its exit status, as run_in gives it.
  */
-static int verify(struct tune *t, const struct mb_tuning *c, const char *name)
+static int run_ns(struct tune *t, const struct mb_tuning *c, const char *name, bool verify)
 {
-	/* this very program, even if its file was replaced meanwhile (a rebuild) */
 	char dir[4200], file[4400], self[] = "/proc/self/exe", plat[16], devn[16];
-	char *argv[] = { self,	    "ns",	   "--verify", "--tuning", file,
-			 "--shape", VERIFY_SHAPES, "--reps",   "1",	   "--platform",
-			 plat,	    "--device",	   devn,       NULL };
+	char *argv[] = { self,
+			 "ns",
+			 "--tuning",
+			 file,
+			 "--platform",
+			 plat,
+			 "--device",
+			 devn,
+			 "--shape",
+			 verify ? (char *)VERIFY_SHAPES : t->timed_shapes,
+			 "--reps",
+			 verify ? "1" : "3",
+			 verify ? "--verify" : NULL,
+			 NULL };
 
 	snprintf(plat, sizeof(plat), "%u", t->dev.platform);
 	snprintf(devn, sizeof(devn), "%u", t->dev.device);
-	snprintf(dir, sizeof(dir), "%s/verify-%s", t->dir, name);
+	snprintf(dir, sizeof(dir), "%s/%s", t->dir, name);
 	snprintf(file, sizeof(file), "%s/tuning.json", dir);
 	if (mb_tuning_save(file, c))
-		return -MB_EFAIL;
-	return run_in(dir, argv, mb_now_s() + 600) ? -MB_EFAIL : 0;
+		return -1;
+	return run_in(dir, argv, mb_now_s() + (verify ? 600 : 1200));
+}
+
+/* Whether candidate C passes `ns --verify` (run in directory verify-NAME). */
+static bool verified(struct tune *t, const struct mb_tuning *c, const char *name)
+{
+	char dir[96];
+
+	snprintf(dir, sizeof(dir), "verify-%s", name);
+	return run_ns(t, c, dir, true) == 0;
 }
 
 /*
  * Newton-Schulz's time on the timed shapes under tuning C, in a child `muonbench
- * ns`: the sum of the shapes' medians, in seconds; negative when it failed.
+ * ns` (run in directory NAME): the sum of the shapes' medians, in seconds;
+ * negative when it failed.
  */
 static double ns_seconds(struct tune *t, const struct mb_tuning *c, const char *name)
 {
-	char dir[4200], file[4400], log[4400], line[512], plat[16], devn[16];
-	char self[] = "/proc/self/exe";
-	char *argv[] = { self,	   "ns", "--tuning",   file, "--shape",	 t->timed_shapes,
-			 "--reps", "3",	 "--platform", plat, "--device", devn,
-			 NULL };
+	char log[4400], line[512];
 	double sum = 0, ms;
 	FILE *f;
 
-	snprintf(plat, sizeof(plat), "%u", t->dev.platform);
-	snprintf(devn, sizeof(devn), "%u", t->dev.device);
-	snprintf(dir, sizeof(dir), "%s/time-%s", t->dir, name);
-	snprintf(file, sizeof(file), "%s/tuning.json", dir);
-	snprintf(log, sizeof(log), "%s/log.txt", dir);
-	if (mb_tuning_save(file, c) || run_in(dir, argv, mb_now_s() + 1200) ||
-	    !(f = fopen(log, "r")))
+	snprintf(log, sizeof(log), "%s/%s/log.txt", t->dir, name);
+	if (run_ns(t, c, name, false) || !(f = fopen(log, "r")))
 		return -1;
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "| %*[0-9x] | %lf |", &ms) == 1)
@@ -422,8 +434,8 @@ static void check_routine(struct tune *t, struct mb_tuning *all)
 	if (i == without.nkernels)
 		return;
 	without.kernel[i] = without.kernel[--without.nkernels];
-	with_s = ns_seconds(t, all, "with-routine");
-	without_s = ns_seconds(t, &without, "without-routine");
+	with_s = ns_seconds(t, all, "time-with-routine");
+	without_s = ns_seconds(t, &without, "time-without-routine");
 	printf("\nNewton-Schulz on %s: %.3f s with the routine tuner's switching point "
 	       "(XGEMM_MIN_INDIRECT_SIZE=%zu), %.3f s with CLBlast's own: %s.\n",
 	       t->timed_shapes, with_s, all->kernel[i].value[0], without_s,
@@ -473,7 +485,7 @@ static int check_and_store(struct tune *t)
 
 			candidate(t, &b->k, &c);
 			snprintf(name, sizeof(name), "%s-%d", b->k.name, tries + 1);
-			ok = strcmp(b->k.name, "GemmRoutine") ? !verify(t, &c, name) : true;
+			ok = strcmp(b->k.name, "GemmRoutine") ? verified(t, &c, name) : true;
 			if (ok)
 				mb_tuning_put(&all, &b->k);
 			for (j = 0; j < b->k.nparams && used < sizeof(params); j++)
@@ -497,7 +509,7 @@ static int check_and_store(struct tune *t)
 	if (!all.nkernels)
 		return mb_fail("no tuned kernel passed its check; nothing stored");
 	check_routine(t, &all);
-	if (verify(t, &all, "all")) {
+	if (!verified(t, &all, "all")) {
 		/* the routine setting sends GEMMs down paths checked above; should all fail, say so
 		 */
 		return mb_fail("the tuned kernels together fail ns --verify (see '%s'); nothing "

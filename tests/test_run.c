@@ -20,27 +20,23 @@
 #include "mb_rng.h"
 #include "mb_run.h"
 
-static struct mb_cl cl;
+#include "device.h"
+
 static struct mb_model micro;
 
 static int setup(void **state)
 {
-	struct mb_cl_select sel = { .platform = -1 };
-
-	(void)state;
-	if (mb_config_load_file(&micro, "tests/data/good/micro.json", 0) || mb_cl_open(&cl, &sel)) {
+	if (mb_config_load_file(&micro, "tests/data/good/micro.json", 0)) {
 		fprintf(stderr, "setup: %s\n", mb_errmsg());
 		return -1;
 	}
-	return 0;
+	return open_device(state);
 }
 
 static int teardown(void **state)
 {
-	(void)state;
-	mb_cl_release(&cl);
 	mb_model_release(&micro);
-	return 0;
+	return close_device(state);
 }
 
 static struct mb_run_settings settings(unsigned stage, enum mb_variant v)
