@@ -112,35 +112,17 @@ static void print_md(const struct bench *b, unsigned reps)
 
 /* ---- CSV and JSON: one list of fields ---- */
 
-enum kind { TEXT, U64, GBS };
-
-struct field {
-	const char *key;
-	enum kind kind;
-	const char *text;
-	uint64_t u;
-	double gbs; /* NaN: none (zero-copy) */
-};
-
 #define NFIELDS 29
 
-static size_t fields(const struct bench *b, const struct mb_bw_result *r, struct field *f)
+static size_t fields(const struct bench *b, const struct mb_bw_result *r, struct mb_field *f)
 {
 	const struct mb_cl_device_info *d = &b->cl.info;
 	double no = NAN;
 	size_t n = 0;
 
-#define T(k, v) f[n++] = (struct field){ k, TEXT, v, 0, 0 }
-#define U(k, v)                                \
-	f[n++] = (struct field)                \
-	{                                      \
-		k, U64, NULL, (uint64_t)(v), 0 \
-	}
-#define G(k, v)                    \
-	f[n++] = (struct field)    \
-	{                          \
-		k, GBS, NULL, 0, v \
-	}
+#define T(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_TEXT, v, 0, 0 }
+#define U(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_U64, NULL, (uint64_t)(v), 0 }
+#define G(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_RATE, NULL, 0, v }
 #define GZ(k, v) G(k, r->zero_copy ? no : (v))
 	U("bandwidth_format_version", 1);
 	T("timestamp_utc", b->timestamp);
@@ -177,49 +159,21 @@ static size_t fields(const struct bench *b, const struct mb_bw_result *r, struct
 	return n;
 }
 
-static void print_value(const struct field *f, bool json)
-{
-	if (f->kind == U64)
-		printf("%llu", (unsigned long long)f->u);
-	else if (f->kind == GBS && isnan(f->gbs))
-		printf("%s", json ? "null" : "");
-	else if (f->kind == GBS)
-		printf("%.4f", f->gbs);
-	else if (json)
-		mb_print_json_text(f->text);
-	else
-		mb_print_csv_text(f->text);
-}
-
 static void print_rows(const struct bench *b, bool json)
 {
-	struct field f[NFIELDS];
-	size_t i, k, n = 0, first = 1;
+	struct mb_field f[NFIELDS];
+	size_t i, n;
+	bool first = true;
 	int pinned, dir;
 
-	printf("%s", json ? "[\n" : "");
-	for (dir = 0; dir < MB_BW_NDIRS; dir++) {
-		for (pinned = 0; pinned <= 1; pinned++) {
+	for (dir = 0; dir < MB_BW_NDIRS; dir++)
+		for (pinned = 0; pinned <= 1; pinned++)
 			for (i = 0; i < b->nsizes; i++) {
 				n = fields(b, at(b, pinned, i, dir), f);
-				if (!json && first) {
-					for (k = 0; k < n; k++)
-						printf("%s%s", k ? "," : "", f[k].key);
-					printf("\n");
-				}
-				printf("%s", json ? (first ? "  {" : ",\n  {") : "");
-				for (k = 0; k < n; k++) {
-					printf("%s", k ? "," : "");
-					if (json)
-						printf("%s\"%s\": ", k ? " " : "", f[k].key);
-					print_value(&f[k], json);
-				}
-				printf("%s", json ? "}" : "\n");
-				first = 0;
+				mb_print_record(f, n, json, first);
+				first = false;
 			}
-		}
-	}
-	printf("%s", json ? "\n]\n" : "");
+	mb_print_records_end(json, !first);
 }
 
 int mb_cmd_bandwidth(const struct mb_args *args)

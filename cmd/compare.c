@@ -102,6 +102,11 @@ static void print_row(const struct mb_compared *c, double alpha)
 	if (c->changed[0]) {
 		printf("%s", others);
 		mb_print_md_text(c->changed);
+		others = "; ";
+	}
+	if (c->shown[0]) {
+		printf("%snot compared (another device or tuning): ", others);
+		mb_print_md_text(c->shown);
 	}
 	printf(" | %s |\n", mb_verdict_names[c->verdict]);
 }

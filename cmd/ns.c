@@ -4,11 +4,13 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "commands.h"
 #include "mb_err.h"
 #include "mb_nsbench.h"
 #include "mb_num.h"
+#include "print.h"
 #include "setup.h"
 
 #define SHAPES_MAX	 32
@@ -20,8 +22,9 @@ static void print_header(const struct mb_cl *cl, const struct mb_host *host,
 	printf("# Newton-Schulz on '%s' (%s, driver %s)\n\n", cl->info.name, cl->info.platform_name,
 	       cl->info.driver);
 	printf("Host %s (%s): CPUs %s, memory on nodes %s (binding: %s). CLBlast parameters: "
-	       "%s.\n",
-	       host->name, host->cpu_model, host->cpus, host->mems, host->binding, cl->tuning);
+	       "%s (%s: %s).\n",
+	       host->name, host->cpu_model, host->cpus, host->mems, host->binding, cl->tuning,
+	       cl->tuning_match, cl->tuning_why);
 	printf("%u timed runs of %u matrix(es) per shape after a warm-up; medians with min-max, "
 	       "host clock around a synchronized device.\n\n",
 	       s->reps, s->batch);
@@ -30,7 +33,7 @@ static void print_header(const struct mb_cl *cl, const struct mb_host *host,
 	printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
 }
 
-static void print_row(const struct mb_nsbench_result *r)
+static void print_md_row(const struct mb_nsbench_result *r)
 {
 	char err[32] = "not checked";
 
@@ -44,24 +47,68 @@ static void print_row(const struct mb_nsbench_result *r)
 	fflush(stdout);
 }
 
-static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
-		     const struct mb_shape *shapes, size_t n)
+#define NFIELDS 18
+
+/* A shape's figures as one record (ns --format csv or json). */
+static void print_record(const struct mb_cl *cl, const struct mb_nsbench_settings *s,
+			 const struct mb_nsbench_result *r, bool json, bool first)
 {
+	struct mb_field f[NFIELDS];
+	size_t n = 0;
+
+#define T(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_TEXT, v, 0, 0 }
+#define U(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_U64, NULL, (uint64_t)(v), 0 }
+#define F(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_FIGURE, NULL, 0, v }
+	U("ns_format_version", 1);
+	T("platform", cl->info.platform_name);
+	T("device", cl->info.name);
+	T("driver", cl->info.driver);
+	T("tuning", cl->tuning);
+	T("tuning_match", cl->tuning_match);
+	U("rows", r->rows);
+	U("cols", r->cols);
+	U("batch", s->batch);
+	U("reps", s->reps);
+	F("ns_median_s", r->ns_s.median);
+	F("ns_min_s", r->ns_s.min);
+	F("ns_max_s", r->ns_s.max);
+	F("ns_gflops", r->gflops);
+	F("gemm_median_s", r->gemm_s.median);
+	F("gemm_gflops", r->gflops * r->ns_s.median / r->gemm_s.median);
+	F("ns_over_gemm", r->ns_s.median / r->gemm_s.median);
+	F("rel_err", r->rel_err);
+#undef T
+#undef U
+#undef F
+	_Static_assert(NFIELDS == 18, "one slot a field");
+	mb_print_record(f, n, json, first);
+	fflush(stdout);
+}
+
+static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
+		     const struct mb_shape *shapes, size_t n, const char *format)
+{
+	bool md = !strcmp(format, "md"), json = !strcmp(format, "json");
 	struct mb_nsbench_result r;
-	int err, failed = 0;
+	int err = 0, failed = 0;
 	size_t i;
 
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && !err; i++) {
 		if ((err = mb_nsbench_run(ns, s, shapes[i].rows, shapes[i].cols, (unsigned)i, &r)))
-			return err;
-		print_row(&r);
+			break;
+		if (md)
+			print_md_row(&r);
+		else
+			print_record(ns->cl, s, &r, json, !i);
 		if (s->verify && !(r.rel_err <= VERIFY_TOLERANCE) && !failed)
 			failed = mb_fail("--verify: %llux%llu is off by %.2e (relative Frobenius "
 					 "error), above %.0e",
 					 (unsigned long long)r.rows, (unsigned long long)r.cols,
 					 r.rel_err, VERIFY_TOLERANCE);
 	}
-	return failed;
+	if (!md)
+		mb_print_records_end(json, i > 0);
+	return err ? err : failed;
 }
 
 int mb_cmd_ns(const struct mb_args *args)
@@ -92,8 +139,9 @@ int mb_cmd_ns(const struct mb_args *args)
 		return err;
 	mb_ledger_init(&ledger, &cl, args->device_mem_limit);
 	if (!(err = mb_ns_init(&ns, &cl, &ledger)) && !(err = mb_ns_reserve(&ns, rows, cols, n))) {
-		print_header(&cl, &host, &s);
-		err = bench_all(&ns, &s, shapes, n);
+		if (!strcmp(args->format, "md"))
+			print_header(&cl, &host, &s);
+		err = bench_all(&ns, &s, shapes, n, args->format);
 	}
 	mb_ns_release(&ns);
 	mb_ledger_release(&ledger);

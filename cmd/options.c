@@ -97,8 +97,9 @@ static const struct option options[] = {
 	{ "rank", "R", COUNT, AT(rank), "0", 0, (1u << 20) - 1, NULL, ON(MB_CMD_PLAN),
 	  "the rank planned, 0 to W-1" },
 	{ "format", "FMT", CHOICE, AT(format), "md", 0, 0, "md|csv|json",
-	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN) | ON(MB_CMD_BANDWIDTH),
-	  "output: Markdown tables, one CSV row or a JSON object" },
+	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN) | ON(MB_CMD_BANDWIDTH) |
+		  ON(MB_CMD_NS),
+	  "output: Markdown tables, CSV rows or JSON" },
 	{ "shape", "RxC,...", TEXT, AT(shapes), NULL, 0, 0, NULL, ON(MB_CMD_NS) | ON(MB_CMD_TUNE),
 	  "matrix shapes to orthogonalize (default: ns " MB_NS_DEFAULT_SHAPES
 	  "; tune the model's)" },

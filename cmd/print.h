@@ -5,6 +5,10 @@
 #ifndef MB_PRINT_H
 #define MB_PRINT_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 /* TEXT as a CSV field: quoted when it holds a comma, a quote or a newline. */
 void mb_print_csv_text(const char *text);
 
@@ -13,5 +17,24 @@ void mb_print_json_text(const char *text);
 
 /* TEXT inside a Markdown table cell: '|' escaped, line breaks as spaces. */
 void mb_print_md_text(const char *text);
+
+/* One field of a record: text, a count, a rate (4 decimals) or a figure (9 digits). */
+enum mb_field_kind { MB_FIELD_TEXT, MB_FIELD_U64, MB_FIELD_RATE, MB_FIELD_FIGURE };
+
+struct mb_field {
+	const char *key;
+	enum mb_field_kind kind;
+	const char *text;
+	uint64_t u;
+	double num; /* NaN: none (empty in CSV, null in JSON) */
+};
+
+/*
+ * Records of the same keys, as CSV (a header line first) or as a JSON list
+ * of objects: call mb_print_record for each, FIRST true for the first, then
+ * mb_print_records_end.
+ */
+void mb_print_record(const struct mb_field *f, size_t n, bool json, bool first);
+void mb_print_records_end(bool json, bool any);
 
 #endif

@@ -63,7 +63,7 @@ static void md_header(const struct mb_table *t)
 	char a[32], b[32], budget[32];
 
 	printf("# %s on '%s' (%s, driver %s)\n\n", r->model, r->device, r->platform, r->driver);
-	printf("CLBlast parameters: %s.\n", r->tuning);
+	printf("CLBlast parameters: %s (%s).\n", r->tuning, r->tuning_match);
 	printf("Host %s (%s), CPUs %s, memory nodes %s (%s). Model %s: %llu layers, %s "
 	       "parameters, %s Muon. Steps %llu-%llu of %llu per run; gather budget %s; "
 	       "sub-group %llu; pin_memory %s; writeback %s; forward/backward %s (seq %llu x "

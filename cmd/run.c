@@ -153,6 +153,7 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 		snprintf(row->device_numa_node, sizeof(row->device_numa_node), "%d",
 			 g->cl.info.numa_node);
 	snprintf(row->tuning, sizeof(row->tuning), "%.511s", g->cl.tuning);
+	snprintf(row->tuning_match, sizeof(row->tuning_match), "%s", g->cl.tuning_match);
 	snprintf(row->cpus, sizeof(row->cpus), "%s", g->host.cpus);
 	snprintf(row->mems, sizeof(row->mems), "%s", g->host.mems);
 	snprintf(row->binding, sizeof(row->binding), "%s", g->host.binding);
@@ -205,6 +206,10 @@ static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
 	row->plan_peak_step_bytes = r->plan_peak_step_bytes;
 	row->clblast_temp_bytes = r->clblast_temp_bytes;
 	row->pinned_host_bytes = r->pinned_host_bytes;
+	row->peak_device_own_bytes = r->own_peak_bytes;
+	row->peak_forward_own_bytes = r->own_peak_forward_bytes;
+	row->peak_backward_own_bytes = r->own_peak_backward_bytes;
+	row->peak_step_own_bytes = r->own_peak_step_bytes;
 	snprintf(row->momentum_pinned, sizeof(row->momentum_pinned), "%s",
 		 r->momentum_pinned ? "yes" : "no");
 	snprintf(row->checksum, sizeof(row->checksum), "%016llx", (unsigned long long)r->checksum);
@@ -246,13 +251,12 @@ static void check(struct grid *g, const struct mb_run_result *r)
 	g->checked++;
 	if (r->checksum != g->checksum)
 		g->mismatched++;
-	if (r->peak_step_bytes - r->clblast_temp_bytes != r->plan_peak_step_bytes) {
+	if (r->own_peak_step_bytes != r->plan_peak_step_bytes) {
 		fprintf(stderr,
 			"muonbench: stage %u %s: the step-phase peak, %llu bytes without CLBlast's "
-			"%llu, is not the plan's %llu\n",
+			"temporaries, is not the plan's %llu\n",
 			g->run.step.plan.stage, mb_variant_names[g->run.step.variant],
-			(unsigned long long)(r->peak_step_bytes - r->clblast_temp_bytes),
-			(unsigned long long)r->clblast_temp_bytes,
+			(unsigned long long)r->own_peak_step_bytes,
 			(unsigned long long)r->plan_peak_step_bytes);
 		g->mismatched++;
 	}
@@ -427,6 +431,8 @@ static int verdict(const struct grid *g)
 	FILE *out = strcmp(g->args->format, "md") ? stderr : stdout;
 
 	fprintf(out, "\nResults: %s\n", g->out);
+	fprintf(out, "CLBlast parameters: %s (%s: %s).\n", g->cl.tuning, g->cl.tuning_match,
+		g->cl.tuning_why);
 	if (g->checked)
 		fprintf(out,
 			"Final state: %s over %u runs (checksum %016llx); step-phase peak %s the "

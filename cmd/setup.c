@@ -2,11 +2,16 @@
  * setup: the library inputs that the command line describes (the model, the
  * plan settings), shared by every subcommand that takes a model.
  */
+#define _DEFAULT_SOURCE /* mkdtemp */
 #include "setup.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "child.h"
+#include "mb_clock.h"
 #include "mb_config.h"
 #include "mb_err.h"
 #include "mb_tuning.h"
@@ -33,33 +38,132 @@ void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel
 	sel->device = args->device;
 }
 
+/*
+ * Whether tuning T (from SOURCE, made for another device of D's family)
+ * passes ns --verify on D, in a child: a bad kernel may crash or hang, and
+ * CLBlast keeps parameters once set. The verdict is cached per device.
+ */
+static bool verified_on(const struct mb_cl_device_info *d, const struct mb_tuning *t,
+			const char *source)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct mb_tuning keyed = *t;
+	char dir[4096];
+	int verdict = mb_tuning_verdict(d, t, source), rc;
+
+	if (verdict >= 0)
+		return verdict;
+	snprintf(dir, sizeof(dir), "%s/muonbench-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "muonbench: --tuning auto: cannot make a directory in '%s' to check "
+				"%s: %s; CLBlast's defaults instead\n",
+			tmp && *tmp ? tmp : "/tmp", source, strerror(errno));
+		return false;
+	}
+	fprintf(stderr,
+		"muonbench: --tuning auto: %s was made for '%s'; checking it on '%s' with ns "
+		"--verify (once: the verdict is cached)\n",
+		source, t->device, d->name);
+	mb_tuning_set_key(&keyed, d);
+	rc = mb_child_ns(dir, &keyed, d, NULL, true, mb_now_s() + 600, NULL);
+	if (mb_tuning_record_verdict(d, t, source, rc == 0))
+		fprintf(stderr, "muonbench: %s (the check is not cached)\n", mb_errmsg());
+	if (rc) {
+		fprintf(stderr,
+			"muonbench: --tuning auto: %s failed ns --verify on '%s' (exit %d; see "
+			"'%s/log.txt'); CLBlast's defaults instead\n",
+			source, d->name, rc, dir);
+		return false;
+	}
+	mb_child_remove(dir);
+	return true;
+}
+
+/* Why --tuning auto found nothing for D, into WHY. */
+static void why_default(const struct mb_cl_device_info *d, char *why, size_t len)
+{
+	snprintf(why, len,
+		 "no tuning for '%s' (driver %s)%s%s%s, nor for another %s device of %s; "
+		 "`muonbench tune` makes one",
+		 d->name, d->driver, d->arch[0] ? ", for its architecture '" : "",
+		 d->arch[0] ? d->arch : "", d->arch[0] ? "'" : "", d->type, d->platform_name);
+}
+
+int mb_setup_tuning(const struct mb_args *args, const struct mb_cl_device_info *d,
+		    struct mb_tuning *t, struct mb_setup_tuning *chosen)
+{
+	int found, err;
+
+	memset(chosen, 0, sizeof(*chosen));
+	chosen->match = MB_TUNING_NONE;
+	snprintf(chosen->source, sizeof(chosen->source), "default");
+	if (!strcmp(args->tuning, "off")) {
+		snprintf(chosen->why, sizeof(chosen->why), "--tuning off");
+		return 0;
+	}
+	if (strcmp(args->tuning, "auto")) {
+		if ((err = mb_tuning_load(args->tuning, t)))
+			return err;
+		if (!mb_tuning_matches(t, d))
+			return mb_bad_input("--tuning %s: made for '%s' (%s, driver %s), not for "
+					    "'%s' (%s, driver %s)",
+					    args->tuning, t->device, t->platform, t->driver, d->name,
+					    d->platform_name, d->driver);
+		snprintf(chosen->source, sizeof(chosen->source), "%s", args->tuning);
+		chosen->match = MB_TUNING_GIVEN;
+		snprintf(chosen->why, sizeof(chosen->why), "--tuning %s", args->tuning);
+		return 0;
+	}
+	found = mb_tuning_find(d, t, chosen->source, sizeof(chosen->source), &chosen->match);
+	if (found < 0)
+		return found;
+	if (!found) {
+		snprintf(chosen->source, sizeof(chosen->source), "default");
+		why_default(d, chosen->why, sizeof(chosen->why));
+		return 0;
+	}
+	if (chosen->match == MB_TUNING_EXACT)
+		snprintf(chosen->why, sizeof(chosen->why), "made for this device");
+	else if (chosen->match == MB_TUNING_ARCHITECTURE)
+		snprintf(chosen->why, sizeof(chosen->why),
+			 "made for '%s', of the same architecture '%s' and driver %s", t->device,
+			 t->arch, t->driver);
+	else if (verified_on(d, t, chosen->source))
+		snprintf(chosen->why, sizeof(chosen->why),
+			 "made for '%s', another %s of %s; it passed ns --verify here", t->device,
+			 t->type, t->platform);
+	else {
+		snprintf(chosen->why, sizeof(chosen->why),
+			 "%.512s (made for '%s', another %s of %s) failed ns --verify here",
+			 chosen->source, t->device, t->type, t->platform);
+		snprintf(chosen->source, sizeof(chosen->source), "default");
+		chosen->match = MB_TUNING_NONE;
+	}
+	return 0;
+}
+
 int mb_setup_device(const struct mb_args *args, struct mb_cl *cl)
 {
+	struct mb_setup_tuning chosen;
+	struct mb_cl_device_info d;
 	struct mb_cl_select sel;
 	struct mb_tuning t;
-	char source[4096];
-	int found = 0, err;
+	int err;
 
+	/* the tuning is chosen, and checked if need be, before the device is opened */
 	mb_setup_device_select(args, &sel);
-	if ((err = mb_cl_open(cl, &sel)) || !strcmp(args->tuning, "off"))
+	if ((err = mb_cl_find(&sel, &d)) || (err = mb_setup_tuning(args, &d, &t, &chosen)) ||
+	    (err = mb_cl_open(cl, &sel)))
 		return err;
-	if (!strcmp(args->tuning, "auto")) {
-		found = mb_tuning_find(&cl->info, &t, source, sizeof(source));
-		err = found < 0 ? found : 0;
-	} else if (!(err = mb_tuning_load(args->tuning, &t))) {
-		snprintf(source, sizeof(source), "%s", args->tuning);
-		found = 1;
-		if (!mb_tuning_matches(&t, &cl->info))
-			err = mb_bad_input("--tuning %s: made for '%s' (%s, driver %s), not for "
-					   "'%s' (%s, driver %s)",
-					   args->tuning, t.device, t.platform, t.driver,
-					   cl->info.name, cl->info.platform_name, cl->info.driver);
-	}
-	if (!err && found > 0 && !(err = mb_tuning_apply(&t, cl)))
-		snprintf(cl->tuning, sizeof(cl->tuning), "%s", source);
-	if (err)
+	if (chosen.match != MB_TUNING_NONE && (err = mb_tuning_apply(&t, cl))) {
 		mb_cl_release(cl);
-	return err;
+		return err;
+	}
+	snprintf(cl->tuning, sizeof(cl->tuning), "%s", chosen.source);
+	snprintf(cl->tuning_match, sizeof(cl->tuning_match), "%s",
+		 mb_tuning_match_names[chosen.match]);
+	snprintf(cl->tuning_why, sizeof(cl->tuning_why), "%s", chosen.why);
+	return 0;
 }
 
 int mb_setup_binding(const struct mb_args *args, struct mb_host *host)

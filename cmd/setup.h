@@ -8,6 +8,7 @@
 #include "mb_host.h"
 #include "mb_model.h"
 #include "mb_plan.h"
+#include "mb_tuning.h"
 #include "options.h"
 
 /* Load the model that --model or --config names, cut to --layers. */
@@ -22,10 +23,26 @@ int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n);
 /* The device selection of --platform and --device. */
 void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel);
 
+/* The CLBlast parameters that --tuning chooses for a device, and why. */
+struct mb_setup_tuning {
+	enum mb_tuning_match match; /* MB_TUNING_NONE: CLBlast's defaults */
+	char source[4096];	    /* "default", a path, or "shipped tuning/NAME.json" */
+	char why[1024];		    /* for people */
+};
+
+/*
+ * What --tuning chooses for device D: off, a file (which must be made for
+ * D: bad input otherwise) or auto (mb_tuning_find; a tuning of D's family
+ * only once it passes ns --verify on D, in a child process). *T holds the
+ * parameters unless chosen->match is MB_TUNING_NONE.
+ */
+int mb_setup_tuning(const struct mb_args *args, const struct mb_cl_device_info *d,
+		    struct mb_tuning *t, struct mb_setup_tuning *chosen);
+
 /*
  * Open the device of --platform and --device, and apply CLBlast's parameters
- * as --tuning says (cl->tuning records what is in force). A tuning file made
- * for another device is bad input.
+ * as --tuning says (cl->tuning, tuning_match and tuning_why record what is
+ * in force and why).
  */
 int mb_setup_device(const struct mb_args *args, struct mb_cl *cl);
 

@@ -7,7 +7,6 @@
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -15,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "commands.h"
 #include "mb_clock.h"
 #include "mb_err.h"
@@ -31,8 +30,6 @@
 #define FOUND_MAX  64
 #define TRIES_MAX  3	/* candidates of one kernel checked, best first */
 #define DIM_MAX	   2048 /* a tuner's GEMM is cut to this: each configuration runs it */
-/* shapes that ns --verify checks each candidate on: odd sizes, so that padding is used */
-#define VERIFY_SHAPES "100x260,128x384"
 
 /* One of CLBlast's tuner programs and its share of the budget. */
 struct tuner {
@@ -190,44 +187,6 @@ static bool installed(const char *program)
 	return false;
 }
 
-/*
- * Run ARGV in DIR (stdout and stderr to DIR/log.txt), until it ends or
- * DEADLINE_S passes (then it is killed). Returns its exit status, 124 when
- * killed at the deadline, -1 when it could not start.
- */
-static int run_in(const char *dir, char *const *argv, double deadline_s)
-{
-	char log[4200];
-	pid_t pid, done;
-	int status = 0, fd;
-
-	snprintf(log, sizeof(log), "%s/log.txt", dir);
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (!pid) {
-		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (chdir(dir) || fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			_exit(127);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	while ((done = waitpid(pid, &status, WNOHANG)) == 0) {
-		if (stop || mb_now_s() > deadline_s) {
-			kill(pid, SIGTERM);
-			usleep(500000);
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return 124;
-		}
-		usleep(100000);
-	}
-	if (done < 0)
-		return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 /* Whether T already holds a candidate with B's kernel and parameters. */
 static bool known(const struct tune *t, const struct best *b)
 {
@@ -342,7 +301,7 @@ static int run_tuner(struct tune *t, size_t which, int shares_left)
 			argv[a++] = "-k", argv[a++] = k;
 		argv[a++] = "-runs", argv[a++] = tu->gemm < 0 ? "1" : "2";
 		argv[a] = NULL;
-		rc = run_in(dir, argv, end);
+		rc = mb_child_run(dir, argv, end, NULL, &stop);
 		collect(t, dir);
 		fprintf(stderr, "tune: %-24s pass %d (1/%s of the space): %.0f s in%s\n", tu->what,
 			pass + 1, frac, mb_now_s() - start,
@@ -356,36 +315,17 @@ static int run_tuner(struct tune *t, size_t which, int shares_left)
 }
 
 /*
- * Run this very program (even if its file was replaced meanwhile: a rebuild)
- * as `ns --tuning C` in T's directory NAME, output to NAME/log.txt. With
- * VERIFY, a check against the float64 reference on VERIFY_SHAPES; else three
- * timed reps on the timed shapes. Its exit status, as run_in gives it.
+ * `ns --tuning C` in a child, in T's directory NAME (output there): with
+ * VERIFY, a check against float64; else three timed reps on the timed
+ * shapes. Its exit status, as mb_child_run gives it.
  */
 static int run_ns(struct tune *t, const struct mb_tuning *c, const char *name, bool verify)
 {
-	char dir[4200], file[4400], self[] = "/proc/self/exe", plat[16], devn[16];
-	char *argv[] = { self,
-			 "ns",
-			 "--tuning",
-			 file,
-			 "--platform",
-			 plat,
-			 "--device",
-			 devn,
-			 "--shape",
-			 verify ? (char *)VERIFY_SHAPES : t->timed_shapes,
-			 "--reps",
-			 verify ? "1" : "3",
-			 verify ? "--verify" : NULL,
-			 NULL };
+	char dir[4200];
 
-	snprintf(plat, sizeof(plat), "%u", t->dev.platform);
-	snprintf(devn, sizeof(devn), "%u", t->dev.device);
 	snprintf(dir, sizeof(dir), "%s/%s", t->dir, name);
-	snprintf(file, sizeof(file), "%s/tuning.json", dir);
-	if (mb_tuning_save(file, c))
-		return -1;
-	return run_in(dir, argv, mb_now_s() + (verify ? 600 : 1200));
+	return mb_child_ns(dir, c, &t->dev, t->timed_shapes, verify,
+			   mb_now_s() + (verify ? 600 : 1200), &stop);
 }
 
 /* Whether candidate C passes `ns --verify` (run in directory verify-NAME). */
@@ -398,23 +338,51 @@ static bool verified(struct tune *t, const struct mb_tuning *c, const char *name
 }
 
 /*
+ * The sum of column NAME over the rows of the CSV file PATH (a header line,
+ * then rows of plain numbers and words); negative when it is missing.
+ */
+static double csv_sum(const char *path, const char *name)
+{
+	char line[4096], *tok, *save;
+	int col = -1, i;
+	double sum = 0;
+	bool any = false;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	if (fgets(line, sizeof(line), f))
+		for (i = 0, tok = strtok_r(line, ",\n", &save); tok;
+		     i++, tok = strtok_r(NULL, ",\n", &save))
+			if (!strcmp(tok, name))
+				col = i;
+	while (col >= 0 && fgets(line, sizeof(line), f)) {
+		for (i = 0, tok = strtok_r(line, ",\n", &save); tok && i < col;
+		     i++, tok = strtok_r(NULL, ",\n", &save))
+			;
+		if (tok) {
+			sum += strtod(tok, NULL);
+			any = true;
+		}
+	}
+	fclose(f);
+	return any ? sum : -1;
+}
+
+/*
  * Newton-Schulz's time on the timed shapes under tuning C, in a child `muonbench
- * ns` (run in directory NAME): the sum of the shapes' medians, in seconds;
- * negative when it failed.
+ * ns --format csv` (run in directory NAME): the sum of the shapes' medians, in
+ * seconds; negative when it failed.
  */
 static double ns_seconds(struct tune *t, const struct mb_tuning *c, const char *name)
 {
-	char log[4400], line[512];
-	double sum = 0, ms;
-	FILE *f;
+	char out[4400];
+	double sum;
 
-	snprintf(log, sizeof(log), "%s/%s/log.txt", t->dir, name);
-	if (run_ns(t, c, name, false) || !(f = fopen(log, "r")))
+	snprintf(out, sizeof(out), "%s/%s/ns.csv", t->dir, name);
+	if (run_ns(t, c, name, false))
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "| %*[0-9x] | %lf |", &ms) == 1)
-			sum += ms / 1e3;
-	fclose(f);
+	sum = csv_sum(out, "ns_median_s");
 	return sum > 0 ? sum : -1;
 }
 

@@ -214,6 +214,51 @@ static void pci_location(cl_device_id id, const char *ext, struct mb_cl_device_i
 	}
 }
 
+void mb_cl_pocl_cpu(const char *name, char *arch, size_t len)
+{
+	const char *start = strchr(name, '-'), *p, *end = NULL;
+
+	/*
+	 * After the driver ("pthread-", "cpu-"), the words of lowercase letters
+	 * and digits; the CPU's model name ("AMD EPYC") ends them.
+	 */
+	snprintf(arch, len, "%s", "");
+	if (!start)
+		return;
+	for (p = start + 1; *p; p++)
+		if (*p == '-')
+			end = p;
+		else if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_.", *p))
+			break;
+	if (!*p && p > start + 1)
+		end = p;
+	if (end && end > start + 1)
+		snprintf(arch, len, "%.*s", (int)(end - start - 1), start + 1);
+}
+
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
+#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+
+/*
+ * The device's architecture, as CLBlast's database tells devices apart: the
+ * LLVM CPU of a PoCL device, NVIDIA's compute capability, AMD's gfx name.
+ */
+static void architecture(cl_device_id id, const char *ext, struct mb_cl_device_info *d)
+{
+	cl_uint major, minor;
+
+	if (!strcmp(d->platform_name, "Portable Computing Language"))
+		mb_cl_pocl_cpu(d->name, d->arch, sizeof(d->arch));
+	else if (strstr(ext, "cl_nv_device_attribute_query") &&
+		 !clGetDeviceInfo(id, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof(major), &major,
+				  NULL) &&
+		 !clGetDeviceInfo(id, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV, sizeof(minor), &minor,
+				  NULL))
+		snprintf(d->arch, sizeof(d->arch), "sm_%u%u", major, minor);
+	else if (!strncmp(d->name, "gfx", 3))
+		snprintf(d->arch, sizeof(d->arch), "%.63s", d->name);
+}
+
 static int describe(cl_device_id id, struct mb_cl_device_info *d)
 {
 	char *ext = NULL;
@@ -247,6 +292,7 @@ static int describe(cl_device_id id, struct mb_cl_device_info *d)
 	d->compute_units = units;
 	d->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
 	pci_location(id, ext, d);
+	architecture(id, ext, d);
 	free(ext);
 	return 0;
 }
@@ -489,6 +535,7 @@ int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel)
 	if ((err = mb_cl_find(sel, &cl->info)) || (err = find_ids(cl)))
 		return err;
 	snprintf(cl->tuning, sizeof(cl->tuning), "default");
+	snprintf(cl->tuning_match, sizeof(cl->tuning_match), "none");
 	cl->context = clCreateContext(NULL, 1, &cl->device, NULL, NULL, &st);
 	if ((err = mb_cl_check(cl, st, "clCreateContext", "one device")))
 		goto out_release;

@@ -19,12 +19,19 @@ struct mb_cl_device_info {
 	char platform_name[128];
 	char name[128], vendor[128], driver[64], version[128];
 	const char *type; /* "GPU", "CPU", "accelerator" or "other" */
+	char arch[64];	  /* "haswell" (PoCL's LLVM CPU), "sm_90", "gfx90a"; empty if unknown */
 	uint64_t global_mem_bytes, max_alloc_bytes;
 	unsigned compute_units;
 	bool fp16;     /* cl_khr_fp16 */
 	char pci[16];  /* "0000:3b:00.0"; empty when the driver does not say */
 	int numa_node; /* of the PCI device, from sysfs; -1 when unknown */
 };
+
+/*
+ * The LLVM CPU in the name of a PoCL device, "pthread-skylake-avx512-AMD EPYC"
+ * -> "skylake-avx512", into ARCH (LEN bytes); "" when NAME has none.
+ */
+void mb_cl_pocl_cpu(const char *name, char *arch, size_t len);
 
 /* "CL_OUT_OF_RESOURCES" for -5; "CL status -9999" for an unknown code. */
 const char *mb_cl_strerror(cl_int status);
@@ -56,6 +63,8 @@ struct mb_cl {
 	cl_command_queue compute, copy; /* in order, profiling on */
 	cl_program program;		/* every kernel source, built once */
 	char tuning[4096]; /* CLBlast's parameters in force: "default", or the tuning's source */
+	char tuning_match[16]; /* how it was chosen (mb_tuning_match_names); "none": default */
+	char tuning_why[1024]; /* for people */
 };
 
 /*

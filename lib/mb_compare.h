@@ -6,10 +6,14 @@
  * iteration and the apply over the per-step samples of the measured steps,
  * each phase over the runs' means) are compared by their medians and a
  * two-sided Mann-Whitney U test: a regression is a slowdown that is both
- * significant (p < alpha) and larger than the threshold. Deterministic
- * figures (parameter counts, the plan's peak, the ledger's peaks, the
- * checksum) are compared exactly; any difference is reported, and a rise in
- * peak device memory is a regression.
+ * significant (p < alpha) and larger than the threshold. The figures that
+ * the plan and the math fix (parameter counts, pinned host bytes, the
+ * plan's step peak, the ledger's peaks without CLBlast's temporaries, the
+ * checksum) are compared exactly on any device. Those that CLBlast's
+ * temporaries enter (their size, the ledger's whole peaks) depend on the
+ * device and its tuning: they are compared exactly only when both files ran
+ * on the same device under the same tuning, and shown otherwise. Any
+ * difference compared is reported, and a rise in a peak is a regression.
  *
  * With ratios on, every timing is first divided by the median of master's in
  * the same file and stage: what is compared is each variant against master
@@ -49,7 +53,9 @@ struct mb_compared {
 	const struct mb_cell *base, *new_;	       /* either NULL: unmatched */
 	const struct mb_table *base_table, *new_table; /* theirs */
 	struct mb_timing timing[MB_COMPARE_TIMINGS];
-	char changed[512];	 /* the deterministic figures that differ, "" if none */
+	char changed[512];	 /* the exact figures compared that differ, "" if none */
+	char shown[512];	 /* the device-dependent ones that differ, not compared */
+	bool device_figures_compared; /* same device and tuning: all exact figures count */
 	enum mb_verdict verdict; /* the worst of its figures */
 };
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MB_CSV_FORMAT_VERSION 2
+#define MB_CSV_FORMAT_VERSION 3
 #define MB_CSV_STEPS_MAX      1000
 
 struct mb_csv_row {
@@ -26,6 +26,7 @@ struct mb_csv_row {
 	char device_pci[16], device_numa_node[16]; /* empty when unknown */
 	char tuning[512]; /* CLBlast's parameters: "default", or where the applied tuning came from
 			   */
+	char tuning_match[16]; /* how it was chosen: exact, architecture, family, given or none */
 	char cpus[256], mems[128], binding[16]; /* binding: muonbench, numa auto or inherited */
 
 	char model[64], source[256];
@@ -46,6 +47,9 @@ struct mb_csv_row {
 	double h2d_gbs, d2h_gbs, params_h2d_gbs; /* achieved: the plan's bytes over the phase */
 	uint64_t peak_device_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes,
 		plan_peak_step_bytes, clblast_temp_bytes, pinned_host_bytes;
+	/* the same peaks without CLBlast's temporaries: fixed by the plan, on any device */
+	uint64_t peak_device_own_bytes, peak_forward_own_bytes, peak_backward_own_bytes,
+		peak_step_own_bytes;
 	char momentum_pinned[4];
 	char checksum[24];
 

@@ -182,7 +182,7 @@ static int forward(struct pass *p)
 	    (err = alloc(p, p->max_numel, "fwd.weight", &p->w)) ||
 	    (err = alloc(p, p->m->layers * p->t * p->hidden, "fwd.checkpoints", &p->ckpt)) ||
 	    (p->temp_bytes &&
-	     (err = mb_ledger_alloc(p->ledger, p->temp_bytes, "fwd.clblast.temp", &p->temp))) ||
+	     (err = mb_ledger_alloc(p->ledger, p->temp_bytes, "clblast.fwd.temp", &p->temp))) ||
 	    (err = zero(p, p->x, p->t * p->max_cols)) || (err = zero(p, p->w, p->max_numel)))
 		return err;
 	for (l = 0; l < p->m->layers; l++)

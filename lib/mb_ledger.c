@@ -3,6 +3,7 @@
  */
 #include "mb_ledger.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,24 @@ static int refuse(const struct mb_ledger *l, uint64_t bytes, const char *tag, co
 		       mb_fmt_bytes_iec(b, sizeof(b), l->current_bytes));
 }
 
+static bool is_clblast(const char *tag)
+{
+	return !strncmp(tag, MB_LEDGER_CLBLAST, strlen(MB_LEDGER_CLBLAST));
+}
+
+/* Raise the peaks, overall and of the current phase, to what is in use now. */
+static void raise_peaks(struct mb_ledger *l)
+{
+	if (l->own_current_bytes > l->own_peak_bytes)
+		l->own_peak_bytes = l->own_current_bytes;
+	if (l->phase < 0)
+		return;
+	if (l->current_bytes > l->phases[l->phase].peak_bytes)
+		l->phases[l->phase].peak_bytes = l->current_bytes;
+	if (l->own_current_bytes > l->phases[l->phase].own_peak_bytes)
+		l->phases[l->phase].own_peak_bytes = l->own_current_bytes;
+}
+
 static int book(struct mb_ledger *l, uint64_t bytes, const char *tag, cl_mem mem)
 {
 	struct mb_ledger_entry *e;
@@ -68,12 +87,13 @@ static int book(struct mb_ledger *l, uint64_t bytes, const char *tag, cl_mem mem
 	e->bytes = bytes;
 	e->mem = mem;
 	l->current_bytes += bytes;
+	if (!is_clblast(tag))
+		l->own_current_bytes += bytes;
 	if (l->current_bytes > l->peak_bytes) {
 		l->peak_bytes = l->current_bytes;
 		snapshot_top(l);
 	}
-	if (l->phase >= 0 && l->current_bytes > l->phases[l->phase].peak_bytes)
-		l->phases[l->phase].peak_bytes = l->current_bytes;
+	raise_peaks(l);
 	return 0;
 }
 
@@ -118,6 +138,8 @@ void mb_ledger_free(struct mb_ledger *l, cl_mem mem)
 		if (l->live[i].mem != mem)
 			continue;
 		l->current_bytes -= l->live[i].bytes;
+		if (!is_clblast(l->live[i].tag))
+			l->own_current_bytes -= l->live[i].bytes;
 		l->live[i] = l->live[--l->nlive];
 		break;
 	}
@@ -137,21 +159,35 @@ void mb_ledger_phase(struct mb_ledger *l, const char *name)
 		else
 			l->nphases++;
 		snprintf(l->phases[i].name, sizeof(l->phases[i].name), "%s", name);
-		l->phases[i].peak_bytes = 0;
+		l->phases[i].peak_bytes = l->phases[i].own_peak_bytes = 0;
 	}
 	l->phase = i;
-	if (l->current_bytes > l->phases[i].peak_bytes)
-		l->phases[i].peak_bytes = l->current_bytes;
+	raise_peaks(l);
 }
 
-uint64_t mb_ledger_phase_peak(const struct mb_ledger *l, const char *name)
+/* The index of phase NAME, or -1 if it never ran. */
+static int phase_index(const struct mb_ledger *l, const char *name)
 {
 	int i;
 
 	for (i = 0; i < l->nphases; i++)
 		if (!strcmp(l->phases[i].name, name))
-			return l->phases[i].peak_bytes;
-	return 0;
+			return i;
+	return -1;
+}
+
+uint64_t mb_ledger_phase_peak(const struct mb_ledger *l, const char *name)
+{
+	int i = phase_index(l, name);
+
+	return i < 0 ? 0 : l->phases[i].peak_bytes;
+}
+
+uint64_t mb_ledger_phase_own_peak(const struct mb_ledger *l, const char *name)
+{
+	int i = phase_index(l, name);
+
+	return i < 0 ? 0 : l->phases[i].own_peak_bytes;
 }
 
 void mb_ledger_release(struct mb_ledger *l)

@@ -7,6 +7,11 @@
  * pass it with the same error as the device's own
  * CL_MEM_OBJECT_ALLOCATION_FAILURE, so out-of-memory paths can be tested on
  * any device.
+ *
+ * Buffers tagged "clblast.*" are CLBlast's temporaries, whose size depends
+ * on the device and the kernel parameters in force. The ledger also keeps
+ * every peak without them (the "own" peaks): those are fixed by the plan
+ * alone, the same on every device.
  */
 #ifndef MB_LEDGER_H
 #define MB_LEDGER_H
@@ -19,6 +24,7 @@
 #define MB_LEDGER_TAG_MAX    32
 #define MB_LEDGER_PHASES_MAX 8
 #define MB_LEDGER_TOP	     4 /* buffers remembered at the peak */
+#define MB_LEDGER_CLBLAST    "clblast." /* the tag prefix of CLBlast's temporaries */
 
 struct mb_ledger_entry {
 	char tag[MB_LEDGER_TAG_MAX];
@@ -30,13 +36,14 @@ struct mb_ledger {
 	const struct mb_cl *cl;
 	uint64_t limit_bytes; /* 0: none */
 	uint64_t current_bytes, peak_bytes;
+	uint64_t own_current_bytes, own_peak_bytes; /* without CLBlast's temporaries */
 	struct mb_ledger_entry *live;
 	size_t nlive, live_alloc;
 	struct mb_ledger_entry top[MB_LEDGER_TOP]; /* largest live at the peak */
 	size_t ntop;
 	struct {
 		char name[MB_LEDGER_TAG_MAX];
-		uint64_t peak_bytes;
+		uint64_t peak_bytes, own_peak_bytes;
 	} phases[MB_LEDGER_PHASES_MAX];
 	int nphases, phase; /* phase: index of the current one, -1 before any */
 };
@@ -59,6 +66,9 @@ void mb_ledger_phase(struct mb_ledger *l, const char *name);
 
 /* The peak bytes within phase NAME; 0 if it never ran. */
 uint64_t mb_ledger_phase_peak(const struct mb_ledger *l, const char *name);
+
+/* The same without CLBlast's temporaries. */
+uint64_t mb_ledger_phase_own_peak(const struct mb_ledger *l, const char *name);
 
 /* Release every buffer still on the books, and the books. */
 void mb_ledger_release(struct mb_ledger *l);

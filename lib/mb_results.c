@@ -33,6 +33,7 @@ static bool comparable(const struct mb_csv_row *a, const struct mb_csv_row *b)
 	       !strcmp(a->platform, b->platform) && !strcmp(a->host, b->host) &&
 	       !strcmp(a->cpus, b->cpus) && !strcmp(a->mems, b->mems) &&
 	       !strcmp(a->binding, b->binding) && !strcmp(a->tuning, b->tuning) &&
+	       !strcmp(a->tuning_match, b->tuning_match) &&
 	       mb_results_same_knobs(a, b);
 }
 
@@ -111,6 +112,12 @@ static void figures(struct mb_cell *c)
 		c->peak_forward_bytes = max_u64(c->peak_forward_bytes, r->peak_forward_bytes);
 		c->peak_backward_bytes = max_u64(c->peak_backward_bytes, r->peak_backward_bytes);
 		c->peak_step_bytes = max_u64(c->peak_step_bytes, r->peak_step_bytes);
+		c->own_peak_bytes = max_u64(c->own_peak_bytes, r->peak_device_own_bytes);
+		c->own_peak_forward_bytes =
+			max_u64(c->own_peak_forward_bytes, r->peak_forward_own_bytes);
+		c->own_peak_backward_bytes =
+			max_u64(c->own_peak_backward_bytes, r->peak_backward_own_bytes);
+		c->own_peak_step_bytes = max_u64(c->own_peak_step_bytes, r->peak_step_own_bytes);
 		c->phase.forward_s += w * r->forward_s;
 		c->phase.backward_s += w * r->backward_s;
 		c->phase.h2d_s += w * r->h2d_s;

@@ -23,6 +23,8 @@ struct mb_cell {
 	const struct mb_csv_row *failed;  /* a failed or interrupted run, if any */
 	double iter_mean_s, apply_mean_s; /* means of the runs' figures */
 	uint64_t peak_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes; /* max */
+	uint64_t own_peak_bytes, own_peak_forward_bytes, own_peak_backward_bytes,
+		own_peak_step_bytes; /* max, without CLBlast's temporaries */
 	struct {
 		double forward_s, backward_s, h2d_s, momentum_s, ns_s, d2h_s, d2h_hidden_frac,
 			host_opt_s, params_h2d_s;

@@ -150,6 +150,10 @@ int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const
 	r->peak_forward_bytes = mb_ledger_phase_peak(&ledger, "forward");
 	r->peak_backward_bytes = mb_ledger_phase_peak(&ledger, "backward");
 	r->peak_step_bytes = mb_ledger_phase_peak(&ledger, "step");
+	r->own_peak_bytes = ledger.own_peak_bytes;
+	r->own_peak_forward_bytes = mb_ledger_phase_own_peak(&ledger, "forward");
+	r->own_peak_backward_bytes = mb_ledger_phase_own_peak(&ledger, "backward");
+	r->own_peak_step_bytes = mb_ledger_phase_own_peak(&ledger, "step");
 	mb_ledger_release(&ledger);
 	return err;
 }

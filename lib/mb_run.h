@@ -30,6 +30,9 @@ struct mb_run_result {
 	struct mb_phase_times phase; /* means over the measured steps */
 	uint64_t peak_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes;
 	uint64_t plan_peak_step_bytes, clblast_temp_bytes, pinned_host_bytes;
+	/* the peaks without CLBlast's temporaries (the ledger's own peaks) */
+	uint64_t own_peak_bytes, own_peak_forward_bytes, own_peak_backward_bytes,
+		own_peak_step_bytes;
 	bool momentum_pinned;
 	uint64_t checksum;
 	double host_opt_gbs; /* bytes the host optimizer reads and writes, per second */

@@ -4,6 +4,7 @@
  */
 #include "mb_tuning.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,8 @@ static int read_text(const char *path, char **text, size_t *len)
 	return err;
 }
 
+const char *const mb_tuning_match_names[] = { "given", "exact", "architecture", "family", "none" };
+
 static int key_string(const cJSON *root, const char *key, char *buf, size_t len, const char *source)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
@@ -53,6 +56,16 @@ static int key_string(const cJSON *root, const char *key, char *buf, size_t len,
 		return mb_bad_input("%s: '%s' is longer than %zu characters", source, key, len - 1);
 	snprintf(buf, len, "%s", v->valuestring);
 	return 0;
+}
+
+/* KEY if ROOT has it, else "". */
+static int optional_string(const cJSON *root, const char *key, char *buf, size_t len,
+			   const char *source)
+{
+	buf[0] = '\0';
+	if (!cJSON_GetObjectItemCaseSensitive(root, key))
+		return 0;
+	return key_string(root, key, buf, len, source);
 }
 
 static int parse_kernel(const cJSON *obj, const char *source, struct mb_tuning_kernel *k)
@@ -100,6 +113,8 @@ int mb_tuning_parse(const char *text, size_t len, const char *source, struct mb_
 	else if (!(err = key_string(root, "platform", t->platform, sizeof(t->platform), source)) &&
 		 !(err = key_string(root, "device", t->device, sizeof(t->device), source)) &&
 		 !(err = key_string(root, "driver", t->driver, sizeof(t->driver), source)) &&
+		 !(err = optional_string(root, "architecture", t->arch, sizeof(t->arch), source)) &&
+		 !(err = optional_string(root, "type", t->type, sizeof(t->type), source)) &&
 		 !(err = key_string(root, "tuned_utc", t->tuned_utc, sizeof(t->tuned_utc),
 				    source)) &&
 		 !(err = key_string(root, "gemm", t->gemm, sizeof(t->gemm), source))) {
@@ -145,6 +160,8 @@ char *mb_tuning_format(const struct mb_tuning *t)
 	cJSON_AddStringToObject(root, "platform", t->platform);
 	cJSON_AddStringToObject(root, "device", t->device);
 	cJSON_AddStringToObject(root, "driver", t->driver);
+	cJSON_AddStringToObject(root, "architecture", t->arch);
+	cJSON_AddStringToObject(root, "type", t->type);
 	cJSON_AddStringToObject(root, "tuned_utc", t->tuned_utc);
 	cJSON_AddStringToObject(root, "gemm", t->gemm);
 	kernels = cJSON_AddObjectToObject(root, "kernels");
@@ -159,23 +176,30 @@ char *mb_tuning_format(const struct mb_tuning *t)
 	return text;
 }
 
-int mb_tuning_save(const char *path, const struct mb_tuning *t)
+/* Make the directories that PATH's file lies in. */
+static int make_dirs(const char *path)
 {
-	char *text = mb_tuning_format(t), tmp[4200], dir[4096], *slash;
-	FILE *f;
-	int err = 0;
+	char dir[4096], *slash;
 
-	if (!text)
-		return mb_fail("out of host memory formatting a tuning file");
 	snprintf(dir, sizeof(dir), "%s", path);
 	for (slash = strchr(dir + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
-		if (mkdir(dir, 0755) && errno != EEXIST) {
-			err = mb_fail("cannot make the directory '%s': %s", dir, strerror(errno));
-			break;
-		}
+		if (mkdir(dir, 0755) && errno != EEXIST)
+			return mb_fail("cannot make the directory '%s': %s", dir, strerror(errno));
 		*slash = '/';
 	}
+	return 0;
+}
+
+int mb_tuning_save(const char *path, const struct mb_tuning *t)
+{
+	char *text = mb_tuning_format(t), tmp[4200];
+	FILE *f;
+	int err;
+
+	if (!text)
+		return mb_fail("out of host memory formatting a tuning file");
+	err = make_dirs(path);
 	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
 	if (!err && !(f = fopen(tmp, "w")))
 		err = mb_fail("cannot write '%s': %s", tmp, strerror(errno));
@@ -195,11 +219,27 @@ bool mb_tuning_matches(const struct mb_tuning *t, const struct mb_cl_device_info
 	       !strcmp(t->driver, d->driver);
 }
 
+enum mb_tuning_match mb_tuning_match_of(const struct mb_tuning *t,
+					const struct mb_cl_device_info *d)
+{
+	if (strcmp(t->platform, d->platform_name))
+		return MB_TUNING_NONE;
+	if (!strcmp(t->device, d->name) && !strcmp(t->driver, d->driver))
+		return MB_TUNING_EXACT;
+	if (t->arch[0] && !strcmp(t->arch, d->arch) && !strcmp(t->driver, d->driver))
+		return MB_TUNING_ARCHITECTURE;
+	if (t->type[0] && !strcmp(t->type, d->type))
+		return MB_TUNING_FAMILY;
+	return MB_TUNING_NONE;
+}
+
 void mb_tuning_set_key(struct mb_tuning *t, const struct mb_cl_device_info *d)
 {
 	snprintf(t->platform, sizeof(t->platform), "%s", d->platform_name);
 	snprintf(t->device, sizeof(t->device), "%s", d->name);
 	snprintf(t->driver, sizeof(t->driver), "%s", d->driver);
+	snprintf(t->arch, sizeof(t->arch), "%s", d->arch);
+	snprintf(t->type, sizeof(t->type), "%s", d->type);
 }
 
 void mb_tuning_put(struct mb_tuning *t, const struct mb_tuning_kernel *k)
@@ -334,39 +374,128 @@ static void key_slug(const struct mb_cl_device_info *d, char *buf, size_t len)
 			buf[i] = '_';
 }
 
-void mb_tuning_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len)
+/* $XDG_CACHE_HOME/muonbench/PREFIX-KEY.SUFFIX for device D. */
+static void cache_file(const struct mb_cl_device_info *d, const char *prefix, const char *suffix,
+		       char *buf, size_t len)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	char slug[512];
 
 	key_slug(d, slug, sizeof(slug));
 	if (xdg && *xdg)
-		snprintf(buf, len, "%s/muonbench/clblast-%s.json", xdg, slug);
+		snprintf(buf, len, "%s/muonbench/%s-%s.%s", xdg, prefix, slug, suffix);
 	else
-		snprintf(buf, len, "%s/.cache/muonbench/clblast-%s.json", home ? home : ".", slug);
+		snprintf(buf, len, "%s/.cache/muonbench/%s-%s.%s", home ? home : ".", prefix, slug,
+			 suffix);
 }
 
-int mb_tuning_find(const struct mb_cl_device_info *d, struct mb_tuning *t, char *source, size_t len)
+void mb_tuning_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len)
+{
+	cache_file(d, "clblast", "json", buf, len);
+}
+
+int mb_tuning_find(const struct mb_cl_device_info *d, struct mb_tuning *t, char *source, size_t len,
+		   enum mb_tuning_match *match)
 {
 	const struct mb_embedded_file *f;
+	enum mb_tuning_match m;
+	struct mb_tuning cand;
+	const char *shipped;
+	struct dirent *e;
 	char path[4096];
+	DIR *dir;
 	int err;
 
+	*match = MB_TUNING_NONE;
 	mb_tuning_cache_path(d, path, sizeof(path));
 	if (!access(path, F_OK)) {
 		if ((err = mb_tuning_load(path, t)))
 			return err;
 		if (mb_tuning_matches(t, d)) {
 			snprintf(source, len, "%s", path);
+			*match = MB_TUNING_EXACT;
 			return 1;
 		}
 	}
-	for (f = mb_embedded_files; f->path; f++) {
-		if (strncmp(f->path, "tuning/", 7) ||
-		    mb_tuning_parse(f->data, f->size, f->path, t) || !mb_tuning_matches(t, d))
-			continue;
-		snprintf(source, len, "shipped %s", f->path);
-		return 1;
+	/* the cache's files of other devices, then the shipped ones: the first best counts */
+	*strrchr(path, '/') = '\0';
+	if ((dir = opendir(path))) {
+		while ((e = readdir(dir))) {
+			size_t n = strlen(e->d_name);
+			char file[4400];
+
+			if (strncmp(e->d_name, "clblast-", 8) || n < 13 ||
+			    strcmp(e->d_name + n - 5, ".json"))
+				continue;
+			snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
+			if (mb_tuning_load(file, &cand))
+				continue; /* another device's file: not this run's business */
+			m = mb_tuning_match_of(&cand, d);
+			if (m < *match) {
+				*t = cand;
+				*match = m;
+				snprintf(source, len, "%s", file);
+			}
+		}
+		closedir(dir);
 	}
+	shipped = getenv("MUONBENCH_SHIPPED_TUNINGS");
+	for (f = mb_embedded_files; f->path && !(shipped && !strcmp(shipped, "off")); f++) {
+		if (strncmp(f->path, "tuning/", 7) ||
+		    mb_tuning_parse(f->data, f->size, f->path, &cand))
+			continue;
+		m = mb_tuning_match_of(&cand, d);
+		if (m < *match) {
+			*t = cand;
+			*match = m;
+			snprintf(source, len, "shipped %s", f->path);
+		}
+	}
+	return *match != MB_TUNING_NONE;
+}
+
+/* The verdict line of T from SOURCE, without its "pass " or "fail ". */
+static void verdict_key(const struct mb_tuning *t, const char *source, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s tuned %s", source, t->tuned_utc);
+}
+
+int mb_tuning_verdict(const struct mb_cl_device_info *d, const struct mb_tuning *t,
+		      const char *source)
+{
+	char path[4096], key[4200], line[4300];
+	int verdict = -1;
+	size_t n;
+	FILE *f;
+
+	cache_file(d, "verified", "txt", path, sizeof(path));
+	verdict_key(t, source, key, sizeof(key));
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		n = strcspn(line, "\n");
+		line[n] = '\0';
+		if (n > 5 && !strcmp(line + 5, key)) /* the last line for it counts */
+			verdict = !strncmp(line, "pass ", 5);
+	}
+	fclose(f);
+	return verdict;
+}
+
+int mb_tuning_record_verdict(const struct mb_cl_device_info *d, const struct mb_tuning *t,
+			     const char *source, bool passed)
+{
+	char path[4096], key[4200];
+	int err;
+	FILE *f;
+
+	cache_file(d, "verified", "txt", path, sizeof(path));
+	verdict_key(t, source, key, sizeof(key));
+	if ((err = make_dirs(path)))
+		return err;
+	if (!(f = fopen(path, "a")))
+		return mb_fail("cannot write '%s': %s", path, strerror(errno));
+	if ((fprintf(f, "%s %s\n", passed ? "pass" : "fail", key) < 0) + (fclose(f) != 0))
+		return mb_fail("cannot write '%s': %s", path, strerror(errno));
 	return 0;
 }

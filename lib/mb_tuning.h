@@ -5,13 +5,17 @@
  *
  * A tuning file comes from `muonbench tune`, which runs CLBlast's own tuners
  * and reads the JSON they write (mb_tuning_read_tuner). `--tuning auto`
- * looks for one in the cache ($XDG_CACHE_HOME/muonbench/), then among the
- * shipped ones (the .json files of tuning/, compiled in), and uses it only when its key
- * is the device's.
+ * falls back as CLBlast's own database does (mb_tuning_find): the tuning
+ * of this very device (from the cache, $XDG_CACHE_HOME/muonbench/, else
+ * shipped: the .json files of tuning/, compiled in), else a shipped one of
+ * the same platform and driver for the same architecture, else one of the
+ * same platform and device type (which the caller must verify first: the
+ * verdict is cached), else CLBlast's defaults.
  *
  * The file:
  *   { "muonbench_tuning": 1,
  *     "platform": "...", "device": "...", "driver": "...",
+ *     "architecture": "haswell", "type": "CPU", (optional: "" when absent)
  *     "tuned_utc": "...", "gemm": "MxNxK it was tuned at",
  *     "kernels": { "Xgemm": { "GEMMK": 0, "KREG": 1, ... }, "GemmRoutine": {...} } }
  */
@@ -37,6 +41,7 @@ struct mb_tuning_kernel {
 
 struct mb_tuning {
 	char platform[128], device[128], driver[64]; /* the key */
+	char arch[64], type[16];		     /* for the fallbacks */
 	char tuned_utc[32], gemm[64];
 	size_t nkernels;
 	struct mb_tuning_kernel kernel[MB_TUNING_KERNELS_MAX];
@@ -56,6 +61,22 @@ int mb_tuning_save(const char *path, const struct mb_tuning *t);
 
 /* Whether T was made for device D: the same platform, device name and driver. */
 bool mb_tuning_matches(const struct mb_tuning *t, const struct mb_cl_device_info *d);
+
+/* How a tuning was chosen, best first; MB_TUNING_NONE: CLBlast's defaults. */
+enum mb_tuning_match {
+	MB_TUNING_GIVEN,	/* --tuning FILE */
+	MB_TUNING_EXACT,	/* made for this device */
+	MB_TUNING_ARCHITECTURE, /* same platform, driver and architecture */
+	MB_TUNING_FAMILY,	/* same platform and device type: verify before use */
+	MB_TUNING_NONE,
+};
+
+/* "given", "exact", "architecture", "family", "none" */
+extern const char *const mb_tuning_match_names[];
+
+/* How well T fits device D: exact, architecture, family or none. */
+enum mb_tuning_match mb_tuning_match_of(const struct mb_tuning *t,
+					const struct mb_cl_device_info *d);
 
 /* Set T's key to device D. */
 void mb_tuning_set_key(struct mb_tuning *t, const struct mb_cl_device_info *d);
@@ -80,11 +101,26 @@ void mb_tuning_cache_path(const struct mb_cl_device_info *d, char *buf, size_t l
 
 /*
  * What --tuning auto applies to device D: the cached file if its key
- * matches, else a shipped one whose key does. Returns 1 with *t and its
- * SOURCE (a path, or "shipped tuning/NAME.json"), 0 when there is none, or
- * -MB_EINPUT for a cached file that cannot be read.
+ * matches, else the file that fits best (exact, then architecture, then
+ * family) among the cache's files of other devices (clblast-*.json, which a
+ * user may copy there) and then the shipped ones (unless the environment
+ * has MUONBENCH_SHIPPED_TUNINGS=off); the first found among equals. Returns 1 with
+ * *t, its SOURCE (a path, or "shipped tuning/NAME.json") and *MATCH; 0 when
+ * none fits (*MATCH is MB_TUNING_NONE); -MB_EINPUT for a cached file that
+ * cannot be read. A family match is not yet fit to apply: verify it first.
  */
 int mb_tuning_find(const struct mb_cl_device_info *d, struct mb_tuning *t, char *source,
-		   size_t len);
+		   size_t len, enum mb_tuning_match *match);
+
+/*
+ * The cached verdict of verifying T (from SOURCE) on device D: 1 it passed,
+ * 0 it failed, -1 never checked.
+ */
+int mb_tuning_verdict(const struct mb_cl_device_info *d, const struct mb_tuning *t,
+		      const char *source);
+
+/* Cache the verdict PASSED of T (from SOURCE) on device D. 0 or -MB_EFAIL. */
+int mb_tuning_record_verdict(const struct mb_cl_device_info *d, const struct mb_tuning *t,
+			     const char *source, bool passed);
 
 #endif

@@ -1,9 +1,16 @@
 #!/bin/sh
-# Rerun the baseline's cells and compare against the committed baseline:
-# the exact figures (parameter counts, the plan, peak device memory, the
-# checksum) must match exactly; timings are compared as ratios to master of
-# the same run, with a band wide enough for a shared 2-core machine (50%),
-# so that a broken variant is caught and a busy machine is not.
+# Rerun the baseline's cells and compare against the committed baseline.
+# The figures that the plan and the math fix (parameter counts, pinned host
+# bytes, the plan's step peak, the ledger's peaks without CLBlast's
+# temporaries, the checksum) must match exactly on any device; those that
+# CLBlast's temporaries enter count only on the baseline's own device and
+# tuning. Timings are compared as ratios to master of the same run, with a
+# band wide enough for a shared 2-core machine (50%), so that a broken
+# variant is caught and a busy machine is not.
+#
+# Then the gate itself is tested on that rerun: a baseline with a planted
+# change of an exact figure must fail, a device-dependent figure must count
+# on the same device and tuning and not on another.
 # Usage: tests/baseline.sh BIN BASELINE.csv RUN-ARGS...
 set -u
 bin=$1
@@ -11,6 +18,7 @@ baseline=$2
 shift 2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+failed=0
 
 if [ ! -f "$baseline" ]; then
 	echo "baseline.sh: no '$baseline'; write it with 'make baseline'"
@@ -21,5 +29,46 @@ if ! "$bin" run "$@" --out "$tmp/new.csv" >"$tmp/out" 2>"$tmp/err"; then
 	cat "$tmp/out" "$tmp/err"
 	exit 1
 fi
-# another CPU's PoCL device has another name: the exact figures still count
-"$bin" compare --ratios --threshold 50 --exact --allow-device-change "$baseline" "$tmp/new.csv"
+# another CPU's PoCL device has another name, or another tuning: the exact figures still count
+"$bin" compare --ratios --threshold 50 --exact --allow-device-change "$baseline" "$tmp/new.csv" ||
+	failed=1
+
+# FILE with column NAME of its first row (of every row with ALL) set to VALUE
+# (+N adds N), into OUT.
+plant() {
+	awk -F, -v OFS=, -v name="$2" -v value="$3" -v all="${5:-}" '
+		NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) col = i; n = NF }
+		NR == 2 || (NR > 2 && all) {
+			if (!col || NF != n) { print "plant: cannot set " name > "/dev/stderr"; exit 1 }
+			$col = value ~ /^\+/ ? $col + substr(value, 2) : value
+		}
+		{ print }' "$1" >"$4"
+}
+
+# compare BASE against the rerun: EXPECT is pass or fail, WHAT must appear in its output.
+expect() {
+	"$bin" compare --ratios --threshold 50 --exact --allow-device-change "$2" "$tmp/new.csv" \
+		>"$tmp/planted.out" 2>&1
+	rc=$?
+	if { [ "$1" = pass ] && [ $rc -ne 0 ]; } || { [ "$1" = fail ] && [ $rc -ne 1 ]; } ||
+		! grep -q -- "$3" "$tmp/planted.out"; then
+		echo "baseline.sh: expected compare to $1 (exit $rc) saying '$3': $4"
+		cat "$tmp/planted.out"
+		failed=1
+	fi
+}
+
+for figure in plan_peak_step_bytes peak_step_own_bytes pinned_host_bytes params_muon; do
+	plant "$baseline" "$figure" +4096 "$tmp/planted.csv" &&
+		expect fail "$tmp/planted.csv" "$figure" "a planted change of $figure"
+done
+plant "$baseline" checksum 0123456789abcdef "$tmp/planted.csv" &&
+	expect fail "$tmp/planted.csv" "checksum 0123456789abcdef" "a planted checksum"
+# CLBlast's temporaries: compared on the same device and tuning, shown on another
+plant "$tmp/new.csv" clblast_temp_bytes +4096 "$tmp/same.csv" &&
+	expect fail "$tmp/same.csv" "clblast_temp_bytes" "CLBlast's temporaries, same device"
+plant "$tmp/same.csv" tuning "another tuning.json" "$tmp/other.csv" all &&
+	expect pass "$tmp/other.csv" "not compared (another device or tuning): clblast_temp_bytes" \
+		"CLBlast's temporaries under another tuning"
+[ $failed -eq 0 ] && echo "baseline.sh: the gate fails on each planted change of an exact figure"
+exit $failed

@@ -9,51 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 failed=0
 
-report() { # STATUS NAME [DETAIL]
-	n=$((n + 1))
-	if [ "$1" = ok ]; then
-		echo "ok $n - $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n - $2"
-		[ -z "${3:-}" ] || printf '%s\n' "$3" | sed 's/^/#   /'
-	fi
-}
-
-# expect_error NAME STATUS MESSAGE ARGS...: the command exits STATUS, writes
-# nothing to stdout and exactly one line to stderr, which contains MESSAGE.
-expect_error() {
-	name=$1 want=$2 msg=$3
-	shift 3
-	"$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	lines=$(wc -l <"$tmp/err")
-	if [ "$rc" -ne "$want" ]; then
-		report fail "$name" "exit $rc, want $want; stderr: $(cat "$tmp/err")"
-	elif [ -s "$tmp/out" ] || [ "$lines" -ne 1 ]; then
-		report fail "$name" "want one line on stderr and nothing on stdout, got: $(cat "$tmp/out" "$tmp/err")"
-	elif ! grep -qF -- "$msg" "$tmp/err"; then
-		report fail "$name" "stderr: $(cat "$tmp/err")
-want: $msg"
-	else
-		report ok "$name"
-	fi
-}
-
-# expect_output NAME TEXT ARGS...: the command exits 0 and stdout contains TEXT.
-expect_output() {
-	name=$1 text=$2
-	shift 2
-	"$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	if [ "$rc" -ne 0 ]; then
-		report fail "$name" "exit $rc: $(cat "$tmp/err")"
-	elif ! grep -qF -- "$text" "$tmp/out"; then
-		report fail "$name" "no '$text' in: $(head -20 "$tmp/out")"
-	else
-		report ok "$name"
-	fi
-}
+. tests/tap.sh
 
 # The check figures of DESIGN.md.
 expect_output "plan: qwen3-4b has 4.02 B parameters" "| total | 398 | 4,022,468,096 | 4.02 B |" plan
@@ -313,8 +269,8 @@ printf '{"muonbench_tuning": 1, "platform": "%s", "device": "%s", "driver": "%s"
  "kernels": {"Copy": {"COPY_DIMX": 16, "COPY_DIMY": 8, "COPY_VW": 2, "COPY_WPT": 2},
  "GemmRoutine": {"XGEMM_MIN_INDIRECT_SIZE": 1}}}\n' \
 	"$(echo "$key" | cut -d'|' -f1)" "$(echo "$key" | cut -d'|' -f2)" "$(echo "$key" | cut -d'|' -f3)" >"$tmp/tuning.json"
-expect_output "ns: a tuning file of this device is applied, and the results stay right" "CLBlast parameters: $tmp/tuning.json." ns --shape 100x260 --reps 1 --verify --tuning "$tmp/tuning.json"
-expect_output "ns: --tuning off keeps CLBlast's own parameters" "CLBlast parameters: default." ns --shape 8x8 --reps 1 --tuning off
+expect_output "ns: a tuning file of this device is applied, and the results stay right" "CLBlast parameters: $tmp/tuning.json (given" ns --shape 100x260 --reps 1 --verify --tuning "$tmp/tuning.json"
+expect_output "ns: --tuning off keeps CLBlast's own parameters" "CLBlast parameters: default (none: --tuning off)" ns --shape 8x8 --reps 1 --tuning off
 "$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master --runs 1 --steps 2 --tuning "$tmp/tuning.json" --out "$tmp/tuned.csv" >/dev/null 2>&1
 if [ "$(col "$tmp/tuned.csv" tuning)" = "$tmp/tuning.json" ]; then
 	report ok "run: the tuning applied is in every row"

@@ -9,6 +9,7 @@ for t in "$@"; do
 	"$t" || failed="$failed $(basename "$t")"
 done
 tests/cli.sh "$bin" || failed="$failed cli.sh"
+tests/tuning.sh "$bin" || failed="$failed tuning.sh"
 if [ -n "${BASELINE:-}" ]; then
 	# shellcheck disable=SC2086 # the arguments are a list
 	tests/baseline.sh "$bin" "$BASELINE" $BASELINE_ARGS || failed="$failed baseline.sh"
@@ -18,4 +19,4 @@ if [ -n "$failed" ]; then
 	echo "TESTS FAILED:$failed"
 	exit 1
 fi
-echo "all tests passed ($# unit test programs, cli.sh${BASELINE:+ and baseline.sh})"
+echo "all tests passed ($# unit test programs, cli.sh, tuning.sh${BASELINE:+ and baseline.sh})"

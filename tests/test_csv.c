@@ -144,15 +144,15 @@ static void bad_files(void **state)
 	assert_refused(":1: missing column 'reason'");
 	with_header("1,ok,,2026\n");
 	assert_refused(
-		":2: expected 66 fields as in the header, found 4 (a truncated or edited row?)");
+		":2: expected 71 fields as in the header, found 4 (a truncated or edited row?)");
 	sample_row(&w, 1);
 	line = mb_csv_format(&w);
-	line[0] = '3'; /* a newer format_version */
+	line[0] = '4'; /* a newer format_version */
 	with_header(line);
-	assert_refused(":2: format_version '3': this muonbench reads version 2 only");
-	line[0] = '1'; /* an older one */
+	assert_refused(":2: format_version '4': this muonbench reads version 3 only");
+	line[0] = '2'; /* an older one */
 	with_header(line);
-	assert_refused(":2: format_version '1': this muonbench reads version 2 only");
+	assert_refused(":2: format_version '2': this muonbench reads version 3 only");
 	free(line);
 	/* a truncated quoted field: the file ends inside the reason */
 	line = mb_csv_format(&w);

@@ -145,6 +145,7 @@ static void every_stage_and_variant_agree(void **state)
 			/* the ledger's step peak is the plan's, CLBlast's temporaries aside */
 			assert_int_equal(r->peak_step_bytes - r->clblast_temp_bytes,
 					 r->plan_peak_step_bytes);
+			assert_int_equal(r->own_peak_step_bytes, r->plan_peak_step_bytes);
 			assert_int_equal(r->momentum_pinned, mb_variant_pins((enum mb_variant)v));
 			assert_int_equal(r->steps_done, 3);
 			assert_true(r->iter_mean_s > 0 && r->apply_mean_s > 0);
@@ -180,6 +181,9 @@ static void knobs_do_not_change_the_math(void **state)
 	assert_true(r->checksum == want);
 	assert_true(r->peak_forward_bytes > 0 && r->phase.forward_s > 0);
 	assert_int_equal(r->peak_step_bytes - r->clblast_temp_bytes, r->plan_peak_step_bytes);
+	assert_int_equal(r->own_peak_step_bytes, r->plan_peak_step_bytes);
+	/* CLBlast's temporaries (Newton-Schulz's at least) count in the peak, not the own peak */
+	assert_true(r->peak_forward_bytes - r->own_peak_forward_bytes >= r->clblast_temp_bytes);
 	/* a different seed is a different run */
 	s.step.seed = 6;
 	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);

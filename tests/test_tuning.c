@@ -2,7 +2,9 @@
  * Tuning files: written and read back, bad ones refused; CLBlast's tuner
  * output read as the kernel and parameters CLBlastOverrideParameters takes
  * (real files from clblast-utils 1.5.3 on PoCL); the cache found by the
- * device's key only; and parameters applied to the default device, an
+ * device's key; the fallback levels (exact, architecture, family, none) on
+ * fake device keys, against the shipped tuning and planted cache files;
+ * cached verdicts; and parameters applied to the default device, an
  * incomplete set refused with the kernel's name.
  */
 #include <setjmp.h>
@@ -123,6 +125,7 @@ static void cache_by_key(void **state)
 {
 	char dir[] = "/tmp/muonbench-test-XXXXXX", path[4096], source[4096];
 	struct mb_tuning t = { 0 }, found;
+	enum mb_tuning_match match;
 	struct mb_tuning_kernel k;
 	char gemm[64];
 	double ms;
@@ -138,18 +141,110 @@ static void cache_by_key(void **state)
 		mb_tuning_read_tuner(TUNER "clblast_copy_32.json", &k, &ms, gemm, sizeof(gemm)), 0);
 	mb_tuning_put(&t, &k);
 	assert_int_equal(mb_tuning_save(path, &t), 0);
-	assert_int_equal(mb_tuning_find(&cl.info, &found, source, sizeof(source)), 1);
+	assert_int_equal(mb_tuning_find(&cl.info, &found, source, sizeof(source), &match), 1);
+	assert_int_equal(match, MB_TUNING_EXACT);
 	assert_string_equal(source, path);
 	assert_string_equal(found.kernel[0].name, "Copy");
-	/* a cached file of another driver is not applied (a shipped one may be) */
+	/* a cached file of another driver is no exact match (at best one of the family) */
 	snprintf(t.driver, sizeof(t.driver), "another driver");
 	assert_int_equal(mb_tuning_save(path, &t), 0);
-	assert_true(mb_tuning_find(&cl.info, &found, source, sizeof(source)) == 0 ||
-		    strcmp(source, path));
+	assert_true(mb_tuning_find(&cl.info, &found, source, sizeof(source), &match) >= 0);
+	assert_int_not_equal(match, MB_TUNING_EXACT);
 	unlink(path);
 	path[strlen(path) - strlen(strrchr(path, '/'))] = '\0';
 	rmdir(path);
 	rmdir(dir);
+	unsetenv("XDG_CACHE_HOME");
+}
+
+/* A PoCL CPU device as the shipped tuning's key has it, NAME and ARCH aside. */
+static struct mb_cl_device_info pocl_cpu(const char *name, const char *arch, const char *driver)
+{
+	struct mb_cl_device_info d = { .type = "CPU" };
+
+	snprintf(d.platform_name, sizeof(d.platform_name), "Portable Computing Language");
+	snprintf(d.name, sizeof(d.name), "%s", name);
+	snprintf(d.arch, sizeof(d.arch), "%s", arch);
+	snprintf(d.driver, sizeof(d.driver), "%s", driver);
+	return d;
+}
+
+/* What --tuning auto finds for D: its match, and the source's name into SOURCE. */
+static enum mb_tuning_match found_for(const struct mb_cl_device_info *d, char *source,
+				      size_t len)
+{
+	enum mb_tuning_match match;
+	struct mb_tuning t;
+
+	assert_true(mb_tuning_find(d, &t, source, len, &match) >= 0);
+	return match;
+}
+
+static void fallback_levels(void **state)
+{
+	char dir[] = "/tmp/muonbench-test-XXXXXX", path[4096], source[4096], arch[64];
+	struct mb_cl_device_info d;
+	struct mb_tuning t;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	setenv("XDG_CACHE_HOME", dir, 1); /* an empty cache: the shipped tunings alone */
+	/* the shipped tuning's own device: exact */
+	d = pocl_cpu("pthread-haswell-AMD EPYC", "haswell", "3.1+debian");
+	assert_int_equal(found_for(&d, source, sizeof(source)), MB_TUNING_EXACT);
+	assert_string_equal(source, "shipped tuning/pocl-3.1-haswell-amd-epyc.json");
+	/* another CPU model of the same LLVM target and driver: architecture */
+	d = pocl_cpu("pthread-haswell-Intel(R) Xeon(R) CPU E5-2690 v3", "haswell", "3.1+debian");
+	assert_int_equal(found_for(&d, source, sizeof(source)), MB_TUNING_ARCHITECTURE);
+	assert_string_equal(source, "shipped tuning/pocl-3.1-haswell-amd-epyc.json");
+	/* the same target under another driver version, or another target: family */
+	d = pocl_cpu("pthread-haswell-AMD EPYC", "haswell", "5.0");
+	assert_int_equal(found_for(&d, source, sizeof(source)), MB_TUNING_FAMILY);
+	d = pocl_cpu("pthread-fakecpu-Fake CPU", "fakecpu", "3.1+debian");
+	assert_int_equal(found_for(&d, source, sizeof(source)), MB_TUNING_FAMILY);
+	/* another platform, or a GPU of PoCL's: nothing, CLBlast's defaults */
+	snprintf(d.platform_name, sizeof(d.platform_name), "NVIDIA CUDA");
+	assert_int_equal(found_for(&d, source, sizeof(source)), MB_TUNING_NONE);
+	d = pocl_cpu("pthread-fakecpu-Fake CPU", "fakecpu", "3.1+debian");
+	d.type = "GPU";
+	assert_int_equal(found_for(&d, source, sizeof(source)), MB_TUNING_NONE);
+	/* the shipped ones can be left out */
+	d = pocl_cpu("pthread-haswell-AMD EPYC", "haswell", "3.1+debian");
+	setenv("MUONBENCH_SHIPPED_TUNINGS", "off", 1);
+	assert_int_equal(found_for(&d, source, sizeof(source)), MB_TUNING_NONE);
+	unsetenv("MUONBENCH_SHIPPED_TUNINGS");
+	/* a cache file of another device of the same architecture beats a shipped family one */
+	d = pocl_cpu("pthread-fakecpu-Fake CPU", "fakecpu", "3.1+debian");
+	memset(&t, 0, sizeof(t));
+	mb_tuning_set_key(&t, &d);
+	snprintf(t.device, sizeof(t.device), "pthread-fakecpu-Another Fake CPU");
+	mb_tuning_put(&t, &(struct mb_tuning_kernel){
+				  .name = "Copy", .nparams = 1, .param = { "COPY_VW" }, .value = { 4 } });
+	snprintf(path, sizeof(path), "%s/muonbench/clblast-another.json", dir);
+	assert_int_equal(mb_tuning_save(path, &t), 0);
+	assert_int_equal(found_for(&d, source, sizeof(source)), MB_TUNING_ARCHITECTURE);
+	assert_string_equal(source, path);
+	/* verdicts: none, then the last one recorded */
+	assert_int_equal(mb_tuning_verdict(&d, &t, path), -1);
+	assert_int_equal(mb_tuning_record_verdict(&d, &t, path, false), 0);
+	assert_int_equal(mb_tuning_verdict(&d, &t, path), 0);
+	assert_int_equal(mb_tuning_record_verdict(&d, &t, path, true), 0);
+	assert_int_equal(mb_tuning_verdict(&d, &t, path), 1);
+	/* for another device, or another tuning of the same name, nothing is known */
+	d = pocl_cpu("pthread-other-Other CPU", "other", "3.1+debian");
+	assert_int_equal(mb_tuning_verdict(&d, &t, path), -1);
+	d = pocl_cpu("pthread-fakecpu-Fake CPU", "fakecpu", "3.1+debian");
+	snprintf(t.tuned_utc, sizeof(t.tuned_utc), "2030-01-01T00:00:00Z");
+	assert_int_equal(mb_tuning_verdict(&d, &t, path), -1);
+	mb_cl_pocl_cpu("pthread-skylake-avx512-AMD EPYC", arch, sizeof(arch));
+	assert_string_equal(arch, "skylake-avx512");
+	mb_cl_pocl_cpu("cpu-x86-64-v3-Intel(R) Xeon(R)", arch, sizeof(arch));
+	assert_string_equal(arch, "x86-64-v3");
+	mb_cl_pocl_cpu("NVIDIA H200", arch, sizeof(arch));
+	assert_string_equal(arch, "");
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	if (system(path) != 0)
+		fail_msg("cannot remove '%s'", dir);
 	unsetenv("XDG_CACHE_HOME");
 }
 
@@ -180,6 +275,7 @@ int main(void)
 		cmocka_unit_test(tuner_output),
 		cmocka_unit_test(round_trip_and_bad_files),
 		cmocka_unit_test(cache_by_key),
+		cmocka_unit_test(fallback_levels),
 		cmocka_unit_test(applied_to_the_device),
 	};
 
