@@ -114,9 +114,11 @@ static const struct option options[] = {
 	  "compare each result with a float64 host reference; fail above 1e-4 relative "
 	  "Frobenius error" },
 	{ "tuning", "off|auto|FILE", TEXT, AT(tuning), "auto", 0, 0, NULL, DEVICE_CMDS,
-	  "CLBlast's kernel parameters: auto applies the tuning of this device (from "
-	  "muonbench tune, else the one shipped for it), if any; off keeps CLBlast's own; or "
-	  "a tuning file" },
+	  "CLBlast's kernel parameters: auto applies the tuning made for this device (from "
+	  "muonbench tune, else shipped), else one of the same platform, driver and "
+	  "architecture, else one of the same platform and device type once it passes ns "
+	  "--verify here (checked once, in a child), else CLBlast's defaults; off keeps "
+	  "CLBlast's own; or a tuning file made for this device" },
 	{ "time-budget", "DURATION", TEXT, AT(time_budget), "10m", 0, 0, NULL, ON(MB_CMD_TUNE),
 	  "the longest the tuners may take, all together (the checks of what they found come "
 	  "after): 90s, 10m, 1h" },
@@ -185,9 +187,13 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "median and a two-sided Mann-Whitney U test on the per-step "
 			     "samples (iteration, apply) or the runs (each phase); a regression "
 			     "is a slowdown both significant and above the threshold. Exact "
-			     "figures (parameter counts, plan, peak device memory, checksum): any "
-			     "difference is reported, a rise in peak memory is a regression. "
-			     "Exits 1 on a regression, 2 on bad input." },
+			     "figures that the plan and the math fix (parameter counts, pinned "
+			     "bytes, the plan's step peak, the peaks without CLBlast's "
+			     "temporaries, the checksum) are compared on any device; CLBlast's "
+			     "temporaries and the whole peaks only on the same device and "
+			     "tuning, and shown otherwise. Any difference compared is reported, "
+			     "a rise in a peak is a regression. Exits 1 on a regression, 2 on "
+			     "bad input." },
 	[MB_CMD_BANDWIDTH] = { "bandwidth", "host-device copy bandwidth, pageable against pinned",
 			       "Times copies of each size host to device (H2D), device to host "
 			       "(D2H) and both at once (one on each queue), from pageable and "
