@@ -78,7 +78,9 @@ static void print_row(const struct mb_compared *c, double alpha)
 
 	printf("| %u | %s |", any->stage, any->variant);
 	if (!c->base || !c->new_) {
-		printf(" only in %s | | | unmatched |\n", c->base ? "BASE" : "NEW");
+		printf(" only in %s | | ", c->base ? "BASE" : "NEW");
+		mb_print_md_text(c->changed);
+		printf(" | unmatched |\n");
 		return;
 	}
 	if (!c->new_->nruns || !c->base->nruns) {
@@ -136,8 +138,9 @@ int mb_cmd_compare(const struct mb_args *args)
 	       s.ratios ? "Medians of each timing over master's median in its own file and stage"
 			: "Medians",
 	       s.alpha, s.threshold_pct);
-	printf("| ZeRO | Variant | iteration (s) | Muon apply (s) | other changes | verdict |\n"
-	       "|---|---|---|---|---|---|\n");
+	printf("| ZeRO | Variant | iteration %s | Muon apply %s | other changes | verdict |\n"
+	       "|---|---|---|---|---|---|\n",
+	       s.ratios ? "(ratio to master)" : "(s)", s.ratios ? "(ratio to master)" : "(s)");
 	for (i = 0; i < n; i++) {
 		print_row(&c[i], s.alpha);
 		if (!c[i].base || !c[i].new_)
@@ -149,7 +152,12 @@ int mb_cmd_compare(const struct mb_args *args)
 	       "REGRESSION; %zu unmatched\n",
 	       n - unmatched, count[MB_SAME], count[MB_FASTER], count[MB_SLOWER], count[MB_CHANGED],
 	       count[MB_REGRESSION], unmatched);
-	if (count[MB_REGRESSION])
+	for (i = 0; i < n && (!c[i].base || !c[i].new_); i++)
+		;
+	if (i == n) /* the gate must not pass on nothing */
+		err = mb_fail("nothing compared: no cell of '%s' matches one of '%s' (%s)",
+			      new_.path, base.path, n ? c[0].changed : "no cells");
+	else if (count[MB_REGRESSION])
 		err = mb_fail("%zu regression(s) against '%s'", count[MB_REGRESSION], base.path);
 	else if (args->exact && count[MB_CHANGED])
 		err = mb_fail("%zu cell(s) changed an exact figure against '%s' (--exact)",

@@ -250,6 +250,33 @@ static const struct mb_cell *match(const struct mb_table *tables, size_t nt,
 	return NULL;
 }
 
+/*
+ * Why cell C of table T has no match among TABLES (called OTHER): no table
+ * of its knobs (then what differs from the closest one), or no such cell.
+ */
+static void why_unmatched(const struct mb_table *tables, size_t nt, const struct mb_table *t,
+			  const struct mb_cell *c, const char *other, char *buf, size_t len)
+{
+	size_t k, d, best = 0, fewest = (size_t)-1;
+	char knobs[400];
+
+	for (k = 0; k < nt; k++)
+		if ((d = mb_results_knob_differences(tables[k].first, t->first, NULL, 0)) < fewest) {
+			fewest = d;
+			best = k;
+		}
+	if (!nt) {
+		snprintf(buf, len, "%s has no results", other);
+	} else if (!fewest) {
+		snprintf(buf, len, "%s has no stage %u %s with these knobs", other, c->stage,
+			 c->variant);
+	} else {
+		mb_results_knob_differences(tables[best].first, t->first, knobs, sizeof(knobs));
+		snprintf(buf, len, "%s has nothing with these knobs; the closest differs in %s (%s "
+				   "-> %s)", other, knobs, other, strcmp(other, "BASE") ? "BASE" : "NEW");
+	}
+}
+
 int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table *new_, size_t nnew,
 	       const struct mb_compare_settings *s, struct mb_compared **out, size_t *n)
 {
@@ -266,6 +293,9 @@ int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table 
 
 			if ((err = push(out, n, bt, bc, &new_[k], nc)))
 				break;
+			if (!bc)
+				why_unmatched(base, nbase, &new_[k], nc, "BASE", (*out)[*n - 1].changed,
+					      sizeof((*out)[*n - 1].changed));
 			if (bc && bc->nruns && nc->nruns)
 				err = compare_cell(&(*out)[*n - 1], s);
 			else if (bc && bc->nruns) /* ran before, fails now */
@@ -274,7 +304,9 @@ int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table 
 	/* baseline cells that the new file lacks */
 	for (k = 0; k < nbase && !err; k++)
 		for (i = 0; i < base[k].ncells && !err; i++)
-			if (!match(new_, nnew, &base[k], &base[k].cells[i], &bt))
-				err = push(out, n, &base[k], &base[k].cells[i], NULL, NULL);
+			if (!match(new_, nnew, &base[k], &base[k].cells[i], &bt) &&
+			    !(err = push(out, n, &base[k], &base[k].cells[i], NULL, NULL)))
+				why_unmatched(new_, nnew, &base[k], &base[k].cells[i], "NEW",
+					      (*out)[*n - 1].changed, sizeof((*out)[*n - 1].changed));
 	return err;
 }

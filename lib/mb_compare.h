@@ -53,7 +53,7 @@ struct mb_compared {
 	const struct mb_cell *base, *new_;	       /* either NULL: unmatched */
 	const struct mb_table *base_table, *new_table; /* theirs */
 	struct mb_timing timing[MB_COMPARE_TIMINGS];
-	char changed[512];	 /* the exact figures compared that differ, "" if none */
+	char changed[512]; /* the exact figures compared that differ, "" if none; or why unmatched */
 	char shown[512];	 /* the device-dependent ones that differ, not compared */
 	bool device_figures_compared; /* same device and tuning: all exact figures count */
 	enum mb_verdict verdict; /* the worst of its figures */

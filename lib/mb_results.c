@@ -4,23 +4,70 @@
 #include "mb_results.h"
 
 #include <math.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mb_err.h"
 
+/* The knobs: what a cell's figures depend on, the device aside. */
+#define KNOB(name, text) { #name, offsetof(struct mb_csv_row, name), text }
+static const struct {
+	const char *name;
+	size_t offset;
+	bool text; /* else uint64_t */
+} knobs[] = {
+	KNOB(model, true),	     KNOB(layers, false),
+	KNOB(params_total, false),   KNOB(steps, false),
+	KNOB(measure_first, false),  KNOB(measure_last, false),
+	KNOB(gather_budget_bytes, false), KNOB(sub_group_size_elems, false),
+	KNOB(pin_memory, true),	     KNOB(writeback_dep, true),
+	KNOB(fwd_bwd, true),	     KNOB(seq, false),
+	KNOB(micro_batch, false),    KNOB(seed, false),
+	KNOB(resume_at, false),
+};
+#undef KNOB
+
+size_t mb_results_knob_differences(const struct mb_csv_row *a, const struct mb_csv_row *b,
+				   char *buf, size_t len)
+{
+	size_t i, n = 0, used = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		const char *pa = (const char *)a + knobs[i].offset,
+			   *pb = (const char *)b + knobs[i].offset;
+		uint64_t ua, ub;
+		int w = 0;
+
+		if (knobs[i].text) {
+			if (!strcmp(pa, pb))
+				continue;
+			if (used < len)
+				w = snprintf(buf + used, len - used, "%s%s %.64s -> %.64s",
+					     n ? "; " : "", knobs[i].name, pa, pb);
+		} else {
+			memcpy(&ua, pa, sizeof(ua));
+			memcpy(&ub, pb, sizeof(ub));
+			if (ua == ub)
+				continue;
+			if (used < len)
+				w = snprintf(buf + used, len - used, "%s%s %llu -> %llu",
+					     n ? "; " : "", knobs[i].name, (unsigned long long)ua,
+					     (unsigned long long)ub);
+		}
+		used += w > 0 ? (size_t)w : 0;
+		n++;
+	}
+	return n;
+}
+
 bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b)
 {
-	return !strcmp(a->model, b->model) && a->layers == b->layers &&
-	       a->params_total == b->params_total && a->steps == b->steps &&
-	       a->measure_first == b->measure_first && a->measure_last == b->measure_last &&
-	       a->gather_budget_bytes == b->gather_budget_bytes &&
-	       a->sub_group_size_elems == b->sub_group_size_elems &&
-	       !strcmp(a->pin_memory, b->pin_memory) &&
-	       !strcmp(a->writeback_dep, b->writeback_dep) && !strcmp(a->fwd_bwd, b->fwd_bwd) &&
-	       a->seq == b->seq && a->micro_batch == b->micro_batch && a->seed == b->seed &&
-	       a->resume_at == b->resume_at;
+	return !mb_results_knob_differences(a, b, NULL, 0);
 }
 
 /*

@@ -48,6 +48,13 @@ int mb_results_gather(const struct mb_csv_row *rows, size_t n, struct mb_table *
 /* Whether A and B ran the same model with the same knobs (device aside). */
 bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b);
 
+/*
+ * How many knobs (the model among them) differ between A and B, each as
+ * "NAME A -> B" into BUF (LEN bytes, "; "-separated; may be NULL with LEN 0).
+ */
+size_t mb_results_knob_differences(const struct mb_csv_row *a, const struct mb_csv_row *b,
+				   char *buf, size_t len);
+
 /* The cell of STAGE and VARIANT in T, or NULL. */
 const struct mb_cell *mb_results_cell(const struct mb_table *t, unsigned stage,
 				      const char *variant);

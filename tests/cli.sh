@@ -319,6 +319,16 @@ fi
 expect_output "compare: the same slowdown under a 25% threshold passes" "0 REGRESSION" compare --threshold 25 "$tmp/cmp.csv" "$tmp/slow.csv"
 expect_output "compare: the other way round it is faster" "2 faster" compare "$tmp/slow.csv" "$tmp/cmp.csv"
 expect_output "compare: cells the other file lacks are listed" "only in BASE" compare "$tmp/all.csv" "$tmp/two.csv"
+sd=$(head -1 "$tmp/cmp.csv" | tr ',' '\n' | grep -n '^seed$' | cut -d: -f1)
+awk -F, -v OFS=, -v c="$sd" 'NR > 1 { $c = 7 } { print }' "$tmp/cmp.csv" >"$tmp/seed7.csv"
+"$bin" compare "$tmp/cmp.csv" "$tmp/seed7.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "nothing compared: no cell of" "$tmp/err" &&
+	grep -q "the closest differs in seed 1 -> 7 (BASE -> NEW) | unmatched |" "$tmp/out"; then
+	report ok "compare: nothing matched fails, naming the knob that differs"
+else
+	report fail "compare: nothing matched fails, naming the knob that differs" "exit $rc: $(tail -3 "$tmp/out") $(cat "$tmp/err")"
+fi
 awk -F, -v OFS=, 'NR == 3 { $2 = "failed"; $3 = "out of memory" } { print }' "$tmp/cmp.csv" >"$tmp/onefail.csv"
 # expect_fail NAME TEXT ARGS...: the command exits 1 and stdout contains TEXT.
 expect_fail() {
@@ -341,6 +351,7 @@ expect_fail "compare: ratios without a master fail under --exact" "no master in 
 sed 's/pthread-[^,]*/Another GPU/' "$tmp/all.csv" >"$tmp/other-device.csv"
 expect_error "compare: another device is refused" 2 "timings do not compare across devices or tunings; --allow-device-change compares them anyway" compare "$tmp/all.csv" "$tmp/other-device.csv"
 expect_output "compare: unless allowed" "12 ok" compare --allow-device-change "$tmp/all.csv" "$tmp/other-device.csv"
+expect_output "compare: --ratios says what its figures are" "| iteration (ratio to master) | Muon apply (ratio to master) |" compare --ratios "$tmp/cmp.csv" "$tmp/cmp.csv"
 expect_error "compare: two files" 2 "compare takes two results files" compare "$tmp/all.csv"
 expect_error "compare: bad alpha" 2 "--alpha: invalid number '2'" compare --alpha 2 "$tmp/all.csv" "$tmp/all.csv"
 "$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master --runs 1 --steps 2 --quiet --out "$tmp/quiet.csv" >/dev/null 2>"$tmp/err"
