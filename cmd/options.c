@@ -78,6 +78,11 @@ static const struct option options[] = {
 	{ "resume-at", "K", COUNT, AT(resume_at), NULL, 1, 1000, NULL, ON(MB_CMD_RUN),
 	  "after step K, save the optimizer state and load it back into new pageable "
 	  "buffers, as a checkpoint load does" },
+	{ "fit-check", "on|off", CHOICE, AT(fit_check), "on", 0, 0, "on|off", ON(MB_CMD_RUN),
+	  "before each cell, hold the host and device bytes of its plan against the host's "
+	  "available memory and the device's memory and largest allocation; a cell that "
+	  "cannot fit fails at once, saying what would (off: run it, and fail where memory "
+	  "runs out)" },
 	{ "quiet", NULL, FLAG, AT(quiet), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
 	  "no progress on stderr (the progress line shows only on a terminal anyway)" },
 	{ "cpus", "LIST", TEXT, AT(cpus), NULL, 0, 0, NULL, MEMORY_CMDS,
@@ -162,7 +167,9 @@ static const struct command commands[MB_NCOMMANDS] = {
 			 "(backward stand-in, Muon apply, host optimizer, params back) on an "
 			 "OpenCL device, for each stage and variant asked, R runs of S steps "
 			 "each. Writes one CSV row per run and prints the reference's table; "
-			 "checks that every variant ends in the same state, bit for bit." },
+			 "checks that every variant ends in the same state, bit for bit. A cell "
+			 "whose plan cannot fit the host or the device fails at once, saying "
+			 "what would fit." },
 	[MB_CMD_PLAN] = { "plan", "what a run would allocate, copy and compute, without a device",
 			  "Prints the parameter counts, the host buffers of this rank, the "
 			  "Muon batches (stage 1/2) or sub-groups (stage 3), the bytes that "

@@ -54,6 +54,7 @@ struct mb_args {
 	uint64_t resume_at;			/* 0: never */
 	uint64_t seq, micro_batch;
 	const char *fwd_bwd;			 /* on|off */
+	const char *fit_check;			 /* on|off */
 	const char *cpus, *membind, *numa, *out; /* numa: auto|off */
 	const char *tuning;			 /* off, auto or a file */
 	const char *time_budget;		 /* tune */

@@ -1,6 +1,7 @@
 /*
  * report: results files as the reference's tables (mb_results), in
- * Markdown, or one CSV row / JSON object per cell.
+ * Markdown, or one CSV row / JSON object per cell. A table none of whose
+ * cells ran is its failures alone, one line per cell.
  */
 #include <math.h>
 #include <stdio.h>
@@ -219,6 +220,32 @@ static void md_bus(const struct mb_table *t)
 	}
 }
 
+static bool any_ran(const struct mb_table *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->ncells; i++)
+		if (t->cells[i].nruns)
+			return true;
+	return false;
+}
+
+/* A table none of whose cells ran: one line per cell with its reason, no empty tables. */
+static void md_failures(const struct mb_table *t)
+{
+	size_t i;
+
+	printf("No cell ran:\n\n| ZeRO | Variant | Result |\n|---|---|---|\n");
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+
+		printf("| %u | %s | %s: ", c->stage, c->variant,
+		       c->failed ? c->failed->status : "failed");
+		mb_print_md_text(c->failed ? c->failed->reason : "no runs");
+		printf(" |\n");
+	}
+}
+
 static void print_md(const struct mb_table *t, size_t nt)
 {
 	size_t k;
@@ -227,6 +254,10 @@ static void print_md(const struct mb_table *t, size_t nt)
 		if (k)
 			printf("\n");
 		md_header(&t[k]);
+		if (!any_ran(&t[k])) {
+			md_failures(&t[k]);
+			continue;
+		}
 		md_main(&t[k]);
 		md_phase_peaks(&t[k]);
 		md_phase_times(&t[k]);

@@ -2,7 +2,9 @@
  * run: the benchmark. For each stage and variant asked, R runs of S steps
  * (mb_run); one CSV row per run, appended as it finishes; the reference's
  * table on stdout; and the checks: every run ends in the same state, and
- * the step-phase peak of the ledger is what the plan predicted.
+ * the step-phase peak of the ledger is what the plan predicted. A cell whose
+ * plan cannot fit the host and the device (mb_fit) is a failed row at once,
+ * and the others still run.
  */
 #define _DEFAULT_SOURCE /* mkstemps */
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include "commands.h"
 #include "mb_clock.h"
 #include "mb_err.h"
+#include "mb_fit.h"
 #include "mb_host.h"
 #include "mb_num.h"
 #include "mb_run.h"
@@ -38,6 +41,7 @@ struct grid {
 	struct mb_model model;
 	struct mb_cl cl;
 	struct mb_host host;
+	struct mb_fit_device fit; /* the device's figures, read once when it was opened */
 	unsigned stages[3], variants[MB_NVARIANTS];
 	size_t nstages, nvariants;
 	struct mb_run_settings run;
@@ -360,6 +364,78 @@ static int run_cell(struct grid *g)
 	return err;
 }
 
+/* The figures of a run that never started: no times, no peaks. */
+static void unrun(struct mb_run_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->iter_mean_s = r->apply_mean_s = NAN;
+	r->phase.forward_s = r->phase.backward_s = r->phase.h2d_s = r->phase.momentum_s = NAN;
+	r->phase.ns_s = r->phase.d2h_s = r->phase.d2h_hidden_s = NAN;
+	r->phase.host_opt_s = r->phase.params_h2d_s = NAN;
+	r->host_opt_gbs = r->memcpy_gbs = NAN;
+	r->h2d_gbs = r->d2h_gbs = r->params_h2d_gbs = NAN;
+}
+
+/* The failed row of the cell now in g->run, which never started, for REASON. */
+static int unrun_row(struct grid *g, const char *reason)
+{
+	struct mb_csv_row *row = malloc(sizeof(*row));
+	struct mb_run_result *r = malloc(sizeof(*r));
+	int err;
+
+	if (!row || !r) {
+		free(row);
+		free(r);
+		return mb_fail("out of host memory for a results row");
+	}
+	unrun(r);
+	fill_meta(g, row);
+	row->run = 1;
+	fill_results(row, r);
+	snprintf(row->status, sizeof(row->status), "failed");
+	snprintf(row->reason, sizeof(row->reason), "%s", reason);
+	fprintf(stderr, "muonbench: stage %u %s %s\n", g->cell_stage,
+		mb_variant_names[g->cell_variant], reason);
+	g->failed++;
+	g->steps_total -= (unsigned long)(g->args->runs * g->args->steps);
+	err = save_row(g, row);
+	free(row);
+	free(r);
+	return err;
+}
+
+/*
+ * Whether the cell now in g->run fits the host and the device (mb_fit),
+ * into *fits; when it does not, its failed row, whose reason says why and
+ * what would fit, is written.
+ */
+static int fit_cell(struct grid *g, bool *fits)
+{
+	const struct mb_step_settings *s = &g->run.step;
+	struct mb_fit_cell cell = {
+		.plan = s->plan,
+		.pin_memory = s->pin_memory,
+		.pins_momentum = mb_variant_pins(s->variant),
+		.overlap = mb_variant_overlaps(s->variant),
+		.tokens = s->fwd_bwd ? s->tokens : 0,
+	};
+	struct mb_fit_host host;
+	char reason[sizeof(((struct mb_csv_row *)0)->reason)];
+	int ok;
+
+	*fits = true;
+	if (!strcmp(g->args->fit_check, "off"))
+		return 0;
+	if (mb_host_mem_available(&host.available_bytes, host.where, sizeof(host.where))) {
+		snprintf(reason, sizeof(reason), "%s", mb_errmsg());
+		return mb_fail("%s (--fit-check off runs without the check)", reason);
+	}
+	if ((ok = mb_fit_check(&g->model, &cell, &host, &g->fit, reason, sizeof(reason))) != 0)
+		return ok < 0 ? ok : 0;
+	*fits = false;
+	return unrun_row(g, reason);
+}
+
 /* The report of this invocation's rows, in --format. */
 static int report(const struct grid *g)
 {
@@ -402,14 +478,20 @@ static int setup(struct grid *g)
 	    (err = default_out(g)))
 		return err;
 	g->out_existed = !access(g->out, F_OK);
-	if ((err = mb_csv_check(g->out)))
+	if ((err = mb_csv_check(g->out)) || (err = mb_setup_device(g->args, &g->cl)))
 		return err;
-	return mb_setup_device(g->args, &g->cl);
+	snprintf(g->fit.name, sizeof(g->fit.name), "%s", g->cl.info.name);
+	g->fit.global_mem_bytes = g->cl.info.global_mem_bytes;
+	g->fit.max_alloc_bytes = g->cl.info.max_alloc_bytes;
+	g->fit.limit_bytes = g->args->device_mem_limit;
+	g->fit.host_memory = !strcmp(g->cl.info.type, "CPU");
+	return 0;
 }
 
 static int run_grid(struct grid *g)
 {
 	size_t si, vi;
+	bool fits;
 	int err = 0;
 
 	for (si = 0; si < g->nstages && !err && !stop; si++) {
@@ -419,7 +501,8 @@ static int run_grid(struct grid *g)
 			mb_setup_plan_settings(g->args, &g->run.step.plan);
 			g->run.step.plan.stage = g->cell_stage;
 			g->run.step.variant = g->cell_variant;
-			err = run_cell(g);
+			if (!(err = fit_cell(g, &fits)) && fits)
+				err = run_cell(g);
 		}
 	}
 	return err;

@@ -74,7 +74,8 @@ static int temps_of(struct pass *p, const struct mb_param *w)
 	return 0;
 }
 
-static int measure(struct pass *p)
+/* The pass's sizes; with TEMPS, CLBlast's temporary bytes too (that needs the device). */
+static int measure(struct pass *p, bool temps)
 {
 	const struct mb_model *m = p->m;
 	size_t i;
@@ -97,17 +98,32 @@ static int measure(struct pass *p)
 			p->max_numel = mb_param_numel(w);
 		if (in_pass(w) && (!p->hidden || w->cols < p->hidden))
 			p->hidden = w->cols;
-		if ((err = temps_of(p, w)))
+		if (temps && (err = temps_of(p, w)))
 			return err;
 	}
-	if (p->head && (err = temps_of(p, p->head)))
+	if (temps && p->head && (err = temps_of(p, p->head)))
 		return err;
 	return 0;
 }
 
+/* Bytes of a buffer of FLOATS floats (at least one), saturated at UINT64_MAX. */
+static uint64_t floats_bytes(uint64_t floats)
+{
+	uint64_t bytes;
+
+	return __builtin_mul_overflow(floats ? floats : 1, 4, &bytes) ? UINT64_MAX : bytes;
+}
+
+static uint64_t product(uint64_t a, uint64_t b)
+{
+	uint64_t c;
+
+	return __builtin_mul_overflow(a, b, &c) ? UINT64_MAX : c;
+}
+
 static int alloc(struct pass *p, uint64_t floats, const char *tag, cl_mem *out)
 {
-	return mb_ledger_alloc(p->ledger, 4 * (floats ? floats : 1), tag, out);
+	return mb_ledger_alloc(p->ledger, floats_bytes(floats), tag, out);
 }
 
 /* Zero W (its contents do not matter, but must be defined). */
@@ -180,7 +196,8 @@ static int forward(struct pass *p)
 	if ((err = alloc(p, p->t * p->max_cols, "fwd.input", &p->x)) ||
 	    (err = alloc(p, p->t * p->max_rows, "fwd.output", &p->y)) ||
 	    (err = alloc(p, p->max_numel, "fwd.weight", &p->w)) ||
-	    (err = alloc(p, p->m->layers * p->t * p->hidden, "fwd.checkpoints", &p->ckpt)) ||
+	    (err = alloc(p, product(p->m->layers, product(p->t, p->hidden)), "fwd.checkpoints",
+			 &p->ckpt)) ||
 	    (p->temp_bytes &&
 	     (err = mb_ledger_alloc(p->ledger, p->temp_bytes, "clblast.fwd.temp", &p->temp))) ||
 	    (err = zero(p, p->x, p->t * p->max_cols)) || (err = zero(p, p->w, p->max_numel)))
@@ -223,7 +240,7 @@ int mb_fwdbwd_run(const struct mb_model *m, uint64_t tokens, const struct mb_cl 
 	int err;
 
 	*forward_s = *backward_s = 0;
-	if (!(err = measure(&p)) && !(err = forward(&p))) {
+	if (!(err = measure(&p, true)) && !(err = forward(&p))) {
 		t1 = mb_now_s();
 		*forward_s = t1 - t0;
 		if (!(err = backward(&p)))
@@ -234,4 +251,39 @@ int mb_fwdbwd_run(const struct mb_model *m, uint64_t tokens, const struct mb_cl 
 	for (i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		mb_ledger_free(ledger, *bufs[i]);
 	return err;
+}
+
+uint64_t mb_fwdbwd_bytes(const struct mb_model *m, uint64_t tokens, uint64_t *largest,
+			 const char **largest_tag)
+{
+	struct pass p = { .m = m, .t = tokens };
+	uint64_t sum = 0, bytes;
+	size_t i;
+
+	(void)measure(&p, false); /* without the temporaries it cannot fail */
+	const struct {
+		const char *tag;
+		uint64_t floats;
+	} bufs[] = {
+		{ "fwd.input", product(p.t, p.max_cols) },
+		{ "fwd.output", product(p.t, p.max_rows) },
+		{ "fwd.weight", p.max_numel },
+		{ "fwd.checkpoints", product(m->layers, product(p.t, p.hidden)) },
+		{ "bwd.grad_output", product(p.t, p.max_rows) },
+		{ "bwd.grad_input", product(p.t, p.max_cols) },
+		{ "bwd.grad_weight", p.max_numel },
+	};
+
+	*largest = 0;
+	*largest_tag = bufs[0].tag;
+	for (i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
+		bytes = floats_bytes(bufs[i].floats);
+		if (__builtin_add_overflow(sum, bytes, &sum))
+			sum = UINT64_MAX;
+		if (bytes > *largest) {
+			*largest = bytes;
+			*largest_tag = bufs[i].tag;
+		}
+	}
+	return sum;
 }

@@ -24,4 +24,14 @@
 int mb_fwdbwd_run(const struct mb_model *m, uint64_t tokens, const struct mb_cl *cl,
 		  struct mb_ledger *ledger, double *forward_s, double *backward_s);
 
+/*
+ * The device bytes the pass holds at once for TOKENS tokens (every buffer is
+ * live at the end of the backward), CLBlast's temporary aside: what the
+ * ledger's own peak adds in the forward and backward phases. *LARGEST is
+ * its largest buffer and *LARGEST_TAG that buffer's ledger tag. Sizes that
+ * do not fit in 64 bits are UINT64_MAX. Needs no device.
+ */
+uint64_t mb_fwdbwd_bytes(const struct mb_model *m, uint64_t tokens, uint64_t *largest,
+			 const char **largest_tag);
+
 #endif

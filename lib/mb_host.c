@@ -1,5 +1,6 @@
 /*
- * mb_host: host name, CPU model, and CPU and memory binding with libnuma.
+ * mb_host: host name, CPU model, CPU and memory binding with libnuma, and
+ * the memory that is still available where the process allocates.
  */
 #include "mb_host.h"
 
@@ -159,4 +160,105 @@ void mb_host_describe(struct mb_host *h, const char *binding)
 		describe_mask(mask, h->mems, sizeof(h->mems));
 		numa_free_nodemask(mask);
 	}
+}
+
+int mb_host_meminfo_value(const char *text, const char *key, uint64_t *bytes)
+{
+	size_t klen = strlen(key);
+	const char *line;
+	unsigned long long kb;
+
+	for (line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (!strncmp(line, key, klen) && line[klen] == ':' &&
+		    sscanf(line + klen + 1, "%llu", &kb) == 1) {
+			*bytes = kb > UINT64_MAX / 1024 ? UINT64_MAX : 1024 * (uint64_t)kb;
+			return 0;
+		}
+	return mb_bad_input("no '%s' in the memory figures", key);
+}
+
+/* The whole of the file at PATH (at most LEN - 1 bytes) into BUF; 0 or -1. */
+static int read_text(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return -1;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return n ? 0 : -1;
+}
+
+/*
+ * The free and reclaimable bytes of NODE's meminfo into *bytes: 0, or -1
+ * when it cannot be read.
+ */
+static int node_available(int node, uint64_t *bytes)
+{
+	const char *keys[] = { "MemFree", "Inactive(file)", "SReclaimable" };
+	char path[96], key[64], text[8192];
+	uint64_t v;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo", node);
+	if (read_text(path, text, sizeof(text)))
+		return -1;
+	*bytes = 0;
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		snprintf(key, sizeof(key), "Node %d %s", node, keys[i]);
+		if (mb_host_meminfo_value(text, key, &v))
+			return -1;
+		*bytes += v;
+	}
+	return 0;
+}
+
+/*
+ * Under a binding to only some NUMA nodes, their available bytes into
+ * *bytes and their list into NODES: 1; 0 when no such binding is in force
+ * or a node's figures cannot be read.
+ */
+static int bound_available(uint64_t *bytes, char *nodes, size_t len)
+{
+	struct bitmask *mask;
+	uint64_t v;
+	int node, bound = 0;
+
+	if (numa_available() < 0 || !(mask = numa_get_membind()))
+		return 0;
+	*bytes = 0;
+	if (!numa_bitmask_equal(mask, numa_all_nodes_ptr)) {
+		bound = 1;
+		for (node = 0; node <= numa_max_node(); node++) {
+			if (!numa_bitmask_isbitset(mask, (unsigned)node))
+				continue;
+			if (node_available(node, &v)) {
+				bound = 0;
+				break;
+			}
+			*bytes += v;
+		}
+		describe_mask(mask, nodes, len);
+	}
+	numa_free_nodemask(mask);
+	return bound;
+}
+
+int mb_host_mem_available(uint64_t *bytes, char *where, size_t len)
+{
+	char text[16384], nodes[128];
+	uint64_t bound;
+
+	if (read_text("/proc/meminfo", text, sizeof(text)) ||
+	    mb_host_meminfo_value(text, "MemAvailable", bytes))
+		return mb_fail("cannot read MemAvailable from '/proc/meminfo'");
+	snprintf(where, len, "MemAvailable");
+	if (bound_available(&bound, nodes, sizeof(nodes)) && bound < *bytes) {
+		*bytes = bound;
+		snprintf(where, len, "free on NUMA node%s %s, where the memory is bound",
+			 strpbrk(nodes, ",-") ? "s" : "", nodes);
+	}
+	return 0;
 }

@@ -16,7 +16,6 @@
 #include "mb_num.h"
 #include "mb_rng.h"
 
-#define BUCKET_ELEMS  (1u << 24) /* backward's gradient bucket: 64 MiB of fp32 */
 #define PARAM_SCALE   0.02f
 #define GRAD_SCALE    1e-3f
 #define STREAM_PARAMS 0
@@ -318,7 +317,8 @@ void mb_state_release(struct mb_state *s)
 
 static int backward(struct mb_state *s)
 {
-	uint64_t n = s->model->numel_total, bucket = n < BUCKET_ELEMS ? n : BUCKET_ELEMS, off, len;
+	uint64_t n = s->model->numel_total,
+		 bucket = n < MB_STEP_BUCKET_ELEMS ? n : MB_STEP_BUCKET_ELEMS, off, len;
 	cl_mem buf;
 	int err;
 

@@ -30,6 +30,9 @@
 #include "mb_ns.h"
 #include "mb_plan.h"
 
+/* The backward stand-in's gradient bucket, in elements: 64 MiB of fp32 ("bwd.bucket"). */
+#define MB_STEP_BUCKET_ELEMS (1u << 24)
+
 enum mb_variant { MB_MASTER, MB_PIN, MB_OVERLAP, MB_BOTH, MB_NVARIANTS };
 
 extern const char *const mb_variant_names[MB_NVARIANTS];

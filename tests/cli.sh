@@ -128,7 +128,8 @@ if [ "$(col "$tmp/resume.csv" checksum)" = "$(col "$tmp/all.csv" checksum | head
 else
 	report fail "run: --resume-at 2 matches the uninterrupted run, momentum pinned again" "$(cat "$tmp/resume.csv")"
 fi
-"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2,3 --variant master --runs 1 --steps 2 --device-mem-limit 1Mi --out "$tmp/oom.csv" >"$tmp/out" 2>"$tmp/err"
+# (--fit-check off: past the check before each cell, to where the memory runs out)
+"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2,3 --variant master --runs 1 --steps 2 --device-mem-limit 1Mi --fit-check off --out "$tmp/oom.csv" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 1 ] && [ "$(col "$tmp/oom.csv" status | tr '\n' ' ')" = "failed failed " ] &&
 	grep -q "CL_MEM_OBJECT_ALLOCATION_FAILURE" "$tmp/oom.csv" && grep -qF "| 3 | master | failed: step 1: sub-group 1 of 1" "$tmp/out"; then
@@ -140,7 +141,7 @@ fi
 # forward, the backward; the apply and stage 3's sub-group are above.
 for case in 200Ki:params.bf16 400Ki:fwd. 600Ki:bwd. 2Mi:; do
 	limit=${case%%:*} buffer=${case#*:}
-	"$bin" run --config tests/data/good/micro.json --fwd-bwd on --seq 64 --stage 2 --variant master --runs 1 --steps 2 --device-mem-limit "$limit" --out "$tmp/oom-$limit.csv" >/dev/null 2>"$tmp/err"
+	"$bin" run --config tests/data/good/micro.json --fwd-bwd on --seq 64 --stage 2 --variant master --runs 1 --steps 2 --device-mem-limit "$limit" --fit-check off --out "$tmp/oom-$limit.csv" >/dev/null 2>"$tmp/err"
 	rc=$?
 	status=$(col "$tmp/oom-$limit.csv" status)
 	if [ -n "$buffer" ] && [ "$rc" -eq 1 ] && [ "$status" = failed ] && grep -q "($buffer[a-z_]*, [0-9.]* KiB): CL_MEM_OBJECT_ALLOCATION_FAILURE" "$tmp/oom-$limit.csv"; then
@@ -415,6 +416,58 @@ if [ -w /dev/full ]; then
 	else
 		report fail "a full stdout fails with exit 1" "exit $rc: $(cat "$tmp/err")"
 	fi
+fi
+
+# Memory checked before a run (issue #12, items 3 and 4): a cell whose plan
+# cannot fit the host or the device is a failed row at once, whose reason
+# gives the figures and what would fit; the other cells still run; a run
+# whose cells all failed prints the failures, one line per cell, and no
+# empty tables.
+avail_kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
+if [ "${avail_kb:-0}" -ge $((64 * 1024 * 1024)) ]; then
+	report ok "run: qwen3-4b does not fit this host # SKIP ${avail_kb} kB available: it might"
+else
+	timeout 300 "$bin" --stage 2 --variant both --out "$tmp/big.csv" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 1 ] && [ "$(col "$tmp/big.csv" status)" = failed ] && [ "$(wc -l <"$tmp/big.csv")" -eq 2 ] &&
+		grep -q ',failed,"does not fit: the host buffers need [0-9.]* GiB .*and the host has [0-9.]* GiB (MemAvailable).*; would fit: --layers [1-9]' "$tmp/big.csv" &&
+		grep -qF "muonbench: stage 2 both does not fit: the host buffers need" "$tmp/err" &&
+		grep -qF "| 2 | both | failed: does not fit: the host buffers need" "$tmp/out"; then
+		report ok "run: qwen3-4b on this host is a failed row at once, with the figures and what would fit, exit 1"
+	else
+		report fail "run: qwen3-4b on this host is a failed row at once, with the figures and what would fit, exit 1" "exit $rc: $(cat "$tmp/out" "$tmp/err")"
+	fi
+	timeout 300 "$bin" --stage 2,3 --variant master,both --out "$tmp/big4.csv" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 1 ] && [ "$(col "$tmp/big4.csv" status | tr '\n' ' ')" = "failed failed failed failed " ] &&
+		[ "$(grep -c '^| [23] | \(master\|both\) | failed: does not fit: ' "$tmp/out")" -eq 4 ] &&
+		! grep -q "Breakdown of the variants\|Peak device memory per phase\|Time per phase\|Achieved over the bus" "$tmp/out" &&
+		[ "$(grep -c "does not fit: " "$tmp/err")" -eq 4 ]; then
+		report ok "run: every cell too big: a failure line per cell and no empty tables"
+	else
+		report fail "run: every cell too big: a failure line per cell and no empty tables" "exit $rc: $(cat "$tmp/out" "$tmp/err")"
+	fi
+fi
+# tiny's stage 3 needs 19.7 MB of the device (its sub-group, the whole Muon
+# group, at once), stage 2 under a 2 MiB budget 14.7 MB (the backward's bucket)
+"$bin" run --model tiny --fwd-bwd off --gather-budget 2Mi --stage 2,3 --variant master --runs 1 --steps 2 --device-mem-limit 19.5M --out "$tmp/mixed.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(col "$tmp/mixed.csv" status | tr '\n' ' ')" = "ok failed " ] &&
+	[ -n "$(col "$tmp/mixed.csv" iter_mean_s | head -1)" ] &&
+	grep -qF "does not fit: the device peak (step phase, CLBlast's temporaries aside) is 18.8 MiB and the --device-mem-limit is 18.6 MiB; would fit: --layers 1" "$tmp/mixed.csv" &&
+	grep -qF "| 3 | master | failed: does not fit: the device peak" "$tmp/out" && grep -q "^| 2 | master | [0-9]" "$tmp/out" &&
+	grep -qF "Final state: bitwise identical over 1 runs" "$tmp/out"; then
+	report ok "run: the cell that fits runs, the one that does not is a failed row, exit 1"
+else
+	report fail "run: the cell that fits runs, the one that does not is a failed row, exit 1" "exit $rc: $(cat "$tmp/out" "$tmp/err" "$tmp/mixed.csv")"
+fi
+"$bin" report "$tmp/big4.csv" >"$tmp/out" 2>"$tmp/err"
+if [ ! -s "$tmp/big4.csv" ]; then
+	report ok "report: a file of failures alone is its failures # SKIP no such file here"
+elif [ "$(grep -c '| failed: does not fit: ' "$tmp/out")" -eq 4 ] && ! grep -q "Breakdown of the variants" "$tmp/out"; then
+	report ok "report: a file of failures alone is its failures"
+else
+	report fail "report: a file of failures alone is its failures" "$(cat "$tmp/out" "$tmp/err")"
 fi
 
 echo "1..$n"

@@ -1,0 +1,378 @@
+/*
+ * mb_fit: a cell's host, pinned and device bytes from its plan, held against
+ * the host's and the device's figures; the reason of a cell that does not
+ * fit, and the changes that would make it fit, each checked (see mb_fit.h).
+ */
+#include "mb_fit.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mb_config.h"
+#include "mb_err.h"
+#include "mb_fwdbwd.h"
+#include "mb_num.h"
+#include "mb_step.h"
+
+enum shortfall {
+	SHORT_HOST = 1,	  /* the host buffers are more than the host has */
+	SHORT_PINNED = 2, /* a pinned buffer is more than one allocation */
+	SHORT_PEAK = 4,	  /* the device's peak is more than its memory */
+	SHORT_ALLOC = 8,  /* a device buffer is more than one allocation */
+};
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Make BYTES named TAG the largest so far if it is. */
+static void largest(uint64_t *top, const char **top_name, uint64_t bytes, const char *tag)
+{
+	if (bytes > *top) {
+		*top = bytes;
+		*top_name = tag;
+	}
+}
+
+/* The largest pinned buffer of the cell; mb_step names them so. */
+static void pinned(const struct mb_plan *plan, const struct mb_fit_cell *c, struct mb_fit_need *n)
+{
+	if (!c->pin_memory)
+		return;
+	largest(&n->pinned_largest_bytes, &n->pinned_largest, plan->host_bytes[MB_HOST_GRADS],
+		"grads");
+	largest(&n->pinned_largest_bytes, &n->pinned_largest, plan->host_bytes[MB_HOST_STAGING],
+		"bf16 staging");
+	if (c->pins_momentum)
+		largest(&n->pinned_largest_bytes, &n->pinned_largest,
+			plan->host_bytes[MB_HOST_MOMENTUM], "Muon momentum");
+}
+
+/* The apply's largest buffer: a batch, or a sub-group (its update buffers are smaller). */
+static void apply_buffer(const struct mb_plan *plan, struct mb_fit_need *n)
+{
+	uint64_t gathered;
+
+	if (!plan->ngroups)
+		return;
+	gathered = plan->groups[plan->largest_group].gathered_numel;
+	largest(&n->device_largest_bytes, &n->device_largest, 8 * gathered,
+		plan->set.stage == 3 ? "apply.subgroup" : "apply.batch");
+}
+
+/*
+ * The device's phases: what stays allocated (the resident params and the
+ * Newton-Schulz workspace) plus each phase's own buffers.
+ */
+static void device(const struct mb_model *m, const struct mb_plan *plan,
+		   const struct mb_fit_cell *c, struct mb_fit_need *n)
+{
+	uint64_t base = plan->resident_bytes + plan->ns_workspace_bytes, fb_largest, bucket;
+	const char *fb_tag;
+
+	bucket =
+		4 * (m->numel_total < MB_STEP_BUCKET_ELEMS ? m->numel_total : MB_STEP_BUCKET_ELEMS);
+	n->device_peak_bytes = c->overlap ? plan->peak_step_bytes_overlap
+					  : plan->peak_step_bytes_sync;
+	n->device_peak_phase = "step";
+	largest(&n->device_peak_bytes, &n->device_peak_phase, base + bucket, "backward");
+	largest(&n->device_largest_bytes, &n->device_largest, plan->resident_bytes, "params.bf16");
+	largest(&n->device_largest_bytes, &n->device_largest, plan->ns_workspace_bytes,
+		"ns.workspace");
+	largest(&n->device_largest_bytes, &n->device_largest, bucket, "bwd.bucket");
+	apply_buffer(plan, n);
+	if (!c->tokens)
+		return;
+	largest(&n->device_peak_bytes, &n->device_peak_phase,
+		sat_add(base, mb_fwdbwd_bytes(m, c->tokens, &fb_largest, &fb_tag)),
+		"forward/backward");
+	largest(&n->device_largest_bytes, &n->device_largest, fb_largest, fb_tag);
+}
+
+int mb_fit_need(const struct mb_model *m, const struct mb_fit_cell *c, bool host_memory,
+		struct mb_fit_need *need)
+{
+	struct mb_plan_settings set = c->plan;
+	struct mb_plan plan;
+	int b, err;
+
+	memset(need, 0, sizeof(*need));
+	set.world_size = 1; /* as mb_state_init: run replays one rank holding it all */
+	set.rank = 0;
+	if ((err = mb_plan_build(&plan, m, &set)))
+		return err;
+	for (b = 0; b < MB_HOST_NBUFFERS; b++)
+		need->host_bytes = sat_add(need->host_bytes, plan.host_bytes[b]);
+	pinned(&plan, c, need);
+	device(m, &plan, c, need);
+	if (host_memory) {
+		need->device_in_host_bytes = need->device_peak_bytes;
+		need->host_bytes = sat_add(need->host_bytes, need->device_peak_bytes);
+	}
+	mb_plan_release(&plan);
+	return 0;
+}
+
+/* The device's memory: its global memory, or the --device-mem-limit where less. */
+static uint64_t device_memory(const struct mb_fit_device *d)
+{
+	return d->limit_bytes && d->limit_bytes < d->global_mem_bytes ? d->limit_bytes
+								      : d->global_mem_bytes;
+}
+
+static unsigned shortfalls(const struct mb_fit_need *n, const struct mb_fit_host *h,
+			   const struct mb_fit_device *d)
+{
+	return (n->host_bytes > h->available_bytes ? SHORT_HOST : 0) |
+	       (n->pinned_largest_bytes > d->max_alloc_bytes ? SHORT_PINNED : 0) |
+	       (n->device_peak_bytes > device_memory(d) ? SHORT_PEAK : 0) |
+	       (n->device_largest_bytes > d->max_alloc_bytes ? SHORT_ALLOC : 0);
+}
+
+/* Whether cell C of M fits; a plan that cannot be made does not. */
+static bool fits(const struct mb_model *m, const struct mb_fit_cell *c, const struct mb_fit_host *h,
+		 const struct mb_fit_device *d)
+{
+	struct mb_fit_need n;
+
+	return !mb_fit_need(m, c, d->host_memory, &n) && !shortfalls(&n, h, d);
+}
+
+/* ---- the reason ---- */
+
+struct text {
+	char *buf;
+	size_t len, used;
+};
+
+static void __attribute__((format(printf, 2, 3))) add(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->used >= t->len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(t->buf + t->used, t->len - t->used, fmt, ap);
+	va_end(ap);
+	t->used = n < 0 ? t->len : t->used + (size_t)n;
+}
+
+/* A and B for people, in exact bytes where their rounded figures read the same. */
+static void two_sizes(char *a, char *b, size_t len, uint64_t x, uint64_t y)
+{
+	mb_fmt_bytes_iec(a, len, x);
+	mb_fmt_bytes_iec(b, len, y);
+	if (!strcmp(a, b)) {
+		snprintf(a, len, "%llu bytes", (unsigned long long)x);
+		snprintf(b, len, "%llu bytes", (unsigned long long)y);
+	}
+}
+
+static void say_shortfalls(struct text *t, unsigned s, const struct mb_fit_need *n,
+			   const struct mb_fit_host *h, const struct mb_fit_device *d)
+{
+	char a[32], b[32], c[32];
+	const char *sep = "";
+
+	if (s & SHORT_HOST) {
+		two_sizes(a, b, sizeof(a), n->host_bytes, h->available_bytes);
+		add(t, "the host buffers need %s", a);
+		if (n->device_in_host_bytes)
+			add(t, " (the device's %s included: a CPU device's memory is the host's)",
+			    mb_fmt_bytes_iec(c, sizeof(c), n->device_in_host_bytes));
+		add(t, " and the host has %s (%s)", b, h->where);
+		sep = "; ";
+	}
+	if (s & SHORT_PINNED) {
+		two_sizes(a, b, sizeof(a), n->pinned_largest_bytes, d->max_alloc_bytes);
+		add(t, "%spinned host buffer '%s' (%s) is larger than '%s' allocates at once (%s)",
+		    sep, n->pinned_largest, a, d->name, b);
+		sep = "; ";
+	}
+	if (s & SHORT_PEAK) {
+		two_sizes(a, b, sizeof(a), n->device_peak_bytes, device_memory(d));
+		add(t, "%sthe device peak (%s phase, CLBlast's temporaries aside) is %s and ", sep,
+		    n->device_peak_phase, a);
+		if (device_memory(d) < d->global_mem_bytes)
+			add(t, "the --device-mem-limit is %s", b);
+		else
+			add(t, "'%s' has %s of global memory", d->name, b);
+		sep = "; ";
+	}
+	if (s & SHORT_ALLOC) {
+		two_sizes(a, b, sizeof(a), n->device_largest_bytes, d->max_alloc_bytes);
+		add(t, "%sdevice buffer '%s' (%s) is larger than '%s' allocates at once (%s)", sep,
+		    n->device_largest, a, d->name, b);
+	}
+}
+
+/* ---- what would fit ---- */
+
+/* Model M cut to its first LAYERS decoder layers, as --layers cuts it, into *out. */
+static int cut(const struct mb_model *m, unsigned layers, struct mb_model *out)
+{
+	const struct mb_param *p;
+	size_t i;
+	int err = 0;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "%s", m->name);
+	snprintf(out->source, sizeof(out->source), "%s", m->source);
+	for (i = 0; i < m->nparams && !err; i++) {
+		p = &m->params[i];
+		if (p->layer < 0 || (unsigned)p->layer < layers)
+			err = mb_model_add(out, p->name, p->ndim, p->rows, p->cols, p->layer);
+	}
+	out->layers = layers;
+	if (err)
+		mb_model_release(out);
+	return err;
+}
+
+/* The most layers of M, fewer than it has, with which C fits; 0 if none. */
+static unsigned most_layers(const struct mb_model *m, const struct mb_fit_cell *c,
+			    const struct mb_fit_host *h, const struct mb_fit_device *d)
+{
+	struct mb_model less;
+	unsigned n;
+	bool ok;
+
+	for (n = m->layers; n-- > 1;) {
+		if (cut(m, n, &less))
+			return 0;
+		ok = fits(&less, c, h, d);
+		mb_model_release(&less);
+		if (ok)
+			return n;
+	}
+	return 0;
+}
+
+/* "256Mi", "1Gi" or bytes: as --gather-budget reads it back. */
+static void size_arg(char *buf, size_t len, uint64_t bytes)
+{
+	if (bytes && !(bytes % (1ull << 30)))
+		snprintf(buf, len, "%lluGi", (unsigned long long)(bytes >> 30));
+	else if (bytes && !(bytes % (1ull << 20)))
+		snprintf(buf, len, "%lluMi", (unsigned long long)(bytes >> 20));
+	else if (bytes && !(bytes % (1ull << 10)))
+		snprintf(buf, len, "%lluKi", (unsigned long long)(bytes >> 10));
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)bytes);
+}
+
+/*
+ * The largest halving of the gather budget (stage 1/2) or of the sub-group
+ * size (stage 3) with which C fits, as an option into BUF; false if none.
+ */
+static bool smaller_apply(const struct mb_model *m, const struct mb_fit_cell *c,
+			  const struct mb_fit_host *h, const struct mb_fit_device *d, char *buf,
+			  size_t len)
+{
+	struct mb_fit_cell less = *c;
+	uint64_t *knob = c->plan.stage == 3 ? &less.plan.sub_group_size
+					    : &less.plan.gather_budget_bytes;
+	char size[32];
+
+	for (*knob /= 2; *knob; *knob /= 2) {
+		if (!fits(m, &less, h, d))
+			continue;
+		if (c->plan.stage == 3) {
+			snprintf(buf, len, "--sub-group-size %llu", (unsigned long long)*knob);
+		} else {
+			size_arg(size, sizeof(size), *knob);
+			snprintf(buf, len, "--gather-budget %s", size);
+		}
+		return true;
+	}
+	return false;
+}
+
+/* The largest built-in model smaller than M with which C fits, into NAME; false if none. */
+static bool smaller_model(const struct mb_model *m, const struct mb_fit_cell *c,
+			  const struct mb_fit_host *h, const struct mb_fit_device *d, char *name,
+			  size_t len)
+{
+	char names[512], *p, *next;
+	struct mb_model other;
+	uint64_t best = 0;
+
+	mb_config_builtin_names(names, sizeof(names));
+	for (p = names; p && *p; p = next) {
+		next = strstr(p, ", ");
+		if (next) {
+			*next = '\0';
+			next += 2;
+		}
+		if (mb_config_load_builtin(&other, p, 0))
+			continue;
+		if (other.numel_total < m->numel_total && other.numel_total > best &&
+		    fits(&other, c, h, d)) {
+			best = other.numel_total;
+			snprintf(name, len, "%s", p);
+		}
+		mb_model_release(&other);
+	}
+	return best > 0;
+}
+
+/* Each change that would make C fit, into T: "; would fit: --layers 3, ...". */
+static void say_suggestions(struct text *t, unsigned s, const struct mb_model *m,
+			    const struct mb_fit_cell *c, const struct mb_fit_host *h,
+			    const struct mb_fit_device *d)
+{
+	struct mb_fit_cell unpinned = *c;
+	unsigned layers = most_layers(m, c, h, d), unpinned_layers = 0;
+	char apply[64], model[512];
+	const char *sep = "; would fit: ";
+
+	unpinned.pin_memory = false;
+	if (layers) {
+		add(t, "%s--layers %u", sep, layers);
+		sep = ", or ";
+	}
+	if ((s & SHORT_PINNED) && fits(m, &unpinned, h, d)) {
+		add(t, "%s--pin-memory off", sep);
+		sep = ", or ";
+	} else if ((s & SHORT_PINNED) && (unpinned_layers = most_layers(m, &unpinned, h, d)) &&
+		   unpinned_layers > layers) {
+		add(t, "%s--pin-memory off --layers %u", sep, unpinned_layers);
+		sep = ", or ";
+	}
+	if ((s & (SHORT_PEAK | SHORT_ALLOC)) && smaller_apply(m, c, h, d, apply, sizeof(apply))) {
+		add(t, "%s%s", sep, apply);
+		sep = ", or ";
+	}
+	if (smaller_model(m, c, h, d, model, sizeof(model))) {
+		add(t, "%s--model %s", sep, model);
+		sep = ", or ";
+	}
+	if (!strcmp(sep, "; would fit: "))
+		add(t,
+		    "; no fewer --layers, %s--gather-budget or --sub-group-size, nor a smaller "
+		    "built-in --model fits either",
+		    s & SHORT_PINNED ? "--pin-memory off, " : "");
+}
+
+int mb_fit_check(const struct mb_model *m, const struct mb_fit_cell *c, const struct mb_fit_host *h,
+		 const struct mb_fit_device *d, char *reason, size_t len)
+{
+	struct text t = { reason, len, 0 };
+	struct mb_fit_need n;
+	unsigned s;
+	int err;
+
+	if (len)
+		reason[0] = '\0';
+	if ((err = mb_fit_need(m, c, d->host_memory, &n)))
+		return err;
+	if (!(s = shortfalls(&n, h, d)))
+		return 1;
+	add(&t, "does not fit: ");
+	say_shortfalls(&t, s, &n, h, d);
+	say_suggestions(&t, s, m, c, h, d);
+	return 0;
+}

@@ -1,0 +1,88 @@
+/*
+ * mb_fit: whether a cell (a model, a stage, a variant and the knobs) fits
+ * this host and this device, worked out before anything is allocated; and,
+ * when it does not, why and what would.
+ *
+ * What a cell needs comes from its plan, for the one rank that run replays:
+ *   host    every host buffer of the plan; on a CPU device, whose memory is
+ *           the host's, the device's peak as well;
+ *   pinned  each pinned buffer (the grads and the bf16 staging with
+ *           pin_memory on, the Muon momentum too in pin and both) is one
+ *           allocation of the device;
+ *   device  the highest of the phases' peaks: the synthetic forward/backward
+ *           with its buffers, the backward stand-in with its gradient
+ *           bucket, and the step as the plan predicts it, CLBlast's
+ *           temporaries aside (they depend on the device); and each buffer
+ *           one allocation of the device.
+ * These are held against what the host has available (mb_host_mem_available),
+ * the device's global memory (or --device-mem-limit where that is less) and
+ * its maximum allocation, as the caller read them once: the same figures that
+ * the run's own checks use, so that a message quotes what was checked.
+ *
+ * A reason names each shortfall with its figures, then what would fit, each
+ * suggestion checked the same way: the largest --layers, --pin-memory off, a
+ * smaller --gather-budget or --sub-group-size, the largest built-in --model
+ * smaller than this one.
+ */
+#ifndef MB_FIT_H
+#define MB_FIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mb_model.h"
+#include "mb_plan.h"
+
+/* What the host has for a run. */
+struct mb_fit_host {
+	uint64_t available_bytes;
+	char where[128]; /* where the figure comes from: "MemAvailable" */
+};
+
+/* What the device has, as read once when it was opened. */
+struct mb_fit_device {
+	char name[128];
+	uint64_t global_mem_bytes, max_alloc_bytes;
+	uint64_t limit_bytes; /* --device-mem-limit; 0: none */
+	bool host_memory;     /* a CPU device: its buffers are host memory too */
+};
+
+/* A cell, as run allocates it. */
+struct mb_fit_cell {
+	struct mb_plan_settings plan; /* its world is one rank, as run's */
+	bool pin_memory;	      /* the grads and the staging pinned */
+	bool pins_momentum;	      /* the variant pins the momentum (pin, both) */
+	bool overlap;		      /* the variant overlaps the writeback */
+	uint64_t tokens;	      /* of the synthetic forward/backward; 0: off */
+};
+
+/* What a cell needs. The names are static strings. */
+struct mb_fit_need {
+	uint64_t host_bytes;	       /* the device's peak included where it is host memory */
+	uint64_t device_in_host_bytes; /* that part of host_bytes */
+	uint64_t pinned_largest_bytes; /* 0: nothing pinned */
+	const char *pinned_largest;    /* "grads", as the run names its buffers */
+	uint64_t device_peak_bytes;
+	const char *device_peak_phase; /* "step", "backward" or "forward/backward" */
+	uint64_t device_largest_bytes;
+	const char *device_largest; /* the ledger's tag: "params.bf16" */
+};
+
+/*
+ * What cell C of model M needs, into *need, with HOST_MEMORY as
+ * mb_fit_device's. Returns 0, or the plan's error (-MB_EINPUT for bad
+ * settings, -MB_EFAIL out of host memory).
+ */
+int mb_fit_need(const struct mb_model *m, const struct mb_fit_cell *c, bool host_memory,
+		struct mb_fit_need *need);
+
+/*
+ * Whether cell C of model M fits host H and device D: 1 if it does; 0 if
+ * not, with the reason (each shortfall with its figures, then what would
+ * fit) in REASON (LEN bytes); or the plan's error, negative.
+ */
+int mb_fit_check(const struct mb_model *m, const struct mb_fit_cell *c, const struct mb_fit_host *h,
+		 const struct mb_fit_device *d, char *reason, size_t len);
+
+#endif

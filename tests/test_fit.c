@@ -1,0 +1,349 @@
+/*
+ * The fit check, with made-up host and device figures and no device: a cell
+ * that fits; the host short (the figures, and the largest --layers that
+ * fits, checked against the model cut as --layers cuts it); the device short
+ * of memory or of one allocation; a pinned buffer larger than one allocation
+ * (--pin-memory off); a CPU device, whose buffers are host memory; nothing
+ * that fits at all; and the meminfo figures the host's side comes from.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mb_config.h"
+#include "mb_err.h"
+#include "mb_fit.h"
+#include "mb_host.h"
+#include "mb_num.h"
+
+#define GIB (1ull << 30)
+#define MIB (1ull << 20)
+
+static char reason[1024];
+
+static struct mb_fit_cell cell(unsigned stage)
+{
+	struct mb_fit_cell c = {
+		.plan = { .stage = stage,
+			  .gather_budget_bytes = 512 * MIB,
+			  .sub_group_size = 1000000000,
+			  .world_size = 1 },
+		.pin_memory = true,
+	};
+	return c;
+}
+
+static struct mb_fit_host roomy_host(void)
+{
+	struct mb_fit_host h = { .available_bytes = 1ull << 50, .where = "MemAvailable" };
+	return h;
+}
+
+static struct mb_fit_device roomy_device(void)
+{
+	struct mb_fit_device d = { .name = "dev",
+				   .global_mem_bytes = 1ull << 50,
+				   .max_alloc_bytes = 1ull << 50 };
+	return d;
+}
+
+static void load(struct mb_model *m, const char *name, unsigned layers)
+{
+	assert_int_equal(mb_config_load_builtin(m, name, layers), 0);
+}
+
+/* Whether REASON holds TEXT; the reason is printed when it does not. */
+static void assert_says(const char *text)
+{
+	if (!strstr(reason, text))
+		fail_msg("no '%s' in '%s'", text, reason);
+}
+
+/* The number after PREFIX in REASON. */
+static unsigned long long after(const char *prefix)
+{
+	const char *p = strstr(reason, prefix);
+
+	if (!p)
+		fail_msg("no '%s' in '%s'", prefix, reason);
+	return strtoull(p + strlen(prefix), NULL, 10);
+}
+
+static void tiny_fits(void **state)
+{
+	struct mb_fit_host h = roomy_host();
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(2);
+	struct mb_model m;
+	unsigned stage;
+
+	(void)state;
+	load(&m, "tiny", 0);
+	for (stage = 1; stage <= 3; stage++) {
+		c.plan.stage = stage;
+		assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+		assert_string_equal(reason, "");
+	}
+	mb_model_release(&m);
+}
+
+/*
+ * Qwen3-4B's host buffers (57.9 GB: fp32 master, grads, momentum, AdamW
+ * moments and bf16 staging, as muonbench plan lists them) on a 30 GB host.
+ */
+static void host_short(void **state)
+{
+	struct mb_fit_host h = { .available_bytes = 30000000000ull, .where = "MemAvailable" };
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(2);
+	struct mb_model m, cut;
+	unsigned layers;
+
+	(void)state;
+	load(&m, "qwen3-4b", 0);
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("does not fit: the host buffers need 53.9 GiB and the host has 27.9 GiB "
+		    "(MemAvailable)");
+	assert_null(strstr(reason, "device")); /* the device is not short */
+	layers = (unsigned)after("would fit: --layers ");
+	assert_true(layers > 0 && layers < 36);
+	/* the largest that fits, as --layers cuts the model */
+	load(&cut, "qwen3-4b", layers);
+	assert_int_equal(mb_fit_check(&cut, &c, &h, &d, reason, sizeof(reason)), 1);
+	mb_model_release(&cut);
+	load(&cut, "qwen3-4b", layers + 1);
+	assert_int_equal(mb_fit_check(&cut, &c, &h, &d, reason, sizeof(reason)), 0);
+	mb_model_release(&cut);
+	mb_model_release(&m);
+}
+
+/* Tiny's step peak against a device of 16 MiB, and against a limit of 16 MiB. */
+static void device_short(void **state)
+{
+	struct mb_fit_host h = roomy_host();
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(2), smaller;
+	struct mb_fit_need need;
+	struct mb_model m;
+	unsigned long long budget;
+
+	(void)state;
+	load(&m, "tiny", 0);
+	d.global_mem_bytes = 16 * MIB;
+	assert_int_equal(mb_fit_need(&m, &c, false, &need), 0);
+	assert_true(need.device_peak_bytes > 16 * MIB);
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("does not fit: the device peak (step phase, CLBlast's temporaries aside) is "
+		    "18.0 MiB and 'dev' has 16.0 MiB of global memory; would fit: --layers 1");
+	/* the largest halving of the gather budget that fits */
+	budget = after("--gather-budget ");
+	assert_says("Mi");
+	smaller = c;
+	smaller.plan.gather_budget_bytes = budget * MIB;
+	assert_int_equal(mb_fit_check(&m, &smaller, &h, &d, reason, sizeof(reason)), 1);
+	smaller.plan.gather_budget_bytes = 2 * budget * MIB;
+	assert_int_equal(mb_fit_check(&m, &smaller, &h, &d, reason, sizeof(reason)), 0);
+
+	/* --device-mem-limit, where it is less than the device's memory, is the device's */
+	d.global_mem_bytes = GIB;
+	d.limit_bytes = 16 * MIB;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("is 18.0 MiB and the --device-mem-limit is 16.0 MiB");
+	d.limit_bytes = 2 * GIB;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+
+	/* stage 3's sub-group is one buffer: a smaller --sub-group-size */
+	c.plan.stage = 3;
+	d.limit_bytes = 16 * MIB;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("the device peak (step phase");
+	assert_says("--sub-group-size ");
+	mb_model_release(&m);
+}
+
+/* Qwen3-4B's resident bf16 params (7.49 GiB) are one allocation of the device. */
+static void device_allocation_short(void **state)
+{
+	struct mb_fit_host h = roomy_host();
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(2);
+	struct mb_model m;
+
+	(void)state;
+	load(&m, "qwen3-4b", 0);
+	c.pin_memory = false;
+	d.max_alloc_bytes = 2 * GIB;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("does not fit: device buffer 'params.bf16' (7.49 GiB) is larger than 'dev' "
+		    "allocates at once (2.00 GiB)");
+	assert_says("would fit: --layers ");
+	/* Qwen3-1.7B's bf16 params are 3.4 GB: too much too */
+	assert_says(", or --model qwen3-0.6b");
+	mb_model_release(&m);
+}
+
+/*
+ * Qwen3-0.6B's pinned grads (fp32, 4 bytes a parameter) are larger than
+ * one allocation of 2 GiB; nothing else is.
+ */
+static void pinned_short(void **state)
+{
+	struct mb_fit_host h = roomy_host();
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(2);
+	struct mb_fit_need need;
+	struct mb_model m;
+	char grads[32], want[256];
+
+	(void)state;
+	load(&m, "qwen3-0.6b", 0);
+	d.max_alloc_bytes = 2 * GIB;
+	assert_int_equal(mb_fit_need(&m, &c, false, &need), 0);
+	assert_string_equal(need.pinned_largest, "grads");
+	assert_int_equal(need.pinned_largest_bytes, 4 * m.numel_total);
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	snprintf(want, sizeof(want),
+		 "does not fit: pinned host buffer 'grads' (%s) is larger than 'dev' allocates "
+		 "at once (2.00 GiB); would fit: --layers ",
+		 mb_fmt_bytes_iec(grads, sizeof(grads), 4 * m.numel_total));
+	assert_says(want);
+	assert_says(", or --pin-memory off");
+	c.pin_memory = false;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+	/* the pin variants pin the momentum too: it is smaller than the grads */
+	c.pin_memory = c.pins_momentum = true;
+	assert_int_equal(mb_fit_need(&m, &c, false, &need), 0);
+	assert_string_equal(need.pinned_largest, "grads");
+	mb_model_release(&m);
+}
+
+/* On a CPU device the device's buffers are host memory as well. */
+static void cpu_device(void **state)
+{
+	struct mb_fit_host h = roomy_host();
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(3);
+	struct mb_fit_need apart, shared;
+	struct mb_model m;
+
+	(void)state;
+	load(&m, "tiny", 0);
+	assert_int_equal(mb_fit_need(&m, &c, false, &apart), 0);
+	assert_int_equal(mb_fit_need(&m, &c, true, &shared), 0);
+	assert_int_equal(apart.device_in_host_bytes, 0);
+	assert_int_equal(shared.device_in_host_bytes, shared.device_peak_bytes);
+	assert_int_equal(shared.host_bytes, apart.host_bytes + apart.device_peak_bytes);
+	d.host_memory = true;
+	h.available_bytes = apart.host_bytes + 1;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("(the device's 18.8 MiB included: a CPU device's memory is the host's)");
+	d.host_memory = false;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+	mb_model_release(&m);
+}
+
+/*
+ * The device's peak per phase, as the ledger measured it on PoCL without
+ * CLBlast's temporaries (peak_device_own_bytes of run --config micro.json
+ * --gather-budget 128Ki): the backward's bucket, stage 3's sub-group, and
+ * with --seq 4096 the forward/backward's buffers.
+ */
+static void peaks_as_measured(void **state)
+{
+	struct mb_fit_cell c = cell(2);
+	struct mb_fit_need n;
+	struct mb_model m;
+
+	(void)state;
+	assert_int_equal(mb_config_load_file(&m, "tests/data/good/micro.json", 0), 0);
+	c.plan.gather_budget_bytes = 128 << 10;
+	assert_int_equal(mb_fit_need(&m, &c, false, &n), 0);
+	assert_int_equal(n.device_peak_bytes, 920068);
+	assert_string_equal(n.device_peak_phase, "backward");
+	c.plan.stage = 3;
+	assert_int_equal(mb_fit_need(&m, &c, false, &n), 0);
+	assert_int_equal(n.device_peak_bytes, 1229828);
+	assert_string_equal(n.device_peak_phase, "step");
+	c.overlap = true;
+	assert_int_equal(mb_fit_need(&m, &c, false, &n), 0);
+	assert_int_equal(n.device_peak_bytes, 1278980);
+	c.tokens = 4096;
+	assert_int_equal(mb_fit_need(&m, &c, false, &n), 0);
+	assert_int_equal(n.device_peak_bytes, 17302532);
+	assert_string_equal(n.device_peak_phase, "forward/backward");
+	mb_model_release(&m);
+}
+
+static void nothing_fits(void **state)
+{
+	struct mb_fit_host h = roomy_host();
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(2);
+	struct mb_model m;
+
+	(void)state;
+	load(&m, "tiny", 0);
+	d.global_mem_bytes = MIB;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("; no fewer --layers, --gather-budget or --sub-group-size, nor a smaller "
+		    "built-in --model fits either");
+	mb_model_release(&m);
+}
+
+static void bad_plan(void **state)
+{
+	struct mb_fit_host h = roomy_host();
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(2);
+	struct mb_model m;
+
+	(void)state;
+	load(&m, "tiny", 0);
+	c.plan.gather_budget_bytes = 1024;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "raise --gather-budget"));
+	mb_model_release(&m);
+}
+
+static void meminfo(void **state)
+{
+	const char *proc = "MemTotal:       24683652 kB\nMemFree:        23737700 kB\n"
+			   "MemAvailable:   24018612 kB\nBuffers:            3292 kB\n";
+	const char *node = "Node 1 MemTotal:       20014876 kB\n"
+			   "Node 1 MemFree:        19072628 kB\n";
+	char where[128];
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(mb_host_meminfo_value(proc, "MemAvailable", &v), 0);
+	assert_int_equal(v, 24018612ull * 1024);
+	assert_int_equal(mb_host_meminfo_value(proc, "MemFree", &v), 0);
+	assert_int_equal(v, 23737700ull * 1024);
+	assert_int_equal(mb_host_meminfo_value(node, "Node 1 MemFree", &v), 0);
+	assert_int_equal(v, 19072628ull * 1024);
+	assert_int_equal(mb_host_meminfo_value(proc, "Mem", &v), -MB_EINPUT);
+	assert_int_equal(mb_host_meminfo_value(node, "MemFree", &v), -MB_EINPUT);
+	/* this host's own figure */
+	assert_int_equal(mb_host_mem_available(&v, where, sizeof(where)), 0);
+	assert_true(v > 0);
+	assert_true(!strcmp(where, "MemAvailable") || strstr(where, "NUMA node"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(tiny_fits),	     cmocka_unit_test(host_short),
+		cmocka_unit_test(device_short),	     cmocka_unit_test(device_allocation_short),
+		cmocka_unit_test(pinned_short),	     cmocka_unit_test(cpu_device),
+		cmocka_unit_test(peaks_as_measured), cmocka_unit_test(nothing_fits),
+		cmocka_unit_test(bad_plan),	     cmocka_unit_test(meminfo),
+	};
+
+	return cmocka_run_group_tests_name("fit", tests, NULL, NULL);
+}
