@@ -6,7 +6,9 @@
  * decoupled weight decay). Both write the new parameter as bf16 into the
  * staging buffer in the same pass, ready to go back to the device. OpenMP
  * threads, static schedule, no reductions: the result does not depend on
- * the thread count.
+ * the thread count. Each call is one parallel region, so how the threads
+ * wait between regions decides its cost on a busy machine: muonbench
+ * makes them wait passively (cmd/main.c says why).
  */
 #ifndef MB_HOSTOPT_H
 #define MB_HOSTOPT_H
