@@ -6,9 +6,12 @@
  * decoupled weight decay). Both write the new parameter as bf16 into the
  * staging buffer in the same pass, ready to go back to the device. OpenMP
  * threads, static schedule, no reductions: the result does not depend on
- * the thread count. Each call is one parallel region, so how the threads
- * wait between regions decides its cost on a busy machine: muonbench
- * makes them wait passively (cmd/main.c says why).
+ * the thread count. The calls share their elements out among the threads
+ * of the parallel region they are called in (an orphaned `omp for`, no
+ * barrier at the end), so a whole host step is one region: how the threads
+ * wait between regions decides the cost on a busy machine, and muonbench
+ * makes them wait passively (cmd/main.c says why). Called outside a
+ * parallel region, they run on the calling thread alone.
  */
 #ifndef MB_HOSTOPT_H
 #define MB_HOSTOPT_H

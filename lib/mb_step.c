@@ -673,6 +673,8 @@ static void host_optimizer(struct mb_state *s)
 	uint16_t *staging = s->staging.ptr;
 	size_t i;
 
+	/* one parallel region for the whole step: each call shares out its elements */
+#pragma omp parallel private(i)
 	for (i = 0; i < m->nparams; i++) {
 		uint64_t off = s->offset[i], so = s->state_offset[i];
 		uint64_t n = mb_param_numel(&m->params[i]);
