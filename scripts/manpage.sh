@@ -66,6 +66,20 @@ bad usage or bad input: an option, a value, a model config; the message names it
 .B OCL_ICD_VENDORS
 where the OpenCL ICD loader looks for drivers (see
 .BR clinfo (1)).
+.TP
+.B XDG_CACHE_HOME
+where the CLBlast tunings and their verdicts are cached (muonbench/ below it;
+default ~/.cache).
+.TP
+.B MUONBENCH_SHIPPED_TUNINGS
+off: --tuning auto leaves the shipped tunings out (the cache's alone).
+.TP
+.B OMP_WAIT_POLICY, GOMP_SPINCOUNT
+when neither is set, muonbench runs itself again with OMP_WAIT_POLICY=passive,
+so that OpenMP's threads sleep between parallel regions.
+.TP
+.B TMPDIR
+where tune's work, the tuning checks and a fallback results file go (default /tmp).
 .SH SEE ALSO
 .BR clinfo (1),
 .BR numactl (8).
