@@ -6,10 +6,19 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "mb_clock.h"
+
+bool mb_child_possible(void)
+{
+	const char *preload = getenv("LD_PRELOAD");
+
+	return !(preload && strstr(preload, "vgpreload"));
+}
 
 int mb_child_run(const char *dir, char *const *argv, double deadline_s, const char *out_name,
 		 volatile sig_atomic_t *stop)

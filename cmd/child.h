@@ -21,6 +21,12 @@
 #define MB_CHILD_VERIFY_SHAPES "100x260,128x384,300x620"
 
 /*
+ * Whether this program can run its own file again (/proc/self/exe): not
+ * under valgrind, where that is valgrind's tool, which refuses to run.
+ */
+bool mb_child_possible(void);
+
+/*
  * Run ARGV in DIR, its stdout to DIR/OUT_NAME (or with its stderr, when
  * OUT_NAME is NULL) and its stderr to DIR/log.txt, until it ends, DEADLINE_S
  * (mb_now_s) passes or *STOP (if given) becomes non-zero: then it is killed.

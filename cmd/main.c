@@ -4,9 +4,9 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "commands.h"
 #include "mb_err.h"
 #include "options.h"
@@ -41,7 +41,8 @@ static int dispatch(const struct mb_args *args)
  * OpenMP's threads wait passively (asleep in the kernel) unless the user
  * says otherwise. libgomp's default is to spin GOMP_SPINCOUNT = 300000
  * times first, about 7 ms of a core on a 2-core EPYC VM, at the end of
- * every parallel region; the host optimizer runs one region per parameter.
+ * every parallel region; the host optimizer ran one region per parameter
+ * (it runs one a step now, which passive waiting made worth it).
  * When another process holds one of two cores, the spinner keeps the core
  * left busy while the thread it waits for queues for a core, behind the
  * spinner or the other process, until the scheduler preempts one of them:
@@ -58,10 +59,7 @@ static int dispatch(const struct mb_args *args)
  */
 static void wait_passively(char **argv)
 {
-	const char *preload = getenv("LD_PRELOAD");
-
-	if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") ||
-	    (preload && strstr(preload, "vgpreload")))
+	if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || !mb_child_possible())
 		return;
 	if (setenv("OMP_WAIT_POLICY", "passive", 1))
 		return;

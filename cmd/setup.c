@@ -41,10 +41,11 @@ void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel
 /*
  * Whether tuning T (from SOURCE, made for another device of D's family)
  * passes ns --verify on D, in a child: a bad kernel may crash or hang, and
- * CLBlast keeps parameters once set. The verdict is cached per device.
+ * CLBlast keeps parameters once set. 1 it passed, 0 it failed (the verdict
+ * is cached per device), -1 it could not be checked (said on stderr).
  */
-static bool verified_on(const struct mb_cl_device_info *d, const struct mb_tuning *t,
-			const char *source)
+static int verified_on(const struct mb_cl_device_info *d, const struct mb_tuning *t,
+		       const char *source)
 {
 	const char *tmp = getenv("TMPDIR");
 	struct mb_tuning keyed = *t;
@@ -53,12 +54,18 @@ static bool verified_on(const struct mb_cl_device_info *d, const struct mb_tunin
 
 	if (verdict >= 0)
 		return verdict;
+	if (!mb_child_possible()) {
+		fprintf(stderr, "muonbench: --tuning auto: %s was made for '%s' and cannot be "
+				"checked here (under valgrind); CLBlast's defaults instead\n",
+			source, t->device);
+		return -1;
+	}
 	snprintf(dir, sizeof(dir), "%s/muonbench-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir)) {
 		fprintf(stderr, "muonbench: --tuning auto: cannot make a directory in '%s' to check "
 				"%s: %s; CLBlast's defaults instead\n",
 			tmp && *tmp ? tmp : "/tmp", source, strerror(errno));
-		return false;
+		return -1;
 	}
 	fprintf(stderr,
 		"muonbench: --tuning auto: %s was made for '%s'; checking it on '%s' with ns "
@@ -66,17 +73,25 @@ static bool verified_on(const struct mb_cl_device_info *d, const struct mb_tunin
 		source, t->device, d->name);
 	mb_tuning_set_key(&keyed, d);
 	rc = mb_child_ns(dir, &keyed, d, NULL, true, mb_now_s() + 600, NULL);
-	if (mb_tuning_record_verdict(d, t, source, rc == 0))
+	/* a child that could not start (127: no exec) says nothing of the tuning */
+	if (rc != 127 && rc >= 0 && mb_tuning_record_verdict(d, t, source, rc == 0))
 		fprintf(stderr, "muonbench: %s (the check is not cached)\n", mb_errmsg());
+	if (rc == 127 || rc < 0) {
+		fprintf(stderr,
+			"muonbench: --tuning auto: no child could be started to check %s (see "
+			"'%s'); CLBlast's defaults instead\n",
+			source, dir);
+		return -1;
+	}
 	if (rc) {
 		fprintf(stderr,
 			"muonbench: --tuning auto: %s failed ns --verify on '%s' (exit %d; see "
 			"'%s/log.txt'); CLBlast's defaults instead\n",
 			source, d->name, rc, dir);
-		return false;
+		return 0;
 	}
 	mb_child_remove(dir);
-	return true;
+	return 1;
 }
 
 /* Why --tuning auto found nothing for D, into WHY. */
@@ -92,7 +107,7 @@ static void why_default(const struct mb_cl_device_info *d, char *why, size_t len
 int mb_setup_tuning(const struct mb_args *args, const struct mb_cl_device_info *d,
 		    struct mb_tuning *t, struct mb_setup_tuning *chosen)
 {
-	int found, err;
+	int found, err, verdict;
 
 	memset(chosen, 0, sizeof(*chosen));
 	chosen->match = MB_TUNING_NONE;
@@ -128,14 +143,15 @@ int mb_setup_tuning(const struct mb_args *args, const struct mb_cl_device_info *
 		snprintf(chosen->why, sizeof(chosen->why),
 			 "made for '%s', of the same architecture '%s' and driver %s", t->device,
 			 t->arch, t->driver);
-	else if (verified_on(d, t, chosen->source))
+	else if ((verdict = verified_on(d, t, chosen->source)) > 0)
 		snprintf(chosen->why, sizeof(chosen->why),
 			 "made for '%s', another %s of %s; it passed ns --verify here", t->device,
 			 t->type, t->platform);
 	else {
 		snprintf(chosen->why, sizeof(chosen->why),
-			 "%.512s (made for '%s', another %s of %s) failed ns --verify here",
-			 chosen->source, t->device, t->type, t->platform);
+			 "%.512s (made for '%s', another %s of %s) %s", chosen->source, t->device,
+			 t->type, t->platform,
+			 verdict ? "could not be checked here" : "failed ns --verify here");
 		snprintf(chosen->source, sizeof(chosen->source), "default");
 		chosen->match = MB_TUNING_NONE;
 	}
