@@ -93,14 +93,21 @@ static void print_row(const struct mb_compared *c, double alpha)
 	}
 	print_timing(&c->timing[0], alpha);
 	print_timing(&c->timing[1], alpha);
-	/* the phases only when they moved */
+	/* the phases only when they moved; why one that moved does not count */
 	printf(" ");
-	for (k = 2; k < MB_COMPARE_TIMINGS; k++)
-		if (c->timing[k].verdict == MB_REGRESSION || c->timing[k].verdict == MB_SLOWER) {
-			printf("%s%s %+.0f%% (%s)", others, c->timing[k].name,
-			       c->timing[k].change_pct, mb_verdict_names[c->timing[k].verdict]);
-			others = "; ";
-		}
+	for (k = 2; k < MB_COMPARE_TIMINGS; k++) {
+		const struct mb_timing *t = &c->timing[k];
+
+		if (t->verdict == MB_SAME)
+			continue;
+		printf("%s%s %+.0f%% (%s%s)", others, t->name, t->change_pct,
+		       mb_verdict_names[t->verdict],
+		       t->counts	      ? ""
+		       : !t->testable	      ? ", not counted: too few samples"
+		       : t->test.p >= alpha ? ", not counted: not significant"
+					    : ", not counted: under the phase floor");
+		others = "; ";
+	}
 	if (c->changed[0]) {
 		printf("%s", others);
 		mb_print_md_text(c->changed);
@@ -117,6 +124,7 @@ int mb_cmd_compare(const struct mb_args *args)
 {
 	struct mb_compare_settings s = { .alpha = args->alpha,
 					 .threshold_pct = args->threshold,
+					 .phase_floor_pct = args->phase_floor,
 					 .ratios = args->ratios };
 	struct side base = { 0 }, new_ = { 0 };
 	size_t n = 0, i, count[5] = { 0 }, unmatched = 0;

@@ -140,6 +140,9 @@ static const struct option options[] = {
 	  "significance of the Mann-Whitney test for a timing to count as changed" },
 	{ "threshold", "PCT", REAL, AT(threshold), "5", 0, 1000, NULL, ON(MB_CMD_COMPARE),
 	  "the smallest slowdown, in percent of the baseline's median, that is a regression" },
+	{ "phase-floor", "PCT", REAL, AT(phase_floor), "5", 0, 1000, NULL, ON(MB_CMD_COMPARE),
+	  "a phase moves a cell's verdict only when its change is also larger than PCT percent "
+	  "of the cell's Muon apply time (the iteration and the apply always count)" },
 	{ "ratios", NULL, FLAG, AT(ratios), NULL, 0, 0, NULL, ON(MB_CMD_COMPARE),
 	  "compare each timing as a ratio to master's median in the same file and stage "
 	  "(what survives a slower or busier machine)" },

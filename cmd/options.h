@@ -67,6 +67,7 @@ struct mb_args {
 	bool verify;
 
 	double alpha, threshold; /* compare: significance, and the smallest slowdown in % */
+	double phase_floor;	 /* compare: a phase's smallest change, in % of the apply */
 	bool allow_device_change, ratios, exact;
 
 	const char *image; /* plot: -o */

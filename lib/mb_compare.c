@@ -82,6 +82,12 @@ static int test_timing(const struct mb_compared *c, int k, const struct mb_compa
 		return err;
 	t->base_s = mb_spread_of(vb, t->nbase).median;
 	t->new_s = mb_spread_of(vn, t->nnew).median;
+	t->base_raw_s = t->base_s;
+	t->new_raw_s = t->new_s;
+	if (s->ratios) {
+		t->base_raw_s = mb_spread_of(vb, samples(c->base_table, c->base, k, false, vb)).median;
+		t->new_raw_s = mb_spread_of(vn, samples(c->new_table, c->new_, k, false, vn)).median;
+	}
 	t->change_pct = t->base_s > 0 ? 100 * (t->new_s - t->base_s) / t->base_s : 0;
 	t->testable = t->test.p_min < s->alpha;
 	if (t->test.p < s->alpha && t->change_pct > s->threshold_pct)
@@ -199,10 +205,16 @@ static int compare_cell(struct mb_compared *c, const struct mb_compare_settings 
 	if (!vb || !vn)
 		err = mb_fail("out of host memory comparing results");
 	for (k = 0; k < MB_COMPARE_TIMINGS && !err; k++) {
-		err = test_timing(c, k, s, &c->timing[k], vb, vn);
-		/* verdicts are ordered by severity: the cell takes the worst */
-		if (c->timing[k].verdict > c->verdict)
-			c->verdict = c->timing[k].verdict;
+		struct mb_timing *t = &c->timing[k];
+
+		err = test_timing(c, k, s, t, vb, vn);
+		/* a phase counts only when testable, significant and past the floor */
+		t->counts = k < 2 || (t->testable && t->test.p < s->alpha &&
+				      fabs(t->new_raw_s - t->base_raw_s) >
+					      s->phase_floor_pct / 100 * c->timing[1].base_raw_s);
+		/* verdicts are ordered by severity: the cell takes the worst that counts */
+		if (t->counts && t->verdict > c->verdict)
+			c->verdict = t->verdict;
 	}
 	free(vb);
 	free(vn);

@@ -18,6 +18,13 @@
  * With ratios on, every timing is first divided by the median of master's in
  * the same file and stage: what is compared is each variant against master
  * measured in the same run, which survives a slower or busier machine.
+ *
+ * A cell's verdict comes from its headline figures, the iteration and the
+ * Muon apply (the per-step samples). A phase (a figure a run) moves it only
+ * when its sample sizes can reach alpha, its change is significant and
+ * beyond the threshold, and the change in seconds is larger than the phase
+ * floor, a share of the cell's apply time: a 1 ms phase doubling on a busy
+ * machine is not a regression of a 100 ms step.
  */
 #ifndef MB_COMPARE_H
 #define MB_COMPARE_H
@@ -35,6 +42,7 @@ extern const char *const mb_verdict_names[]; /* ok, faster, slower, changed, REG
 struct mb_compare_settings {
 	double alpha;	      /* significance */
 	double threshold_pct; /* smallest slowdown that counts */
+	double phase_floor_pct; /* a phase's smallest change that counts, in % of the apply */
 	bool ratios;	      /* timings as ratios to master's median of the same file and stage */
 };
 
@@ -46,6 +54,8 @@ struct mb_timing {
 	size_t nbase, nnew;
 	struct mb_mwu test;
 	bool testable; /* the sample sizes can reach alpha */
+	bool counts;   /* it may move the cell's verdict (headline, or a phase past the floor) */
+	double base_raw_s, new_raw_s; /* medians in seconds, ratios or not */
 	enum mb_verdict verdict;
 };
 

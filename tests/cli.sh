@@ -344,6 +344,14 @@ expect_fail() {
 	fi
 }
 expect_fail "compare: a run that fails now is a regression" "a run failed: out of memory | REGRESSION |" compare "$tmp/cmp.csv" "$tmp/onefail.csv"
+# a planted phase change: each run's H2D 0.6 ms slower, significant (the runs'
+# figures set apart), but under 5% of the apply
+hc=$(head -1 "$tmp/cmp.csv" | tr ',' '\n' | grep -n '^h2d_s$' | cut -d: -f1)
+rc_=$(head -1 "$tmp/cmp.csv" | tr ',' '\n' | grep -n '^run$' | cut -d: -f1)
+awk -F, -v OFS=, -v c="$hc" -v r="$rc_" -v add=0 'NR > 1 { $c = sprintf("%.6f", $r * 1e-4 + add) } { print }' "$tmp/cmp.csv" >"$tmp/h2d-base.csv"
+awk -F, -v OFS=, -v c="$hc" -v r="$rc_" -v add=6e-4 'NR > 1 { $c = sprintf("%.6f", $r * 1e-4 + add) } { print }' "$tmp/cmp.csv" >"$tmp/h2d.csv"
+expect_output "compare: a phase under the floor does not set the verdict" "h2d +200% (REGRESSION, not counted: under the phase floor) | ok |" compare "$tmp/h2d-base.csv" "$tmp/h2d.csv"
+expect_fail "compare: with no floor the same phase is a regression" "h2d +200% (REGRESSION) | REGRESSION |" compare --phase-floor 0 "$tmp/h2d-base.csv" "$tmp/h2d.csv"
 ck=$(head -1 "$tmp/cmp.csv" | tr ',' '\n' | grep -n '^checksum$' | cut -d: -f1)
 awk -F, -v OFS=, -v c="$ck" 'NR == 4 { $c = "0123456789abcdef" } { print }' "$tmp/cmp.csv" >"$tmp/cksum.csv"
 expect_output "compare: every run's checksum counts" "checksum" compare "$tmp/cmp.csv" "$tmp/cksum.csv"
