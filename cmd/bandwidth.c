@@ -121,8 +121,16 @@ static size_t fields(const struct bench *b, const struct mb_bw_result *r, struct
 	size_t n = 0;
 
 #define T(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_TEXT, v, 0, 0 }
-#define U(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_U64, NULL, (uint64_t)(v), 0 }
-#define G(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_RATE, NULL, 0, v }
+#define U(k, v)                                         \
+	f[n++] = (struct mb_field)                      \
+	{                                               \
+		k, MB_FIELD_U64, NULL, (uint64_t)(v), 0 \
+	}
+#define G(k, v)                              \
+	f[n++] = (struct mb_field)           \
+	{                                    \
+		k, MB_FIELD_RATE, NULL, 0, v \
+	}
 #define GZ(k, v) G(k, r->zero_copy ? no : (v))
 	U("bandwidth_format_version", 1);
 	T("timestamp_utc", b->timestamp);

@@ -102,8 +102,8 @@ static void print_row(const struct mb_compared *c, double alpha)
 			continue;
 		printf("%s%s %+.0f%% (%s%s)", others, t->name, t->change_pct,
 		       mb_verdict_names[t->verdict],
-		       t->counts	      ? ""
-		       : !t->testable	      ? ", not counted: too few samples"
+		       t->counts	    ? ""
+		       : !t->testable	    ? ", not counted: too few samples"
 		       : t->test.p >= alpha ? ", not counted: not significant"
 					    : ", not counted: under the phase floor");
 		others = "; ";

@@ -24,8 +24,8 @@ static void auto_tuning(const struct mb_cl_device_info *d, char *buf, size_t len
 	verdict = match == MB_TUNING_FAMILY ? mb_tuning_verdict(d, &t, source) : 1;
 	snprintf(buf, len, "%s%s (%s%s)", verdict == 0 ? "default: " : "", source,
 		 mb_tuning_match_names[match],
-		 verdict < 0	? "; ns --verify checks it at first use"
-		 : verdict == 0 ? "; it failed ns --verify here"
+		 verdict < 0		     ? "; ns --verify checks it at first use"
+		 : verdict == 0		     ? "; it failed ns --verify here"
 		 : match == MB_TUNING_FAMILY ? "; it passed ns --verify here"
 					     : "");
 }

@@ -57,8 +57,16 @@ static void print_record(const struct mb_cl *cl, const struct mb_nsbench_setting
 	size_t n = 0;
 
 #define T(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_TEXT, v, 0, 0 }
-#define U(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_U64, NULL, (uint64_t)(v), 0 }
-#define F(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_FIGURE, NULL, 0, v }
+#define U(k, v)                                         \
+	f[n++] = (struct mb_field)                      \
+	{                                               \
+		k, MB_FIELD_U64, NULL, (uint64_t)(v), 0 \
+	}
+#define F(k, v)                                \
+	f[n++] = (struct mb_field)             \
+	{                                      \
+		k, MB_FIELD_FIGURE, NULL, 0, v \
+	}
 	U("ns_format_version", 1);
 	T("platform", cl->info.platform_name);
 	T("device", cl->info.name);

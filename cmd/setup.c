@@ -55,15 +55,17 @@ static int verified_on(const struct mb_cl_device_info *d, const struct mb_tuning
 	if (verdict >= 0)
 		return verdict;
 	if (!mb_child_possible()) {
-		fprintf(stderr, "muonbench: --tuning auto: %s was made for '%s' and cannot be "
-				"checked here (under valgrind); CLBlast's defaults instead\n",
+		fprintf(stderr,
+			"muonbench: --tuning auto: %s was made for '%s' and cannot be "
+			"checked here (under valgrind); CLBlast's defaults instead\n",
 			source, t->device);
 		return -1;
 	}
 	snprintf(dir, sizeof(dir), "%s/muonbench-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir)) {
-		fprintf(stderr, "muonbench: --tuning auto: cannot make a directory in '%s' to check "
-				"%s: %s; CLBlast's defaults instead\n",
+		fprintf(stderr,
+			"muonbench: --tuning auto: cannot make a directory in '%s' to check "
+			"%s: %s; CLBlast's defaults instead\n",
 			tmp && *tmp ? tmp : "/tmp", source, strerror(errno));
 		return -1;
 	}
@@ -122,8 +124,8 @@ int mb_setup_tuning(const struct mb_args *args, const struct mb_cl_device_info *
 		if (!mb_tuning_matches(t, d))
 			return mb_bad_input("--tuning %s: made for '%s' (%s, driver %s), not for "
 					    "'%s' (%s, driver %s)",
-					    args->tuning, t->device, t->platform, t->driver, d->name,
-					    d->platform_name, d->driver);
+					    args->tuning, t->device, t->platform, t->driver,
+					    d->name, d->platform_name, d->driver);
 		snprintf(chosen->source, sizeof(chosen->source), "%s", args->tuning);
 		chosen->match = MB_TUNING_GIVEN;
 		snprintf(chosen->why, sizeof(chosen->why), "--tuning %s", args->tuning);

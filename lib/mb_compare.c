@@ -85,8 +85,10 @@ static int test_timing(const struct mb_compared *c, int k, const struct mb_compa
 	t->base_raw_s = t->base_s;
 	t->new_raw_s = t->new_s;
 	if (s->ratios) {
-		t->base_raw_s = mb_spread_of(vb, samples(c->base_table, c->base, k, false, vb)).median;
-		t->new_raw_s = mb_spread_of(vn, samples(c->new_table, c->new_, k, false, vn)).median;
+		t->base_raw_s =
+			mb_spread_of(vb, samples(c->base_table, c->base, k, false, vb)).median;
+		t->new_raw_s =
+			mb_spread_of(vn, samples(c->new_table, c->new_, k, false, vn)).median;
 	}
 	t->change_pct = t->base_s > 0 ? 100 * (t->new_s - t->base_s) / t->base_s : 0;
 	t->testable = t->test.p_min < s->alpha;
@@ -155,10 +157,12 @@ static void exact_figures(struct mb_compared *c)
 		  false, true },
 		{ "peak_step_own_bytes", b->own_peak_step_bytes, n->own_peak_step_bytes, false,
 		  true },
-		{ "clblast_temp_bytes", rb->clblast_temp_bytes, rn->clblast_temp_bytes, true, false },
+		{ "clblast_temp_bytes", rb->clblast_temp_bytes, rn->clblast_temp_bytes, true,
+		  false },
 		{ "peak_device_bytes", b->peak_bytes, n->peak_bytes, true, true },
 		{ "peak_forward_bytes", b->peak_forward_bytes, n->peak_forward_bytes, true, true },
-		{ "peak_backward_bytes", b->peak_backward_bytes, n->peak_backward_bytes, true, true },
+		{ "peak_backward_bytes", b->peak_backward_bytes, n->peak_backward_bytes, true,
+		  true },
 		{ "peak_step_bytes", b->peak_step_bytes, n->peak_step_bytes, true, true },
 	};
 	bool compared, same = same_device_and_tuning(rb, rn);
@@ -273,7 +277,8 @@ static void why_unmatched(const struct mb_table *tables, size_t nt, const struct
 	char knobs[400];
 
 	for (k = 0; k < nt; k++)
-		if ((d = mb_results_knob_differences(tables[k].first, t->first, NULL, 0)) < fewest) {
+		if ((d = mb_results_knob_differences(tables[k].first, t->first, NULL, 0)) <
+		    fewest) {
 			fewest = d;
 			best = k;
 		}
@@ -284,8 +289,10 @@ static void why_unmatched(const struct mb_table *tables, size_t nt, const struct
 			 c->variant);
 	} else {
 		mb_results_knob_differences(tables[best].first, t->first, knobs, sizeof(knobs));
-		snprintf(buf, len, "%s has nothing with these knobs; the closest differs in %s (%s "
-				   "-> %s)", other, knobs, other, strcmp(other, "BASE") ? "BASE" : "NEW");
+		snprintf(buf, len,
+			 "%s has nothing with these knobs; the closest differs in %s (%s "
+			 "-> %s)",
+			 other, knobs, other, strcmp(other, "BASE") ? "BASE" : "NEW");
 	}
 }
 
@@ -306,7 +313,8 @@ int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table 
 			if ((err = push(out, n, bt, bc, &new_[k], nc)))
 				break;
 			if (!bc)
-				why_unmatched(base, nbase, &new_[k], nc, "BASE", (*out)[*n - 1].changed,
+				why_unmatched(base, nbase, &new_[k], nc, "BASE",
+					      (*out)[*n - 1].changed,
 					      sizeof((*out)[*n - 1].changed));
 			if (bc && bc->nruns && nc->nruns)
 				err = compare_cell(&(*out)[*n - 1], s);
@@ -319,6 +327,7 @@ int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table 
 			if (!match(new_, nnew, &base[k], &base[k].cells[i], &bt) &&
 			    !(err = push(out, n, &base[k], &base[k].cells[i], NULL, NULL)))
 				why_unmatched(new_, nnew, &base[k], &base[k].cells[i], "NEW",
-					      (*out)[*n - 1].changed, sizeof((*out)[*n - 1].changed));
+					      (*out)[*n - 1].changed,
+					      sizeof((*out)[*n - 1].changed));
 	return err;
 }

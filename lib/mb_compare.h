@@ -40,10 +40,10 @@ enum mb_verdict { MB_SAME, MB_FASTER, MB_SLOWER, MB_CHANGED, MB_REGRESSION };
 extern const char *const mb_verdict_names[]; /* ok, faster, slower, changed, REGRESSION */
 
 struct mb_compare_settings {
-	double alpha;	      /* significance */
-	double threshold_pct; /* smallest slowdown that counts */
+	double alpha;		/* significance */
+	double threshold_pct;	/* smallest slowdown that counts */
 	double phase_floor_pct; /* a phase's smallest change that counts, in % of the apply */
-	bool ratios;	      /* timings as ratios to master's median of the same file and stage */
+	bool ratios; /* timings as ratios to master's median of the same file and stage */
 };
 
 #define MB_COMPARE_TIMINGS 10
@@ -63,10 +63,11 @@ struct mb_compared {
 	const struct mb_cell *base, *new_;	       /* either NULL: unmatched */
 	const struct mb_table *base_table, *new_table; /* theirs */
 	struct mb_timing timing[MB_COMPARE_TIMINGS];
-	char changed[512]; /* the exact figures compared that differ, "" if none; or why unmatched */
-	char shown[512];	 /* the device-dependent ones that differ, not compared */
+	char changed[512]; /* the exact figures compared that differ, "" if none; or why unmatched
+			    */
+	char shown[512];   /* the device-dependent ones that differ, not compared */
 	bool device_figures_compared; /* same device and tuning: all exact figures count */
-	enum mb_verdict verdict; /* the worst of its figures */
+	enum mb_verdict verdict;      /* the worst of its figures */
 };
 
 /*

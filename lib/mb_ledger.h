@@ -23,7 +23,7 @@
 
 #define MB_LEDGER_TAG_MAX    32
 #define MB_LEDGER_PHASES_MAX 8
-#define MB_LEDGER_TOP	     4 /* buffers remembered at the peak */
+#define MB_LEDGER_TOP	     4		/* buffers remembered at the peak */
 #define MB_LEDGER_CLBLAST    "clblast." /* the tag prefix of CLBlast's temporaries */
 
 struct mb_ledger_entry {

@@ -13,19 +13,29 @@
 #include "mb_err.h"
 
 /* The knobs: what a cell's figures depend on, the device aside. */
-#define KNOB(name, text) { #name, offsetof(struct mb_csv_row, name), text }
+#define KNOB(name, text)                                       \
+	{                                                      \
+#name, offsetof(struct mb_csv_row, name), text \
+	}
 static const struct {
 	const char *name;
 	size_t offset;
 	bool text; /* else uint64_t */
 } knobs[] = {
-	KNOB(model, true),	     KNOB(layers, false),
-	KNOB(params_total, false),   KNOB(steps, false),
-	KNOB(measure_first, false),  KNOB(measure_last, false),
-	KNOB(gather_budget_bytes, false), KNOB(sub_group_size_elems, false),
-	KNOB(pin_memory, true),	     KNOB(writeback_dep, true),
-	KNOB(fwd_bwd, true),	     KNOB(seq, false),
-	KNOB(micro_batch, false),    KNOB(seed, false),
+	KNOB(model, true),
+	KNOB(layers, false),
+	KNOB(params_total, false),
+	KNOB(steps, false),
+	KNOB(measure_first, false),
+	KNOB(measure_last, false),
+	KNOB(gather_budget_bytes, false),
+	KNOB(sub_group_size_elems, false),
+	KNOB(pin_memory, true),
+	KNOB(writeback_dep, true),
+	KNOB(fwd_bwd, true),
+	KNOB(seq, false),
+	KNOB(micro_batch, false),
+	KNOB(seed, false),
 	KNOB(resume_at, false),
 };
 #undef KNOB
@@ -80,8 +90,7 @@ static bool comparable(const struct mb_csv_row *a, const struct mb_csv_row *b)
 	       !strcmp(a->platform, b->platform) && !strcmp(a->host, b->host) &&
 	       !strcmp(a->cpus, b->cpus) && !strcmp(a->mems, b->mems) &&
 	       !strcmp(a->binding, b->binding) && !strcmp(a->tuning, b->tuning) &&
-	       !strcmp(a->tuning_match, b->tuning_match) &&
-	       mb_results_same_knobs(a, b);
+	       !strcmp(a->tuning_match, b->tuning_match) && mb_results_same_knobs(a, b);
 }
 
 static int variant_rank(const char *v)

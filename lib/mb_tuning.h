@@ -109,8 +109,8 @@ void mb_tuning_cache_path(const struct mb_cl_device_info *d, char *buf, size_t l
  * none fits (*MATCH is MB_TUNING_NONE); -MB_EINPUT for a cached file that
  * cannot be read. A family match is not yet fit to apply: verify it first.
  */
-int mb_tuning_find(const struct mb_cl_device_info *d, struct mb_tuning *t, char *source,
-		   size_t len, enum mb_tuning_match *match);
+int mb_tuning_find(const struct mb_cl_device_info *d, struct mb_tuning *t, char *source, size_t len,
+		   enum mb_tuning_match *match);
 
 /*
  * The cached verdict of verifying T (from SOURCE) on device D: 1 it passed,

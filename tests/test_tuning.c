@@ -174,8 +174,7 @@ static struct mb_cl_device_info pocl_cpu(const char *name, const char *arch, con
 }
 
 /* What --tuning auto finds for D: its match, and the source's name into SOURCE. */
-static enum mb_tuning_match found_for(const struct mb_cl_device_info *d, char *source,
-				      size_t len)
+static enum mb_tuning_match found_for(const struct mb_cl_device_info *d, char *source, size_t len)
 {
 	enum mb_tuning_match match;
 	struct mb_tuning t;
@@ -222,8 +221,9 @@ static void fallback_levels(void **state)
 	memset(&t, 0, sizeof(t));
 	mb_tuning_set_key(&t, &d);
 	snprintf(t.device, sizeof(t.device), "pthread-fakecpu-Another Fake CPU");
-	mb_tuning_put(&t, &(struct mb_tuning_kernel){
-				  .name = "Copy", .nparams = 1, .param = { "COPY_VW" }, .value = { 4 } });
+	mb_tuning_put(
+		&t, &(struct mb_tuning_kernel){
+			    .name = "Copy", .nparams = 1, .param = { "COPY_VW" }, .value = { 4 } });
 	snprintf(path, sizeof(path), "%s/muonbench/clblast-another.json", dir);
 	assert_int_equal(mb_tuning_save(path, &t), 0);
 	assert_int_equal(found_for(&d, source, sizeof(source)), MB_TUNING_ARCHITECTURE);
@@ -276,10 +276,8 @@ static void applied_to_the_device(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(tuner_output),
-		cmocka_unit_test(round_trip_and_bad_files),
-		cmocka_unit_test(cache_by_key),
-		cmocka_unit_test(fallback_levels),
+		cmocka_unit_test(tuner_output),		 cmocka_unit_test(round_trip_and_bad_files),
+		cmocka_unit_test(cache_by_key),		 cmocka_unit_test(fallback_levels),
 		cmocka_unit_test(applied_to_the_device),
 	};
 
