@@ -120,17 +120,9 @@ static size_t fields(const struct bench *b, const struct mb_bw_result *r, struct
 	double no = NAN;
 	size_t n = 0;
 
-#define T(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_TEXT, v, 0, 0 }
-#define U(k, v)                                         \
-	f[n++] = (struct mb_field)                      \
-	{                                               \
-		k, MB_FIELD_U64, NULL, (uint64_t)(v), 0 \
-	}
-#define G(k, v)                              \
-	f[n++] = (struct mb_field)           \
-	{                                    \
-		k, MB_FIELD_RATE, NULL, 0, v \
-	}
+#define T(k, v)	 f[n++] = MB_FIELD_T(k, v)
+#define U(k, v)	 f[n++] = MB_FIELD_N(k, v)
+#define G(k, v)	 f[n++] = MB_FIELD_R(k, v)
 #define GZ(k, v) G(k, r->zero_copy ? no : (v))
 	U("bandwidth_format_version", 1);
 	T("timestamp_utc", b->timestamp);

@@ -44,8 +44,7 @@ static int same_device(const struct side *b, const struct side *n, bool allow)
 
 	for (i = 0; i < n->nrows; i++) {
 		y = &n->rows[i];
-		if (strcmp(x->device, y->device) || strcmp(x->driver, y->driver) ||
-		    strcmp(x->tuning, y->tuning)) {
+		if (!mb_results_same_device(x, y)) {
 			if (allow)
 				return 0;
 			return mb_bad_input(
@@ -160,9 +159,7 @@ int mb_cmd_compare(const struct mb_args *args)
 	       "REGRESSION; %zu unmatched\n",
 	       n - unmatched, count[MB_SAME], count[MB_FASTER], count[MB_SLOWER], count[MB_CHANGED],
 	       count[MB_REGRESSION], unmatched);
-	for (i = 0; i < n && (!c[i].base || !c[i].new_); i++)
-		;
-	if (i == n) /* the gate must not pass on nothing */
+	if (n == unmatched) /* the gate must not pass on nothing */
 		err = mb_fail("nothing compared: no cell of '%s' matches one of '%s' (%s)",
 			      new_.path, base.path, n ? c[0].changed : "no cells");
 	else if (count[MB_REGRESSION])

@@ -56,17 +56,9 @@ static void print_record(const struct mb_cl *cl, const struct mb_nsbench_setting
 	struct mb_field f[NFIELDS];
 	size_t n = 0;
 
-#define T(k, v) f[n++] = (struct mb_field){ k, MB_FIELD_TEXT, v, 0, 0 }
-#define U(k, v)                                         \
-	f[n++] = (struct mb_field)                      \
-	{                                               \
-		k, MB_FIELD_U64, NULL, (uint64_t)(v), 0 \
-	}
-#define F(k, v)                                \
-	f[n++] = (struct mb_field)             \
-	{                                      \
-		k, MB_FIELD_FIGURE, NULL, 0, v \
-	}
+#define T(k, v) f[n++] = MB_FIELD_T(k, v)
+#define U(k, v) f[n++] = MB_FIELD_N(k, v)
+#define F(k, v) f[n++] = MB_FIELD_F(k, v)
 	U("ns_format_version", 1);
 	T("platform", cl->info.platform_name);
 	T("device", cl->info.name);

@@ -29,6 +29,12 @@ struct mb_field {
 	double num; /* NaN: none (empty in CSV, null in JSON) */
 };
 
+/* A field of each kind, as a value. */
+#define MB_FIELD_T(k, v) ((struct mb_field){ k, MB_FIELD_TEXT, v, 0, 0 })
+#define MB_FIELD_N(k, v) ((struct mb_field){ k, MB_FIELD_U64, NULL, (uint64_t)(v), 0 })
+#define MB_FIELD_R(k, v) ((struct mb_field){ k, MB_FIELD_RATE, NULL, 0, v })
+#define MB_FIELD_F(k, v) ((struct mb_field){ k, MB_FIELD_FIGURE, NULL, 0, v })
+
 /*
  * Records of the same keys, as CSV (a header line first) or as a JSON list
  * of objects: call mb_print_record for each, FIRST true for the first, then

@@ -135,7 +135,6 @@ int mb_setup_tuning(const struct mb_args *args, const struct mb_cl_device_info *
 	if (found < 0)
 		return found;
 	if (!found) {
-		snprintf(chosen->source, sizeof(chosen->source), "default");
 		why_default(d, chosen->why, sizeof(chosen->why));
 		return 0;
 	}

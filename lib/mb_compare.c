@@ -123,14 +123,6 @@ static const char *other_checksum(const struct mb_cell *c, const char *want)
 	return NULL;
 }
 
-/* Whether rows A and B ran on the same device under the same CLBlast parameters. */
-static bool same_device_and_tuning(const struct mb_csv_row *a, const struct mb_csv_row *b)
-{
-	return !strcmp(a->platform, b->platform) && !strcmp(a->device, b->device) &&
-	       !strcmp(a->driver, b->driver) && !strcmp(a->tuning, b->tuning) &&
-	       !strcmp(a->tuning_match, b->tuning_match);
-}
-
 static void exact_figures(struct mb_compared *c)
 {
 	const struct mb_cell *b = c->base, *n = c->new_;
@@ -165,11 +157,10 @@ static void exact_figures(struct mb_compared *c)
 		  true },
 		{ "peak_step_bytes", b->peak_step_bytes, n->peak_step_bytes, true, true },
 	};
-	bool compared, same = same_device_and_tuning(rb, rn);
+	bool compared, same = mb_results_same_device(rb, rn);
 	const char *other;
 	size_t i, used;
 
-	c->device_figures_compared = same;
 	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		compared = same || !f[i].device_dependent;
 		if (compared)

@@ -66,8 +66,7 @@ struct mb_compared {
 	char changed[512]; /* the exact figures compared that differ, "" if none; or why unmatched
 			    */
 	char shown[512];   /* the device-dependent ones that differ, not compared */
-	bool device_figures_compared; /* same device and tuning: all exact figures count */
-	enum mb_verdict verdict;      /* the worst of its figures */
+	enum mb_verdict verdict; /* the worst of its figures */
 };
 
 /*

@@ -84,13 +84,18 @@ bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *
  * Whether A and B may share a table: the same device, its CLBlast tuning,
  * host and binding, and knobs.
  */
+bool mb_results_same_device(const struct mb_csv_row *a, const struct mb_csv_row *b)
+{
+	return !strcmp(a->platform, b->platform) && !strcmp(a->device, b->device) &&
+	       !strcmp(a->driver, b->driver) && !strcmp(a->tuning, b->tuning) &&
+	       !strcmp(a->tuning_match, b->tuning_match);
+}
+
 static bool comparable(const struct mb_csv_row *a, const struct mb_csv_row *b)
 {
-	return !strcmp(a->device, b->device) && !strcmp(a->driver, b->driver) &&
-	       !strcmp(a->platform, b->platform) && !strcmp(a->host, b->host) &&
+	return mb_results_same_device(a, b) && !strcmp(a->host, b->host) &&
 	       !strcmp(a->cpus, b->cpus) && !strcmp(a->mems, b->mems) &&
-	       !strcmp(a->binding, b->binding) && !strcmp(a->tuning, b->tuning) &&
-	       !strcmp(a->tuning_match, b->tuning_match) && mb_results_same_knobs(a, b);
+	       !strcmp(a->binding, b->binding) && mb_results_same_knobs(a, b);
 }
 
 static int variant_rank(const char *v)

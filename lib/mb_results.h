@@ -45,6 +45,12 @@ struct mb_table {
 int mb_results_gather(const struct mb_csv_row *rows, size_t n, struct mb_table **tables,
 		      size_t *ntables);
 
+/*
+ * Whether A and B ran on the same device (platform, name, driver) under the
+ * same CLBlast parameters (the tuning and how it was chosen).
+ */
+bool mb_results_same_device(const struct mb_csv_row *a, const struct mb_csv_row *b);
+
 /* Whether A and B ran the same model with the same knobs (device aside). */
 bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b);
 

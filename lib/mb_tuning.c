@@ -215,8 +215,7 @@ int mb_tuning_save(const char *path, const struct mb_tuning *t)
 
 bool mb_tuning_matches(const struct mb_tuning *t, const struct mb_cl_device_info *d)
 {
-	return !strcmp(t->platform, d->platform_name) && !strcmp(t->device, d->name) &&
-	       !strcmp(t->driver, d->driver);
+	return mb_tuning_match_of(t, d) == MB_TUNING_EXACT;
 }
 
 enum mb_tuning_match mb_tuning_match_of(const struct mb_tuning *t,
