@@ -364,18 +364,6 @@ static int run_cell(struct grid *g)
 	return err;
 }
 
-/* The figures of a run that never started: no times, no peaks. */
-static void unrun(struct mb_run_result *r)
-{
-	memset(r, 0, sizeof(*r));
-	r->iter_mean_s = r->apply_mean_s = NAN;
-	r->phase.forward_s = r->phase.backward_s = r->phase.h2d_s = r->phase.momentum_s = NAN;
-	r->phase.ns_s = r->phase.d2h_s = r->phase.d2h_hidden_s = NAN;
-	r->phase.host_opt_s = r->phase.params_h2d_s = NAN;
-	r->host_opt_gbs = r->memcpy_gbs = NAN;
-	r->h2d_gbs = r->d2h_gbs = r->params_h2d_gbs = NAN;
-}
-
 /* The failed row of the cell now in g->run, which never started, for REASON. */
 static int unrun_row(struct grid *g, const char *reason)
 {
@@ -388,7 +376,7 @@ static int unrun_row(struct grid *g, const char *reason)
 		free(r);
 		return mb_fail("out of host memory for a results row");
 	}
-	unrun(r);
+	mb_run_result_unrun(r);
 	fill_meta(g, row);
 	row->run = 1;
 	fill_results(row, r);

@@ -110,6 +110,14 @@ static double gbs(uint64_t bytes, double seconds)
 	return seconds > 0 ? (double)bytes / seconds / 1e9 : NAN;
 }
 
+void mb_run_result_unrun(struct mb_run_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->host_opt_gbs = r->memcpy_gbs = NAN;
+	r->h2d_gbs = r->d2h_gbs = r->params_h2d_gbs = NAN;
+	means(r, 0);
+}
+
 int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const struct mb_cl *cl,
 		volatile sig_atomic_t *stop, struct mb_run_result *r)
 {
@@ -128,7 +136,7 @@ int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const
 	mb_ledger_init(&ledger, cl, s->device_mem_limit);
 	err = mb_state_init(&st, m, &s->step, cl, &ledger);
 	if (err) {
-		means(r, 0);
+		mb_run_result_unrun(r);
 	} else {
 		r->plan_peak_step_bytes = mb_variant_overlaps(s->step.variant)
 						  ? st.plan.peak_step_bytes_overlap

@@ -41,6 +41,9 @@ struct mb_run_result {
 	double h2d_gbs, d2h_gbs, params_h2d_gbs;
 };
 
+/* *R as a run that never started: no steps, no peaks, every time NaN. */
+void mb_run_result_unrun(struct mb_run_result *r);
+
 /*
  * Run model M once under S on device CL into *r. STOP, when it becomes
  * non-zero, ends the run after the current step (r->interrupted). Returns 0
