@@ -8,6 +8,9 @@
 # band wide enough for a shared 2-core machine (50%), so that a broken
 # variant is caught and a busy machine is not.
 #
+# Only timings regressing are given a second chance: the cells run again and
+# must regress again (a few busy seconds on a shared machine moved every cell
+# of a stage by 50% once).
 # Then the gate itself is tested on that rerun: a baseline with a planted
 # change of an exact figure must fail, a device-dependent figure must count
 # on the same device and tuning and not on another.
@@ -24,14 +27,33 @@ if [ ! -f "$baseline" ]; then
 	echo "baseline.sh: no '$baseline'; write it with 'make baseline'"
 	exit 1
 fi
+# Rerun the cells into FILE (then the run's arguments).
+rerun() {
+	out=$1
+	shift
+	rm -f "$out"
+	if ! "$bin" run "$@" --out "$out" >"$tmp/out" 2>"$tmp/err"; then
+		cat "$tmp/out" "$tmp/err"
+		exit 1
+	fi
+}
 echo "baseline.sh: rerunning the cells of $baseline"
-if ! "$bin" run "$@" --out "$tmp/new.csv" >"$tmp/out" 2>"$tmp/err"; then
-	cat "$tmp/out" "$tmp/err"
-	exit 1
-fi
+rerun "$tmp/new.csv" "$@"
 # another CPU's PoCL device has another name, or another tuning: the exact figures still count
-"$bin" compare --ratios --threshold 50 --exact --allow-device-change "$baseline" "$tmp/new.csv" ||
-	failed=1
+if ! "$bin" compare --ratios --threshold 50 --exact --allow-device-change "$baseline" \
+	"$tmp/new.csv"; then
+	# An exact figure fails at once. A timing that regressed may be a few seconds of
+	# a busy machine (another process, the VM's neighbours): it must regress again.
+	if "$bin" compare --threshold 1000 --exact --allow-device-change "$baseline" \
+		"$tmp/new.csv" >/dev/null 2>&1; then
+		echo "baseline.sh: only timings regressed; rerunning the cells to see whether it recurs"
+		rerun "$tmp/new.csv" "$@"
+		"$bin" compare --ratios --threshold 50 --exact --allow-device-change "$baseline" \
+			"$tmp/new.csv" || failed=1
+	else
+		failed=1
+	fi
+fi
 
 # FILE with column NAME of its first row (of every row with ALL) set to VALUE
 # (+N adds N), into OUT.
