@@ -4,6 +4,7 @@
 #include "mb_cl.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -527,7 +528,11 @@ int mb_cl_find(const struct mb_cl_select *sel, struct mb_cl_device_info *info)
 
 int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel)
 {
-	cl_command_queue_properties props = CL_QUEUE_PROFILING_ENABLE;
+	const char *profiling = getenv("MUONBENCH_PROFILING");
+	/* off: queues without profiling, so that every event's times are refused
+	 * by the driver (the tests' way to see a timing that cannot be had) */
+	cl_command_queue_properties props =
+		profiling && !strcmp(profiling, "off") ? 0 : CL_QUEUE_PROFILING_ENABLE;
 	cl_int st;
 	int err;
 
@@ -574,6 +579,30 @@ static int vcheck(const struct mb_cl *cl, const char *status_name, const char *c
 
 	vsnprintf(where, sizeof(where), what, ap);
 	return mb_fail("%s failed on '%s' (%s): %s", call, cl->info.name, where, status_name);
+}
+
+int mb_cl_event_span(const struct mb_cl *cl, cl_event ev, const char *what, double *start,
+		     double *end)
+{
+	cl_ulong a = 0, b = 0;
+	int err;
+
+	*start = *end = NAN;
+	if ((err = mb_cl_check(cl,
+			       clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(a),
+						       &a, NULL),
+			       "clGetEventProfilingInfo(START)", "%s", what)) ||
+	    (err = mb_cl_check(cl,
+			       clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(b), &b,
+						       NULL),
+			       "clGetEventProfilingInfo(END)", "%s", what)))
+		return err;
+	if (!a || !b || b < a)
+		return mb_fail("the driver of '%s' gave no time for %s (START %llu, END %llu ns)",
+			       cl->info.name, what, (unsigned long long)a, (unsigned long long)b);
+	*start = 1e-9 * (double)a;
+	*end = 1e-9 * (double)b;
+	return 0;
 }
 
 int mb_cl_check(const struct mb_cl *cl, cl_int status, const char *call, const char *what, ...)

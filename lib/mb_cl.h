@@ -60,7 +60,7 @@ struct mb_cl {
 	cl_platform_id platform;
 	cl_device_id device;
 	cl_context context;
-	cl_command_queue compute, copy; /* in order, profiling on */
+	cl_command_queue compute, copy; /* in order, profiling on (unless MUONBENCH_PROFILING=off) */
 	cl_program program;		/* every kernel source, built once */
 	char tuning[4096]; /* CLBlast's parameters in force: "default", or the tuning's source */
 	char tuning_match[16]; /* how it was chosen (mb_tuning_match_names); "none": default */
@@ -90,6 +90,16 @@ int mb_clblast_check(const struct mb_cl *cl, int status, const char *call, const
 
 /* "CLBlastInsufficientMemoryTemp" for -2050; OpenCL's names for shared codes. */
 const char *mb_clblast_strerror(int status);
+
+/*
+ * The START and END of event EV on the device's clock, in seconds, into
+ * *start and *end. A driver that cannot say (a status other than CL_SUCCESS,
+ * such as CL_PROFILING_INFO_NOT_AVAILABLE) or says nothing (a 0, or END
+ * before START) is -MB_EFAIL naming WHAT: a time that cannot be had is never
+ * read as 0.
+ */
+int mb_cl_event_span(const struct mb_cl *cl, cl_event ev, const char *what, double *start,
+		     double *end);
 
 /* Create kernel NAME of the program into *out (release with clReleaseKernel). */
 int mb_cl_kernel(const struct mb_cl *cl, const char *name, cl_kernel *out);
