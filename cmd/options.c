@@ -55,6 +55,9 @@ static const struct option options[] = {
 	  MODEL_CMDS, "stage 1/2: most bytes of grads + momentum gathered in one Muon batch" },
 	{ "sub-group-size", "N", COUNT, AT(sub_group_size), "1e9", 1, UINT64_MAX, NULL, MODEL_CMDS,
 	  "stage 3: elements in a sub-group (DeepSpeed's sub_group_size)" },
+	{ "pin-chunk", "SIZE", SIZE, AT(pin_chunk), "2Gi", 4096, UINT64_MAX, NULL, MODEL_CMDS,
+	  "most bytes of one pinned chunk of a host buffer, cut between parameters (also "
+	  "at most the device's largest allocation)" },
 	{ "variant", "V", TEXT, AT(variants), "all", 0, 0, NULL, ON(MB_CMD_RUN),
 	  "master, pin, overlap, both, or all; a list runs each (pin,both)" },
 	{ "runs", "R", COUNT, AT(runs), "3", 1, 1000, NULL, ON(MB_CMD_RUN),

@@ -39,6 +39,7 @@ struct mb_args {
 	const char *stages;	 /* "2" or, for run, a list "1,2,3" */
 	uint64_t gather_budget;	 /* bytes */
 	uint64_t sub_group_size; /* elements */
+	uint64_t pin_chunk;	 /* bytes */
 	uint64_t world_size, rank;
 	const char *format; /* md, csv, json */
 

@@ -19,7 +19,7 @@ struct field {
 	uint64_t value;
 };
 
-#define NFIELDS_MAX 48
+#define NFIELDS_MAX 64
 
 static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, struct field *f)
 {
@@ -46,6 +46,10 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	F("host_momentum_bytes", p->host_bytes[MB_HOST_MOMENTUM]);
 	F("host_adamw_bytes", p->host_bytes[MB_HOST_ADAMW]);
 	F("host_staging_bytes", p->host_bytes[MB_HOST_STAGING]);
+	F("pin_chunk_bytes", p->set.pin_chunk_bytes);
+	F("host_grads_chunks", p->host_chunks[MB_HOST_GRADS]);
+	F("host_momentum_chunks", p->host_chunks[MB_HOST_MOMENTUM]);
+	F("host_staging_chunks", p->host_chunks[MB_HOST_STAGING]);
 	F("pinned_bytes_momentum_pageable", mb_plan_pinned_bytes(p, false));
 	F("pinned_bytes_momentum_pinned", mb_plan_pinned_bytes(p, true));
 	F("groups", p->ngroups);
@@ -163,15 +167,23 @@ static void md_model(const struct mb_model *m, const struct mb_plan *p)
 
 static void md_host(const struct mb_plan *p)
 {
-	const char *pinned;
+	char pinned[64], limit[32];
 	int b;
 
 	printf("\n## Host buffers of this rank\n\n");
+	printf("Pinned buffers are cut into chunks of at most %s (--pin-chunk, and at most the "
+	       "device's largest allocation), between parameters.\n\n",
+	       p->set.pin_chunk_bytes
+		       ? mb_fmt_bytes_iec(limit, sizeof(limit), p->set.pin_chunk_bytes)
+		       : "any size");
 	printf("| buffer | pinned (pin_memory on) | bytes | | |\n|---|---|---:|---:|---:|\n");
 	for (b = 0; b < MB_HOST_NBUFFERS; b++) {
-		pinned = !mb_host_buffer_on_bus(b) ? " no |"
-			 : b == MB_HOST_MOMENTUM   ? " pin, both |"
-						   : " yes |";
+		if (!mb_host_buffer_on_bus(b))
+			snprintf(pinned, sizeof(pinned), " no |");
+		else
+			snprintf(pinned, sizeof(pinned), " %s, %zu chunk%s |",
+				 b == MB_HOST_MOMENTUM ? "pin, both" : "yes", p->host_chunks[b],
+				 p->host_chunks[b] == 1 ? "" : "s");
 		md_bytes_row(mb_host_buffer_names[b], pinned, p->host_bytes[b]);
 	}
 	md_bytes_row("pinned in all (master, overlap)", " |", mb_plan_pinned_bytes(p, false));

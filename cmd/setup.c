@@ -28,6 +28,7 @@ void mb_setup_plan_settings(const struct mb_args *args, struct mb_plan_settings 
 	s->stage = (unsigned)(args->stages[0] - '0'); /* checked by mb_setup_stages */
 	s->gather_budget_bytes = args->gather_budget;
 	s->sub_group_size = args->sub_group_size;
+	s->pin_chunk_bytes = args->pin_chunk;
 	s->world_size = (unsigned)args->world_size;
 	s->rank = (unsigned)args->rank;
 }

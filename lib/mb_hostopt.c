@@ -57,27 +57,66 @@ void mb_hostopt_adamw(float *p, const float *g, float *m, float *v, uint16_t *st
 	}
 }
 
-static uint64_t hash_bytes(const unsigned char *c, uint64_t bytes, uint64_t h)
+/* Where a hash is in a list of spans: span K, byte AT of it. */
+struct cursor {
+	const struct mb_span *s;
+	size_t n, k;
+	uint64_t at;
+};
+
+/* Copy LEN bytes from C to DST (NULL: skip them), across span edges. */
+static void take(struct cursor *c, unsigned char *dst, uint64_t len)
 {
+	while (len) {
+		uint64_t left = c->s[c->k].bytes - c->at, m = len < left ? len : left;
+
+		if (dst) {
+			memcpy(dst, (const unsigned char *)c->s[c->k].ptr + c->at, m);
+			dst += m;
+		}
+		c->at += m;
+		len -= m;
+		if (c->at == c->s[c->k].bytes && c->k + 1 < c->n) {
+			c->k++;
+			c->at = 0;
+		}
+	}
+}
+
+/* BYTES from C, 8 at a time and the rest one at a time, each mixed with its offset. */
+static uint64_t hash_bytes(struct cursor *c, uint64_t bytes, uint64_t h)
+{
+	unsigned char b[8];
 	uint64_t i, w;
 
 	for (i = 0; i + 8 <= bytes; i += 8) {
-		memcpy(&w, c + i, 8);
+		if (c->s[c->k].bytes - c->at >= 8) { /* the usual case: within one span */
+			memcpy(&w, (const unsigned char *)c->s[c->k].ptr + c->at, 8);
+			take(c, NULL, 8);
+		} else {
+			take(c, b, 8);
+			memcpy(&w, b, 8);
+		}
 		h = mb_mix64(h ^ w) + i;
 	}
-	for (; i < bytes; i++)
-		h = mb_mix64(h ^ c[i]) + i;
+	for (; i < bytes; i++) {
+		take(c, b, 1);
+		h = mb_mix64(h ^ b[0]) + i;
+	}
 	return h;
 }
 
 #define CHUNK	   (16u << 20)
 #define CHUNKS_MAX 4096
 
-uint64_t mb_checksum(const void *p, uint64_t bytes, uint64_t h)
+uint64_t mb_checksum_spans(const struct mb_span *spans, size_t nspans, uint64_t h)
 {
-	uint64_t hs[CHUNKS_MAX], chunk = CHUNK;
+	uint64_t hs[CHUNKS_MAX], chunk = CHUNK, bytes = 0;
 	int64_t i, n;
+	size_t k;
 
+	for (k = 0; k < nspans; k++)
+		bytes += spans[k].bytes;
 	/* chunks hashed in parallel, then combined in order */
 	while ((bytes + chunk - 1) / chunk > CHUNKS_MAX)
 		chunk *= 2;
@@ -85,11 +124,26 @@ uint64_t mb_checksum(const void *p, uint64_t bytes, uint64_t h)
 #pragma omp parallel for schedule(static)
 	for (i = 0; i < n; i++) {
 		uint64_t off = (uint64_t)i * chunk;
+		struct cursor c = { spans, nspans, 0, 0 };
 
-		hs[i] = hash_bytes((const unsigned char *)p + off,
-				   bytes - off < chunk ? bytes - off : chunk, 0);
+		while (off >= c.s[c.k].bytes - c.at && c.k + 1 < c.n) { /* to the chunk's start */
+			off -= c.s[c.k].bytes - c.at;
+			c.k++;
+		}
+		c.at = off;
+		hs[i] = hash_bytes(&c,
+				   bytes - (uint64_t)i * chunk < chunk ? bytes - (uint64_t)i * chunk
+								       : chunk,
+				   0);
 	}
 	for (i = 0; i < n; i++)
 		h = mb_mix64(h ^ hs[i]) + (uint64_t)i;
 	return mb_mix64(h ^ bytes);
+}
+
+uint64_t mb_checksum(const void *p, uint64_t bytes, uint64_t h)
+{
+	struct mb_span s = { p, bytes };
+
+	return mb_checksum_spans(&s, 1, h);
 }

@@ -16,6 +16,7 @@
 #ifndef MB_HOSTOPT_H
 #define MB_HOSTOPT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct mb_optim {
@@ -42,5 +43,15 @@ void mb_hostopt_adamw(float *p, const float *g, float *m, float *v, uint16_t *st
 
 /* A 64-bit checksum of BYTES at P, continuing from H (start with 0). */
 uint64_t mb_checksum(const void *p, uint64_t bytes, uint64_t h);
+
+/* A piece of memory: a buffer in pinned chunks is a list of them. */
+struct mb_span {
+	const void *ptr;
+	uint64_t bytes;
+};
+
+/* The checksum of the N spans one after the other: the same as mb_checksum
+ * of their concatenation, however they are cut. */
+uint64_t mb_checksum_spans(const struct mb_span *spans, size_t n, uint64_t h);
 
 #endif

@@ -200,6 +200,11 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 	plan->apply_h2d_bytes = GATHER_BYTES_PER_ELEM * plan->local_muon;
 	plan->apply_d2h_bytes = GATHER_BYTES_PER_ELEM * plan->local_muon;
 	plan->params_h2d_bytes = 2 * plan->local_numel;
+	for (i = 0; i < MB_HOST_NBUFFERS; i++)
+		plan->host_chunks[i] =
+			mb_host_buffer_on_bus(i)
+				? mb_plan_host_cuts(plan, m, i, plan->set.pin_chunk_bytes, NULL)
+				: 1;
 	plan->resident_bytes = 2 * (plan->set.stage == 3 ? plan->local_numel : m->numel_total);
 
 	for (gi = 0; gi < plan->ngroups; gi++) {
@@ -250,7 +255,7 @@ int mb_plan_build(struct mb_plan *plan, const struct mb_model *m, const struct m
 	if ((err = check_settings(s)))
 		return err;
 	plan->set = *s;
-	local = calloc(m->nparams ? m->nparams : 1, sizeof(*local));
+	local = plan->local = calloc(m->nparams ? m->nparams : 1, sizeof(*local));
 	if (!local)
 		return mb_fail("out of host memory planning %zu parameters", m->nparams);
 	share(m, s, local);
@@ -260,7 +265,6 @@ int mb_plan_build(struct mb_plan *plan, const struct mb_model *m, const struct m
 	if (!err && plan->ns_flops == UINT64_MAX)
 		err = mb_bad_input("model too large: its Newton-Schulz FLOPs per step do not fit "
 				   "in 64 bits");
-	free(local);
 	if (err)
 		mb_plan_release(plan);
 	return err;
@@ -269,7 +273,47 @@ int mb_plan_build(struct mb_plan *plan, const struct mb_model *m, const struct m
 void mb_plan_release(struct mb_plan *plan)
 {
 	free(plan->groups);
+	free(plan->local);
 	memset(plan, 0, sizeof(*plan));
+}
+
+/* Bytes an element of parameter P takes in host buffer B (0: P is not in it). */
+static uint64_t elem_bytes(enum mb_host_buffer b, const struct mb_param *p)
+{
+	switch (b) {
+	case MB_HOST_MOMENTUM:
+		return p->muon ? sizeof(float) : 0;
+	case MB_HOST_ADAMW:
+		return p->muon ? 0 : 2 * sizeof(float);
+	case MB_HOST_STAGING:
+		return 2;
+	default:
+		return sizeof(float);
+	}
+}
+
+size_t mb_plan_host_cuts(const struct mb_plan *plan, const struct mb_model *m,
+			 enum mb_host_buffer b, uint64_t limit, uint64_t *cuts)
+{
+	uint64_t at = 0, start = 0, piece;
+	size_t i, n = 0;
+
+	for (i = 0; i < m->nparams; i++) {
+		piece = elem_bytes(b, &m->params[i]) * plan->local[i];
+		if (!piece)
+			continue;
+		/* close the chunk before a piece that would take it over the limit */
+		if (limit && at > start && at - start + piece > limit) {
+			if (cuts)
+				cuts[n] = at;
+			n++;
+			start = at;
+		}
+		at += piece;
+	}
+	if (cuts)
+		cuts[n] = at;
+	return n + 1;
 }
 
 uint64_t mb_plan_pinned_bytes(const struct mb_plan *plan, bool momentum_pinned)

@@ -40,6 +40,7 @@ struct mb_plan_settings {
 	unsigned stage;		      /* 1, 2 or 3 */
 	uint64_t gather_budget_bytes; /* stage 1/2 */
 	uint64_t sub_group_size;      /* elements, stage 3 */
+	uint64_t pin_chunk_bytes; /* most bytes of one pinned chunk of a host buffer; 0: no limit */
 	unsigned world_size, rank;
 };
 
@@ -65,6 +66,8 @@ struct mb_plan {
 	struct mb_plan_settings set;
 	uint64_t local_numel, local_muon, local_adamw; /* this rank's share */
 	uint64_t host_bytes[MB_HOST_NBUFFERS];
+	size_t host_chunks[MB_HOST_NBUFFERS]; /* pinned chunks under pin_chunk_bytes (on the bus) */
+	uint64_t *local;		      /* this rank's elements of each parameter */
 
 	struct mb_plan_group *groups;
 	size_t ngroups, largest_group; /* largest: by gathered elements */
@@ -95,6 +98,16 @@ bool mb_host_buffer_on_bus(enum mb_host_buffer b);
 int mb_plan_build(struct mb_plan *plan, const struct mb_model *m, const struct mb_plan_settings *s);
 
 void mb_plan_release(struct mb_plan *plan);
+
+/*
+ * Where host buffer B is cut when pinned: the ends of its chunks (byte
+ * offsets, rising, the last one its size), each at most LIMIT bytes (0: no
+ * limit), cut only between parameters: a parameter larger than LIMIT is a
+ * chunk of its own. Into CUTS (room for the model's parameters + 1; NULL
+ * only counts); returns the number of chunks (at least 1).
+ */
+size_t mb_plan_host_cuts(const struct mb_plan *plan, const struct mb_model *m,
+			 enum mb_host_buffer b, uint64_t limit, uint64_t *cuts);
 
 /* Pinned host bytes with pin_memory on; the momentum only if MOMENTUM_PINNED. */
 uint64_t mb_plan_pinned_bytes(const struct mb_plan *plan, bool momentum_pinned);

@@ -168,6 +168,38 @@ static int device_copy(struct mb_state *s, bool to_device, cl_command_queue q, c
 			   "%s, %llu bytes", what, (unsigned long long)bytes);
 }
 
+/*
+ * Copy BYTES between DEV at DEV_OFF and host buffer HB at HOST_OFF on Q: one
+ * command per chunk of HB that the range crosses, each waiting on WAIT and
+ * timed as KIND on TL (when TL is not NULL). *last (when LAST is not NULL)
+ * gets the last command's event, which the caller releases.
+ */
+static int host_copy(struct mb_state *s, bool to_device, cl_command_queue q, cl_mem dev,
+		     uint64_t dev_off, const struct mb_hostbuf *hb, uint64_t host_off,
+		     uint64_t bytes, cl_uint nwait, const cl_event *wait, struct timeline *tl,
+		     enum kind kind, cl_event *last, const char *what)
+{
+	uint64_t done, run;
+	cl_event ev;
+	int err;
+
+	for (done = 0; done < bytes; done += run) {
+		void *host = mb_hostbuf_at(hb, host_off + done, &run);
+
+		run = run < bytes - done ? run : bytes - done;
+		if ((err = device_copy(s, to_device, q, dev, dev_off + done, host, run, nwait, wait,
+				       tl || last ? &ev : NULL, what)))
+			return err;
+		if (last && done + run == bytes)
+			*last = retain(ev);
+		if (tl && (err = tl_add(tl, NULL, ev, kind)))
+			return err;
+		if (!tl && last)
+			clReleaseEvent(ev);
+	}
+	return 0;
+}
+
 static int marker(struct mb_state *s, cl_command_queue q, cl_event *ev)
 {
 	return mb_cl_check(s->cl, clEnqueueMarkerWithWaitList(q, 0, NULL, ev),
@@ -180,9 +212,10 @@ static int finish(struct mb_state *s, cl_command_queue q)
 			   q == s->cl->copy ? "copy" : "compute");
 }
 
+/* Element OFF of the fp32 buffer B (its parameter lies within one chunk). */
 static float *f32(const struct mb_hostbuf *b, uint64_t off)
 {
-	return (float *)b->ptr + off;
+	return mb_hostbuf_at(b, sizeof(float) * off, NULL);
 }
 
 static int reserve_shapes(struct mb_state *s)
@@ -208,35 +241,65 @@ static int reserve_shapes(struct mb_state *s)
 
 static void init_params(struct mb_state *s)
 {
-	uint16_t *staging = s->staging.ptr;
-	float *p = s->master.ptr;
+	const struct mb_model *m = s->model;
 	uint64_t seed = s->set.seed;
-	int64_t i, n = (int64_t)s->model->numel_total;
+	size_t i;
 
-#pragma omp parallel for schedule(static)
-	for (i = 0; i < n; i++) {
-		p[i] = PARAM_SCALE * mb_uniform(seed, STREAM_PARAMS, (uint64_t)i);
-		staging[i] = mb_bf16(p[i]);
+#pragma omp parallel private(i)
+	for (i = 0; i < m->nparams; i++) {
+		uint64_t off = s->offset[i];
+		int64_t k, n = (int64_t)mb_param_numel(&m->params[i]);
+		uint16_t *staging = mb_hostbuf_at(&s->staging, 2 * off, NULL);
+		float *p = f32(&s->master, off);
+
+#pragma omp for schedule(static) nowait
+		for (k = 0; k < n; k++) {
+			p[k] = PARAM_SCALE * mb_uniform(seed, STREAM_PARAMS, off + (uint64_t)k);
+			staging[k] = mb_bf16(p[k]);
+		}
 	}
+}
+
+/* Host buffer B of the plan, pinned or not, in chunks of at most the limit. */
+static int alloc_host_buffer(struct mb_state *s, struct mb_hostbuf *hb, enum mb_host_buffer b,
+			     uint64_t bytes, bool pinned, const char *what, uint64_t *cuts)
+{
+	uint64_t limit = s->set.plan.pin_chunk_bytes, most = s->cl->info.max_alloc_bytes;
+	size_t n;
+
+	limit = limit && limit < most ? limit : most;
+	/* cut even when pageable: a pageable buffer is pinned later in the same chunks */
+	n = mb_host_buffer_on_bus(b) ? mb_plan_host_cuts(&s->plan, s->model, b, limit, cuts) : 0;
+	return mb_hostbuf_alloc_cut(hb, s->cl, bytes, pinned, what, cuts, n);
 }
 
 static int alloc_host(struct mb_state *s)
 {
 	const struct mb_model *m = s->model;
 	bool pin = s->set.pin_memory;
+	uint64_t *cuts;
 	int err;
 
-	if ((err = mb_hostbuf_alloc(&s->master, s->cl, 4 * m->numel_total, false,
-				    "master params")) ||
-	    (err = mb_hostbuf_alloc(&s->grads, s->cl, 4 * m->numel_total, pin, "grads")) ||
-	    (err = mb_hostbuf_alloc(&s->momentum, s->cl, 4 * m->numel_muon,
-				    pin && mb_variant_pins(s->set.variant), "Muon momentum")) ||
-	    (err = mb_hostbuf_alloc(&s->adam_m, s->cl, 4 * m->numel_adamw, false,
-				    "AdamW exp_avg")) ||
-	    (err = mb_hostbuf_alloc(&s->adam_v, s->cl, 4 * m->numel_adamw, false,
-				    "AdamW exp_avg_sq")) ||
-	    (err = mb_hostbuf_alloc(&s->staging, s->cl, 2 * m->numel_total, pin, "bf16 staging")))
+	cuts = malloc((m->nparams + 1) * sizeof(*cuts));
+	if (!cuts)
+		return mb_fail("out of host memory for the chunks of %zu parameters", m->nparams);
+	if ((err = alloc_host_buffer(s, &s->master, MB_HOST_MASTER, 4 * m->numel_total, false,
+				     "master params", cuts)) ||
+	    (err = alloc_host_buffer(s, &s->grads, MB_HOST_GRADS, 4 * m->numel_total, pin, "grads",
+				     cuts)) ||
+	    (err = alloc_host_buffer(s, &s->momentum, MB_HOST_MOMENTUM, 4 * m->numel_muon,
+				     pin && mb_variant_pins(s->set.variant), "Muon momentum",
+				     cuts)) ||
+	    (err = alloc_host_buffer(s, &s->adam_m, MB_HOST_ADAMW, 4 * m->numel_adamw, false,
+				     "AdamW exp_avg", cuts)) ||
+	    (err = alloc_host_buffer(s, &s->adam_v, MB_HOST_ADAMW, 4 * m->numel_adamw, false,
+				     "AdamW exp_avg_sq", cuts)) ||
+	    (err = alloc_host_buffer(s, &s->staging, MB_HOST_STAGING, 2 * m->numel_total, pin,
+				     "bf16 staging", cuts))) {
+		free(cuts);
 		return err;
+	}
+	free(cuts);
 	return 0;
 }
 
@@ -264,7 +327,6 @@ static int alloc_offsets(struct mb_state *s)
 int mb_state_init(struct mb_state *s, const struct mb_model *m, const struct mb_step_settings *set,
 		  const struct mb_cl *cl, struct mb_ledger *ledger)
 {
-	cl_int st;
 	int err;
 
 	memset(s, 0, sizeof(*s));
@@ -280,11 +342,10 @@ int mb_state_init(struct mb_state *s, const struct mb_model *m, const struct mb_
 	init_params(s);
 	if ((err = mb_ledger_alloc(ledger, 2 * m->numel_total, "params.bf16", &s->params)))
 		goto out_release;
-	st = clEnqueueWriteBuffer(cl->compute, s->params, CL_TRUE, 0, 2 * m->numel_total,
-				  s->staging.ptr, 0, NULL, NULL);
-	if ((err = mb_cl_check(cl, st, "clEnqueueWriteBuffer", "initial bf16 params, %llu bytes",
-			       (unsigned long long)(2 * m->numel_total))) ||
-	    (err = mb_ns_init(&s->ns, cl, ledger)) || (err = reserve_shapes(s)))
+	if ((err = host_copy(s, true, cl->compute, s->params, 0, &s->staging, 0, 2 * m->numel_total,
+			     0, NULL, NULL, K_PARAMS_H2D, NULL, "initial bf16 params")) ||
+	    (err = finish(s, cl->compute)) || (err = mb_ns_init(&s->ns, cl, ledger)) ||
+	    (err = reserve_shapes(s)))
 		goto out_release;
 	return 0;
 
@@ -330,8 +391,9 @@ static int backward(struct mb_state *s)
 		err = mb_rng_fill(s->cl, buf, 0, len, s->set.seed, STREAM_GRADS + s->steps_done,
 				  off, GRAD_SCALE);
 		if (!err)
-			err = device_copy(s, false, s->cl->compute, buf, 0, f32(&s->grads, off),
-					  4 * len, 0, NULL, NULL, "gradients to the host");
+			err = host_copy(s, false, s->cl->compute, buf, 0, &s->grads, 4 * off,
+					4 * len, 0, NULL, NULL, K_D2H, NULL,
+					"gradients to the host");
 	}
 	if (!err)
 		err = finish(s, s->cl->compute);
@@ -397,11 +459,10 @@ static int writeback(struct apply *a, struct unit *u, cl_command_queue q)
 			return err;
 		lo += n;
 	}
-	if ((err = device_copy(s, false, q, u->mom_src, 4 * u->mom_base,
-			       f32(&s->momentum, s->state_offset[fm]), 4 * lo, event_dep,
-			       event_dep ? &u->computed : NULL, &u->written,
-			       "momentum to the host")) ||
-	    (err = tl_add(&a->tl, NULL, retain(u->written), K_D2H)))
+	if ((err = host_copy(s, false, q, u->mom_src, 4 * u->mom_base, &s->momentum,
+			     4 * s->state_offset[fm], 4 * lo, event_dep,
+			     event_dep ? &u->computed : NULL, &a->tl, K_D2H, &u->written,
+			     "momentum to the host")))
 		return err;
 	return mb_cl_check(s->cl, clFlush(q), "clFlush", "writeback queue");
 }
@@ -502,10 +563,10 @@ static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl
 		lo += n;
 	}
 	if (err ||
-	    (err = device_copy(s, true, s->cl->compute, buf, 4 * e,
-			       f32(&s->momentum, s->state_offset[fm]), 4 * e, 0, NULL, &ev,
-			       "momentum to the device")) ||
-	    (err = tl_add(&a->tl, NULL, ev, K_H2D)) || (err = marker(s, s->cl->compute, &m1)))
+	    (err = host_copy(s, true, s->cl->compute, buf, 4 * e, &s->momentum,
+			     4 * s->state_offset[fm], 4 * e, 0, NULL, &a->tl, K_H2D, NULL,
+			     "momentum to the device")) ||
+	    (err = marker(s, s->cl->compute, &m1)))
 		return err;
 	err = mb_ns_momentum(&s->ns, buf, 0, buf, e, e, s->set.optim.muon_beta);
 	if (err || (err = marker(s, s->cl->compute, &m2))) {
@@ -670,7 +731,6 @@ static int apply(struct mb_state *s, struct timeline *tl)
 static void host_optimizer(struct mb_state *s)
 {
 	const struct mb_model *m = s->model;
-	uint16_t *staging = s->staging.ptr;
 	size_t i;
 
 	/* one parallel region for the whole step: each call shares out its elements */
@@ -678,26 +738,25 @@ static void host_optimizer(struct mb_state *s)
 	for (i = 0; i < m->nparams; i++) {
 		uint64_t off = s->offset[i], so = s->state_offset[i];
 		uint64_t n = mb_param_numel(&m->params[i]);
+		uint16_t *staging = mb_hostbuf_at(&s->staging, 2 * off, NULL);
 
 		if (m->params[i].muon)
-			mb_hostopt_muon(f32(&s->master, off), f32(&s->grads, off), staging + off, n,
+			mb_hostopt_muon(f32(&s->master, off), f32(&s->grads, off), staging, n,
 					&s->set.optim);
 		else
 			mb_hostopt_adamw(f32(&s->master, off), f32(&s->grads, off),
-					 f32(&s->adam_m, so), f32(&s->adam_v, so), staging + off, n,
+					 f32(&s->adam_m, so), f32(&s->adam_v, so), staging, n,
 					 s->steps_done + 1, &s->set.optim);
 	}
 }
 
 static int params_back(struct mb_state *s, struct timeline *tl)
 {
-	cl_event ev;
 	int err;
 
-	if ((err = device_copy(s, true, s->cl->compute, s->params, 0, s->staging.ptr,
-			       2 * s->model->numel_total, 0, NULL, &ev,
-			       "bf16 params to the device")) ||
-	    (err = tl_add(tl, NULL, ev, K_PARAMS_H2D)))
+	if ((err = host_copy(s, true, s->cl->compute, s->params, 0, &s->staging, 0,
+			     2 * s->model->numel_total, 0, NULL, tl, K_PARAMS_H2D, NULL,
+			     "bf16 params to the device")))
 		return err;
 	return finish(s, s->cl->compute);
 }
@@ -738,11 +797,17 @@ out:
 
 static int save_load(struct mb_hostbuf *b, FILE *f, bool save)
 {
-	size_t done = save ? fwrite(b->ptr, 1, b->bytes, f) : fread(b->ptr, 1, b->bytes, f);
+	size_t i, done;
 
-	if (done != b->bytes)
-		return mb_fail("cannot %s the checkpoint of '%s' (%llu bytes)",
-			       save ? "write" : "read", b->what, (unsigned long long)b->bytes);
+	for (i = 0; i < b->nchunks; i++) {
+		struct mb_hostchunk *c = &b->chunks[i];
+
+		done = save ? fwrite(c->ptr, 1, c->bytes, f) : fread(c->ptr, 1, c->bytes, f);
+		if (done != c->bytes)
+			return mb_fail("cannot %s the checkpoint of '%s' (%llu bytes)",
+				       save ? "write" : "read", b->what,
+				       (unsigned long long)b->bytes);
+	}
 	return 0;
 }
 
@@ -774,7 +839,8 @@ int mb_state_reload(struct mb_state *s)
 		struct mb_hostbuf fresh;
 
 		/* a load makes new pageable tensors, as PyTorch's does */
-		if ((err = mb_hostbuf_alloc(&fresh, s->cl, bufs[i]->bytes, false, bufs[i]->what)))
+		if ((err = mb_hostbuf_alloc_cut(&fresh, s->cl, bufs[i]->bytes, false, bufs[i]->what,
+						bufs[i]->cuts, bufs[i]->ncuts)))
 			break;
 		mb_hostbuf_release(bufs[i]);
 		*bufs[i] = fresh;
@@ -786,9 +852,7 @@ int mb_state_reload(struct mb_state *s)
 
 uint64_t mb_state_checksum(const struct mb_state *s)
 {
-	uint64_t h = mb_checksum(s->momentum.ptr, s->momentum.bytes, 0);
-
-	return mb_checksum(s->master.ptr, s->master.bytes, h);
+	return mb_hostbuf_checksum(&s->master, mb_hostbuf_checksum(&s->momentum, 0));
 }
 
 uint64_t mb_state_pinned_bytes(const struct mb_state *s)

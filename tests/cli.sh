@@ -14,7 +14,10 @@ failed=0
 # The check figures of DESIGN.md.
 expect_output "plan: qwen3-4b has 4.02 B parameters" "| total | 398 | 4,022,468,096 | 4.02 B |" plan
 expect_output "plan: 3.63 B of them Muon" "| 3,633,315,840 | 3.63 B |" plan --model qwen3-4b
-expect_output "plan: 14.5 GB of Muon momentum" "| Muon momentum (fp32) | pin, both | 14,533,263,360 | 14.5 GB |" plan
+expect_output "plan: 14.5 GB of Muon momentum, pinned in 7 chunks of 2 GiB" "| Muon momentum (fp32) | pin, both, 7 chunks | 14,533,263,360 | 14.5 GB |" plan
+expect_output "plan: 16.1 GB of grads in 8 chunks (7.5 x 2 GiB)" "| grads (fp32) | yes, 8 chunks | 16,089,872,384 |" plan
+expect_output "plan: --pin-chunk 1Gi doubles them" "| grads (fp32) | yes, 16 chunks |" plan --pin-chunk 1Gi
+expect_output "plan: json has the chunks" '"host_momentum_chunks": 7,' plan --format json
 expect_output "plan: stage 3 lists sub-groups" "## Muon apply: 252 matrices in 4 sub-groups of 1.00 B elements" plan --stage 3
 expect_output "plan: --layers cuts the model" "Model from builtin qwen3-4b: 2 decoder layers" plan --layers 2
 expect_output "plan: --config reads a file" "Model from configs/tiny.json: 2 decoder layers" plan --config configs/tiny.json
@@ -48,10 +51,10 @@ fi
 	     /^      / && o { sub(/^ +/, " "); o = o $0; next }
 	     { if (o) print o; o = "" }' |
 	sed -n 's/^  --\([a-z-]*\) [A-Z]*.*(default: \(.*\))$/\1 \2/p' >"$tmp/defaults"
-if grep -q "^gather-budget 512Mi$" "$tmp/defaults" && [ "$(wc -l <"$tmp/defaults")" -eq 7 ]; then
-	report ok "plan --help shows the 7 defaults"
+if grep -q "^gather-budget 512Mi$" "$tmp/defaults" && [ "$(wc -l <"$tmp/defaults")" -eq 8 ]; then
+	report ok "plan --help shows the 8 defaults"
 else
-	report fail "plan --help shows the 7 defaults" "$(cat "$tmp/defaults")"
+	report fail "plan --help shows the 8 defaults" "$(cat "$tmp/defaults")"
 fi
 "$bin" plan >"$tmp/implicit"
 while read -r opt def; do
@@ -70,6 +73,7 @@ expect_error "stage without a value" 2 "option '--stage' needs a value (S)" plan
 expect_error "bad size" 2 "--gather-budget: invalid size '12X'" plan --gather-budget 12X
 expect_error "size with --opt=value" 2 "--gather-budget: invalid size '-1'" plan --gather-budget=-1
 expect_error "budget below the largest matrix" 2 "'model.layers.0.mlp.gate_proj.weight' (9728x2560) needs 190 MiB (199229440 bytes) of grads + momentum; raise --gather-budget" plan --gather-budget 64Mi
+expect_error "pin chunk below a page" 2 "--pin-chunk: size '1Ki' is out of range" plan --pin-chunk 1Ki
 expect_error "sub-group size zero" 2 "--sub-group-size: number '0' is out of range" plan --stage 3 --sub-group-size 0
 expect_error "layers zero" 2 "--layers: number '0' is out of range" plan --layers 0
 expect_error "more layers than the model" 2 "builtin tiny: cannot keep 3 layers, the model has 2" plan --model tiny --layers 3

@@ -211,6 +211,51 @@ static void reload_changes_nothing_but_the_pin(void **state)
 	free(r);
 }
 
+/* Pinned buffers cut into many chunks (one per parameter here) end in the same state. */
+static void pinned_chunks_change_nothing(void **state)
+{
+	struct mb_run_result *r = malloc(sizeof(*r));
+	unsigned stage;
+	int v;
+
+	(void)state;
+	for (stage = 2; stage <= 3; stage++)
+		for (v = MB_PIN; v <= MB_BOTH; v += MB_BOTH - MB_PIN) {
+			struct mb_run_settings s = settings(stage, (enum mb_variant)v);
+			struct mb_ledger ledger;
+			struct mb_state st;
+			uint64_t want, pinned;
+
+			assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+			want = r->checksum;
+			pinned = r->pinned_host_bytes;
+			s.step.plan.pin_chunk_bytes = 4096;
+			s.resume_at = 1; /* and re-pinned, in the same chunks, after a reload */
+			assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+			assert_true(r->checksum == want);
+			assert_int_equal(r->pinned_host_bytes, pinned);
+			assert_true(r->momentum_pinned);
+
+			/* the chunks are the plan's: every matrix (16 KiB or more) in one of
+			 * its own, the small norms packed together */
+			mb_ledger_init(&ledger, &cl, 0);
+			assert_int_equal(mb_state_init(&st, &micro, &s.step, &cl, &ledger), 0);
+			assert_int_equal(st.momentum.nchunks, micro.nparams_muon);
+			assert_int_equal(st.grads.nchunks,
+					 mb_plan_host_cuts(&st.plan, &micro, MB_HOST_GRADS, 4096,
+							   NULL));
+			assert_true(st.grads.nchunks > micro.nparams_muon);
+			assert_true(st.grads.nchunks < micro.nparams);
+			assert_int_equal(st.staging.nchunks,
+					 mb_plan_host_cuts(&st.plan, &micro, MB_HOST_STAGING, 4096,
+							   NULL));
+			assert_int_equal(st.master.nchunks, 1); /* pageable: one piece */
+			mb_state_release(&st);
+			mb_ledger_release(&ledger);
+		}
+	free(r);
+}
+
 static void stop_flag_and_bad_measure(void **state)
 {
 	struct mb_run_result *r = malloc(sizeof(*r));
@@ -254,6 +299,7 @@ int main(void)
 		cmocka_unit_test(every_stage_and_variant_agree),
 		cmocka_unit_test(knobs_do_not_change_the_math),
 		cmocka_unit_test(reload_changes_nothing_but_the_pin),
+		cmocka_unit_test(pinned_chunks_change_nothing),
 		cmocka_unit_test(stop_flag_and_bad_measure),
 		cmocka_unit_test(memory_limit_fails_cleanly),
 	};
