@@ -121,9 +121,53 @@ static uint64_t product(uint64_t a, uint64_t b)
 	return __builtin_mul_overflow(a, b, &c) ? UINT64_MAX : c;
 }
 
-static int alloc(struct pass *p, uint64_t floats, const char *tag, cl_mem *out)
+/* One device buffer of the pass: its ledger tag, its size, where it goes. */
+struct pass_buffer {
+	const char *tag;
+	uint64_t bytes;
+	cl_mem *mem;
+	bool backward; /* allocated when the backward starts (else the forward) */
+};
+
+#define PASS_BUFFERS 8
+
+/* Every buffer of the pass (CLBlast's temporary last), from its measured sizes. */
+static size_t pass_buffers(struct pass *p, struct pass_buffer *b)
 {
-	return mb_ledger_alloc(p->ledger, floats_bytes(floats), tag, out);
+	size_t n = 0;
+
+	b[n++] = (struct pass_buffer){ "fwd.input", floats_bytes(product(p->t, p->max_cols)), &p->x,
+				       false };
+	b[n++] = (struct pass_buffer){ "fwd.output", floats_bytes(product(p->t, p->max_rows)),
+				       &p->y, false };
+	b[n++] = (struct pass_buffer){ "fwd.weight", floats_bytes(p->max_numel), &p->w, false };
+	b[n++] =
+		(struct pass_buffer){ "fwd.checkpoints",
+				      floats_bytes(product(p->m->layers, product(p->t, p->hidden))),
+				      &p->ckpt, false };
+	b[n++] = (struct pass_buffer){ "bwd.grad_output", floats_bytes(product(p->t, p->max_rows)),
+				       &p->dy, true };
+	b[n++] = (struct pass_buffer){ "bwd.grad_input", floats_bytes(product(p->t, p->max_cols)),
+				       &p->dx, true };
+	b[n++] =
+		(struct pass_buffer){ "bwd.grad_weight", floats_bytes(p->max_numel), &p->dw, true };
+	if (p->temp_bytes)
+		b[n++] = (struct pass_buffer){ "clblast.fwd.temp", p->temp_bytes, &p->temp, false };
+	return n;
+}
+
+/* Allocate the buffers of the forward (BACKWARD false) or of the backward. */
+static int alloc_buffers(struct pass *p, bool backward)
+{
+	struct pass_buffer b[PASS_BUFFERS];
+	size_t i, n = pass_buffers(p, b);
+	int err;
+
+	for (i = 0; i < n; i++)
+		if (b[i].backward == backward &&
+		    (err = mb_ledger_alloc(p->ledger, b[i].bytes, b[i].tag, b[i].mem)))
+			return err;
+	return 0;
 }
 
 /* Zero W (its contents do not matter, but must be defined). */
@@ -193,14 +237,8 @@ static int forward(struct pass *p)
 	int err;
 
 	mb_ledger_phase(p->ledger, "forward");
-	if ((err = alloc(p, p->t * p->max_cols, "fwd.input", &p->x)) ||
-	    (err = alloc(p, p->t * p->max_rows, "fwd.output", &p->y)) ||
-	    (err = alloc(p, p->max_numel, "fwd.weight", &p->w)) ||
-	    (err = alloc(p, product(p->m->layers, product(p->t, p->hidden)), "fwd.checkpoints",
-			 &p->ckpt)) ||
-	    (p->temp_bytes &&
-	     (err = mb_ledger_alloc(p->ledger, p->temp_bytes, "clblast.fwd.temp", &p->temp))) ||
-	    (err = zero(p, p->x, p->t * p->max_cols)) || (err = zero(p, p->w, p->max_numel)))
+	if ((err = alloc_buffers(p, false)) || (err = zero(p, p->x, p->t * p->max_cols)) ||
+	    (err = zero(p, p->w, p->max_numel)))
 		return err;
 	for (l = 0; l < p->m->layers; l++)
 		if ((err = checkpoint(p, l, true)) || (err = forward_layer(p, (int)l)))
@@ -216,10 +254,7 @@ static int backward(struct pass *p)
 	int err;
 
 	mb_ledger_phase(p->ledger, "backward");
-	if ((err = alloc(p, p->t * p->max_rows, "bwd.grad_output", &p->dy)) ||
-	    (err = alloc(p, p->t * p->max_cols, "bwd.grad_input", &p->dx)) ||
-	    (err = alloc(p, p->max_numel, "bwd.grad_weight", &p->dw)) ||
-	    (err = zero(p, p->dy, p->t * p->max_rows)))
+	if ((err = alloc_buffers(p, true)) || (err = zero(p, p->dy, p->t * p->max_rows)))
 		return err;
 	if (p->head && (err = backward_layer(p, -1)))
 		return err;
@@ -253,36 +288,43 @@ int mb_fwdbwd_run(const struct mb_model *m, uint64_t tokens, const struct mb_cl 
 	return err;
 }
 
+int mb_fwdbwd_reserve(const struct mb_model *m, uint64_t tokens, const struct mb_cl *cl,
+		      struct mb_ledger *ledger, unsigned epoch)
+{
+	struct pass p = { .m = m, .cl = cl, .ledger = ledger, .t = tokens };
+	struct pass_buffer b[PASS_BUFFERS];
+	size_t i, n;
+	int err;
+
+	if ((err = measure(&p, true)))
+		return err;
+	n = pass_buffers(&p, b);
+	for (i = 0; i < n; i++)
+		if ((err = mb_ledger_reserve(
+			     ledger, epoch, b[i].tag, b[i].bytes, 1,
+			     "a shorter --seq or a smaller --micro-batch needs less")))
+			return err;
+	return 0;
+}
+
 uint64_t mb_fwdbwd_bytes(const struct mb_model *m, uint64_t tokens, uint64_t *largest,
 			 const char **largest_tag)
 {
 	struct pass p = { .m = m, .t = tokens };
-	uint64_t sum = 0, bytes;
-	size_t i;
+	struct pass_buffer b[PASS_BUFFERS];
+	uint64_t sum = 0;
+	size_t i, n;
 
 	(void)measure(&p, false); /* without the temporaries it cannot fail */
-	const struct {
-		const char *tag;
-		uint64_t floats;
-	} bufs[] = {
-		{ "fwd.input", product(p.t, p.max_cols) },
-		{ "fwd.output", product(p.t, p.max_rows) },
-		{ "fwd.weight", p.max_numel },
-		{ "fwd.checkpoints", product(m->layers, product(p.t, p.hidden)) },
-		{ "bwd.grad_output", product(p.t, p.max_rows) },
-		{ "bwd.grad_input", product(p.t, p.max_cols) },
-		{ "bwd.grad_weight", p.max_numel },
-	};
-
+	n = pass_buffers(&p, b);
 	*largest = 0;
-	*largest_tag = bufs[0].tag;
-	for (i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
-		bytes = floats_bytes(bufs[i].floats);
-		if (__builtin_add_overflow(sum, bytes, &sum))
+	*largest_tag = b[0].tag;
+	for (i = 0; i < n; i++) {
+		if (__builtin_add_overflow(sum, b[i].bytes, &sum))
 			sum = UINT64_MAX;
-		if (bytes > *largest) {
-			*largest = bytes;
-			*largest_tag = bufs[i].tag;
+		if (b[i].bytes > *largest) {
+			*largest = b[i].bytes;
+			*largest_tag = b[i].tag;
 		}
 	}
 	return sum;

@@ -25,6 +25,14 @@ int mb_fwdbwd_run(const struct mb_model *m, uint64_t tokens, const struct mb_cl 
 		  struct mb_ledger *ledger, double *forward_s, double *backward_s);
 
 /*
+ * Reserve every device buffer the pass will allocate for TOKENS tokens, in
+ * the ledger's pool (mb_ledger_reserve), as alive in EPOCH only: sized from
+ * the model, CLBlast's temporary from the device.
+ */
+int mb_fwdbwd_reserve(const struct mb_model *m, uint64_t tokens, const struct mb_cl *cl,
+		      struct mb_ledger *ledger, unsigned epoch);
+
+/*
  * The device bytes the pass holds at once for TOKENS tokens (every buffer is
  * live at the end of the backward), CLBlast's temporary aside: what the
  * ledger's own peak adds in the forward and backward phases. *LARGEST is

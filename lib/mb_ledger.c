@@ -97,6 +97,40 @@ static int book(struct mb_ledger *l, uint64_t bytes, const char *tag, cl_mem mem
 	return 0;
 }
 
+/* A free pooled buffer of at least BYTES reserved for TAG: lent into *out. */
+static bool borrow(struct mb_ledger *l, uint64_t bytes, const char *tag, cl_mem *out)
+{
+	size_t i;
+
+	for (i = 0; i < l->nslots && l->pool; i++) {
+		struct mb_ledger_slot *s = &l->slots[i];
+
+		if (s->lent || l->pool[s->buffer].lent || !l->pool[s->buffer].mem ||
+		    s->bytes < bytes || strcmp(s->tag, tag))
+			continue;
+		s->lent = l->pool[s->buffer].lent = true;
+		*out = l->pool[s->buffer].mem;
+		return true;
+	}
+	return false;
+}
+
+/* Give MEM back to the pool: true if it was a pooled buffer. */
+static bool give_back(struct mb_ledger *l, cl_mem mem)
+{
+	size_t i;
+
+	for (i = 0; i < l->nslots && l->pool; i++) {
+		struct mb_ledger_slot *s = &l->slots[i];
+
+		if (s->lent && l->pool[s->buffer].mem == mem) {
+			s->lent = l->pool[s->buffer].lent = false;
+			return true;
+		}
+	}
+	return false;
+}
+
 int mb_ledger_alloc(struct mb_ledger *l, uint64_t bytes, const char *tag, cl_mem *out)
 {
 	char limit[96], most[32];
@@ -110,12 +144,20 @@ int mb_ledger_alloc(struct mb_ledger *l, uint64_t bytes, const char *tag, cl_mem
 			 mb_fmt_bytes_iec(most, sizeof(most), l->limit_bytes));
 		return refuse(l, bytes, tag, limit);
 	}
+	if (borrow(l, bytes, tag, out)) {
+		if ((err = book(l, bytes, tag, *out))) {
+			give_back(l, *out);
+			*out = NULL;
+		}
+		return err;
+	}
 	if (bytes > l->cl->info.max_alloc_bytes) {
 		snprintf(limit, sizeof(limit), "the device allocates at most %s at once",
 			 mb_fmt_bytes_iec(most, sizeof(most), l->cl->info.max_alloc_bytes));
 		return refuse(l, bytes, tag, limit);
 	}
 	*out = clCreateBuffer(l->cl->context, CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL, &st);
+	l->device_allocs++;
 	if (st == CL_MEM_OBJECT_ALLOCATION_FAILURE || st == CL_OUT_OF_RESOURCES)
 		return refuse(l, bytes, tag, "the device is out of memory");
 	if ((err = mb_cl_check(l->cl, st, "clCreateBuffer", "%s, %llu bytes", tag,
@@ -123,6 +165,7 @@ int mb_ledger_alloc(struct mb_ledger *l, uint64_t bytes, const char *tag, cl_mem
 		return err;
 	if ((err = book(l, bytes, tag, *out))) {
 		clReleaseMemObject(*out);
+		l->device_releases++;
 		*out = NULL;
 	}
 	return err;
@@ -143,7 +186,104 @@ void mb_ledger_free(struct mb_ledger *l, cl_mem mem)
 		l->live[i] = l->live[--l->nlive];
 		break;
 	}
+	if (give_back(l, mem))
+		return;
 	clReleaseMemObject(mem);
+	l->device_releases++;
+}
+
+int mb_ledger_reserve(struct mb_ledger *l, unsigned epoch, const char *tag, uint64_t bytes,
+		      unsigned count, const char *knob)
+{
+	struct mb_ledger_slot *s;
+	unsigned i;
+
+	if (l->pool)
+		return mb_fail("the device buffer pool is made: '%s' cannot be reserved now", tag);
+	s = realloc(l->slots, (l->nslots + count) * sizeof(*s));
+	if (!s)
+		return mb_fail("out of host memory reserving %u device buffers", count);
+	l->slots = s;
+	for (i = 0; i < count; i++) {
+		s = &l->slots[l->nslots++];
+		memset(s, 0, sizeof(*s));
+		snprintf(s->tag, sizeof(s->tag), "%s", tag);
+		s->epoch = epoch;
+		s->bytes = bytes;
+		s->knob = knob;
+	}
+	return 0;
+}
+
+/* Slots by epoch, then largest first (the order the buffers are shared in). */
+static int cmp_slot(const void *x, const void *y)
+{
+	const struct mb_ledger_slot *a = x, *b = y;
+
+	if (a->epoch != b->epoch)
+		return a->epoch < b->epoch ? -1 : 1;
+	return (a->bytes < b->bytes) - (a->bytes > b->bytes);
+}
+
+int mb_ledger_pool_make(struct mb_ledger *l)
+{
+	const struct mb_cl *cl = l->cl;
+	size_t i, k = 0, n = 0, *who;
+	char a[32], b[32];
+	cl_int st;
+	int err = 0;
+
+	qsort(l->slots, l->nslots, sizeof(*l->slots), cmp_slot);
+	/* the k-th largest slot of each epoch goes in buffer k */
+	for (i = 0; i < l->nslots; i++) {
+		k = i && l->slots[i].epoch == l->slots[i - 1].epoch ? k + 1 : 0;
+		l->slots[i].buffer = k;
+		n = k + 1 > n ? k + 1 : n;
+	}
+	l->pool = calloc(n ? n : 1, sizeof(*l->pool));
+	who = calloc(n ? n : 1, sizeof(*who)); /* the slot that sets each buffer's size */
+	if (!l->pool || !who) {
+		free(who);
+		return mb_fail("out of host memory for a pool of %zu device buffers", n);
+	}
+	l->npool = n;
+	for (i = 0; i < l->nslots; i++) {
+		struct mb_ledger_pooled *p = &l->pool[l->slots[i].buffer];
+
+		if (l->slots[i].bytes > p->bytes) {
+			p->bytes = l->slots[i].bytes;
+			who[l->slots[i].buffer] = i;
+		}
+	}
+	for (k = 0; k < n && !err; k++) {
+		const struct mb_ledger_slot *s = &l->slots[who[k]];
+		struct mb_ledger_pooled *p = &l->pool[k];
+
+		mb_fmt_bytes_iec(a, sizeof(a), p->bytes);
+		if (p->bytes > cl->info.max_alloc_bytes) {
+			err = mb_fail(
+				"device buffer '%s' (%s) is larger than '%s' allocates at once "
+				"(%s)%s%s",
+				s->tag, a, cl->info.name,
+				mb_fmt_bytes_iec(b, sizeof(b), cl->info.max_alloc_bytes),
+				s->knob ? "; " : "", s->knob ? s->knob : "");
+			break;
+		}
+		p->mem = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, p->bytes ? p->bytes : 1,
+					NULL, &st);
+		l->device_allocs++;
+		if (st == CL_MEM_OBJECT_ALLOCATION_FAILURE || st == CL_OUT_OF_RESOURCES)
+			err = mb_fail("clCreateBuffer failed on '%s' (the pool's buffer for '%s', "
+				      "%s): the device is out of memory",
+				      cl->info.name, s->tag, a);
+		else
+			err = mb_cl_check(cl, st, "clCreateBuffer",
+					  "the pool's buffer for '%s', %s", s->tag, a);
+		if (!err)
+			l->pool_bytes += p->bytes;
+	}
+	free(who);
+	return err;
 }
 
 void mb_ledger_phase(struct mb_ledger *l, const char *name)
@@ -192,9 +332,22 @@ uint64_t mb_ledger_phase_own_peak(const struct mb_ledger *l, const char *name)
 
 void mb_ledger_release(struct mb_ledger *l)
 {
+	size_t i;
+
 	while (l->nlive)
 		mb_ledger_free(l, l->live[l->nlive - 1].mem);
 	free(l->live);
 	l->live = NULL;
 	l->live_alloc = 0;
+	for (i = 0; i < l->npool; i++)
+		if (l->pool[i].mem) {
+			clReleaseMemObject(l->pool[i].mem);
+			l->device_releases++;
+		}
+	free(l->pool);
+	free(l->slots);
+	l->pool = NULL;
+	l->slots = NULL;
+	l->npool = l->nslots = 0;
+	l->pool_bytes = 0;
 }

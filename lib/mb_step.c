@@ -324,6 +324,46 @@ static int alloc_offsets(struct mb_state *s)
 	return 0;
 }
 
+/* The parts of a step whose device buffers are never alive together. */
+enum { EPOCH_FWDBWD, EPOCH_BUCKET, EPOCH_APPLY };
+
+/*
+ * Reserve, from the plan, every device buffer a step allocates, and make
+ * the pool: during the steps, nothing is allocated or released on the device.
+ */
+static int reserve_step(struct mb_state *s)
+{
+	const struct mb_model *m = s->model;
+	const struct mb_plan *p = &s->plan;
+	unsigned alive = mb_variant_overlaps(s->set.variant) ? 2 : 1; /* computing, writing back */
+	uint64_t gathered = p->ngroups ? p->groups[p->largest_group].gathered_numel : 0,
+		 bucket = m->numel_total < MB_STEP_BUCKET_ELEMS ? m->numel_total
+								: MB_STEP_BUCKET_ELEMS,
+		 largest = 0;
+	size_t i;
+	int err;
+
+	for (i = 0; i < m->nparams; i++)
+		if (m->params[i].muon && mb_param_numel(&m->params[i]) > largest)
+			largest = mb_param_numel(&m->params[i]);
+	if (s->set.fwd_bwd &&
+	    (err = mb_fwdbwd_reserve(m, s->set.tokens, s->cl, s->ledger, EPOCH_FWDBWD)))
+		return err;
+	if ((err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.bucket", 4 * bucket, 1, NULL)))
+		return err;
+	if (s->set.plan.stage == 3)
+		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.subgroup", 8 * gathered, 1,
+					"a smaller --sub-group-size needs less") ||
+				      mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.update",
+							4 * largest, alive, NULL)
+			      ? -MB_EFAIL
+			      : 0;
+	else
+		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.batch", 8 * gathered, alive,
+					"a smaller --gather-budget needs less");
+	return err ? err : mb_ledger_pool_make(s->ledger);
+}
+
 int mb_state_init(struct mb_state *s, const struct mb_model *m, const struct mb_step_settings *set,
 		  const struct mb_cl *cl, struct mb_ledger *ledger)
 {
@@ -345,7 +385,7 @@ int mb_state_init(struct mb_state *s, const struct mb_model *m, const struct mb_
 	if ((err = host_copy(s, true, cl->compute, s->params, 0, &s->staging, 0, 2 * m->numel_total,
 			     0, NULL, NULL, K_PARAMS_H2D, NULL, "initial bf16 params")) ||
 	    (err = finish(s, cl->compute)) || (err = mb_ns_init(&s->ns, cl, ledger)) ||
-	    (err = reserve_shapes(s)))
+	    (err = reserve_shapes(s)) || (err = reserve_step(s)))
 		goto out_release;
 	return 0;
 

@@ -256,6 +256,67 @@ static void pinned_chunks_change_nothing(void **state)
 	free(r);
 }
 
+/*
+ * Every device buffer a step needs comes from the pool made before the
+ * first step: no step allocates or releases anything on the device, and the
+ * peaks are still the plan's.
+ */
+static void steps_allocate_nothing(void **state)
+{
+	unsigned stage;
+	int v;
+
+	(void)state;
+	for (stage = 1; stage <= 3; stage++)
+		for (v = 0; v < MB_NVARIANTS; v++) {
+			struct mb_run_settings s = settings(stage, (enum mb_variant)v);
+			uint64_t allocs, releases;
+			struct mb_step_times t;
+			struct mb_ledger ledger;
+			struct mb_state st;
+			unsigned i;
+
+			s.step.fwd_bwd = true;
+			s.step.tokens = 48;
+			mb_ledger_init(&ledger, &cl, 0);
+			assert_int_equal(mb_state_init(&st, &micro, &s.step, &cl, &ledger), 0);
+			allocs = ledger.device_allocs;
+			releases = ledger.device_releases;
+			assert_true(allocs > 0 && ledger.npool > 0);
+			for (i = 1; i <= 3; i++) {
+				assert_int_equal(mb_step(&st, &t), 0);
+				assert_int_equal(ledger.device_allocs, allocs);
+				assert_int_equal(ledger.device_releases, releases);
+			}
+			/* the books are logical: the step's peak is the plan's, not the pool's */
+			assert_int_equal(mb_ledger_phase_own_peak(&ledger, "step"),
+					 mb_variant_overlaps(s.step.variant)
+						 ? st.plan.peak_step_bytes_overlap
+						 : st.plan.peak_step_bytes_sync);
+			assert_true(ledger.pool_bytes >= 8 * st.plan.groups[0].gathered_numel);
+			mb_state_release(&st);
+			mb_ledger_release(&ledger);
+		}
+}
+
+/* A step buffer over the device's largest allocation is refused before any step. */
+static void too_large_a_buffer_is_refused_up_front(void **state)
+{
+	struct mb_run_settings s = settings(2, MB_BOTH);
+	struct mb_cl small = cl;
+	struct mb_ledger ledger;
+	struct mb_state st;
+
+	(void)state;
+	s.step.plan.gather_budget_bytes = 1u << 20; /* one batch: all of micro's Muon, 786 KiB */
+	small.info.max_alloc_bytes = 300u << 10;    /* the bf16 params (262 KB) fit */
+	mb_ledger_init(&ledger, &small, 0);
+	assert_int_equal(mb_state_init(&st, &micro, &s.step, &small, &ledger), -MB_EFAIL);
+	assert_non_null(strstr(mb_errmsg(), "device buffer 'apply.batch'"));
+	assert_non_null(strstr(mb_errmsg(), "a smaller --gather-budget needs less"));
+	mb_ledger_release(&ledger);
+}
+
 static void stop_flag_and_bad_measure(void **state)
 {
 	struct mb_run_result *r = malloc(sizeof(*r));
@@ -300,6 +361,8 @@ int main(void)
 		cmocka_unit_test(knobs_do_not_change_the_math),
 		cmocka_unit_test(reload_changes_nothing_but_the_pin),
 		cmocka_unit_test(pinned_chunks_change_nothing),
+		cmocka_unit_test(steps_allocate_nothing),
+		cmocka_unit_test(too_large_a_buffer_is_refused_up_front),
 		cmocka_unit_test(stop_flag_and_bad_measure),
 		cmocka_unit_test(memory_limit_fails_cleanly),
 	};
