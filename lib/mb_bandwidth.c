@@ -1,9 +1,12 @@
 /*
- * mb_bandwidth: host-device copy bandwidth, pageable against pinned.
+ * mb_bandwidth: host-device copy bandwidth, pageable against pinned; "both"
+ * from two host threads, one a direction (see mb_bandwidth.h for why).
  */
 #include "mb_bandwidth.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,93 +135,184 @@ static double memcpy_gbs(struct mb_bw_buffers *b, uint64_t bytes)
 	return best;
 }
 
-static double event_s(cl_event e, cl_profiling_info what)
-{
-	cl_ulong ns = 0;
+/* One direction's copies, on its own queue, from one host thread. */
+struct side {
+	struct mb_bw_buffers *b;
+	enum mb_bw_dir dir; /* MB_BW_H2D or MB_BW_D2H */
+	uint64_t bytes;
+	unsigned n;		     /* copies: the warm-up, then the timed ones */
+	pthread_barrier_t *together; /* "both": each copy starts with the other side's */
+	double *host0, *host1;	     /* [n]: host clock before the enqueue, after the finish */
+	double *ev0, *ev1;	     /* [n]: the event's START and END; NaN when not had */
+	int err;		     /* a failed copy: -MB_EFAIL, with msg */
+	char msg[512];
+	char why[512]; /* the first event time the driver refused; "" if none */
+};
 
-	clGetEventProfilingInfo(e, what, sizeof(ns), &ns, NULL);
-	return 1e-9 * (double)ns;
+/*
+ * S's copies, one at a time, each finished before the next. After a failed
+ * copy the side copies no more but still meets the other at the barrier, so
+ * that neither waits for ever.
+ */
+static void run_side(struct side *s)
+{
+	const struct mb_cl *cl = s->b->cl;
+	bool h2d = s->dir == MB_BW_H2D;
+	cl_command_queue q = h2d ? cl->compute : cl->copy;
+	char what[128];
+	unsigned i;
+
+	snprintf(what, sizeof(what), "%s copy of %llu bytes, %s%s", mb_bw_dir_names[s->dir],
+		 (unsigned long long)s->bytes, s->b->src.pinned ? "pinned" : "pageable",
+		 s->together ? ", both directions at once" : "");
+	for (i = 0; i < s->n; i++) {
+		const char *call = h2d ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+		cl_event ev = NULL;
+		cl_int st;
+
+		s->host0[i] = s->host1[i] = s->ev0[i] = s->ev1[i] = NAN;
+		if (s->together)
+			pthread_barrier_wait(s->together);
+		if (s->err)
+			continue;
+		s->host0[i] = mb_now_s();
+		st = h2d ? clEnqueueWriteBuffer(q, s->b->to, CL_FALSE, 0, s->bytes, s->b->src.ptr,
+						0, NULL, &ev)
+			 : clEnqueueReadBuffer(q, s->b->from, CL_FALSE, 0, s->bytes, s->b->dst.ptr,
+					       0, NULL, &ev);
+		if (st == CL_SUCCESS && (call = "clFinish"))
+			st = clFinish(q);
+		s->host1[i] = mb_now_s();
+		if (st != CL_SUCCESS) {
+			s->err = mb_cl_check(cl, st, call, "%s", what);
+			snprintf(s->msg, sizeof(s->msg), "%s", mb_errmsg());
+		} else if (mb_cl_event_span(cl, ev, what, &s->ev0[i], &s->ev1[i]) && !s->why[0]) {
+			snprintf(s->why, sizeof(s->why), "%s", mb_errmsg());
+		}
+		if (ev)
+			clReleaseEvent(ev);
+	}
 }
 
-/* One copy (two for "both"), finished; its device and host seconds. */
-static int copy_once(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, double *dev_s,
-		     double *host_s)
+static void *side_thread(void *arg)
 {
-	const struct mb_cl *cl = b->cl;
-	cl_event ev[2] = { NULL, NULL };
-	double t = mb_now_s(), start = INFINITY, end = -INFINITY;
-	const char *call = "clEnqueueWriteBuffer";
-	cl_int st = CL_SUCCESS;
-	int i, err;
+	run_side(arg);
+	return NULL;
+}
 
-	if (dir != MB_BW_D2H)
-		st = clEnqueueWriteBuffer(cl->compute, b->to, CL_FALSE, 0, bytes, b->src.ptr, 0,
-					  NULL, &ev[0]);
-	if (st == CL_SUCCESS && dir != MB_BW_H2D && (call = "clEnqueueReadBuffer"))
-		st = clEnqueueReadBuffer(cl->copy, b->from, CL_FALSE, 0, bytes, b->dst.ptr, 0, NULL,
-					 &ev[1]);
-	if (st == CL_SUCCESS && (call = "clFinish"))
-		st = clFinish(cl->compute);
-	if (st == CL_SUCCESS)
-		st = clFinish(cl->copy);
-	*host_s = mb_now_s() - t;
-	for (i = 0; i < 2; i++) {
-		if (!ev[i])
-			continue;
-		if (event_s(ev[i], CL_PROFILING_COMMAND_START) < start)
-			start = event_s(ev[i], CL_PROFILING_COMMAND_START);
-		if (event_s(ev[i], CL_PROFILING_COMMAND_END) > end)
-			end = event_s(ev[i], CL_PROFILING_COMMAND_END);
-		clReleaseEvent(ev[i]);
+/* H2D on this thread and D2H on a new one, each copy of one started with the other's. */
+static int run_both(struct side *h2d, struct side *d2h)
+{
+	pthread_barrier_t together;
+	pthread_t t;
+	int st;
+
+	if ((st = pthread_barrier_init(&together, NULL, 2)))
+		return mb_fail("cannot make the barrier of the two copy threads: %s", strerror(st));
+	h2d->together = d2h->together = &together;
+	if ((st = pthread_create(&t, NULL, side_thread, d2h))) {
+		pthread_barrier_destroy(&together);
+		return mb_fail("cannot start the D2H copy thread: %s", strerror(st));
 	}
-	*dev_s = end - start;
-	err = mb_cl_check(cl, st, call, "%s copy of %llu bytes", mb_bw_dir_names[dir],
-			  (unsigned long long)bytes);
-	return err;
+	run_side(h2d);
+	pthread_join(t, NULL);
+	pthread_barrier_destroy(&together);
+	return 0;
+}
+
+/* Copy I's seconds over the sides used: from the first start to the last end. */
+static double span(const struct side *s, size_t nsides, bool events, unsigned i)
+{
+	double start = INFINITY, end = -INFINITY;
+	size_t k;
+
+	for (k = 0; k < nsides; k++) {
+		start = fmin(start, events ? s[k].ev0[i] : s[k].host0[i]);
+		end = fmax(end, events ? s[k].ev1[i] : s[k].host1[i]);
+	}
+	return end - start;
+}
+
+/* BYTES over S seconds in GB/s; a copy the clock cannot see counts as 1 ns (finite, flagged). */
+static double gbs(double bytes, double s)
+{
+	return bytes / (s > 1e-9 || isnan(s) ? s : 1e-9) / 1e9;
+}
+
+/*
+ * *r's figures from the sides' timed copies (the warm-up, copy 0, left out);
+ * DEV and HOST have room for a rate a timed copy.
+ */
+static void summarize(struct mb_bw_buffers *b, const struct side *s, size_t nsides, double *dev,
+		      double *host, struct mb_bw_result *r)
+{
+	double moved = (double)r->bytes * (double)nsides, judged;
+	size_t k;
+	unsigned i;
+
+	_Static_assert(sizeof(s->why) == sizeof(r->device_error), "one size for the reason");
+	for (k = 0; k < nsides && !r->device_error[0]; k++)
+		memcpy(r->device_error, s[k].why, sizeof(r->device_error));
+	for (i = 0; i < r->reps; i++) {
+		dev[i] = gbs(moved, span(s, nsides, true, i + 1));
+		host[i] = gbs(moved, span(s, nsides, false, i + 1));
+	}
+	if (b->memcpy_bytes != r->bytes) {
+		b->memcpy_gbs = memcpy_gbs(b, r->bytes);
+		b->memcpy_bytes = r->bytes;
+	}
+	r->device_gbs = mb_spread_of(dev, r->device_error[0] ? 0 : r->reps);
+	r->host_gbs = mb_spread_of(host, r->reps);
+	r->memcpy_gbs = b->memcpy_gbs;
+	/* judged per direction ("both" moves twice the bytes in the same time), by
+	 * the events where there are any */
+	judged = isnan(r->device_gbs.median) ? r->host_gbs.median : r->device_gbs.median;
+	r->zero_copy = mb_bw_zero_copy(judged / (double)nsides, r->memcpy_gbs);
 }
 
 int mb_bw_measure(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, unsigned reps,
 		  struct mb_bw_result *r)
 {
-	double *dev = calloc(reps, sizeof(*dev)), *host = calloc(reps, sizeof(*host)), d, h;
-	double moved = (double)bytes * (dir == MB_BW_BOTH ? 2 : 1);
-	unsigned i;
-	int err;
+	const unsigned n = reps + 1; /* the warm-up first */
+	const size_t nsides = dir == MB_BW_BOTH ? 2 : 1;
+	double *t = calloc(10 * (size_t)n, sizeof(*t)); /* 4 a side and copy, then 2 rates */
+	struct side s[2];
+	size_t k;
+	int err = 0;
 
 	memset(r, 0, sizeof(*r));
 	r->bytes = bytes;
 	r->dir = dir;
 	r->pinned = b->src.pinned;
 	r->reps = reps;
-	if (!dev || !host) {
-		free(dev);
-		free(host);
+	r->threads = (unsigned)nsides;
+	if (!t)
 		return mb_fail("out of host memory");
+	if (bytes > b->max_bytes) {
+		free(t);
+		return mb_fail("a copy of %llu bytes is larger than its buffers",
+			       (unsigned long long)bytes);
 	}
-	if (bytes > b->max_bytes)
-		err = mb_fail("a copy of %llu bytes is larger than its buffers",
-			      (unsigned long long)bytes);
+	memset(s, 0, sizeof(s));
+	for (k = 0; k < nsides; k++) {
+		s[k].b = b;
+		s[k].dir = dir == MB_BW_BOTH ? (k ? MB_BW_D2H : MB_BW_H2D) : dir;
+		s[k].bytes = bytes;
+		s[k].n = n;
+		s[k].host0 = t + (4 * k + 0) * n;
+		s[k].host1 = t + (4 * k + 1) * n;
+		s[k].ev0 = t + (4 * k + 2) * n;
+		s[k].ev1 = t + (4 * k + 3) * n;
+	}
+	if (nsides == 2)
+		err = run_both(&s[0], &s[1]);
 	else
-		err = copy_once(b, bytes, dir, &d, &h); /* the warm-up */
-	for (i = 0; i < reps && !err; i++) {
-		err = copy_once(b, bytes, dir, &d, &h);
-		/* a copy the timer cannot see counts as 1 ns: flagged zero-copy, still finite */
-		dev[i] = moved / (d > 1e-9 ? d : 1e-9) / 1e9;
-		host[i] = moved / (h > 1e-9 ? h : 1e-9) / 1e9;
-	}
-	if (!err) {
-		if (b->memcpy_bytes != bytes) {
-			b->memcpy_gbs = memcpy_gbs(b, bytes);
-			b->memcpy_bytes = bytes;
-		}
-		r->device_gbs = mb_spread_of(dev, reps);
-		r->host_gbs = mb_spread_of(host, reps);
-		r->memcpy_gbs = b->memcpy_gbs;
-		/* per direction: "both" moves twice the bytes in the same time */
-		r->zero_copy = mb_bw_zero_copy(r->device_gbs.median / (dir == MB_BW_BOTH ? 2 : 1),
-					       r->memcpy_gbs);
-	}
-	free(dev);
-	free(host);
+		run_side(&s[0]);
+	for (k = 0; k < nsides && !err; k++)
+		if (s[k].err)
+			err = mb_fail("%s", s[k].msg);
+	if (!err)
+		summarize(b, s, nsides, t + 8 * (size_t)n, t + 9 * (size_t)n, r);
+	free(t);
 	return err;
 }

@@ -1,8 +1,20 @@
 /*
  * mb_bandwidth: how fast bytes cross between host and device, per copy size,
- * direction (H2D, D2H, or both at once, one on each queue) and kind of host
- * memory (pageable or pinned), timed by the device's events and by the host
- * clock, after a warm-up, over several reps.
+ * direction (H2D, D2H, or both at once) and kind of host memory (pageable or
+ * pinned), timed by the device's events and by the host clock, after a
+ * warm-up, over several reps.
+ *
+ * "Both" runs each direction from a host thread of its own, on a queue of its
+ * own (H2D on the compute queue, D2H on the copy queue), each copy started
+ * with the other's at a barrier: a driver whose pageable copies are
+ * synchronous (NVIDIA's returns from the enqueue only once the copy is done)
+ * would otherwise run the two directions one after the other.
+ *
+ * The two clocks can disagree on purpose. The host clock (around enqueue and
+ * finish) is what a caller waits; the events time what the driver says the
+ * copy took, which for a pageable copy that the driver stages through a
+ * pinned buffer of its own may be only the DMA. A device time the driver
+ * cannot give is not read as 0: its rate is NaN and the result says why.
  *
  * The host buffers are mb_hostbuf's: page-aligned, first touched by the
  * process's own (bound) threads, so they sit where the NUMA binding says.
@@ -34,10 +46,15 @@ struct mb_bw_result {
 	enum mb_bw_dir dir;
 	bool pinned;
 	unsigned reps;
-	struct mb_spread device_gbs; /* from the first event's start to the last one's end */
-	struct mb_spread host_gbs;   /* host clock around enqueue and finish */
+	unsigned threads; /* host threads that enqueued the copies: 1, or 2 for "both" */
+	/* from the first event's START to the last one's END; NaN when the driver gave no time */
+	struct mb_spread device_gbs;
+	/* host clock: "both" from the earlier thread's enqueue to the later one's finish */
+	struct mb_spread host_gbs;
 	double memcpy_gbs; /* the host's fastest memcpy of the same size (one or all threads) */
-	bool zero_copy;	   /* implausibly fast: not reported as bandwidth */
+	bool zero_copy; /* implausibly fast (by the events, else the host clock): not bandwidth */
+	char device_error[512]; /* why device_gbs is NaN (the first event refused); "" if it is not
+				 */
 };
 
 /* Whether a copy at GBS is too fast to be a transfer, beside a memcpy at MEMCPY_GBS. */
@@ -56,7 +73,9 @@ void mb_bw_buffers_free(struct mb_bw_buffers *b);
 
 /*
  * Time REPS copies of BYTES (at most the buffers' size) in direction DIR,
- * after one untimed copy, into *r.
+ * after one untimed copy, into *r. A driver that gives no event time is not
+ * a failure: r->device_gbs is NaN and r->device_error says why. A failed
+ * copy, or threads that cannot be started, is -MB_EFAIL.
  */
 int mb_bw_measure(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, unsigned reps,
 		  struct mb_bw_result *r);

@@ -2,6 +2,8 @@
  * Copy bandwidth on the default device (PoCL in CI): every direction and
  * kind of host memory gives a plausible spread, real copies are not taken
  * for zero-copy mappings, and the zero-copy rule flags what is too fast.
+ * On queues without profiling (MUONBENCH_PROFILING=off) the event rates are
+ * NaN with the driver's reason, never 0, and the host clock's rates remain.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -9,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -51,6 +55,9 @@ static void every_direction_and_memory(void **state)
 				assert_int_equal(mb_bw_measure(b, sizes[i], dir, 3, &r), 0);
 				assert_true(r.bytes == sizes[i] && r.dir == (enum mb_bw_dir)dir &&
 					    r.pinned == pinned && r.reps == 3);
+				/* "both": one host thread a direction */
+				assert_int_equal(r.threads, dir == MB_BW_BOTH ? 2 : 1);
+				assert_string_equal(r.device_error, "");
 				check_spread(&r.device_gbs);
 				check_spread(&r.host_gbs);
 				assert_true(r.memcpy_gbs > 0);
@@ -64,11 +71,42 @@ static void every_direction_and_memory(void **state)
 	}
 }
 
+static void no_profiling(void **state)
+{
+	struct mb_cl_select sel = { .platform = -1 };
+	struct mb_cl plain;
+	struct mb_bw_buffers *b;
+	struct mb_bw_result r;
+	int dir, err;
+
+	(void)state;
+	assert_int_equal(setenv("MUONBENCH_PROFILING", "off", 1), 0);
+	err = mb_cl_open(&plain, &sel);
+	unsetenv("MUONBENCH_PROFILING");
+	assert_int_equal(err, 0);
+	assert_int_equal(mb_bw_buffers_new(&plain, 1u << 16, false, &b), 0);
+	for (dir = 0; dir < MB_BW_NDIRS; dir++) {
+		/* not a failure: the host clock's rates are there */
+		assert_int_equal(mb_bw_measure(b, 1u << 16, dir, 2, &r), 0);
+		assert_true(isnan(r.device_gbs.median) && isnan(r.device_gbs.min) &&
+			    isnan(r.device_gbs.max) && isnan(r.device_gbs.cv));
+		check_spread(&r.host_gbs);
+		/* the reason names the copy: the direction (the first, for "both") and size */
+		assert_non_null(strstr(r.device_error, dir == MB_BW_D2H
+							       ? "D2H copy of 65536 bytes"
+							       : "H2D copy of 65536 bytes"));
+		assert_int_equal(r.threads, dir == MB_BW_BOTH ? 2 : 1);
+	}
+	mb_bw_buffers_free(b);
+	mb_cl_release(&plain);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(zero_copy_rule),
 		cmocka_unit_test(every_direction_and_memory),
+		cmocka_unit_test(no_profiling),
 	};
 
 	return cmocka_run_group_tests(tests, open_device, close_device);
