@@ -3,6 +3,8 @@
  * bandwidth per size, direction and host memory (mb_bandwidth), as Markdown
  * tables (one per direction, pageable and pinned side by side), CSV rows or
  * JSON objects. The CSV columns and the JSON keys come from one list.
+ * Event rates the driver cannot give are n/a (empty, null), and the command
+ * then says why and exits 1, after the output.
  */
 #include <math.h>
 #include <stdio.h>
@@ -59,16 +61,38 @@ static int measure(struct bench *b, unsigned reps)
 
 /* ---- Markdown ---- */
 
-static void md_cells(const struct mb_bw_result *r)
+/* A cell: V with DECIMALS decimals, or "n/a" when it could not be had. */
+static void md_num(double v, int decimals)
 {
-	if (r->zero_copy)
-		printf(" zero-copy | - | - | - |");
+	if (isnan(v))
+		printf(" n/a |");
 	else
-		printf(" %.2f | %.2f-%.2f | %.3f | %.2f |", r->device_gbs.median, r->device_gbs.min,
-		       r->device_gbs.max, r->device_gbs.cv, r->host_gbs.median);
+		printf(" %.*f |", decimals, v);
 }
 
-static void print_md(const struct bench *b, unsigned reps)
+/* The device's median / the host clock's: well above 1 when the events leave out staging. */
+static double events_over_host(const struct mb_bw_result *r)
+{
+	return r->device_gbs.median / r->host_gbs.median;
+}
+
+static void md_cells(const struct mb_bw_result *r)
+{
+	if (r->zero_copy) {
+		printf(" zero-copy | - | - | - | - |");
+		return;
+	}
+	md_num(r->device_gbs.median, 2);
+	if (isnan(r->device_gbs.median))
+		printf(" n/a |");
+	else
+		printf(" %.2f-%.2f |", r->device_gbs.min, r->device_gbs.max);
+	md_num(r->device_gbs.cv, 3);
+	md_num(r->host_gbs.median, 2);
+	md_num(events_over_host(r), 2);
+}
+
+static void print_md(const struct bench *b, unsigned reps, size_t untimed)
 {
 	const struct mb_cl_device_info *d = &b->cl.info;
 	char size[32];
@@ -83,17 +107,22 @@ static void print_md(const struct bench *b, unsigned reps)
 	printf("%u copies of each size after a warm-up. GB/s: 10^9 bytes a second, the median "
 	       "over the copies, timed by the device's events; min-max and CV (standard "
 	       "deviation over mean) beside it. Host clock: the same copies timed on the host "
-	       "around enqueue and finish. Zero-copy: faster than %.0fx the host's own memcpy "
-	       "of that size, so no transfer.\n",
-	       reps, MB_BW_ZERO_COPY_FACTOR);
+	       "around enqueue and finish, what a caller waits. Events / host: the ratio of the "
+	       "two; a pageable one well above the pinned one says that the events leave out "
+	       "the driver's staging of pageable memory. Zero-copy: faster than %.0fx the "
+	       "host's own memcpy of that size, so no transfer.%s\n",
+	       reps, MB_BW_ZERO_COPY_FACTOR,
+	       untimed ? " n/a: the driver gave no time for the copies' events (why: on stderr)."
+		       : "");
 	for (dir = 0; dir < MB_BW_NDIRS; dir++) {
 		printf("\n## %s%s\n\n", mb_bw_dir_names[dir],
-		       dir == MB_BW_BOTH ? " (H2D and D2H at once, one on each queue; the bytes of "
-					   "both counted)"
+		       dir == MB_BW_BOTH ? " (H2D and D2H at once, each from a host thread and on "
+					   "a queue of its own; the bytes of both counted)"
 					 : "");
-		printf("| size | pageable GB/s | min-max | CV | host clock | pinned GB/s | min-max "
-		       "| CV | host clock | pinned / pageable | host memcpy GB/s |\n");
-		printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+		printf("| size | pageable GB/s | min-max | CV | host clock GB/s | events / host "
+		       "| pinned GB/s | min-max | CV | host clock GB/s | events / host | pinned / "
+		       "pageable | host memcpy GB/s |\n");
+		printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 		for (i = 0; i < b->nsizes; i++) {
 			const struct mb_bw_result *pg = at(b, false, i, dir),
 						  *pn = at(b, true, i, dir);
@@ -104,7 +133,7 @@ static void print_md(const struct bench *b, unsigned reps)
 			if (pg->zero_copy || pn->zero_copy)
 				printf(" - |");
 			else
-				printf(" %.2f |", pn->device_gbs.median / pg->device_gbs.median);
+				md_num(pn->device_gbs.median / pg->device_gbs.median, 2);
 			printf(" %.2f |\n", pn->memcpy_gbs);
 		}
 	}
@@ -112,7 +141,7 @@ static void print_md(const struct bench *b, unsigned reps)
 
 /* ---- CSV and JSON: one list of fields ---- */
 
-#define NFIELDS 29
+#define NFIELDS 31
 
 static size_t fields(const struct bench *b, const struct mb_bw_result *r, struct mb_field *f)
 {
@@ -124,7 +153,7 @@ static size_t fields(const struct bench *b, const struct mb_bw_result *r, struct
 #define U(k, v)	 f[n++] = MB_FIELD_N(k, v)
 #define G(k, v)	 f[n++] = MB_FIELD_R(k, v)
 #define GZ(k, v) G(k, r->zero_copy ? no : (v))
-	U("bandwidth_format_version", 1);
+	U("bandwidth_format_version", 2);
 	T("timestamp_utc", b->timestamp);
 	T("version", MB_VERSION);
 	T("git_rev", MB_GIT_REV);
@@ -152,6 +181,10 @@ static size_t fields(const struct bench *b, const struct mb_bw_result *r, struct
 	GZ("host_gbs_cv", r->host_gbs.cv);
 	G("memcpy_gbs", r->memcpy_gbs);
 	T("zero_copy", r->zero_copy ? "yes" : "no");
+	/* version 2: "both" from two threads; the three below */
+	U("host_threads", r->threads);
+	GZ("device_over_host", events_over_host(r));
+	T("device_time_error", r->device_error);
 #undef T
 #undef U
 #undef G
@@ -176,12 +209,24 @@ static void print_rows(const struct bench *b, bool json)
 	mb_print_records_end(json, !first);
 }
 
+/* How many results have no device time; *first: the first one's reason. */
+static size_t count_untimed(const struct bench *b, const char **first)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < 2 * b->nsizes * MB_BW_NDIRS; i++)
+		if (b->r[i].device_error[0] && !n++)
+			*first = b->r[i].device_error;
+	return n;
+}
+
 int mb_cmd_bandwidth(const struct mb_args *args)
 {
 	struct bench b = { 0 };
 	struct mb_cl_select sel;
 	time_t now = time(NULL);
-	size_t i;
+	const char *first = NULL;
+	size_t i, untimed;
 	int err;
 
 	if ((err = mb_parse_size_list("--sizes", args->sizes, 1, UINT64_MAX, b.sizes, SIZES_MAX,
@@ -205,10 +250,17 @@ int mb_cmd_bandwidth(const struct mb_args *args)
 		err = mb_fail("out of host memory");
 	if (!err)
 		err = measure(&b, (unsigned)args->reps);
-	if (!err && !strcmp(args->format, "md"))
-		print_md(&b, (unsigned)args->reps);
-	else if (!err)
-		print_rows(&b, !strcmp(args->format, "json"));
+	if (!err) {
+		untimed = count_untimed(&b, &first);
+		if (!strcmp(args->format, "md"))
+			print_md(&b, (unsigned)args->reps, untimed);
+		else
+			print_rows(&b, !strcmp(args->format, "json"));
+		if (untimed)
+			err = mb_fail("no event time for %zu of %zu measurements (their event "
+				      "GB/s are n/a; the host clock's stand): %s",
+				      untimed, 2 * b.nsizes * MB_BW_NDIRS, first);
+	}
 	free(b.r);
 	mb_cl_release(&b.cl);
 	return err;

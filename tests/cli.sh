@@ -250,6 +250,54 @@ if [ "$rc" -eq 0 ] && [ "$(wc -l <"$tmp/bw.csv")" -eq 13 ] &&
 else
 	report fail "bandwidth: CSV, 12 rows; --numa auto without a PCI address says so and binds nothing" "exit $rc: $(cat "$tmp/err" "$tmp/bw.csv")"
 fi
+# Version 1's columns first, as they were; version 2's three at the end.
+col "$tmp/bw.csv" direction >"$tmp/bw.dir"
+col "$tmp/bw.csv" host_threads >"$tmp/bw.threads"
+bw_v1=bandwidth_format_version,timestamp_utc,version,git_rev,host,cpu_model,cpus,mems,binding,platform,device,driver,device_pci,device_numa_node,size_bytes,direction,memory,reps,device_gbs_median,device_gbs_min,device_gbs_max,device_gbs_cv,host_gbs_median,host_gbs_min,host_gbs_max,host_gbs_cv,memcpy_gbs,zero_copy
+if [ "$(head -1 "$tmp/bw.csv")" = "$bw_v1,host_threads,device_over_host,device_time_error" ] &&
+	[ "$(col "$tmp/bw.csv" bandwidth_format_version | sort -u)" = 2 ] &&
+	[ "$(paste -d= "$tmp/bw.dir" "$tmp/bw.threads" | sort -u | tr '\n' ' ')" = "D2H=1 H2D=1 both=2 " ] &&
+	[ "$(col "$tmp/bw.csv" device_over_host | grep -c '^[0-9][0-9.]*$')" -eq 12 ] &&
+	[ -z "$(col "$tmp/bw.csv" device_time_error | sort -u)" ]; then
+	report ok "bandwidth: CSV version 2, new columns last; both from two threads; every event timed"
+else
+	report fail "bandwidth: CSV version 2, new columns last; both from two threads; every event timed" "$(cat "$tmp/bw.csv")"
+fi
+# A driver that gives no event time (queues without profiling): n/a, empty in
+# the CSV, null in JSON, never 0 nor zero-copy; the host clock's rates stay;
+# why on stderr, one line; exit 1.
+MUONBENCH_PROFILING=off "$bin" bandwidth --sizes 4Ki --reps 2 --format csv >"$tmp/bw-np.csv" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/bw-np.csv")" -eq 7 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+	grep -q "no event time for 6 of 6 measurements .*clGetEventProfilingInfo" "$tmp/err" &&
+	[ -z "$(col "$tmp/bw-np.csv" device_gbs_median | sort -u)" ] &&
+	[ -z "$(col "$tmp/bw-np.csv" device_gbs_cv | sort -u)" ] &&
+	[ -z "$(col "$tmp/bw-np.csv" device_over_host | sort -u)" ] &&
+	[ "$(col "$tmp/bw-np.csv" host_gbs_median | grep -c '^[0-9][0-9.]*$')" -eq 6 ] &&
+	[ "$(grep -c 'clGetEventProfilingInfo' "$tmp/bw-np.csv")" -eq 6 ]; then
+	report ok "bandwidth: no event time is an empty CSV field, said on stderr, exit 1"
+else
+	report fail "bandwidth: no event time is an empty CSV field, said on stderr, exit 1" "exit $rc: $(cat "$tmp/err" "$tmp/bw-np.csv")"
+fi
+MUONBENCH_PROFILING=off "$bin" bandwidth --sizes 4Ki --reps 1 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(grep -c '^| 4.00 KiB | n/a | n/a | n/a | [0-9.]* | n/a | n/a | n/a | n/a | [0-9.]* | n/a | n/a |' "$tmp/out")" -eq 3 ] &&
+	! grep -q zero-copy "$tmp/out" && grep -q "no event time" "$tmp/err"; then
+	report ok "bandwidth: no event time is n/a in the tables, beside the host clock's rate"
+else
+	report fail "bandwidth: no event time is n/a in the tables, beside the host clock's rate" "exit $rc: $(cat "$tmp/err" "$tmp/out")"
+fi
+MUONBENCH_PROFILING=off "$bin" bandwidth --sizes 4Ki --reps 1 --format json >"$tmp/bw-np.json" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && python3 -c 'import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 6
+assert all(r["device_gbs_median"] is None and r["device_over_host"] is None for r in rows)
+assert all(r["host_gbs_median"] > 0 and r["device_time_error"] for r in rows)' "$tmp/bw-np.json" 2>>"$tmp/err"; then
+	report ok "bandwidth: no event time is null in JSON"
+else
+	report fail "bandwidth: no event time is null in JSON" "exit $rc: $(cat "$tmp/err" "$tmp/bw-np.json")"
+fi
 "$bin" report "$tmp/bw.csv" "$tmp/all.csv" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 0 ] && grep -qF "'$tmp/bw.csv' holds no runs; skipped" "$tmp/err" && grep -q "^# micro on" "$tmp/out"; then
