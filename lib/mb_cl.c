@@ -572,13 +572,33 @@ void mb_cl_release(struct mb_cl *cl)
 	memset(cl, 0, sizeof(*cl));
 }
 
-static int vcheck(const struct mb_cl *cl, const char *status_name, const char *call,
+/*
+ * What an OpenCL status says about memory. CLBlast passes these codes through
+ * unchanged (its CLBlastTempBufferAllocFailure is -4); its own
+ * CLBlastInsufficientMemory* codes mean a buffer given to it is too small for
+ * the shape, a mistake of the caller, not a device out of memory.
+ */
+static enum mb_err_kind kind_of(int status)
+{
+	switch (status) {
+	case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+	case CL_OUT_OF_RESOURCES:
+		return MB_KIND_DEVICE_MEMORY;
+	case CL_OUT_OF_HOST_MEMORY:
+		return MB_KIND_HOST_MEMORY;
+	default:
+		return MB_KIND_OTHER;
+	}
+}
+
+static int vcheck(const struct mb_cl *cl, int status, const char *status_name, const char *call,
 		  const char *what, va_list ap)
 {
 	char where[512];
 
 	vsnprintf(where, sizeof(where), what, ap);
-	return mb_fail("%s failed on '%s' (%s): %s", call, cl->info.name, where, status_name);
+	return mb_fail_kind(kind_of(status), "%s failed on '%s' (%s): %s", call, cl->info.name,
+			    where, status_name);
 }
 
 int mb_cl_event_span(const struct mb_cl *cl, cl_event ev, const char *what, double *start,
@@ -592,10 +612,9 @@ int mb_cl_event_span(const struct mb_cl *cl, cl_event ev, const char *what, doub
 			       clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(a),
 						       &a, NULL),
 			       "clGetEventProfilingInfo(START)", "%s", what)) ||
-	    (err = mb_cl_check(cl,
-			       clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(b), &b,
-						       NULL),
-			       "clGetEventProfilingInfo(END)", "%s", what)))
+	    (err = mb_cl_check(
+		     cl, clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(b), &b, NULL),
+		     "clGetEventProfilingInfo(END)", "%s", what)))
 		return err;
 	if (!a || !b || b < a)
 		return mb_fail("the driver of '%s' gave no time for %s (START %llu, END %llu ns)",
@@ -613,7 +632,7 @@ int mb_cl_check(const struct mb_cl *cl, cl_int status, const char *call, const c
 	if (status == CL_SUCCESS)
 		return 0;
 	va_start(ap, what);
-	err = vcheck(cl, mb_cl_strerror(status), call, what, ap);
+	err = vcheck(cl, status, mb_cl_strerror(status), call, what, ap);
 	va_end(ap);
 	return err;
 }
@@ -626,7 +645,7 @@ int mb_clblast_check(const struct mb_cl *cl, int status, const char *call, const
 	if (status == CLBlastSuccess)
 		return 0;
 	va_start(ap, what);
-	err = vcheck(cl, mb_clblast_strerror(status), call, what, ap);
+	err = vcheck(cl, status, mb_clblast_strerror(status), call, what, ap);
 	va_end(ap);
 	return err;
 }

@@ -60,7 +60,7 @@ struct mb_cl {
 	cl_platform_id platform;
 	cl_device_id device;
 	cl_context context;
-	cl_command_queue compute, copy; /* in order, profiling on (unless MUONBENCH_PROFILING=off) */
+	cl_command_queue compute, copy; /* in order; profiling on unless MUONBENCH_PROFILING=off */
 	cl_program program;		/* every kernel source, built once */
 	char tuning[4096]; /* CLBlast's parameters in force: "default", or the tuning's source */
 	char tuning_match[16]; /* how it was chosen (mb_tuning_match_names); "none": default */
@@ -80,11 +80,20 @@ void mb_cl_release(struct mb_cl *cl);
 /*
  * 0 if STATUS is CL_SUCCESS; otherwise record "CALL failed on 'DEVICE'
  * (WHAT): CL_..." and return -MB_EFAIL. WHAT (printf-style) names the shape.
+ * The error's kind (mb_err_kind) is MB_KIND_DEVICE_MEMORY for
+ * CL_MEM_OBJECT_ALLOCATION_FAILURE and CL_OUT_OF_RESOURCES (which some
+ * drivers return when out of device memory), MB_KIND_HOST_MEMORY for
+ * CL_OUT_OF_HOST_MEMORY, else MB_KIND_OTHER.
  */
 int mb_cl_check(const struct mb_cl *cl, cl_int status, const char *call, const char *what, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* The same for a CLBlast status ("CLBlastInsufficientMemoryTemp"). */
+/*
+ * The same for a CLBlast status ("CLBlastInsufficientMemoryTemp"). CLBlast
+ * returns OpenCL's codes as they are, and they have the same kinds; its own
+ * CLBlastInsufficientMemory* codes say that a buffer given to it is too
+ * small for the shape (the caller's mistake), so they are MB_KIND_OTHER.
+ */
 int mb_clblast_check(const struct mb_cl *cl, int status, const char *call, const char *what, ...)
 	__attribute__((format(printf, 4, 5)));
 

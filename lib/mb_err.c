@@ -1,5 +1,6 @@
 /*
- * mb_err: the one-line error message of the last failure, per thread.
+ * mb_err: the one-line error message of the last failure, and its kind, per
+ * thread.
  */
 #include "mb_err.h"
 
@@ -8,10 +9,12 @@
 #include <string.h>
 
 static _Thread_local char errbuf[8192]; /* room for a build log */
+static _Thread_local enum mb_err_kind errkind;
 
-static void record(const char *fmt, va_list ap)
+static void record(enum mb_err_kind kind, const char *fmt, va_list ap)
 {
 	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+	errkind = kind;
 }
 
 int mb_fail(const char *fmt, ...)
@@ -19,7 +22,17 @@ int mb_fail(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	record(fmt, ap);
+	record(MB_KIND_OTHER, fmt, ap);
+	va_end(ap);
+	return -MB_EFAIL;
+}
+
+int mb_fail_kind(enum mb_err_kind kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	record(kind, fmt, ap);
 	va_end(ap);
 	return -MB_EFAIL;
 }
@@ -29,7 +42,7 @@ int mb_bad_input(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	record(fmt, ap);
+	record(MB_KIND_OTHER, fmt, ap);
 	va_end(ap);
 	return -MB_EINPUT;
 }
@@ -37,6 +50,11 @@ int mb_bad_input(const char *fmt, ...)
 const char *mb_errmsg(void)
 {
 	return errbuf;
+}
+
+enum mb_err_kind mb_err_kind(void)
+{
+	return errkind;
 }
 
 void mb_err_prefix(const char *fmt, ...)

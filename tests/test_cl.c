@@ -1,0 +1,70 @@
+/*
+ * mb_cl without a device: the kind of error each OpenCL and CLBlast status
+ * records.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mb_cl.h"
+#include "mb_err.h"
+
+/* mb_cl_check reads only the device's name */
+static const struct mb_cl fake = { .info = { .name = "Fake GPU" } };
+
+static enum mb_err_kind cl_kind(cl_int status)
+{
+	assert_int_equal(mb_cl_check(&fake, status, "clEnqueueWriteBuffer", "batch %d", 1),
+			 -MB_EFAIL);
+	assert_non_null(strstr(mb_errmsg(), "clEnqueueWriteBuffer failed on 'Fake GPU' (batch 1)"));
+	return mb_err_kind();
+}
+
+static enum mb_err_kind clblast_kind(int status)
+{
+	assert_int_equal(mb_clblast_check(&fake, status, "CLBlastSgemm", "8x8x8"), -MB_EFAIL);
+	return mb_err_kind();
+}
+
+static void status_kinds(void **state)
+{
+	(void)state;
+	assert_int_equal(cl_kind(CL_MEM_OBJECT_ALLOCATION_FAILURE), MB_KIND_DEVICE_MEMORY);
+	assert_non_null(strstr(mb_errmsg(), ": CL_MEM_OBJECT_ALLOCATION_FAILURE"));
+	assert_int_equal(cl_kind(CL_OUT_OF_RESOURCES), MB_KIND_DEVICE_MEMORY);
+	assert_int_equal(cl_kind(CL_OUT_OF_HOST_MEMORY), MB_KIND_HOST_MEMORY);
+	assert_int_equal(cl_kind(CL_INVALID_VALUE), MB_KIND_OTHER);
+	assert_int_equal(cl_kind(CL_PROFILING_INFO_NOT_AVAILABLE), MB_KIND_OTHER);
+	/* success records nothing: the last error and its kind stay */
+	mb_fail_kind(MB_KIND_HOST_MEMORY, "earlier");
+	assert_int_equal(mb_cl_check(&fake, CL_SUCCESS, "clFinish", "x"), 0);
+	assert_int_equal(mb_err_kind(), MB_KIND_HOST_MEMORY);
+	assert_string_equal(mb_errmsg(), "earlier");
+}
+
+static void clblast_kinds(void **state)
+{
+	(void)state;
+	/* OpenCL's codes, as CLBlast passes them on (-4: CLBlastTempBufferAllocFailure) */
+	assert_int_equal(clblast_kind(-4), MB_KIND_DEVICE_MEMORY);
+	assert_int_equal(clblast_kind(-5), MB_KIND_DEVICE_MEMORY);
+	assert_int_equal(clblast_kind(-6), MB_KIND_HOST_MEMORY);
+	/* a buffer given to CLBlast that is too small for the shape is no memory shortage */
+	assert_int_equal(clblast_kind(-2050), MB_KIND_OTHER);
+	assert_non_null(strstr(mb_errmsg(), ": CLBlastInsufficientMemoryTemp"));
+	assert_int_equal(clblast_kind(-1011), MB_KIND_OTHER);
+	assert_int_equal(clblast_kind(-1017), MB_KIND_OTHER);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(status_kinds),	 cmocka_unit_test(clblast_kinds),
+	};
+
+	return cmocka_run_group_tests_name("cl", tests, NULL, NULL);
+}
