@@ -158,20 +158,38 @@ static int device_string(cl_device_id dev, cl_device_info param, const char *wha
 #define CL_DEVICE_TOPOLOGY_AMD		 0x4037
 #define CL_DEVICE_TOPOLOGY_TYPE_PCIE_AMD 1
 
+bool mb_cl_pci_format(char *buf, size_t len, uint32_t domain, unsigned bus, unsigned dev,
+		      unsigned fn)
+{
+	/* as Linux names the device in sysfs: the domain in full (VMD's are
+	 * 0x10000 and up), at least four digits */
+	int n = snprintf(buf, len, "%04x:%02x:%02x.%x", domain, bus & 0xff, dev & 0x1f, fn & 7);
+
+	if (n >= 0 && (size_t)n < len)
+		return true;
+	if (len)
+		buf[0] = '\0';
+	return false;
+}
+
 /*
  * The device's PCI address, from cl_khr_pci_bus_info or else the vendor's
  * query (NVIDIA's bus and slot ids, AMD's topology), and the NUMA node that
- * sysfs gives that address. Both stay unknown where neither is offered.
+ * sysfs gives that address. Both stay unknown where neither is offered. The
+ * KHR query is tried whatever the extension string says, as hwloc does:
+ * drivers answer it without listing it; its answer counts only when the call
+ * succeeds with the whole structure.
  */
 static void pci_location(cl_device_id id, const char *ext, struct mb_cl_device_info *d)
 {
-	cl_uint dom = 0, bus = 0, dev = 0, fn = 0, v[4];
+	cl_uint dom = 0, bus = 0, dev = 0, fn = 0, v[4] = { 0 };
+	size_t got = 0;
 	char path[96];
 	bool found = false;
 	FILE *f;
 
-	if (strstr(ext, "cl_khr_pci_bus_info") &&
-	    !clGetDeviceInfo(id, CL_DEVICE_PCI_BUS_INFO_KHR, sizeof(v), v, NULL)) {
+	if (clGetDeviceInfo(id, CL_DEVICE_PCI_BUS_INFO_KHR, sizeof(v), v, &got) == CL_SUCCESS &&
+	    got == sizeof(v)) {
 		dom = v[0], bus = v[1], dev = v[2], fn = v[3];
 		found = true;
 	} else if (strstr(ext, "cl_nv_device_attribute_query") &&
@@ -205,8 +223,8 @@ static void pci_location(cl_device_id id, const char *ext, struct mb_cl_device_i
 	d->numa_node = -1;
 	if (!found)
 		return;
-	snprintf(d->pci, sizeof(d->pci), "%04x:%02x:%02x.%x", dom & 0xffff, bus & 0xff, dev & 0x1f,
-		 fn & 7);
+	if (!mb_cl_pci_format(d->pci, sizeof(d->pci), dom, bus, dev, fn))
+		return;
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/numa_node", d->pci);
 	if ((f = fopen(path, "r"))) {
 		if (fscanf(f, "%d", &d->numa_node) != 1)

@@ -23,7 +23,8 @@ struct mb_cl_device_info {
 	uint64_t global_mem_bytes, max_alloc_bytes;
 	unsigned compute_units;
 	bool fp16;     /* cl_khr_fp16 */
-	char pci[16];  /* "0000:3b:00.0"; empty when the driver does not say */
+	char pci[16];  /* "0000:3b:00.0"; empty when the driver does not say, or the
+			* domain has 8 hex digits (the results' device_pci has 16 bytes too) */
 	int numa_node; /* of the PCI device, from sysfs; -1 when unknown */
 };
 
@@ -32,6 +33,15 @@ struct mb_cl_device_info {
  * -> "skylake-avx512", into ARCH (LEN bytes); "" when NAME has none.
  */
 void mb_cl_pocl_cpu(const char *name, char *arch, size_t len);
+
+/*
+ * A PCI address as sysfs names it, "0000:3b:00.0", into BUF (LEN bytes; 17
+ * hold any): the domain's 32 bits in full ("10000:e1:00.0" behind Intel's
+ * VMD), at least four hex digits. An address that LEN cannot hold whole is
+ * false with BUF empty: never a cut one.
+ */
+bool mb_cl_pci_format(char *buf, size_t len, uint32_t domain, unsigned bus, unsigned dev,
+		      unsigned fn);
 
 /* "CL_OUT_OF_RESOURCES" for -5; "CL status -9999" for an unknown code. */
 const char *mb_cl_strerror(cl_int status);

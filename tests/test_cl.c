@@ -1,6 +1,6 @@
 /*
  * mb_cl without a device: the kind of error each OpenCL and CLBlast status
- * records.
+ * records, and PCI addresses with 32-bit domains.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,10 +60,34 @@ static void clblast_kinds(void **state)
 	assert_int_equal(clblast_kind(-1017), MB_KIND_OTHER);
 }
 
+static void pci_addresses(void **state)
+{
+	char buf[16];
+
+	(void)state;
+	assert_true(mb_cl_pci_format(buf, sizeof(buf), 0, 0x3b, 0, 0));
+	assert_string_equal(buf, "0000:3b:00.0");
+	/* a domain past 16 bits (Intel's VMD) in full */
+	assert_true(mb_cl_pci_format(buf, sizeof(buf), 0x10000, 0xe1, 0x1f, 7));
+	assert_string_equal(buf, "10000:e1:1f.7");
+	assert_true(mb_cl_pci_format(buf, sizeof(buf), 0xfffffff, 0xff, 0x1f, 7));
+	assert_string_equal(buf, "fffffff:ff:1f.7");
+	/* 8 hex digits do not fit 16 bytes: nothing rather than a cut address */
+	assert_false(mb_cl_pci_format(buf, sizeof(buf), 0xabcdef12, 1, 2, 3));
+	assert_string_equal(buf, "");
+	{
+		char big[20];
+
+		assert_true(mb_cl_pci_format(big, sizeof(big), 0xabcdef12, 1, 2, 3));
+		assert_string_equal(big, "abcdef12:01:02.3");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(status_kinds),	 cmocka_unit_test(clblast_kinds),
+		cmocka_unit_test(pci_addresses),
 	};
 
 	return cmocka_run_group_tests_name("cl", tests, NULL, NULL);
