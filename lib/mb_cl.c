@@ -642,6 +642,62 @@ int mb_cl_event_span(const struct mb_cl *cl, cl_event ev, const char *what, doub
 	return 0;
 }
 
+static size_t pow2_floor(size_t n)
+{
+	size_t p = 1;
+
+	while (p <= n / 2)
+		p *= 2;
+	return p;
+}
+
+void mb_cl_local_shape(size_t limit, const size_t *item_max, cl_uint dims, size_t *local)
+{
+	size_t total = pow2_floor(limit < MB_CL_LOCAL_MAX ? (limit ? limit : 1) : MB_CL_LOCAL_MAX);
+	size_t first = total, max0 = pow2_floor(item_max[0] ? item_max[0] : 1), max1;
+
+	if (dims == 1) {
+		local[0] = first < max0 ? first : max0;
+		return;
+	}
+	/* square, or twice as wide as high: 256 -> 16 x 16, 128 -> 16 x 8 */
+	for (first = 1; first * first < total;)
+		first *= 2;
+	max1 = pow2_floor(item_max[1] ? item_max[1] : 1);
+	local[0] = first < max0 ? first : max0;
+	local[1] = total / local[0] < max1 ? total / local[0] : max1;
+}
+
+size_t mb_cl_round_up(size_t n, size_t multiple)
+{
+	return n % multiple ? n + (multiple - n % multiple) : n;
+}
+
+int mb_cl_local_size(const struct mb_cl *cl, cl_kernel kernel, const char *name, cl_uint dims,
+		     size_t *local)
+{
+	size_t kernel_max = 0, device_max = 0, items[16] = { 0 };
+	cl_int st;
+
+	st = clGetKernelWorkGroupInfo(kernel, cl->device, CL_KERNEL_WORK_GROUP_SIZE,
+				      sizeof(kernel_max), &kernel_max, NULL);
+	if (mb_cl_check(cl, st, "clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE)",
+			"kernel '%s'", name))
+		return -MB_EFAIL;
+	st = clGetDeviceInfo(cl->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(device_max),
+			     &device_max, NULL);
+	if (mb_cl_check(cl, st, "clGetDeviceInfo(CL_DEVICE_MAX_WORK_GROUP_SIZE)", "kernel '%s'",
+			name))
+		return -MB_EFAIL;
+	/* one size per dimension (at least 3): room for more than any device has */
+	st = clGetDeviceInfo(cl->device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(items), items, NULL);
+	if (mb_cl_check(cl, st, "clGetDeviceInfo(CL_DEVICE_MAX_WORK_ITEM_SIZES)", "kernel '%s'",
+			name))
+		return -MB_EFAIL;
+	mb_cl_local_shape(kernel_max < device_max ? kernel_max : device_max, items, dims, local);
+	return 0;
+}
+
 int mb_cl_check(const struct mb_cl *cl, cl_int status, const char *call, const char *what, ...)
 {
 	va_list ap;

@@ -120,6 +120,29 @@ const char *mb_clblast_strerror(int status);
 int mb_cl_event_span(const struct mb_cl *cl, cl_event ev, const char *what, double *start,
 		     double *end);
 
+#define MB_CL_LOCAL_MAX 256 /* work-items of a work-group, at most */
+
+/*
+ * The work-group shape of KERNEL (NAME, for the error) over DIMS (1 or 2)
+ * dimensions, into LOCAL[0 .. DIMS): mb_cl_local_shape of the kernel's
+ * CL_KERNEL_WORK_GROUP_SIZE, the device's CL_DEVICE_MAX_WORK_GROUP_SIZE and
+ * CL_DEVICE_MAX_WORK_ITEM_SIZES. Every NDRange of ours gives its local size
+ * (a driver's own choice may be 1 for a size with no good divisor) and a
+ * global size rounded up to a multiple of it; the kernels skip the padding.
+ */
+int mb_cl_local_size(const struct mb_cl *cl, cl_kernel kernel, const char *name, cl_uint dims,
+		     size_t *local);
+
+/*
+ * Pure: at most LIMIT and MB_CL_LOCAL_MAX work-items, a power of two in each
+ * dimension, each within ITEM_MAX[i]; in 2-D square or twice as wide as
+ * high (256: 16 x 16).
+ */
+void mb_cl_local_shape(size_t limit, const size_t *item_max, cl_uint dims, size_t *local);
+
+/* N rounded up to a multiple of MULTIPLE (> 0). */
+size_t mb_cl_round_up(size_t n, size_t multiple);
+
 /* Create kernel NAME of the program into *out (release with clReleaseKernel). */
 int mb_cl_kernel(const struct mb_cl *cl, const char *name, cl_kernel *out);
 

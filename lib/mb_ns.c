@@ -76,8 +76,6 @@ static cl_int set_args(cl_kernel k, cl_uint n, ...)
 
 int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledger)
 {
-	size_t max_local = 0;
-	cl_int st;
 	int err;
 
 	memset(ns, 0, sizeof(*ns));
@@ -87,14 +85,12 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 	    (err = mb_cl_kernel(cl, "sumsq_partial", &ns->sumsq)) ||
 	    (err = mb_cl_kernel(cl, "norm_finish", &ns->finish)) ||
 	    (err = mb_cl_kernel(cl, "ns_load", &ns->load)) ||
-	    (err = mb_cl_kernel(cl, "ns_store", &ns->store)))
+	    (err = mb_cl_kernel(cl, "ns_store", &ns->store)) ||
+	    (err = mb_cl_local_size(cl, ns->momentum, "muon_momentum", 1, &ns->momentum_local)) ||
+	    (err = mb_cl_local_size(cl, ns->sumsq, "sumsq_partial", 1, &ns->reduce_local)) ||
+	    (err = mb_cl_local_size(cl, ns->load, "ns_load", 2, ns->load_local)) ||
+	    (err = mb_cl_local_size(cl, ns->store, "ns_store", 2, ns->store_local)))
 		goto out_release;
-	st = clGetKernelWorkGroupInfo(ns->sumsq, cl->device, CL_KERNEL_WORK_GROUP_SIZE,
-				      sizeof(max_local), &max_local, NULL);
-	if ((err = mb_cl_check(cl, st, "clGetKernelWorkGroupInfo", "kernel sumsq_partial")))
-		goto out_release;
-	for (ns->reduce_local = 1; ns->reduce_local * 2 <= max_local && ns->reduce_local < 256;)
-		ns->reduce_local *= 2;
 	return 0;
 
 out_release:
@@ -206,12 +202,20 @@ static int iterate(struct mb_ns *ns, struct layout *w, bool copies)
 	return 0;
 }
 
-static int enqueue(struct mb_ns *ns, cl_kernel k, const char *name, cl_uint dims,
-		   const size_t *global, const size_t *local, uint64_t rows, uint64_t cols)
+/*
+ * Enqueue K over N[0 .. DIMS) work-items in work-groups of LOCAL, the global
+ * size rounded up to a multiple of it (the kernels skip the padding).
+ */
+static int enqueue(struct mb_ns *ns, cl_kernel k, const char *name, cl_uint dims, const size_t *n,
+		   const size_t *local, uint64_t rows, uint64_t cols)
 {
-	cl_int st = clEnqueueNDRangeKernel(ns->cl->compute, k, dims, NULL, global, local, 0, NULL,
-					   NULL);
+	size_t global[2];
+	cl_uint d;
+	cl_int st;
 
+	for (d = 0; d < dims; d++)
+		global[d] = mb_cl_round_up(n[d], local[d]);
+	st = clEnqueueNDRangeKernel(ns->cl->compute, k, dims, NULL, global, local, 0, NULL, NULL);
 	return mb_cl_check(ns->cl, st, "clEnqueueNDRangeKernel", "%s, %llux%llu", name,
 			   (unsigned long long)rows, (unsigned long long)cols);
 }
@@ -255,7 +259,7 @@ int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t r
 	cl_ulong r = rows, c = cols, ioff = in_off, ooff = out_off,
 		 inv = w.scratch + MB_NS_PARTIALS;
 	cl_ulong xoff;
-	size_t load_global[2] = { w.n, w.m }, store_global[2] = { cols, rows };
+	size_t load_n[2] = { w.n, w.m }, store_n[2] = { cols, rows };
 	float scale = mb_ns_scale(rows, cols);
 	cl_int st;
 	int err;
@@ -268,7 +272,7 @@ int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t r
 		      ARG(ns->work), ARG(xoff));
 	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_load, %llux%llu",
 			       (unsigned long long)rows, (unsigned long long)cols)) ||
-	    (err = enqueue(ns, ns->load, "ns_load", 2, load_global, NULL, rows, cols)) ||
+	    (err = enqueue(ns, ns->load, "ns_load", 2, load_n, ns->load_local, rows, cols)) ||
 	    (err = iterate(ns, &w, true)))
 		return err;
 	xoff = w.x;
@@ -277,7 +281,7 @@ int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t r
 	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_store, %llux%llu",
 			       (unsigned long long)rows, (unsigned long long)cols)))
 		return err;
-	return enqueue(ns, ns->store, "ns_store", 2, store_global, NULL, rows, cols);
+	return enqueue(ns, ns->store, "ns_store", 2, store_n, ns->store_local, rows, cols);
 }
 
 int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols)
@@ -307,7 +311,7 @@ int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom,
 		   uint64_t n, float beta)
 {
 	cl_ulong goff = grad_off, moff = mom_off, count = n;
-	size_t global = n;
+	size_t global = mb_cl_round_up(n, ns->momentum_local);
 	cl_int st;
 
 	if (!n)
@@ -315,8 +319,8 @@ int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom,
 	st = set_args(ns->momentum, 6, ARG(grad), ARG(goff), ARG(mom), ARG(moff), ARG(count),
 		      ARG(beta));
 	if (st == CL_SUCCESS)
-		st = clEnqueueNDRangeKernel(ns->cl->compute, ns->momentum, 1, NULL, &global, NULL,
-					    0, NULL, NULL);
+		st = clEnqueueNDRangeKernel(ns->cl->compute, ns->momentum, 1, NULL, &global,
+					    &ns->momentum_local, 0, NULL, NULL);
 	return mb_cl_check(ns->cl, st, "muon_momentum", "%llu elements", (unsigned long long)n);
 }
 

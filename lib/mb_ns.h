@@ -43,7 +43,8 @@ struct mb_ns {
 	const struct mb_cl *cl;
 	struct mb_ledger *ledger;
 	cl_kernel momentum, sumsq, finish, load, store;
-	size_t reduce_local; /* work-group size of the norm's reduction */
+	size_t reduce_local; /* work-group size of the norm's reduction (a power of two) */
+	size_t momentum_local, load_local[2], store_local[2]; /* and of the others */
 	cl_mem work, temp;
 	uint64_t work_bytes, temp_bytes;
 };

@@ -1,6 +1,6 @@
 /*
  * mb_cl without a device: the kind of error each OpenCL and CLBlast status
- * records, and PCI addresses with 32-bit domains.
+ * records, PCI addresses with 32-bit domains, and work-group shapes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -83,11 +83,49 @@ static void pci_addresses(void **state)
 	}
 }
 
+static void local_shapes(void **state)
+{
+	size_t items[3] = { 1024, 1024, 64 }, small[3] = { 8, 4, 1 }, l[2];
+
+	(void)state;
+	mb_cl_local_shape(4096, items, 1, l);
+	assert_int_equal(l[0], MB_CL_LOCAL_MAX);
+	mb_cl_local_shape(4096, items, 2, l);
+	assert_true(l[0] == 16 && l[1] == 16);
+	/* a kernel that allows fewer, not a power of two: the power of two below */
+	mb_cl_local_shape(192, items, 1, l);
+	assert_int_equal(l[0], 128);
+	mb_cl_local_shape(192, items, 2, l);
+	assert_true(l[0] == 16 && l[1] == 8);
+	mb_cl_local_shape(1, items, 2, l);
+	assert_true(l[0] == 1 && l[1] == 1);
+	mb_cl_local_shape(0, items, 1, l);
+	assert_int_equal(l[0], 1);
+	/* the device's per-dimension limits */
+	mb_cl_local_shape(256, small, 1, l);
+	assert_int_equal(l[0], 8);
+	mb_cl_local_shape(256, small, 2, l);
+	assert_true(l[0] == 8 && l[1] == 4);
+}
+
+static void global_sizes(void **state)
+{
+	(void)state;
+	assert_int_equal(mb_cl_round_up(1000, 256), 1024);
+	assert_int_equal(mb_cl_round_up(1024, 256), 1024);
+	assert_int_equal(mb_cl_round_up(1, 256), 256);
+	assert_int_equal(mb_cl_round_up(0, 256), 0);
+	assert_int_equal(mb_cl_round_up(17, 1), 17);
+	assert_int_equal(mb_cl_round_up((size_t)3 << 32, 256), (size_t)3 << 32);
+	assert_int_equal(mb_cl_round_up(((size_t)3 << 32) + 1, 256), ((size_t)3 << 32) + 256);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(status_kinds),	 cmocka_unit_test(clblast_kinds),
-		cmocka_unit_test(pci_addresses),
+		cmocka_unit_test(pci_addresses), cmocka_unit_test(local_shapes),
+		cmocka_unit_test(global_sizes),
 	};
 
 	return cmocka_run_group_tests_name("cl", tests, NULL, NULL);

@@ -1,8 +1,9 @@
 /*
  * The OpenCL engine on the default device (PoCL in CI): Newton-Schulz against
  * the float64 reference, the momentum kernel against a host loop bit for bit,
- * the random numbers against the host, the ledger's books, the device-memory
- * limit, and device selection.
+ * the random numbers against the host, work-group padding that writes
+ * nothing, the ledger's books, the device-memory limit, and device
+ * selection.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -197,6 +198,68 @@ static void rng_matches_host(void **state)
 	free(dev);
 }
 
+/* Fill all of BUF (FLOATS floats) with V. */
+static void fill(cl_mem buf, uint64_t floats, float v)
+{
+	assert_int_equal(clEnqueueFillBuffer(cl.compute, buf, &v, sizeof(v), 0, floats * sizeof(v),
+					     0, NULL, NULL),
+			 CL_SUCCESS);
+}
+
+/* Elements [FROM, TO) of BUF (FLOATS floats) were written; the rest are still V. */
+static void written_only(cl_mem buf, uint64_t floats, uint64_t from, uint64_t to, float v,
+			 const char *what)
+{
+	float *got = malloc(floats * sizeof(float));
+	uint64_t i;
+
+	read_floats(buf, 0, floats, got);
+	for (i = 0; i < floats; i++)
+		if ((i >= from && i < to) == (got[i] == v))
+			fail_msg("%s, element %llu of [%llu, %llu): %a", what,
+				 (unsigned long long)i, (unsigned long long)from,
+				 (unsigned long long)to, got[i]);
+	free(got);
+}
+
+/*
+ * Global sizes are rounded up to the work-group size: the work-items past
+ * the end must write nothing. N is no multiple of any work-group size.
+ */
+static void padding_writes_nothing(void **state)
+{
+	const uint64_t n = 1001, guard = 300, all = n + 2 * guard;
+	uint64_t rows = 33, cols = 17;
+	struct mb_ledger ledger;
+	struct mb_ns ns;
+	cl_mem a, b;
+
+	(void)state;
+	mb_ledger_init(&ledger, &cl, 0);
+	assert_int_equal(mb_ns_init(&ns, &cl, &ledger), 0);
+	assert_true(ns.momentum_local > 1 && n % ns.momentum_local);
+	assert_true(ns.store_local[0] * ns.store_local[1] > 1 && cols % ns.store_local[0]);
+	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
+	assert_int_equal(mb_ledger_alloc(&ledger, all * sizeof(float), "test.a", &a), 0);
+	assert_int_equal(mb_ledger_alloc(&ledger, all * sizeof(float), "test.b", &b), 0);
+	fill(a, all, 7.0f);
+	fill(b, all, 7.0f);
+	/* values in [-0.5, 0.5), and momentum from them: never 7 */
+	assert_int_equal(mb_rng_fill(&cl, a, guard, n, 1, 2, 0, 0.5f), 0);
+	written_only(a, all, guard, guard + n, 7.0f, "fill_uniform");
+	assert_int_equal(mb_ns_momentum(&ns, a, guard, b, guard, n, 0.9f), 0);
+	written_only(a, all, guard, guard + n, 7.0f, "muon_momentum's gradient");
+	written_only(b, all, guard, guard + n, 7.0f, "muon_momentum's momentum");
+	/* Newton-Schulz's transposing load and store of 33 x 17 (561 elements) */
+	fill(b, all, 7.0f);
+	assert_int_equal(mb_ns_orthogonalize(&ns, a, guard, rows, cols, b, guard), 0);
+	written_only(b, all, guard, guard + rows * cols, 7.0f, "Newton-Schulz's output");
+	mb_ledger_free(&ledger, a);
+	mb_ledger_free(&ledger, b);
+	mb_ns_release(&ns);
+	mb_ledger_release(&ledger);
+}
+
 static void ledger_books(void **state)
 {
 	struct mb_ledger l;
@@ -352,15 +415,11 @@ static void device_selection(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(ns_matches_float64),
-		cmocka_unit_test(ns_of_known_matrices),
-		cmocka_unit_test(momentum_bit_for_bit),
-		cmocka_unit_test(rng_matches_host),
-		cmocka_unit_test(ledger_books),
-		cmocka_unit_test(device_mem_limit),
-		cmocka_unit_test(ns_needs_reserve),
-		cmocka_unit_test(nsbench_verifies),
-		cmocka_unit_test(spread),
+		cmocka_unit_test(ns_matches_float64),	  cmocka_unit_test(ns_of_known_matrices),
+		cmocka_unit_test(momentum_bit_for_bit),	  cmocka_unit_test(rng_matches_host),
+		cmocka_unit_test(padding_writes_nothing), cmocka_unit_test(ledger_books),
+		cmocka_unit_test(device_mem_limit),	  cmocka_unit_test(ns_needs_reserve),
+		cmocka_unit_test(nsbench_verifies),	  cmocka_unit_test(spread),
 		cmocka_unit_test(device_selection),
 	};
 
