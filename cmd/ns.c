@@ -25,25 +25,37 @@ static void print_header(const struct mb_cl *cl, const struct mb_host *host,
 	       "%s (%s: %s).\n",
 	       host->name, host->cpu_model, host->cpus, host->mems, host->binding, cl->tuning,
 	       cl->tuning_match, cl->tuning_why);
-	printf("%u timed runs of %u matrix(es) per shape after a warm-up; medians with min-max, "
-	       "host clock around a synchronized device.\n\n",
+	printf("%u timed runs of %u matrix(es) per shape after a warm-up; medians with min-max "
+	       "of the device's time, from a run's first command's start to its last one's end "
+	       "(profiling events).\n\n",
 	       s->reps, s->batch);
 	printf("| shape | NS (ms) | NS min-max (ms) | NS GFLOP/s | GEMMs alone (ms) | "
 	       "GEMMs GFLOP/s | NS / GEMMs | rel. error vs float64 |\n");
 	printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
 }
 
+/* V with DECIMALS decimals into BUF, or "n/a" where V is NaN (no time from the driver). */
+static const char *figure(char *buf, size_t len, int decimals, double v)
+{
+	if (isnan(v))
+		return "n/a";
+	snprintf(buf, len, "%.*f", decimals, v);
+	return buf;
+}
+
 static void print_md_row(const struct mb_nsbench_result *r)
 {
-	char err[32] = "not checked";
+	char err[32] = "not checked", a[32], b[32], c[32], d[32], e[32], f[32], g[32];
 
 	if (!isnan(r->rel_err))
 		snprintf(err, sizeof(err), "%.2e", r->rel_err);
-	printf("| %llux%llu | %.2f | %.2f-%.2f | %.1f | %.2f | %.1f | %.3f | %s |\n",
-	       (unsigned long long)r->rows, (unsigned long long)r->cols, 1e3 * r->ns_s.median,
-	       1e3 * r->ns_s.min, 1e3 * r->ns_s.max, r->gflops, 1e3 * r->gemm_s.median,
-	       r->gflops * r->ns_s.median / r->gemm_s.median, r->ns_s.median / r->gemm_s.median,
-	       err);
+	printf("| %llux%llu | %s | %s-%s | %s | %s | %s | %s | %s |\n", (unsigned long long)r->rows,
+	       (unsigned long long)r->cols, figure(a, sizeof(a), 2, 1e3 * r->ns_s.median),
+	       figure(b, sizeof(b), 2, 1e3 * r->ns_s.min),
+	       figure(c, sizeof(c), 2, 1e3 * r->ns_s.max), figure(d, sizeof(d), 1, r->gflops),
+	       figure(e, sizeof(e), 2, 1e3 * r->gemm_s.median),
+	       figure(f, sizeof(f), 1, r->gflops * r->ns_s.median / r->gemm_s.median),
+	       figure(g, sizeof(g), 3, r->ns_s.median / r->gemm_s.median), err);
 	fflush(stdout);
 }
 
@@ -90,8 +102,9 @@ static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 {
 	bool md = !strcmp(format, "md"), json = !strcmp(format, "json");
 	struct mb_nsbench_result r;
-	int err = 0, failed = 0;
-	size_t i;
+	char failed[1280] = ""; /* the first shape's failure: later shapes record errors too */
+	size_t i, untimed = 0;
+	int err = 0;
 
 	for (i = 0; i < n && !err; i++) {
 		if ((err = mb_nsbench_run(ns, s, shapes[i].rows, shapes[i].cols, (unsigned)i, &r)))
@@ -100,15 +113,25 @@ static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 			print_md_row(&r);
 		else
 			print_record(ns->cl, s, &r, json, !i);
-		if (s->verify && !(r.rel_err <= VERIFY_TOLERANCE) && !failed)
-			failed = mb_fail("--verify: %llux%llu is off by %.2e (relative Frobenius "
-					 "error), above %.0e",
-					 (unsigned long long)r.rows, (unsigned long long)r.cols,
-					 r.rel_err, VERIFY_TOLERANCE);
+		if (s->verify && !(r.rel_err <= VERIFY_TOLERANCE) && !failed[0])
+			snprintf(failed, sizeof(failed),
+				 "--verify: %llux%llu is off by %.2e (relative Frobenius error), "
+				 "above %.0e",
+				 (unsigned long long)r.rows, (unsigned long long)r.cols, r.rel_err,
+				 VERIFY_TOLERANCE);
+		if (r.no_time[0] && !untimed++ && !failed[0])
+			snprintf(failed, sizeof(failed),
+				 "%llux%llu: no device time, its figures are n/a: %s",
+				 (unsigned long long)r.rows, (unsigned long long)r.cols, r.no_time);
 	}
 	if (!md)
 		mb_print_records_end(json, i > 0);
-	return err ? err : failed;
+	if (err)
+		return err;
+	if (untimed > 1)
+		fprintf(stderr, "muonbench: ns: %zu of %zu shapes have no device time\n", untimed,
+			n);
+	return failed[0] ? mb_fail("%s", failed) : 0;
 }
 
 int mb_cmd_ns(const struct mb_args *args)

@@ -100,3 +100,12 @@ __kernel void ns_store(__global const float *x, const ulong x_off, const ulong r
 		return;
 	out[out_off + r * cols + c] = scale * (transpose ? x[x_off + c * n + r] : x[x_off + r * n + c]);
 }
+
+/*
+ * Nothing, as a command of our own: its event marks the start or the end of
+ * a run of CLBlast's GEMMs (mb_ns_gemms_only), whose own events may not
+ * cover all of their kernels. One work-item.
+ */
+__kernel void ns_stamp(void)
+{
+}

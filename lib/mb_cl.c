@@ -642,6 +642,24 @@ int mb_cl_event_span(const struct mb_cl *cl, cl_event ev, const char *what, doub
 	return 0;
 }
 
+int mb_cl_event_interval(const struct mb_cl *cl, cl_event first, cl_event last, const char *what,
+			 double *seconds)
+{
+	double start, end, unused;
+	int err;
+
+	*seconds = NAN;
+	if ((err = mb_cl_event_span(cl, first, what, &start, &unused)) ||
+	    (err = mb_cl_event_span(cl, last, what, &unused, &end)))
+		return err;
+	if (end <= start)
+		return mb_fail("the driver of '%s' gave no time for %s (its last command ends at "
+			       "%.9f s, before its first starts, at %.9f s)",
+			       cl->info.name, what, end, start);
+	*seconds = end - start;
+	return 0;
+}
+
 static size_t pow2_floor(size_t n)
 {
 	size_t p = 1;

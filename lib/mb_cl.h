@@ -120,6 +120,15 @@ const char *mb_clblast_strerror(int status);
 int mb_cl_event_span(const struct mb_cl *cl, cl_event ev, const char *what, double *start,
 		     double *end);
 
+/*
+ * The device time from the START of FIRST to the END of LAST (the same event
+ * when one command is timed), in seconds, into *seconds: each read as
+ * mb_cl_event_span reads it, and a LAST that ends before FIRST starts
+ * refused too. On failure *seconds is NaN.
+ */
+int mb_cl_event_interval(const struct mb_cl *cl, cl_event first, cl_event last, const char *what,
+			 double *seconds);
+
 #define MB_CL_LOCAL_MAX 256 /* work-items of a work-group, at most */
 
 /*

@@ -86,6 +86,7 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 	    (err = mb_cl_kernel(cl, "norm_finish", &ns->finish)) ||
 	    (err = mb_cl_kernel(cl, "ns_load", &ns->load)) ||
 	    (err = mb_cl_kernel(cl, "ns_store", &ns->store)) ||
+	    (err = mb_cl_kernel(cl, "ns_stamp", &ns->stamp)) ||
 	    (err = mb_cl_local_size(cl, ns->momentum, "muon_momentum", 1, &ns->momentum_local)) ||
 	    (err = mb_cl_local_size(cl, ns->sumsq, "sumsq_partial", 1, &ns->reduce_local)) ||
 	    (err = mb_cl_local_size(cl, ns->load, "ns_load", 2, ns->load_local)) ||
@@ -204,10 +205,11 @@ static int iterate(struct mb_ns *ns, struct layout *w, bool copies)
 
 /*
  * Enqueue K over N[0 .. DIMS) work-items in work-groups of LOCAL, the global
- * size rounded up to a multiple of it (the kernels skip the padding).
+ * size rounded up to a multiple of it (the kernels skip the padding); its
+ * event into *EV unless EV is NULL.
  */
 static int enqueue(struct mb_ns *ns, cl_kernel k, const char *name, cl_uint dims, const size_t *n,
-		   const size_t *local, uint64_t rows, uint64_t cols)
+		   const size_t *local, uint64_t rows, uint64_t cols, cl_event *ev)
 {
 	size_t global[2];
 	cl_uint d;
@@ -215,7 +217,7 @@ static int enqueue(struct mb_ns *ns, cl_kernel k, const char *name, cl_uint dims
 
 	for (d = 0; d < dims; d++)
 		global[d] = mb_cl_round_up(n[d], local[d]);
-	st = clEnqueueNDRangeKernel(ns->cl->compute, k, dims, NULL, global, local, 0, NULL, NULL);
+	st = clEnqueueNDRangeKernel(ns->cl->compute, k, dims, NULL, global, local, 0, NULL, ev);
 	return mb_cl_check(ns->cl, st, "clEnqueueNDRangeKernel", "%s, %llux%llu", name,
 			   (unsigned long long)rows, (unsigned long long)cols);
 }
@@ -228,9 +230,9 @@ static int check_reserved(const struct mb_ns *ns, uint64_t rows, uint64_t cols)
 		       (unsigned long long)rows, (unsigned long long)cols);
 }
 
-/* Workspace[scratch + PARTIALS] = 1 / (|in|_F + eps). */
+/* Workspace[scratch + PARTIALS] = 1 / (|in|_F + eps); the first command's event into *EV. */
 static int norm(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
-		uint64_t scratch)
+		uint64_t scratch, cl_event *ev)
 {
 	size_t global = MB_NS_PARTIALS * ns->reduce_local, one = 1;
 	cl_ulong off = in_off, count = rows * cols, part_off = scratch;
@@ -247,13 +249,30 @@ static int norm(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uin
 	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "norm of %llux%llu",
 			       (unsigned long long)rows, (unsigned long long)cols)) ||
 	    (err = enqueue(ns, ns->sumsq, "sumsq_partial", 1, &global, &ns->reduce_local, rows,
-			   cols)))
+			   cols, ev)))
 		return err;
-	return enqueue(ns, ns->finish, "norm_finish", 1, &one, &one, rows, cols);
+	if ((err = enqueue(ns, ns->finish, "norm_finish", 1, &one, &one, rows, cols, NULL)) && ev) {
+		clReleaseEvent(*ev);
+		*ev = NULL;
+	}
+	return err;
+}
+
+/* Release what *A and *B hold (either may be NULL) and empty them. */
+static void release_events(cl_event *a, cl_event *b)
+{
+	if (a && *a) {
+		clReleaseEvent(*a);
+		*a = NULL;
+	}
+	if (b && *b) {
+		clReleaseEvent(*b);
+		*b = NULL;
+	}
 }
 
 int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
-			cl_mem out, uint64_t out_off)
+			cl_mem out, uint64_t out_off, cl_event *first, cl_event *last)
 {
 	struct layout w = layout_of(rows, cols);
 	cl_ulong r = rows, c = cols, ioff = in_off, ooff = out_off,
@@ -261,37 +280,65 @@ int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t r
 	cl_ulong xoff;
 	size_t load_n[2] = { w.n, w.m }, store_n[2] = { cols, rows };
 	float scale = mb_ns_scale(rows, cols);
+	cl_event start = NULL;
 	cl_int st;
 	int err;
 
+	if (first)
+		*first = NULL;
+	if (last)
+		*last = NULL;
 	if ((err = check_reserved(ns, rows, cols)) ||
-	    (err = norm(ns, in, in_off, rows, cols, w.scratch)))
+	    (err = norm(ns, in, in_off, rows, cols, w.scratch, first ? &start : NULL)))
 		return err;
 	xoff = w.x;
 	st = set_args(ns->load, 8, ARG(in), ARG(ioff), ARG(r), ARG(c), ARG(ns->work), ARG(inv),
 		      ARG(ns->work), ARG(xoff));
 	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_load, %llux%llu",
 			       (unsigned long long)rows, (unsigned long long)cols)) ||
-	    (err = enqueue(ns, ns->load, "ns_load", 2, load_n, ns->load_local, rows, cols)) ||
+	    (err = enqueue(ns, ns->load, "ns_load", 2, load_n, ns->load_local, rows, cols, NULL)) ||
 	    (err = iterate(ns, &w, true)))
-		return err;
+		goto out_release;
 	xoff = w.x;
 	st = set_args(ns->store, 7, ARG(ns->work), ARG(xoff), ARG(r), ARG(c), ARG(scale), ARG(out),
 		      ARG(ooff));
 	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_store, %llux%llu",
-			       (unsigned long long)rows, (unsigned long long)cols)))
-		return err;
-	return enqueue(ns, ns->store, "ns_store", 2, store_n, ns->store_local, rows, cols);
+			       (unsigned long long)rows, (unsigned long long)cols)) ||
+	    (err = enqueue(ns, ns->store, "ns_store", 2, store_n, ns->store_local, rows, cols,
+			   last)))
+		goto out_release;
+	if (first)
+		*first = start;
+	return 0;
+
+out_release:
+	release_events(&start, NULL);
+	return err;
 }
 
-int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols)
+/* Enqueue the empty ns_stamp; its event into *EV. */
+static int stamp(struct mb_ns *ns, uint64_t rows, uint64_t cols, cl_event *ev)
+{
+	size_t one = 1;
+
+	return enqueue(ns, ns->stamp, "ns_stamp", 1, &one, &one, rows, cols, ev);
+}
+
+int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols, cl_event *first,
+		     cl_event *last)
 {
 	struct layout w = layout_of(rows, cols);
 	int err;
 
-	if ((err = check_reserved(ns, rows, cols)))
-		return err;
-	return iterate(ns, &w, false);
+	if (first)
+		*first = NULL;
+	if (last)
+		*last = NULL;
+	if ((err = check_reserved(ns, rows, cols)) ||
+	    (first && (err = stamp(ns, rows, cols, first))) || (err = iterate(ns, &w, false)) ||
+	    (last && (err = stamp(ns, rows, cols, last))))
+		release_events(first, last);
+	return err;
 }
 
 int mb_ns_clear(struct mb_ns *ns)
@@ -308,25 +355,45 @@ int mb_ns_clear(struct mb_ns *ns)
 }
 
 int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom, uint64_t mom_off,
-		   uint64_t n, float beta)
+		   uint64_t n, float beta, cl_event *first, cl_event *last)
 {
 	cl_ulong goff = grad_off, moff = mom_off, count = n;
 	size_t global = mb_cl_round_up(n, ns->momentum_local);
+	cl_event ev = NULL;
 	cl_int st;
 
+	if (first)
+		*first = NULL;
+	if (last)
+		*last = NULL;
 	if (!n)
 		return 0;
 	st = set_args(ns->momentum, 6, ARG(grad), ARG(goff), ARG(mom), ARG(moff), ARG(count),
 		      ARG(beta));
 	if (st == CL_SUCCESS)
 		st = clEnqueueNDRangeKernel(ns->cl->compute, ns->momentum, 1, NULL, &global,
-					    &ns->momentum_local, 0, NULL, NULL);
-	return mb_cl_check(ns->cl, st, "muon_momentum", "%llu elements", (unsigned long long)n);
+					    &ns->momentum_local, 0, NULL,
+					    first || last ? &ev : NULL);
+	if (mb_cl_check(ns->cl, st, "muon_momentum", "%llu elements", (unsigned long long)n))
+		return -MB_EFAIL;
+	/* one command: the same event for both, a reference for each */
+	if (first && last &&
+	    mb_cl_check(ns->cl, clRetainEvent(ev), "clRetainEvent", "muon_momentum's event")) {
+		clReleaseEvent(ev);
+		return -MB_EFAIL;
+	}
+	if (first)
+		*first = ev;
+	if (last)
+		*last = ev;
+	return 0;
 }
 
 void mb_ns_release(struct mb_ns *ns)
 {
-	cl_kernel *k[] = { &ns->momentum, &ns->sumsq, &ns->finish, &ns->load, &ns->store };
+	cl_kernel *k[] = {
+		&ns->momentum, &ns->sumsq, &ns->finish, &ns->load, &ns->store, &ns->stamp
+	};
 	size_t i;
 
 	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++)

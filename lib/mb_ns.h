@@ -42,7 +42,7 @@ float mb_ns_scale(uint64_t rows, uint64_t cols);
 struct mb_ns {
 	const struct mb_cl *cl;
 	struct mb_ledger *ledger;
-	cl_kernel momentum, sumsq, finish, load, store;
+	cl_kernel momentum, sumsq, finish, load, store, stamp;
 	size_t reduce_local; /* work-group size of the norm's reduction (a power of two) */
 	size_t momentum_local, load_local[2], store_local[2]; /* and of the others */
 	cl_mem work, temp;
@@ -59,31 +59,47 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, size_t n);
 
 /*
+ * Events for timing. FIRST and LAST (either may be NULL) receive the events
+ * of the first and the last command a call enqueues, so that a caller can
+ * time it from FIRST's START to LAST's END (mb_cl_event_interval), with no
+ * marker (whose times some drivers do not give). They are commands of ours,
+ * never CLBlast's: an indirect GEMM's own event covers its last kernel only.
+ * The caller releases each one it gets. On failure both are NULL, and so
+ * is anything that enqueues nothing.
+ */
+
+/*
  * Enqueue on the compute queue: OUT = Newton-Schulz(IN), both ROWS x COLS
  * row-major at element offsets IN_OFF and OUT_OFF (the same place is fine).
- * The shape must have been reserved.
+ * The shape must have been reserved. *FIRST is the norm's first kernel,
+ * *LAST the scaled store.
  */
 int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
-			cl_mem out, uint64_t out_off);
+			cl_mem out, uint64_t out_off, cl_event *first, cl_event *last);
 
 /*
  * Enqueue the GEMMs of one orthogonalization alone, on the workspace, with
  * the same shapes, scalars and order: what the GEMMs cost without the work
  * around them. Call mb_ns_clear first: on a zeroed workspace the values stay
  * zero, where leftovers would grow without the copies and reach denormals
- * or infinities, which time differently.
+ * or infinities, which time differently. Where FIRST (LAST) is asked for,
+ * an empty kernel of ours (ns_stamp) goes before (after) the GEMMs, and
+ * its event is the one returned.
  */
-int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols);
+int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols, cl_event *first,
+		     cl_event *last);
 
 /* Enqueue zeros over the whole workspace. */
 int mb_ns_clear(struct mb_ns *ns);
 
 /*
  * Enqueue on the compute queue, over N elements: MOM = beta MOM + (1 - beta)
- * GRAD, then GRAD = (1 - beta) GRAD + beta MOM (the Nesterov update, in place).
+ * GRAD, then GRAD = (1 - beta) GRAD + beta MOM (the Nesterov update, in
+ * place). It is one kernel: *FIRST and *LAST are then the same event, with
+ * a reference for each (release both); N = 0 enqueues nothing.
  */
 int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom, uint64_t mom_off,
-		   uint64_t n, float beta);
+		   uint64_t n, float beta, cl_event *first, cl_event *last);
 
 /* Release the kernels and the buffers (through the ledger). */
 void mb_ns_release(struct mb_ns *ns);

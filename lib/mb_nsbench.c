@@ -5,10 +5,10 @@
 #include "mb_nsbench.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mb_clock.h"
 #include "mb_err.h"
 #include "mb_rng.h"
 
@@ -37,27 +37,39 @@ static int poison(const struct bench *b)
 			   (unsigned long long)b->rows, (unsigned long long)b->cols);
 }
 
-/* One timed run (after a poisoning, untimed): Newton-Schulz or its GEMMs. */
+/*
+ * One timed run (after a poisoning, untimed): Newton-Schulz or its GEMMs, in
+ * device seconds from its first command's START to its last one's END. A
+ * time the driver does not give is NaN, with why in mb_errmsg(), and no
+ * error: the results can still be checked.
+ */
 static int timed(const struct bench *b, bool gemms_only, double *seconds)
 {
+	cl_event first = NULL, last = NULL;
+	char what[96];
 	unsigned i;
-	double t;
 	int err;
 
+	*seconds = NAN;
 	if ((err = poison(b)) || (gemms_only && (err = mb_ns_clear(b->ns))) || (err = finish(b)))
 		return err;
-	t = mb_now_s();
-	for (i = 0; i < b->s->batch; i++) {
-		err = gemms_only ? mb_ns_gemms_only(b->ns, b->rows, b->cols)
+	for (i = 0; i < b->s->batch && !err; i++) {
+		cl_event *f = i == 0 ? &first : NULL, *l = i + 1 == b->s->batch ? &last : NULL;
+
+		err = gemms_only ? mb_ns_gemms_only(b->ns, b->rows, b->cols, f, l)
 				 : mb_ns_orthogonalize(b->ns, b->in, i * b->numel, b->rows, b->cols,
-						       b->out, i * b->numel);
-		if (err)
-			return err;
+						       b->out, i * b->numel, f, l);
 	}
-	if ((err = finish(b)))
-		return err;
-	*seconds = mb_now_s() - t;
-	return 0;
+	if (!err && !(err = finish(b))) {
+		snprintf(what, sizeof(what), "%s%llux%llu", gemms_only ? "the GEMMs alone of " : "",
+			 (unsigned long long)b->rows, (unsigned long long)b->cols);
+		(void)mb_cl_event_interval(b->ns->cl, first, last, what, seconds);
+	}
+	if (first)
+		clReleaseEvent(first);
+	if (last)
+		clReleaseEvent(last);
+	return err;
 }
 
 /* The largest relative Frobenius error of the batch against the reference. */
@@ -108,30 +120,46 @@ out_free:
 	return err;
 }
 
+/* A time that could not be had: why, into R, unless it already says. */
+static void note(const double *seconds, struct mb_nsbench_result *r)
+{
+	if (isnan(*seconds) && !r->no_time[0])
+		snprintf(r->no_time, sizeof(r->no_time), "%s", mb_errmsg());
+}
+
+/* A GEMMs-only run, then Newton-Schulz: last, so that the check reads its output. */
+static int pair(const struct bench *b, double *gemm_s, double *ns_s, struct mb_nsbench_result *r)
+{
+	int err;
+
+	if (!(err = timed(b, true, gemm_s)))
+		note(gemm_s, r);
+	if (!err && !(err = timed(b, false, ns_s)))
+		note(ns_s, r);
+	return err;
+}
+
 static int measure(struct bench *b, struct mb_nsbench_result *r)
 {
 	unsigned reps = b->s->reps, i;
-	double *ns_t, *gemm_t;
+	double *ns_t, *gemm_t, warm[2];
 	int err = 0;
 
 	ns_t = calloc(2 * (size_t)reps, sizeof(double));
 	if (!ns_t)
 		return mb_fail("out of host memory for %u timings", reps);
 	gemm_t = ns_t + reps;
-	/* warm-up: compiles every kernel and CLBlast routine on the way */
-	if ((err = timed(b, false, &ns_t[0])) || (err = timed(b, true, &gemm_t[0])))
-		goto out_free;
-	/* alternate, so that drift in the machine's speed hits both alike */
-	for (i = 0; i < reps && !err; i++)
-		if (!(err = timed(b, true, &gemm_t[i])))
-			err = timed(b, false, &ns_t[i]);
-	if (err)
-		goto out_free;
-	r->ns_s = mb_spread_of(ns_t, reps);
-	r->gemm_s = mb_spread_of(gemm_t, reps);
-	r->gflops =
-		(double)b->s->batch * (double)mb_ns_flops(b->rows, b->cols) / r->ns_s.median / 1e9;
-out_free:
+	/* the warm-up compiles every kernel and CLBlast routine on the way; the
+	 * pairs alternate, so that drift in the machine's speed hits both alike */
+	err = pair(b, &warm[0], &warm[1], r);
+	for (i = 0; i < reps && !err && !r->no_time[0]; i++)
+		err = pair(b, &gemm_t[i], &ns_t[i], r);
+	if (!err && !r->no_time[0]) {
+		r->ns_s = mb_spread_of(ns_t, reps);
+		r->gemm_s = mb_spread_of(gemm_t, reps);
+		r->gflops = (double)b->s->batch * (double)mb_ns_flops(b->rows, b->cols) /
+			    r->ns_s.median / 1e9;
+	}
 	free(ns_t);
 	return err;
 }
@@ -146,6 +174,9 @@ int mb_nsbench_run(struct mb_ns *ns, const struct mb_nsbench_settings *s, uint64
 	memset(r, 0, sizeof(*r));
 	r->rows = rows;
 	r->cols = cols;
+	r->ns_s.median = r->ns_s.min = r->ns_s.max = NAN;
+	r->gemm_s = r->ns_s;
+	r->gflops = NAN;
 	r->rel_err = NAN;
 	if ((err = mb_ledger_alloc(ns->ledger, bytes, "ns.input", &b.in)) ||
 	    (err = mb_ledger_alloc(ns->ledger, bytes, "ns.output", &b.out)) ||

@@ -608,7 +608,7 @@ static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl
 			     "momentum to the device")) ||
 	    (err = marker(s, s->cl->compute, &m1)))
 		return err;
-	err = mb_ns_momentum(&s->ns, buf, 0, buf, e, e, s->set.optim.muon_beta);
+	err = mb_ns_momentum(&s->ns, buf, 0, buf, e, e, s->set.optim.muon_beta, NULL, NULL);
 	if (err || (err = marker(s, s->cl->compute, &m2))) {
 		clReleaseEvent(m1);
 		return err;
@@ -634,7 +634,8 @@ static int orthogonalize(struct apply *a, size_t j, cl_mem in, uint64_t in_off, 
 
 	if ((err = marker(a->s, a->s->cl->compute, &before)))
 		return err;
-	if ((err = mb_ns_orthogonalize(&a->s->ns, in, in_off, p->rows, p->cols, out, out_off)) ||
+	if ((err = mb_ns_orthogonalize(&a->s->ns, in, in_off, p->rows, p->cols, out, out_off, NULL,
+				       NULL)) ||
 	    (err = marker(a->s, a->s->cl->compute, after))) {
 		clReleaseEvent(before);
 		return err;

@@ -106,6 +106,43 @@ expect_error "ns: zero dimension" 2 "--shape: invalid shape '0x4'" ns --shape 0x
 expect_error "ns: no such device" 2 "--device 'no-such-device': no device's name contains it" ns --device no-such-device
 expect_error "ns: device index out of range" 2 "--device 9: platform 0 has no device 9" ns --device 9
 expect_error "ns: over the memory limit" 1 "(ns.workspace, 1.00 MiB): CL_MEM_OBJECT_ALLOCATION_FAILURE (over the --device-mem-limit of 512 KiB; 0 B in use)" ns --shape 256x256 --device-mem-limit 512Ki
+# A driver that gives no event time (queues without profiling): every time
+# is n/a in the table, empty in CSV, null in JSON, never 0; the check still
+# runs; why on stderr, one line; exit 1.
+MUONBENCH_PROFILING=off "$bin" ns --shape 48x80,33x17 --reps 1 --verify >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(grep -c '^| [0-9x]* | n/a | n/a-n/a | n/a | n/a | n/a | n/a | [0-9.]*e-0[5-9] |$' "$tmp/out")" -eq 2 ] &&
+	[ "$(wc -l <"$tmp/err")" -eq 2 ] && grep -q "^muonbench: ns: 2 of 2 shapes have no device time$" "$tmp/err" &&
+	grep -q "^muonbench: 48x80: no device time, its figures are n/a: clGetEventProfilingInfo(START) failed on '.*' (the GEMMs alone of 48x80): CL_PROFILING_INFO_NOT_AVAILABLE$" "$tmp/err"; then
+	report ok "ns: no event time is n/a in the table, said on stderr, exit 1"
+else
+	report fail "ns: no event time is n/a in the table, said on stderr, exit 1" "exit $rc: $(cat "$tmp/err" "$tmp/out")"
+fi
+MUONBENCH_PROFILING=off "$bin" ns --shape 48x80 --reps 1 --verify --format csv >"$tmp/ns-np.csv" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/ns-np.csv")" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+	python3 -c 'import csv, sys
+row, = csv.DictReader(open(sys.argv[1]))
+times = "ns_median_s ns_min_s ns_max_s ns_gflops gemm_median_s gemm_gflops ns_over_gemm".split()
+assert all(row[k] == "" for k in times), row
+assert 0 < float(row["rel_err"]) < 1e-4, row' "$tmp/ns-np.csv" &&
+	MUONBENCH_PROFILING=off "$bin" ns --shape 48x80 --reps 1 --format json 2>/dev/null | python3 -c 'import json, sys
+row, = json.load(sys.stdin)
+assert row["ns_median_s"] is None and row["gemm_median_s"] is None and row["rel_err"] is None, row'; then
+	report ok "ns: no event time is an empty CSV field and null in JSON, the check still made"
+else
+	report fail "ns: no event time is an empty CSV field and null in JSON, the check still made" "exit $rc: $(cat "$tmp/err" "$tmp/ns-np.csv")"
+fi
+"$bin" ns --shape 48x80 --reps 2 --format csv >"$tmp/ns.csv" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && python3 -c 'import csv, sys
+row, = csv.DictReader(open(sys.argv[1]))
+assert 0 < float(row["ns_min_s"]) <= float(row["ns_median_s"]) <= float(row["ns_max_s"]) < 10, row
+assert float(row["gemm_median_s"]) > 0 and float(row["ns_gflops"]) > 0, row' "$tmp/ns.csv"; then
+	report ok "ns: times from the device's events, all there"
+else
+	report fail "ns: times from the device's events, all there" "exit $rc: $(cat "$tmp/err" "$tmp/ns.csv")"
+fi
 
 # The benchmark itself, on a micro model.
 micro="--config tests/data/good/micro.json --runs 2 --steps 3 --gather-budget 128Ki --fwd-bwd off"

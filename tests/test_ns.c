@@ -2,8 +2,8 @@
  * The OpenCL engine on the default device (PoCL in CI): Newton-Schulz against
  * the float64 reference, the momentum kernel against a host loop bit for bit,
  * the random numbers against the host, work-group padding that writes
- * nothing, the ledger's books, the device-memory limit, and device
- * selection.
+ * nothing, the events that time a call, a driver that gives no times, the
+ * ledger's books, the device-memory limit, and device selection.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -61,8 +61,8 @@ static void check_shape(struct mb_ns *ns, uint64_t rows, uint64_t cols)
 	assert_int_equal(mb_ledger_alloc(ns->ledger, n * sizeof(float), "test.out", &b), 0);
 	assert_int_equal(mb_rng_fill(&cl, a, 0, 2 * n, 7, rows * 100000 + cols, 0, 1.0f), 0);
 	read_floats(a, 0, 2 * n, in);
-	assert_int_equal(mb_ns_orthogonalize(ns, a, 0, rows, cols, b, 0), 0);
-	assert_int_equal(mb_ns_orthogonalize(ns, a, n, rows, cols, a, n), 0);
+	assert_int_equal(mb_ns_orthogonalize(ns, a, 0, rows, cols, b, 0, NULL, NULL), 0);
+	assert_int_equal(mb_ns_orthogonalize(ns, a, n, rows, cols, a, n, NULL, NULL), 0);
 	read_floats(b, 0, n, out);
 	read_floats(a, n, n, out + n);
 	for (k = 0; k < 2; k++) {
@@ -121,7 +121,7 @@ static void ns_of_known_matrices(void **state)
 	assert_int_equal(clEnqueueWriteBuffer(cl.compute, a, CL_TRUE, 0, sizeof(three), &three, 0,
 					      NULL, NULL),
 			 CL_SUCCESS);
-	assert_int_equal(mb_ns_orthogonalize(&ns, a, 0, 1, 1, a, 0), 0);
+	assert_int_equal(mb_ns_orthogonalize(&ns, a, 0, 1, 1, a, 0, NULL, NULL), 0);
 	read_floats(a, 0, 1, &got);
 	assert_int_equal(mb_ns_reference(&three, 1, 1, &ref), 0);
 	/* quintic NS does not converge to exactly 1: it lands near 0.7-1.2 */
@@ -152,7 +152,7 @@ static void momentum_bit_for_bit(void **state)
 	assert_int_equal(mb_rng_fill(&cl, mom, 5, n, 11, 2, 0, 0.1f), 0);
 	read_floats(grad, 3, n, g);
 	read_floats(mom, 5, n, m);
-	assert_int_equal(mb_ns_momentum(&ns, grad, 3, mom, 5, n, beta), 0);
+	assert_int_equal(mb_ns_momentum(&ns, grad, 3, mom, 5, n, beta, NULL, NULL), 0);
 	read_floats(grad, 3, n, g_dev);
 	read_floats(mom, 5, n, m_dev);
 	for (i = 0; i < n; i++) {
@@ -247,17 +247,141 @@ static void padding_writes_nothing(void **state)
 	/* values in [-0.5, 0.5), and momentum from them: never 7 */
 	assert_int_equal(mb_rng_fill(&cl, a, guard, n, 1, 2, 0, 0.5f), 0);
 	written_only(a, all, guard, guard + n, 7.0f, "fill_uniform");
-	assert_int_equal(mb_ns_momentum(&ns, a, guard, b, guard, n, 0.9f), 0);
+	assert_int_equal(mb_ns_momentum(&ns, a, guard, b, guard, n, 0.9f, NULL, NULL), 0);
 	written_only(a, all, guard, guard + n, 7.0f, "muon_momentum's gradient");
 	written_only(b, all, guard, guard + n, 7.0f, "muon_momentum's momentum");
 	/* Newton-Schulz's transposing load and store of 33 x 17 (561 elements) */
 	fill(b, all, 7.0f);
-	assert_int_equal(mb_ns_orthogonalize(&ns, a, guard, rows, cols, b, guard), 0);
+	assert_int_equal(mb_ns_orthogonalize(&ns, a, guard, rows, cols, b, guard, NULL, NULL), 0);
 	written_only(b, all, guard, guard + rows * cols, 7.0f, "Newton-Schulz's output");
 	mb_ledger_free(&ledger, a);
 	mb_ledger_free(&ledger, b);
 	mb_ns_release(&ns);
 	mb_ledger_release(&ledger);
+}
+
+/* The events of a call's first and last commands, and the time between them. */
+static void events_of_own_commands(void **state)
+{
+	uint64_t rows = 40, cols = 72, n = rows * cols;
+	cl_event first, last, only;
+	struct mb_ledger ledger;
+	struct mb_ns ns;
+	double t, start, end;
+	cl_mem a;
+
+	(void)state;
+	mb_ledger_init(&ledger, &cl, 0);
+	assert_int_equal(mb_ns_init(&ns, &cl, &ledger), 0);
+	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
+	assert_int_equal(mb_ledger_alloc(&ledger, 2 * n * sizeof(float), "test.events", &a), 0);
+	assert_int_equal(mb_rng_fill(&cl, a, 0, 2 * n, 5, 6, 0, 1.0f), 0);
+
+	/* momentum: one kernel, the same event twice, a reference each */
+	assert_int_equal(mb_ns_momentum(&ns, a, 0, a, n, n, 0.9f, &first, &last), 0);
+	assert_non_null(first);
+	assert_ptr_equal(first, last);
+	assert_int_equal(mb_ns_momentum(&ns, a, 0, a, n, n, 0.9f, NULL, &only), 0);
+	assert_int_equal(clFinish(cl.compute), CL_SUCCESS);
+	assert_int_equal(mb_cl_event_interval(&cl, first, last, "momentum", &t), 0);
+	assert_true(t > 0);
+	clReleaseEvent(first);
+	clReleaseEvent(last);
+	assert_int_equal(mb_cl_event_span(&cl, only, "momentum", &start, &end), 0);
+	clReleaseEvent(only);
+	/* nothing to do, nothing enqueued */
+	first = last = only;
+	assert_int_equal(mb_ns_momentum(&ns, a, 0, a, n, 0, 0.9f, &first, &last), 0);
+	assert_null(first);
+	assert_null(last);
+
+	/* Newton-Schulz: the norm's first kernel to the store, two commands of ours */
+	assert_int_equal(mb_ns_orthogonalize(&ns, a, 0, rows, cols, a, n, &first, &last), 0);
+	assert_non_null(first);
+	assert_non_null(last);
+	assert_ptr_not_equal(first, last);
+	assert_int_equal(clFinish(cl.compute), CL_SUCCESS);
+	assert_int_equal(mb_cl_event_span(&cl, first, "first", &start, &t), 0);
+	assert_int_equal(mb_cl_event_span(&cl, last, "last", &t, &end), 0);
+	/* in order: the store starts after the norm ends, with the GEMMs between */
+	assert_true(t > start);
+	assert_int_equal(mb_cl_event_interval(&cl, first, last, "Newton-Schulz", &t), 0);
+	assert_true(t > 0 && fabs(t - (end - start)) < 1e-9);
+	/* backwards: refused, not a negative time */
+	assert_int_equal(mb_cl_event_interval(&cl, last, first, "backwards", &t), -MB_EFAIL);
+	assert_true(isnan(t));
+	clReleaseEvent(first);
+	clReleaseEvent(last);
+
+	/* the GEMMs alone, between two empty kernels of ours */
+	assert_int_equal(mb_ns_clear(&ns), 0);
+	assert_int_equal(mb_ns_gemms_only(&ns, rows, cols, &first, &last), 0);
+	assert_non_null(first);
+	assert_non_null(last);
+	assert_int_equal(clFinish(cl.compute), CL_SUCCESS);
+	assert_int_equal(mb_cl_event_interval(&cl, first, last, "GEMMs", &t), 0);
+	assert_true(t > 0);
+	clReleaseEvent(first);
+	clReleaseEvent(last);
+
+	/* a failure leaves no event behind */
+	first = last = only;
+	assert_int_equal(mb_ns_orthogonalize(&ns, a, 0, 64, 64, a, 0, &first, &last), -MB_EFAIL);
+	assert_null(first);
+	assert_null(last);
+	first = last = only;
+	assert_int_equal(mb_ns_gemms_only(&ns, 64, 64, &first, &last), -MB_EFAIL);
+	assert_null(first);
+	assert_null(last);
+	mb_ledger_free(&ledger, a);
+	mb_ns_release(&ns);
+	mb_ledger_release(&ledger);
+}
+
+/*
+ * Queues without profiling (MUONBENCH_PROFILING=off): every event time is
+ * refused. The benchmark then has no time, says why, and still checks.
+ */
+static void no_profiling_no_time(void **state)
+{
+	struct mb_nsbench_settings s = { .batch = 2, .reps = 2, .verify = true, .seed = 3 };
+	struct mb_cl_select sel = { .platform = -1 };
+	struct mb_nsbench_result r;
+	uint64_t rows = 24, cols = 40;
+	struct mb_ledger l;
+	struct mb_ns ns;
+	struct mb_cl off;
+	cl_event first, last;
+	double t = 0, start = 0, end = 0;
+
+	(void)state;
+	assert_int_equal(setenv("MUONBENCH_PROFILING", "off", 1), 0);
+	assert_int_equal(mb_cl_open(&off, &sel), 0);
+	assert_int_equal(unsetenv("MUONBENCH_PROFILING"), 0);
+	mb_ledger_init(&l, &off, 0);
+	assert_int_equal(mb_ns_init(&ns, &off, &l), 0);
+	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
+	assert_int_equal(mb_nsbench_run(&ns, &s, rows, cols, 0, &r), 0);
+	assert_true(isnan(r.ns_s.median) && isnan(r.ns_s.min) && isnan(r.ns_s.max));
+	assert_true(isnan(r.gemm_s.median) && isnan(r.gflops));
+	assert_non_null(strstr(r.no_time, "clGetEventProfilingInfo(START) failed on '"));
+	assert_non_null(strstr(r.no_time, "CL_PROFILING_INFO_NOT_AVAILABLE"));
+	assert_true(r.rel_err < 1e-5);
+
+	/* the events themselves: a status checked, NaN rather than 0 */
+	assert_int_equal(
+		mb_ns_orthogonalize(&ns, ns.work, 0, rows, cols, ns.work, 0, &first, &last), 0);
+	assert_int_equal(clFinish(off.compute), CL_SUCCESS);
+	assert_int_equal(mb_cl_event_span(&off, last, "the store", &start, &end), -MB_EFAIL);
+	assert_true(isnan(start) && isnan(end));
+	assert_int_equal(mb_cl_event_interval(&off, first, last, "Newton-Schulz", &t), -MB_EFAIL);
+	assert_true(isnan(t));
+	assert_non_null(strstr(mb_errmsg(), "(Newton-Schulz): CL_PROFILING_INFO_NOT_AVAILABLE"));
+	clReleaseEvent(first);
+	clReleaseEvent(last);
+	mb_ns_release(&ns);
+	mb_ledger_release(&l);
+	mb_cl_release(&off);
 }
 
 static void ledger_books(void **state)
@@ -340,7 +464,8 @@ static void ns_needs_reserve(void **state)
 	mb_ledger_init(&l, &cl, 0);
 	assert_int_equal(mb_ns_init(&ns, &cl, &l), 0);
 	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
-	assert_int_equal(mb_ns_orthogonalize(&ns, ns.work, 0, 16, 16, ns.work, 0), -MB_EFAIL);
+	assert_int_equal(mb_ns_orthogonalize(&ns, ns.work, 0, 16, 16, ns.work, 0, NULL, NULL),
+			 -MB_EFAIL);
 	assert_non_null(strstr(mb_errmsg(), "no workspace reserved"));
 	mb_ns_release(&ns);
 	mb_ledger_release(&l);
@@ -417,7 +542,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ns_matches_float64),	  cmocka_unit_test(ns_of_known_matrices),
 		cmocka_unit_test(momentum_bit_for_bit),	  cmocka_unit_test(rng_matches_host),
-		cmocka_unit_test(padding_writes_nothing), cmocka_unit_test(ledger_books),
+		cmocka_unit_test(padding_writes_nothing), cmocka_unit_test(events_of_own_commands),
+		cmocka_unit_test(no_profiling_no_time),	  cmocka_unit_test(ledger_books),
 		cmocka_unit_test(device_mem_limit),	  cmocka_unit_test(ns_needs_reserve),
 		cmocka_unit_test(nsbench_verifies),	  cmocka_unit_test(spread),
 		cmocka_unit_test(device_selection),
