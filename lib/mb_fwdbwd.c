@@ -1,6 +1,13 @@
 /*
  * mb_fwdbwd: the GEMMs of a checkpointed forward and backward on the model's
  * own shapes.
+ *
+ * CLBlast passes sizes, leading dimensions and offsets to its kernels as
+ * int, so a GEMM whose operands reach 2^31 elements (the output head's
+ * tokens x vocabulary, with many tokens) would index past them. Such a GEMM
+ * runs in chunks of tokens (mb_fwdbwd_chunk_tokens); since the pass's
+ * values are zeros and never read, every chunk works on the first rows of
+ * the token-major buffers: the same work, at offsets an int can hold.
  */
 #include "mb_fwdbwd.h"
 
@@ -10,6 +17,10 @@
 
 #include "mb_clock.h"
 #include "mb_err.h"
+
+/* each dimension of a chunk's operands is rounded up to this, for CLBlast's padding
+ * (its work-group tiles are at most 128 wide) */
+#define CHUNK_PAD 256
 
 /* The device buffers of the pass, and its sizes. */
 struct pass {
@@ -28,9 +39,30 @@ static bool in_pass(const struct mb_param *p)
 	return p->ndim == 2 && p->layer >= 0;
 }
 
-/* Row-major C(m x n) = A(m x k) op(B), op(B) = Bᵀ (B is n x k) or B (k x n). */
+/* Round N up to a multiple of CHUNK_PAD, saturating. */
+static uint64_t padded(uint64_t n)
+{
+	return n > UINT64_MAX - CHUNK_PAD ? UINT64_MAX
+					  : (n + CHUNK_PAD - 1) / CHUNK_PAD * CHUNK_PAD;
+}
+
+uint64_t mb_fwdbwd_chunk_tokens(uint64_t tokens, uint64_t rows, uint64_t cols)
+{
+	unsigned __int128 r = padded(rows), c = padded(cols), room, most;
+
+	/* the weight, then per (padded) token a row of the input and of the output */
+	if (r * c >= MB_FWDBWD_GEMM_ELEMENTS)
+		return 0;
+	room = MB_FWDBWD_GEMM_ELEMENTS - 1 - r * c;
+	if (padded(tokens) <= room / (r + c))
+		return tokens;
+	most = room / (r + c) / CHUNK_PAD * CHUNK_PAD;
+	return (uint64_t)most;
+}
+
+/* Row-major C(m x n) = A(m x k) op(B) + BETA C, op(B) = Bᵀ (B is n x k) or B (k x n). */
 static int gemm(struct pass *p, const char *what, bool a_t, bool b_t, uint64_t m, uint64_t n,
-		uint64_t k, cl_mem a, cl_mem b, cl_mem c)
+		uint64_t k, cl_mem a, cl_mem b, float beta, cl_mem c)
 {
 	cl_command_queue q = p->cl->compute;
 	int st;
@@ -38,11 +70,61 @@ static int gemm(struct pass *p, const char *what, bool a_t, bool b_t, uint64_t m
 	st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor,
 					a_t ? CLBlastTransposeYes : CLBlastTransposeNo,
 					b_t ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k,
-					1.0f, a, 0, a_t ? m : k, b, 0, b_t ? k : n, 0.0f, c, 0, n,
+					1.0f, a, 0, a_t ? m : k, b, 0, b_t ? k : n, beta, c, 0, n,
 					&q, NULL, p->temp);
 	return mb_clblast_check(p->cl, st, "CLBlastSgemm", "%s %llux%llux%llu GEMM", what,
 				(unsigned long long)m, (unsigned long long)n,
 				(unsigned long long)k);
+}
+
+/* The three GEMMs of a linear layer. */
+enum linear { FORWARD, BACKWARD_DX, BACKWARD_DW };
+
+/*
+ * GEMM G of linear layer W over TOKENS tokens, into M x N x K as gemm() takes
+ * them: the tokens are M, or K for dW.
+ */
+static void linear_shape(enum linear g, const struct mb_param *w, uint64_t tokens, uint64_t *m,
+			 uint64_t *n, uint64_t *k)
+{
+	*m = g == BACKWARD_DW ? w->rows : tokens;
+	*n = g == FORWARD ? w->rows : w->cols;
+	*k = g == FORWARD ? w->cols : g == BACKWARD_DX ? w->rows : tokens;
+}
+
+/* The tokens one GEMM of W takes at once, into *CHUNK; a weight too large for any is refused. */
+static int chunk_of(const struct pass *p, const struct mb_param *w, uint64_t *chunk)
+{
+	*chunk = mb_fwdbwd_chunk_tokens(p->t, w->rows, w->cols);
+	if (*chunk)
+		return 0;
+	return mb_fail("the forward/backward cannot run '%s' (%llux%llu): CLBlast indexes a "
+		       "GEMM's operands with int, and with as few as %u tokens they reach 2^31 "
+		       "elements (--fwd-bwd off leaves the pass out)",
+		       w->name, (unsigned long long)w->rows, (unsigned long long)w->cols,
+		       CHUNK_PAD);
+}
+
+/*
+ * GEMM G of W over the pass's tokens, in chunks whose operands CLBlast can
+ * index (mb_fwdbwd_chunk_tokens); dW's chunks add up.
+ */
+static int linear(struct pass *p, enum linear g, const struct mb_param *w)
+{
+	static const char *const what[] = { "forward", "backward dX", "backward dW" };
+	uint64_t chunk, done, len, m, n, k;
+	int err = chunk_of(p, w, &chunk);
+
+	for (done = 0; done < p->t && !err; done += len) {
+		len = p->t - done < chunk ? p->t - done : chunk;
+		linear_shape(g, w, len, &m, &n, &k);
+		err = g == FORWARD ? gemm(p, what[g], false, true, m, n, k, p->x, p->w, 0.0f, p->y)
+		      : g == BACKWARD_DX
+			      ? gemm(p, what[g], false, false, m, n, k, p->dy, p->w, 0.0f, p->dx)
+			      : gemm(p, what[g], true, false, m, n, k, p->dy, p->x,
+				     done ? 1.0f : 0.0f, p->dw);
+	}
+	return err;
 }
 
 static int temp_for(struct pass *p, bool a_t, bool b_t, uint64_t m, uint64_t n, uint64_t k)
@@ -62,16 +144,26 @@ static int temp_for(struct pass *p, bool a_t, bool b_t, uint64_t m, uint64_t n, 
 				(unsigned long long)k);
 }
 
-/* The three GEMMs of a linear layer W (r x c), for the temporary's size. */
+/*
+ * The three GEMMs of a linear layer W (r x c), for the temporary's size, at
+ * the tokens of its first chunk; a layer that cannot be cut small enough is
+ * refused.
+ */
 static int temps_of(struct pass *p, const struct mb_param *w)
 {
+	uint64_t chunk, m, n, k;
 	int err;
 
-	if ((err = temp_for(p, false, true, p->t, w->rows, w->cols)) ||
-	    (err = temp_for(p, false, false, p->t, w->cols, w->rows)) ||
-	    (err = temp_for(p, true, false, w->rows, w->cols, p->t)))
+	if ((err = chunk_of(p, w, &chunk)))
 		return err;
-	return 0;
+	linear_shape(FORWARD, w, chunk, &m, &n, &k);
+	if ((err = temp_for(p, false, true, m, n, k)))
+		return err;
+	linear_shape(BACKWARD_DX, w, chunk, &m, &n, &k);
+	if ((err = temp_for(p, false, false, m, n, k)))
+		return err;
+	linear_shape(BACKWARD_DW, w, chunk, &m, &n, &k);
+	return temp_for(p, true, false, m, n, k);
 }
 
 /* The pass's sizes; with TEMPS, CLBlast's temporary bytes too (that needs the device). */
@@ -193,8 +285,7 @@ static int forward_layer(struct pass *p, int l)
 
 		if (l < 0 ? w != p->head : !(in_pass(w) && w->layer == l))
 			continue;
-		if ((err = gemm(p, "forward", false, true, p->t, w->rows, w->cols, p->x, p->w,
-				p->y)))
+		if ((err = linear(p, FORWARD, w)))
 			return err;
 	}
 	return 0;
@@ -211,10 +302,7 @@ static int backward_layer(struct pass *p, int l)
 
 		if (l < 0 ? w != p->head : !(in_pass(w) && w->layer == l))
 			continue;
-		if ((err = gemm(p, "backward dX", false, false, p->t, w->cols, w->rows, p->dy, p->w,
-				p->dx)) ||
-		    (err = gemm(p, "backward dW", true, false, w->rows, w->cols, p->t, p->dy, p->x,
-				p->dw)))
+		if ((err = linear(p, BACKWARD_DX, w)) || (err = linear(p, BACKWARD_DW, w)))
 			return err;
 	}
 	return 0;

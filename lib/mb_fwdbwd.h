@@ -20,7 +20,25 @@
 #include "mb_ledger.h"
 #include "mb_model.h"
 
-/* Run forward then backward for TOKENS tokens; host-clock seconds of each. */
+#define MB_FWDBWD_GEMM_ELEMENTS (1ull << 31) /* what a GEMM's operands must stay below */
+
+/*
+ * How many of TOKENS (>= 1) tokens one GEMM of a linear layer ROWS x COLS
+ * may take at once: each of its three GEMMs reads or writes the tokens x
+ * COLS input, the weight and the tokens x ROWS output, and CLBlast indexes
+ * them, and its padded copies of them, with int. TOKENS itself when those
+ * (each dimension rounded up to a multiple of 256, for the padding) add up
+ * to less than MB_FWDBWD_GEMM_ELEMENTS; else the largest multiple of 256
+ * tokens that does, the GEMMs then running in chunks of it (the last one
+ * shorter); 0 when not even 256 tokens do, the weight being too large.
+ */
+uint64_t mb_fwdbwd_chunk_tokens(uint64_t tokens, uint64_t rows, uint64_t cols);
+
+/*
+ * Run forward then backward for TOKENS tokens; host-clock seconds of each.
+ * A layer that mb_fwdbwd_chunk_tokens cannot cut is -MB_EFAIL before
+ * anything is allocated (and by mb_fwdbwd_reserve).
+ */
 int mb_fwdbwd_run(const struct mb_model *m, uint64_t tokens, const struct mb_cl *cl,
 		  struct mb_ledger *ledger, double *forward_s, double *backward_s);
 
