@@ -246,8 +246,9 @@ static const struct command commands[MB_NCOMMANDS] = {
 			  "to edit and draw again." },
 	[MB_CMD_NS] = { "ns", "time Newton-Schulz on the device against its own GEMMs",
 			"Runs Newton-Schulz on fresh random matrices of each shape and prints "
-			"the median time over the reps with its min and max (device-"
-			"synchronized, after a warm-up that covers kernel compilation), "
+			"the median time over the reps with its min and max (device time "
+			"from the commands' own events, after a warm-up that covers kernel "
+			"compilation), "
 			"GFLOP/s counted as 5 (4m²n + 2m³), the time of the same GEMM calls "
 			"alone in the same run, and the ratio of the two." },
 };

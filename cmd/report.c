@@ -21,7 +21,7 @@
 static const char *secs(char *buf, size_t len, double s)
 {
 	if (isnan(s))
-		snprintf(buf, len, "-");
+		snprintf(buf, len, "n/a");
 	else
 		snprintf(buf, len, s >= 1 ? "%.2f" : "%.3g", s);
 	return buf;
@@ -193,12 +193,16 @@ static void md_phase_times(const struct mb_table *t)
 
 		if (!c->nruns)
 			continue;
-		printf("| %u | %s | %s | %s | %s | %s | %s | %s | %.0f%% | %s | %s |\n", c->stage,
+		if (isnan(c->phase.d2h_hidden_frac))
+			snprintf(v[8], 32, "n/a");
+		else
+			snprintf(v[8], 32, "%.0f%%", 100 * c->phase.d2h_hidden_frac);
+		printf("| %u | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c->stage,
 		       c->variant, secs(v[0], 32, c->phase.forward_s),
 		       secs(v[1], 32, c->phase.backward_s), secs(v[2], 32, c->phase.h2d_s),
 		       secs(v[3], 32, c->phase.momentum_s), secs(v[4], 32, c->phase.ns_s),
-		       secs(v[5], 32, c->phase.d2h_s), 100 * c->phase.d2h_hidden_frac,
-		       secs(v[6], 32, c->phase.host_opt_s), secs(v[7], 32, c->phase.params_h2d_s));
+		       secs(v[5], 32, c->phase.d2h_s), v[8], secs(v[6], 32, c->phase.host_opt_s),
+		       secs(v[7], 32, c->phase.params_h2d_s));
 	}
 }
 

@@ -50,6 +50,7 @@ struct grid {
 	char given_out[4096]; /* where the rows went first, before a fallback */
 	bool fallback;	      /* out is the fallback file */
 	unsigned failed, interrupted, checked, mismatched;
+	unsigned incomplete;	 /* ok runs with a phase the driver did not time (n/a) */
 	struct mb_csv_row *rows; /* this invocation's, as written */
 	size_t nrows;
 	bool tty; /* the progress line: stderr is a terminal and not --quiet */
@@ -195,7 +196,10 @@ static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
 	row->momentum_s = p->momentum_s;
 	row->ns_s = p->ns_s;
 	row->d2h_s = p->d2h_s;
-	row->d2h_hidden_frac = p->d2h_s > 0 ? p->d2h_hidden_s / p->d2h_s : 0;
+	/* NaN (n/a) when either is; 0 of 0 is nothing hidden */
+	row->d2h_hidden_frac = isnan(p->d2h_s) || isnan(p->d2h_hidden_s) ? NAN
+			       : p->d2h_s > 0 ? p->d2h_hidden_s / p->d2h_s
+					      : 0;
 	row->host_opt_s = p->host_opt_s;
 	row->params_h2d_s = p->params_h2d_s;
 	row->host_opt_gbs = r->host_opt_gbs;
@@ -348,6 +352,14 @@ static int run_cell(struct grid *g)
 		} else {
 			snprintf(row->status, sizeof(row->status), "ok");
 			check(g, r);
+			if (r->timing_error[0]) { /* the figures are right; some are missing */
+				snprintf(row->reason, sizeof(row->reason), "phase timings n/a: %s",
+					 r->timing_error);
+				fprintf(stderr, "muonbench: stage %u %s run %u: %s\n",
+					g->cell_stage, mb_variant_names[g->cell_variant], i + 1,
+					row->reason);
+				g->incomplete++;
+			}
 			if (!g->args->quiet)
 				fprintf(stderr,
 					"stage %u %-7s run %u/%llu: iteration %.4f s, apply %.4f s\n",
@@ -522,6 +534,11 @@ static int verdict(const struct grid *g)
 			       "step-phase peak is not the plan's (see above)");
 	if (g->failed)
 		return mb_fail("%u run(s) failed; their rows in '%s' say why", g->failed, g->out);
+	if (g->incomplete)
+		return mb_fail(
+			"%u run(s) incomplete: the driver gave no time for some phases, which "
+			"are n/a (empty in '%s'; see above)",
+			g->incomplete, g->out);
 	if (g->fallback)
 		return mb_fail("the results are in the fallback file '%s'", g->out);
 	return 0;

@@ -45,10 +45,13 @@ static int refuse(const struct mb_ledger *l, uint64_t bytes, const char *tag, co
 {
 	char a[32], b[32];
 
-	return mb_fail("clCreateBuffer failed on '%s' (%s, %s): CL_MEM_OBJECT_ALLOCATION_FAILURE "
-		       "(%s; %s in use)",
-		       l->cl->info.name, tag, mb_fmt_bytes_iec(a, sizeof(a), bytes), why,
-		       mb_fmt_bytes_iec(b, sizeof(b), l->current_bytes));
+	/* out of device memory as data (mb_err_kind): the words are for people */
+	return mb_fail_kind(
+		MB_KIND_DEVICE_MEMORY,
+		"clCreateBuffer failed on '%s' (%s, %s): CL_MEM_OBJECT_ALLOCATION_FAILURE "
+		"(%s; %s in use)",
+		l->cl->info.name, tag, mb_fmt_bytes_iec(a, sizeof(a), bytes), why,
+		mb_fmt_bytes_iec(b, sizeof(b), l->current_bytes));
 }
 
 static bool is_clblast(const char *tag)
@@ -273,9 +276,10 @@ int mb_ledger_pool_make(struct mb_ledger *l)
 					NULL, &st);
 		l->device_allocs++;
 		if (st == CL_MEM_OBJECT_ALLOCATION_FAILURE || st == CL_OUT_OF_RESOURCES)
-			err = mb_fail("clCreateBuffer failed on '%s' (the pool's buffer for '%s', "
-				      "%s): the device is out of memory",
-				      cl->info.name, s->tag, a);
+			err = mb_fail_kind(MB_KIND_DEVICE_MEMORY,
+					   "clCreateBuffer failed on '%s' (the pool's buffer for "
+					   "'%s', %s): the device is out of memory",
+					   cl->info.name, s->tag, a);
 		else
 			err = mb_cl_check(cl, st, "clCreateBuffer",
 					  "the pool's buffer for '%s', %s", s->tag, a);

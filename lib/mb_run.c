@@ -4,6 +4,7 @@
 #include "mb_run.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,9 @@ static int steps(struct mb_state *st, const struct mb_run_settings *s, volatile 
 			r->iter_mean_s += t.iter_s;
 			r->apply_mean_s += t.apply_s;
 			add_phase(&r->phase, &t.phase, 1.0);
+			if (t.timing_error[0] && !r->timing_error[0])
+				snprintf(r->timing_error, sizeof(r->timing_error), "%s",
+					 t.timing_error);
 			++*measured;
 		}
 		if (i == s->resume_at)

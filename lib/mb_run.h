@@ -28,6 +28,7 @@ struct mb_run_result {
 	double iter_s[MB_CSV_STEPS_MAX], apply_s[MB_CSV_STEPS_MAX];
 	double iter_mean_s, apply_mean_s;
 	struct mb_phase_times phase; /* means over the measured steps */
+	char timing_error[256];	     /* why a measured phase is NaN (n/a); "" if none */
 	uint64_t peak_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes;
 	uint64_t plan_peak_step_bytes, clblast_temp_bytes, pinned_host_bytes;
 	/* the peaks without CLBlast's temporaries (the ledger's own peaks) */

@@ -5,6 +5,7 @@
  */
 #include "mb_step.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +24,17 @@
 
 const char *const mb_variant_names[MB_NVARIANTS] = { "master", "pin", "overlap", "both" };
 
-/* ---- the timeline: spans between profiling events, resolved after a step ---- */
+/* ---- the timeline: the commands' own events, resolved after a step ---- */
 
-enum kind { K_H2D, K_MOMENTUM, K_NS, K_D2H, K_PARAMS_H2D };
+enum kind { K_H2D, K_MOMENTUM, K_NS, K_D2H, K_PARAMS_H2D, K_NKINDS };
 
-/* From the end of FROM (or the start of TO when FROM is NULL) to the end of TO. */
+static const char *const kind_names[K_NKINDS] = { "a gather copy", "the momentum kernel",
+						  "a Newton-Schulz", "a writeback copy",
+						  "the params copy" };
+
+/* From the START of FIRST to the END of LAST: one command (LAST NULL) or a run of them. */
 struct span {
-	cl_event from, to;
+	cl_event first, last;
 	enum kind kind;
 };
 
@@ -38,8 +43,8 @@ struct timeline {
 	size_t n, alloc;
 };
 
-/* Add a span; it takes over one reference to each event (FROM may be NULL). */
-static int tl_add(struct timeline *t, cl_event from, cl_event to, enum kind kind)
+/* Add a span; it takes over one reference to each event (LAST may be NULL). */
+static int tl_add(struct timeline *t, cl_event first, cl_event last, enum kind kind)
 {
 	struct span *v;
 
@@ -48,15 +53,15 @@ static int tl_add(struct timeline *t, cl_event from, cl_event to, enum kind kind
 
 		v = realloc(t->v, alloc * sizeof(*v));
 		if (!v) {
-			if (from)
-				clReleaseEvent(from);
-			clReleaseEvent(to);
+			clReleaseEvent(first);
+			if (last)
+				clReleaseEvent(last);
 			return mb_fail("out of host memory for %zu profiling events", alloc);
 		}
 		t->v = v;
 		t->alloc = alloc;
 	}
-	t->v[t->n++] = (struct span){ from, to, kind };
+	t->v[t->n++] = (struct span){ first, last, kind };
 	return 0;
 }
 
@@ -71,9 +76,9 @@ static void tl_release(struct timeline *t)
 	size_t i;
 
 	for (i = 0; i < t->n; i++) {
-		if (t->v[i].from)
-			clReleaseEvent(t->v[i].from);
-		clReleaseEvent(t->v[i].to);
+		clReleaseEvent(t->v[i].first);
+		if (t->v[i].last)
+			clReleaseEvent(t->v[i].last);
 	}
 	free(t->v);
 	memset(t, 0, sizeof(*t));
@@ -90,23 +95,20 @@ static int cmp_interval(const void *x, const void *y)
 	return (p->a > q->a) - (p->a < q->a);
 }
 
-static double prof(cl_event e, cl_profiling_info what)
-{
-	cl_ulong ns = 0;
-
-	clGetEventProfilingInfo(e, what, sizeof(ns), &ns, NULL);
-	return 1e-9 * (double)ns;
-}
-
 /*
  * Sum the spans by kind into *p, and how much of the D2H time the compute
- * queue was busy too (the part of the writeback that was hidden).
+ * queue was busy too (the part of the writeback that was hidden). A span
+ * whose times the driver does not give makes its phase NaN (n/a), not 0;
+ * the first such failure is kept in WHY (LEN bytes).
  */
-static int tl_resolve(struct timeline *t, struct mb_phase_times *p)
+static int tl_resolve(const struct mb_state *s, struct timeline *t, struct mb_phase_times *p,
+		      char *why, size_t len)
 {
 	struct interval *busy, *d2h;
 	size_t i, nb = 0, nd = 0, m = 0, j;
-	double *sum[] = { &p->h2d_s, &p->momentum_s, &p->ns_s, &p->d2h_s, &p->params_h2d_s };
+	double *sum[K_NKINDS] = { &p->h2d_s, &p->momentum_s, &p->ns_s, &p->d2h_s,
+				  &p->params_h2d_s };
+	bool overlap_known = true;
 
 	busy = malloc((t->n + 1) * sizeof(*busy));
 	d2h = malloc((t->n + 1) * sizeof(*d2h));
@@ -116,17 +118,26 @@ static int tl_resolve(struct timeline *t, struct mb_phase_times *p)
 		return mb_fail("out of host memory resolving %zu profiling events", t->n);
 	}
 	for (i = 0; i < t->n; i++) {
-		struct span *s = &t->v[i];
-		struct interval iv = { s->from ? prof(s->from, CL_PROFILING_COMMAND_END)
-					       : prof(s->to, CL_PROFILING_COMMAND_START),
-				       prof(s->to, CL_PROFILING_COMMAND_END) };
+		struct span *sp = &t->v[i];
+		struct interval iv;
+		double unused;
 
+		if (mb_cl_event_span(s->cl, sp->first, kind_names[sp->kind], &iv.a, &unused) ||
+		    mb_cl_event_span(s->cl, sp->last ? sp->last : sp->first, kind_names[sp->kind],
+				     &unused, &iv.b)) {
+			if (!why[0])
+				snprintf(why, len, "%s", mb_errmsg());
+			*sum[sp->kind] = NAN;
+			if (sp->kind != K_PARAMS_H2D)
+				overlap_known = false;
+			continue;
+		}
 		if (iv.b < iv.a)
 			iv.b = iv.a;
-		*sum[s->kind] += iv.b - iv.a;
-		if (s->kind == K_D2H)
+		*sum[sp->kind] += iv.b - iv.a;
+		if (sp->kind == K_D2H)
 			d2h[nd++] = iv;
-		else if (s->kind != K_PARAMS_H2D)
+		else if (sp->kind != K_PARAMS_H2D)
 			busy[nb++] = iv;
 	}
 	/* merge the busy intervals, then intersect each D2H with them */
@@ -147,6 +158,8 @@ static int tl_resolve(struct timeline *t, struct mb_phase_times *p)
 			if (b > a)
 				p->d2h_hidden_s += b - a;
 		}
+	if (!overlap_known)
+		p->d2h_hidden_s = NAN;
 	free(busy);
 	free(d2h);
 	return 0;
@@ -192,18 +205,12 @@ static int host_copy(struct mb_state *s, bool to_device, cl_command_queue q, cl_
 			return err;
 		if (last && done + run == bytes)
 			*last = retain(ev);
-		if (tl && (err = tl_add(tl, NULL, ev, kind)))
+		if (tl && (err = tl_add(tl, ev, NULL, kind)))
 			return err;
 		if (!tl && last)
 			clReleaseEvent(ev);
 	}
 	return 0;
-}
-
-static int marker(struct mb_state *s, cl_command_queue q, cl_event *ev)
-{
-	return mb_cl_check(s->cl, clEnqueueMarkerWithWaitList(q, 0, NULL, ev),
-			   "clEnqueueMarkerWithWaitList", "a profiling marker");
 }
 
 static int finish(struct mb_state *s, cl_command_queue q)
@@ -446,7 +453,7 @@ static int backward(struct mb_state *s)
 /* What one batch (ZeRO-1/2) or one matrix (ZeRO-3) writes back, and frees after. */
 struct unit {
 	cl_mem buf;		  /* freed once the writeback is done */
-	cl_event computed;	  /* marker after its compute */
+	cl_event computed;	  /* its last compute command */
 	cl_event written;	  /* its last read */
 	cl_mem grad_src, mom_src; /* updates from grad_src at 0, momentum from mom_src */
 	uint64_t mom_base;	  /* in floats */
@@ -473,17 +480,17 @@ static size_t first_muon(const struct mb_state *s, size_t first, size_t end)
 static int writeback(struct apply *a, struct unit *u, cl_command_queue q)
 {
 	struct mb_state *s = a->s;
-	bool event_dep = s->set.writeback_event && q != s->cl->compute;
+	bool event_dep = s->set.writeback_event && q != s->cl->compute && u->computed;
 	uint64_t lo = 0, n;
 	size_t j, fm = first_muon(s, u->first, u->end);
 	cl_event ev;
 	int err;
 
-	if (q != s->cl->compute && !event_dep &&
+	if (q != s->cl->compute && !event_dep && u->computed &&
 	    (err = mb_cl_check(s->cl, clWaitForEvents(1, &u->computed), "clWaitForEvents",
 			       "the compute of parameters %zu to %zu", u->first, u->end)))
 		return err;
-	/* another queue may wait on the marker only once it has been submitted */
+	/* another queue may wait on the compute's event only once it has been submitted */
 	if (event_dep &&
 	    (err = mb_cl_check(s->cl, clFlush(s->cl->compute), "clFlush", "compute queue")))
 		return err;
@@ -495,7 +502,7 @@ static int writeback(struct apply *a, struct unit *u, cl_command_queue q)
 				       f32(&s->grads, s->offset[j]), 4 * n, event_dep,
 				       event_dep ? &u->computed : NULL, &ev,
 				       s->model->params[j].name)) ||
-		    (err = tl_add(&a->tl, NULL, ev, K_D2H)))
+		    (err = tl_add(&a->tl, ev, NULL, K_D2H)))
 			return err;
 		lo += n;
 	}
@@ -581,14 +588,15 @@ static void abort_apply(struct apply *a)
 
 /*
  * Gather group G's Muon grads to BUF[0..E) and momentum to BUF[E..2E), then
- * momentum and Nesterov over all of it. *last is the marker after that.
+ * momentum and Nesterov over all of it. *last is the momentum kernel's event
+ * (NULL when the group has no Muon element).
  */
 static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl_event *last)
 {
 	struct mb_state *s = a->s;
 	uint64_t e = g->gathered_numel, lo = 0, n;
 	size_t j, fm = first_muon(s, g->first, g->end);
-	cl_event ev, m1, m2;
+	cl_event ev, first = NULL;
 	int err = 0;
 
 	/* each copy timed by its own event: the H2D time is transfer time only */
@@ -599,48 +607,41 @@ static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl
 		if (!(err = device_copy(s, true, s->cl->compute, buf, 4 * lo,
 					f32(&s->grads, s->offset[j]), 4 * n, 0, NULL, &ev,
 					s->model->params[j].name)))
-			err = tl_add(&a->tl, NULL, ev, K_H2D);
+			err = tl_add(&a->tl, ev, NULL, K_H2D);
 		lo += n;
 	}
+	*last = NULL;
 	if (err ||
 	    (err = host_copy(s, true, s->cl->compute, buf, 4 * e, &s->momentum,
 			     4 * s->state_offset[fm], 4 * e, 0, NULL, &a->tl, K_H2D, NULL,
 			     "momentum to the device")) ||
-	    (err = marker(s, s->cl->compute, &m1)))
+	    (err = mb_ns_momentum(&s->ns, buf, 0, buf, e, e, s->set.optim.muon_beta, &first, last)))
 		return err;
-	err = mb_ns_momentum(&s->ns, buf, 0, buf, e, e, s->set.optim.muon_beta, NULL, NULL);
-	if (err || (err = marker(s, s->cl->compute, &m2))) {
-		clReleaseEvent(m1);
-		return err;
+	if (!first) /* nothing to do: no Muon element */
+		return 0;
+	if ((err = tl_add(&a->tl, first, retain(*last), K_MOMENTUM))) {
+		clReleaseEvent(*last);
+		*last = NULL;
 	}
-	if ((err = tl_add(&a->tl, m1, retain(m2), K_MOMENTUM))) {
-		clReleaseEvent(m2);
-		return err;
-	}
-	*last = m2;
-	return 0;
+	return err;
 }
 
 /*
- * Newton-Schulz on parameter J, from IN at IN_OFF to OUT at OUT_OFF, between
- * two markers; *after is the second (the caller owns it).
+ * Newton-Schulz on parameter J, from IN at IN_OFF to OUT at OUT_OFF, timed
+ * from its first command to its last; *after is the last (the caller owns it).
  */
 static int orthogonalize(struct apply *a, size_t j, cl_mem in, uint64_t in_off, cl_mem out,
 			 uint64_t out_off, cl_event *after)
 {
 	const struct mb_param *p = &a->s->model->params[j];
-	cl_event before;
+	cl_event first = NULL;
 	int err;
 
-	if ((err = marker(a->s, a->s->cl->compute, &before)))
+	*after = NULL;
+	if ((err = mb_ns_orthogonalize(&a->s->ns, in, in_off, p->rows, p->cols, out, out_off,
+				       &first, after)))
 		return err;
-	if ((err = mb_ns_orthogonalize(&a->s->ns, in, in_off, p->rows, p->cols, out, out_off, NULL,
-				       NULL)) ||
-	    (err = marker(a->s, a->s->cl->compute, after))) {
-		clReleaseEvent(before);
-		return err;
-	}
-	if ((err = tl_add(&a->tl, before, retain(*after), K_NS))) {
+	if ((err = tl_add(&a->tl, first, retain(*after), K_NS))) {
 		clReleaseEvent(*after);
 		*after = NULL;
 	}
@@ -667,7 +668,8 @@ static int apply_batch(struct apply *a, const struct mb_plan_group *g)
 			continue;
 		err = orthogonalize(a, j, u.buf, lo, u.buf, lo, &after);
 		if (!err) {
-			clReleaseEvent(u.computed);
+			if (u.computed)
+				clReleaseEvent(u.computed);
 			u.computed = after;
 		}
 		lo += mb_param_numel(&s->model->params[j]);
@@ -692,7 +694,8 @@ static int apply_subgroup(struct apply *a, const struct mb_plan_group *g)
 				   &a->subgroup)) ||
 	    (err = gather(a, g, a->subgroup, &gathered)))
 		return err;
-	clReleaseEvent(gathered);
+	if (gathered)
+		clReleaseEvent(gathered);
 	for (j = g->first; j < g->end; j++) {
 		if (!s->model->params[j].muon)
 			continue;
@@ -725,8 +728,7 @@ static int apply_subgroup(struct apply *a, const struct mb_plan_group *g)
 static void explain(const struct mb_state *s, size_t gi)
 {
 	const struct mb_plan_group *g = &s->plan.groups[gi];
-	bool memory = strstr(mb_errmsg(), "CL_MEM_OBJECT_ALLOCATION_FAILURE") ||
-		      strstr(mb_errmsg(), "CL_OUT_OF_RESOURCES");
+	bool memory = mb_err_kind() == MB_KIND_DEVICE_MEMORY;
 	char size[32];
 
 	/* an overlapped writeback that fails here may be the previous unit's: the
@@ -827,7 +829,7 @@ int mb_step(struct mb_state *s, struct mb_step_times *t)
 	if ((err = params_back(s, &tl)))
 		goto out;
 	t->iter_s = mb_now_s() - t0;
-	err = tl_resolve(&tl, &t->phase);
+	err = tl_resolve(s, &tl, &t->phase, t->timing_error, sizeof(t->timing_error));
 	s->steps_done++;
 out:
 	tl_release(&tl);

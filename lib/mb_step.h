@@ -58,7 +58,12 @@ struct mb_step_settings {
 	uint64_t tokens; /* its seq x micro-batch */
 };
 
-/* Seconds spent in each phase of a step, from profiling events and the clock. */
+/*
+ * Seconds spent in each phase of a step, from the host clock and from the
+ * profiling events of the phase's own commands: from the first one's START
+ * to the last one's END. A phase whose events the driver does not time is
+ * NaN (n/a), never 0.
+ */
 struct mb_phase_times {
 	double forward_s;  /* host clock, synchronized; 0 without the forward/backward */
 	double backward_s; /* host clock, synchronized */
@@ -71,6 +76,7 @@ struct mb_phase_times {
 struct mb_step_times {
 	double iter_s, apply_s; /* host clock, device synchronized */
 	struct mb_phase_times phase;
+	char timing_error[256]; /* why a phase is NaN; "" when every one was timed */
 };
 
 struct mb_state {

@@ -57,7 +57,8 @@ cat <<'EOF2'
 success
 .TP
 .B 1
-a run failed (device, driver or host resources), or the output could not be written
+a run failed (device, driver or host resources), the driver gave no time for a
+phase (the rows are kept, those times empty), or the output could not be written
 .TP
 .B 2
 bad usage or bad input: an option, a value, a model config; the message names it
@@ -73,6 +74,10 @@ default ~/.cache).
 .TP
 .B MUONBENCH_SHIPPED_TUNINGS
 off: --tuning auto leaves the shipped tunings out (the cache's alone).
+.TP
+.B MUONBENCH_PROFILING
+off: the queues are made without profiling, so every event time is refused,
+as some drivers do; run, ns and bandwidth then show n/a and exit 1 (for tests).
 .TP
 .B OMP_WAIT_POLICY, GOMP_SPINCOUNT
 when neither is set, muonbench runs itself again with OMP_WAIT_POLICY=passive,

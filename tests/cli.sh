@@ -169,6 +169,22 @@ if [ "$(col "$tmp/resume.csv" checksum)" = "$(col "$tmp/all.csv" checksum | head
 else
 	report fail "run: --resume-at 2 matches the uninterrupted run, momentum pinned again" "$(cat "$tmp/resume.csv")"
 fi
+# A driver that gives no event times: the phases are n/a (empty in the CSV),
+# never 0; the run says why and exits 1; the host clock's figures stand.
+# shellcheck disable=SC2086
+MUONBENCH_PROFILING=off "$bin" run $micro --stage 2 --variant both --runs 1 \
+	--out "$tmp/untimed.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "| 2 | both | .* | n/a | n/a | n/a | n/a | n/a |" "$tmp/out" &&
+	grep -q "phase timings n/a: clGetEventProfilingInfo(START) failed" "$tmp/err" &&
+	grep -q "1 run(s) incomplete" "$tmp/err" &&
+	[ -z "$(col "$tmp/untimed.csv" ns_s)" ] && [ -z "$(col "$tmp/untimed.csv" h2d_s)" ] &&
+	[ -n "$(col "$tmp/untimed.csv" apply_mean_s)" ] && [ "$(col "$tmp/untimed.csv" status)" = ok ] &&
+	[ "$(col "$tmp/untimed.csv" checksum)" = "$(col "$tmp/all.csv" checksum | head -1)" ]; then
+	report ok "run without event times: n/a, empty in the CSV, exit 1, the same state"
+else
+	report fail "run without event times: n/a, empty in the CSV, exit 1, the same state" "rc $rc; $(cat "$tmp/out" "$tmp/err")"
+fi
 # (--fit-check off: past the check before each cell, to where the memory runs out)
 "$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2,3 --variant master --runs 1 --steps 2 --device-mem-limit 1Mi --fit-check off --out "$tmp/oom.csv" >"$tmp/out" 2>"$tmp/err"
 rc=$?

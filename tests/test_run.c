@@ -317,6 +317,40 @@ static void too_large_a_buffer_is_refused_up_front(void **state)
 	mb_ledger_release(&ledger);
 }
 
+/*
+ * On queues without profiling every event's time is refused: the phases
+ * timed by events are NaN (n/a) and say why, never 0; the host clock's
+ * figures and the math are untouched.
+ */
+static void untimed_phases_are_nan(void **state)
+{
+	struct mb_cl_select sel = { .platform = -1 };
+	struct mb_run_result *r = malloc(sizeof(*r));
+	struct mb_run_settings s = settings(3, MB_BOTH);
+	struct mb_cl plain;
+	uint64_t want;
+	int err;
+
+	(void)state;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	want = r->checksum;
+	assert_string_equal(r->timing_error, "");
+	assert_true(r->phase.ns_s > 0 && !isnan(r->phase.d2h_hidden_s));
+	assert_int_equal(setenv("MUONBENCH_PROFILING", "off", 1), 0);
+	err = mb_cl_open(&plain, &sel);
+	unsetenv("MUONBENCH_PROFILING");
+	assert_int_equal(err, 0);
+	assert_int_equal(mb_run_once(&micro, &s, &plain, NULL, r), 0);
+	assert_true(isnan(r->phase.h2d_s) && isnan(r->phase.momentum_s) && isnan(r->phase.ns_s) &&
+		    isnan(r->phase.d2h_s) && isnan(r->phase.d2h_hidden_s) &&
+		    isnan(r->phase.params_h2d_s) && isnan(r->h2d_gbs));
+	assert_non_null(strstr(r->timing_error, "CL_PROFILING_INFO_NOT_AVAILABLE"));
+	assert_true(r->iter_mean_s > 0 && r->apply_mean_s > 0 && r->phase.host_opt_s > 0);
+	assert_true(r->checksum == want);
+	mb_cl_release(&plain);
+	free(r);
+}
+
 static void stop_flag_and_bad_measure(void **state)
 {
 	struct mb_run_result *r = malloc(sizeof(*r));
@@ -363,6 +397,7 @@ int main(void)
 		cmocka_unit_test(pinned_chunks_change_nothing),
 		cmocka_unit_test(steps_allocate_nothing),
 		cmocka_unit_test(too_large_a_buffer_is_refused_up_front),
+		cmocka_unit_test(untimed_phases_are_nan),
 		cmocka_unit_test(stop_flag_and_bad_measure),
 		cmocka_unit_test(memory_limit_fails_cleanly),
 	};
