@@ -36,18 +36,23 @@ static void largest(uint64_t *top, const char **top_name, uint64_t bytes, const 
 	}
 }
 
-/* The largest pinned buffer of the cell; mb_step names them so. */
-static void pinned(const struct mb_plan *plan, const struct mb_fit_cell *c, struct mb_fit_need *n)
+/*
+ * The largest pinned allocation of the cell: pinned buffers are cut into
+ * chunks of at most one allocation between parameters, so it is the largest
+ * parameter of a pinned buffer (mb_step names the buffers so).
+ */
+static void pinned(const struct mb_model *m, const struct mb_plan *plan,
+		   const struct mb_fit_cell *c, struct mb_fit_need *n)
 {
 	if (!c->pin_memory)
 		return;
-	largest(&n->pinned_largest_bytes, &n->pinned_largest, plan->host_bytes[MB_HOST_GRADS],
-		"grads");
-	largest(&n->pinned_largest_bytes, &n->pinned_largest, plan->host_bytes[MB_HOST_STAGING],
-		"bf16 staging");
+	largest(&n->pinned_largest_bytes, &n->pinned_largest,
+		mb_plan_host_largest_piece(plan, m, MB_HOST_GRADS), "grads");
+	largest(&n->pinned_largest_bytes, &n->pinned_largest,
+		mb_plan_host_largest_piece(plan, m, MB_HOST_STAGING), "bf16 staging");
 	if (c->pins_momentum)
 		largest(&n->pinned_largest_bytes, &n->pinned_largest,
-			plan->host_bytes[MB_HOST_MOMENTUM], "Muon momentum");
+			mb_plan_host_largest_piece(plan, m, MB_HOST_MOMENTUM), "Muon momentum");
 }
 
 /* The apply's largest buffer: a batch, or a sub-group (its update buffers are smaller). */
@@ -105,7 +110,7 @@ int mb_fit_need(const struct mb_model *m, const struct mb_fit_cell *c, bool host
 		return err;
 	for (b = 0; b < MB_HOST_NBUFFERS; b++)
 		need->host_bytes = sat_add(need->host_bytes, plan.host_bytes[b]);
-	pinned(&plan, c, need);
+	pinned(m, &plan, c, need);
 	device(m, &plan, c, need);
 	if (host_memory) {
 		need->device_in_host_bytes = need->device_peak_bytes;
@@ -128,7 +133,7 @@ static unsigned shortfalls(const struct mb_fit_need *n, const struct mb_fit_host
 	return (n->host_bytes > h->available_bytes ? SHORT_HOST : 0) |
 	       (n->pinned_largest_bytes > d->max_alloc_bytes ? SHORT_PINNED : 0) |
 	       (n->device_peak_bytes > device_memory(d) ? SHORT_PEAK : 0) |
-	       (n->device_largest_bytes > d->max_alloc_bytes ? SHORT_ALLOC : 0);
+	       (n->device_largest_bytes > d->device_alloc_limit ? SHORT_ALLOC : 0);
 }
 
 /* Whether cell C of M fits; a plan that cannot be made does not. */
@@ -188,7 +193,9 @@ static void say_shortfalls(struct text *t, unsigned s, const struct mb_fit_need 
 	}
 	if (s & SHORT_PINNED) {
 		two_sizes(a, b, sizeof(a), n->pinned_largest_bytes, d->max_alloc_bytes);
-		add(t, "%spinned host buffer '%s' (%s) is larger than '%s' allocates at once (%s)",
+		add(t,
+		    "%spinned host buffer '%s' has a parameter of %s, which is never cut, and '%s' "
+		    "allocates at most %s at once",
 		    sep, n->pinned_largest, a, d->name, b);
 		sep = "; ";
 	}
@@ -203,7 +210,7 @@ static void say_shortfalls(struct text *t, unsigned s, const struct mb_fit_need 
 		sep = "; ";
 	}
 	if (s & SHORT_ALLOC) {
-		two_sizes(a, b, sizeof(a), n->device_largest_bytes, d->max_alloc_bytes);
+		two_sizes(a, b, sizeof(a), n->device_largest_bytes, d->device_alloc_limit);
 		add(t, "%sdevice buffer '%s' (%s) is larger than '%s' allocates at once (%s)", sep,
 		    n->device_largest, a, d->name, b);
 	}

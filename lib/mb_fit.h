@@ -44,8 +44,10 @@ struct mb_fit_host {
 struct mb_fit_device {
 	char name[128];
 	uint64_t global_mem_bytes, max_alloc_bytes;
-	uint64_t limit_bytes; /* --device-mem-limit; 0: none */
-	bool host_memory;     /* a CPU device: its buffers are host memory too */
+	uint64_t device_alloc_limit; /* a device buffer's: max_alloc_bytes, or more (Intel's flag)
+				      */
+	uint64_t limit_bytes;	     /* --device-mem-limit; 0: none */
+	bool host_memory;	     /* a CPU device: its buffers are host memory too */
 };
 
 /* A cell, as run allocates it. */

@@ -316,6 +316,19 @@ size_t mb_plan_host_cuts(const struct mb_plan *plan, const struct mb_model *m,
 	return n + 1;
 }
 
+uint64_t mb_plan_host_largest_piece(const struct mb_plan *plan, const struct mb_model *m,
+				    enum mb_host_buffer b)
+{
+	uint64_t top = 0, piece;
+	size_t i;
+
+	for (i = 0; i < m->nparams; i++) {
+		piece = elem_bytes(b, &m->params[i]) * plan->local[i];
+		top = piece > top ? piece : top;
+	}
+	return top;
+}
+
 uint64_t mb_plan_pinned_bytes(const struct mb_plan *plan, bool momentum_pinned)
 {
 	uint64_t sum = 0;

@@ -109,6 +109,10 @@ void mb_plan_release(struct mb_plan *plan);
 size_t mb_plan_host_cuts(const struct mb_plan *plan, const struct mb_model *m,
 			 enum mb_host_buffer b, uint64_t limit, uint64_t *cuts);
 
+/* The largest parameter of host buffer B, in bytes: its largest pinned chunk can be no less. */
+uint64_t mb_plan_host_largest_piece(const struct mb_plan *plan, const struct mb_model *m,
+				    enum mb_host_buffer b);
+
 /* Pinned host bytes with pin_memory on; the momentum only if MOMENTUM_PINNED. */
 uint64_t mb_plan_pinned_bytes(const struct mb_plan *plan, bool momentum_pinned);
 

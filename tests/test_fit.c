@@ -49,7 +49,8 @@ static struct mb_fit_device roomy_device(void)
 {
 	struct mb_fit_device d = { .name = "dev",
 				   .global_mem_bytes = 1ull << 50,
-				   .max_alloc_bytes = 1ull << 50 };
+				   .max_alloc_bytes = 1ull << 50,
+				   .device_alloc_limit = 1ull << 50 };
 	return d;
 }
 
@@ -178,10 +179,15 @@ static void device_allocation_short(void **state)
 	(void)state;
 	load(&m, "qwen3-4b", 0);
 	c.pin_memory = false;
-	d.max_alloc_bytes = 2 * GIB;
+	d.max_alloc_bytes = d.device_alloc_limit = 2 * GIB;
 	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
 	assert_says("does not fit: device buffer 'params.bf16' (7.49 GiB) is larger than 'dev' "
 		    "allocates at once (2.00 GiB)");
+	/* where the driver takes larger buffers with a flag (Intel's GPUs), they fit */
+	d.device_alloc_limit = UINT64_MAX;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+	d.device_alloc_limit = 2 * GIB;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
 	assert_says("would fit: --layers ");
 	/* Qwen3-1.7B's bf16 params are 3.4 GB: too much too */
 	assert_says(", or --model qwen3-0.6b");
@@ -189,8 +195,9 @@ static void device_allocation_short(void **state)
 }
 
 /*
- * Qwen3-0.6B's pinned grads (fp32, 4 bytes a parameter) are larger than
- * one allocation of 2 GiB; nothing else is.
+ * Pinned buffers are cut into chunks between parameters: Qwen3-0.6B's pinned
+ * grads (2.4 GB) fit allocations of 2 GiB, but not of 512 MiB, where one
+ * parameter, the embedding (151936 x 1024 fp32, 622 MB), is larger than one.
  */
 static void pinned_short(void **state)
 {
@@ -206,16 +213,22 @@ static void pinned_short(void **state)
 	d.max_alloc_bytes = 2 * GIB;
 	assert_int_equal(mb_fit_need(&m, &c, false, &need), 0);
 	assert_string_equal(need.pinned_largest, "grads");
-	assert_int_equal(need.pinned_largest_bytes, 4 * m.numel_total);
+	assert_int_equal(need.pinned_largest_bytes, 4ull * 151936 * 1024);
+	assert_true(4 * m.numel_total > 2 * GIB); /* the whole grads would not fit */
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+	d.max_alloc_bytes = d.device_alloc_limit = 512ull << 20;
 	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
 	snprintf(want, sizeof(want),
-		 "does not fit: pinned host buffer 'grads' (%s) is larger than 'dev' allocates "
-		 "at once (2.00 GiB); would fit: --layers ",
-		 mb_fmt_bytes_iec(grads, sizeof(grads), 4 * m.numel_total));
+		 "does not fit: pinned host buffer 'grads' has a parameter of %s, which is never "
+		 "cut, and 'dev' allocates at most 512 MiB at once",
+		 mb_fmt_bytes_iec(grads, sizeof(grads), 4ull * 151936 * 1024));
 	assert_says(want);
-	assert_says(", or --pin-memory off");
+	assert_says("--pin-memory off");
+	/* unpinned, the bf16 params (1.2 GB, one device buffer) are what is left too large */
 	c.pin_memory = false;
-	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_null(strstr(reason, "pinned host buffer"));
+	assert_says("device buffer 'params.bf16'");
 	/* the pin variants pin the momentum too: it is smaller than the grads */
 	c.pin_memory = c.pins_momentum = true;
 	assert_int_equal(mb_fit_need(&m, &c, false, &need), 0);
