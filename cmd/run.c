@@ -483,6 +483,7 @@ static int setup(struct grid *g)
 	snprintf(g->fit.name, sizeof(g->fit.name), "%s", g->cl.info.name);
 	g->fit.global_mem_bytes = g->cl.info.global_mem_bytes;
 	g->fit.max_alloc_bytes = g->cl.info.max_alloc_bytes;
+	g->fit.device_alloc_limit = mb_cl_alloc_limit(&g->cl.info);
 	g->fit.limit_bytes = g->args->device_mem_limit;
 	g->fit.host_memory = !strcmp(g->cl.info.type, "CPU");
 	return 0;

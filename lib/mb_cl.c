@@ -283,7 +283,7 @@ static int describe(cl_device_id id, struct mb_cl_device_info *d)
 	char *ext = NULL;
 	cl_device_type type;
 	cl_ulong mem, alloc;
-	cl_uint units;
+	cl_uint units, vendor_id;
 	int err;
 
 	if ((err = device_string(id, CL_DEVICE_NAME, "CL_DEVICE_NAME", d->name, sizeof(d->name))) ||
@@ -300,6 +300,8 @@ static int describe(cl_device_id id, struct mb_cl_device_info *d)
 			       &alloc, sizeof(alloc))) ||
 	    (err = device_info(id, "CL_DEVICE_MAX_COMPUTE_UNITS", CL_DEVICE_MAX_COMPUTE_UNITS,
 			       &units, sizeof(units))) ||
+	    (err = device_info(id, "CL_DEVICE_VENDOR_ID", CL_DEVICE_VENDOR_ID, &vendor_id,
+			       sizeof(vendor_id))) ||
 	    (err = info_string(id, NULL, CL_DEVICE_EXTENSIONS, "CL_DEVICE_EXTENSIONS", &ext)))
 		return err;
 	d->type = type & CL_DEVICE_TYPE_GPU	      ? "GPU"
@@ -309,6 +311,7 @@ static int describe(cl_device_id id, struct mb_cl_device_info *d)
 	d->global_mem_bytes = mem;
 	d->max_alloc_bytes = alloc;
 	d->compute_units = units;
+	d->unrestricted_size = vendor_id == 0x8086 && (type & CL_DEVICE_TYPE_GPU);
 	d->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
 	pci_location(id, ext, d);
 	architecture(id, ext, d);
@@ -515,7 +518,8 @@ static int build_program(struct mb_cl *cl)
 	cl->program = clCreateProgramWithSource(cl->context, (cl_uint)n, sources, lengths, &st);
 	if (mb_cl_check(cl, st, "clCreateProgramWithSource", "%zu kernel files", n))
 		return -MB_EFAIL;
-	st = clBuildProgram(cl->program, 1, &cl->device, "", NULL, NULL);
+	st = clBuildProgram(cl->program, 1, &cl->device,
+			    cl->info.unrestricted_size ? MB_CL_INTEL_STATELESS : "", NULL, NULL);
 	if (st == CL_SUCCESS)
 		return 0;
 	clGetProgramBuildInfo(cl->program, cl->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &loglen);
@@ -544,6 +548,37 @@ int mb_cl_find(const struct mb_cl_select *sel, struct mb_cl_device_info *info)
 	return err;
 }
 
+/*
+ * On Intel's GPUs, CLBlast's kernels are built stateless too, so that they
+ * may use buffers over 4 GiB: CLBlast adds CLBLAST_BUILD_OPTIONS to every
+ * build, read before its first.
+ */
+static int stateless_clblast(const struct mb_cl *cl)
+{
+	const char *had = getenv("CLBLAST_BUILD_OPTIONS");
+	char opts[1024];
+
+	if (!cl->info.unrestricted_size || (had && strstr(had, MB_CL_INTEL_STATELESS)))
+		return 0;
+	snprintf(opts, sizeof(opts), "%s%s%s", had ? had : "", had && *had ? " " : "",
+		 MB_CL_INTEL_STATELESS);
+	if (setenv("CLBLAST_BUILD_OPTIONS", opts, 1))
+		return mb_fail("cannot set CLBLAST_BUILD_OPTIONS for '%s'", cl->info.name);
+	return 0;
+}
+
+cl_mem_flags mb_cl_buffer_flags(const struct mb_cl_device_info *info, uint64_t bytes)
+{
+	return CL_MEM_READ_WRITE | (info->unrestricted_size && bytes > info->max_alloc_bytes
+					    ? (cl_mem_flags)MB_CL_MEM_ALLOW_UNRESTRICTED_SIZE_INTEL
+					    : 0);
+}
+
+uint64_t mb_cl_alloc_limit(const struct mb_cl_device_info *info)
+{
+	return info->unrestricted_size ? UINT64_MAX : info->max_alloc_bytes;
+}
+
 int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel)
 {
 	const char *profiling = getenv("MUONBENCH_PROFILING");
@@ -568,7 +603,7 @@ int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel)
 	cl->copy = clCreateCommandQueue(cl->context, cl->device, props, &st);
 	if ((err = mb_cl_check(cl, st, "clCreateCommandQueue", "copy queue")))
 		goto out_release;
-	if ((err = build_program(cl)))
+	if ((err = build_program(cl)) || (err = stateless_clblast(cl)))
 		goto out_release;
 	return 0;
 

@@ -21,12 +21,29 @@ struct mb_cl_device_info {
 	const char *type; /* "GPU", "CPU", "accelerator" or "other" */
 	char arch[64];	  /* "haswell" (PoCL's LLVM CPU), "sm_90", "gfx90a"; empty if unknown */
 	uint64_t global_mem_bytes, max_alloc_bytes;
+	bool unrestricted_size; /* Intel's GPU driver: a buffer may pass max_alloc_bytes (below) */
 	unsigned compute_units;
 	bool fp16;     /* cl_khr_fp16 */
 	char pci[16];  /* "0000:3b:00.0"; empty when the driver does not say, or the
 			* domain has 8 hex digits (the results' device_pci has 16 bytes too) */
 	int numa_node; /* of the PCI device, from sysfs; -1 when unknown */
 };
+
+/*
+ * Intel's GPU driver caps a buffer at CL_DEVICE_MAX_MEM_ALLOC_SIZE (4 GiB
+ * less 8 KiB before PVC and Arc B) unless it is made with this flag (not in
+ * Khronos' headers; compute-runtime's cl_ext_private.h) and the kernels that
+ * use it are built with MB_CL_INTEL_STATELESS. No extension string says so:
+ * it is Intel's GPUs (vendor id 0x8086) that take it.
+ */
+#define MB_CL_MEM_ALLOW_UNRESTRICTED_SIZE_INTEL (1u << 23)
+#define MB_CL_INTEL_STATELESS			"-cl-intel-greater-than-4GB-buffer-required"
+
+/* The flags of a read-write device buffer of BYTES on the device INFO describes. */
+cl_mem_flags mb_cl_buffer_flags(const struct mb_cl_device_info *info, uint64_t bytes);
+
+/* The largest buffer the device makes: unbounded where unrestricted_size. */
+uint64_t mb_cl_alloc_limit(const struct mb_cl_device_info *info);
 
 /*
  * The LLVM CPU in the name of a PoCL device, "pthread-skylake-avx512-AMD EPYC"

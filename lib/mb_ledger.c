@@ -154,12 +154,13 @@ int mb_ledger_alloc(struct mb_ledger *l, uint64_t bytes, const char *tag, cl_mem
 		}
 		return err;
 	}
-	if (bytes > l->cl->info.max_alloc_bytes) {
+	if (bytes > mb_cl_alloc_limit(&l->cl->info)) {
 		snprintf(limit, sizeof(limit), "the device allocates at most %s at once",
 			 mb_fmt_bytes_iec(most, sizeof(most), l->cl->info.max_alloc_bytes));
 		return refuse(l, bytes, tag, limit);
 	}
-	*out = clCreateBuffer(l->cl->context, CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL, &st);
+	*out = clCreateBuffer(l->cl->context, mb_cl_buffer_flags(&l->cl->info, bytes),
+			      bytes ? bytes : 1, NULL, &st);
 	l->device_allocs++;
 	if (st == CL_MEM_OBJECT_ALLOCATION_FAILURE || st == CL_OUT_OF_RESOURCES)
 		return refuse(l, bytes, tag, "the device is out of memory");
@@ -263,7 +264,7 @@ int mb_ledger_pool_make(struct mb_ledger *l)
 		struct mb_ledger_pooled *p = &l->pool[k];
 
 		mb_fmt_bytes_iec(a, sizeof(a), p->bytes);
-		if (p->bytes > cl->info.max_alloc_bytes) {
+		if (p->bytes > mb_cl_alloc_limit(&cl->info)) {
 			err = mb_fail(
 				"device buffer '%s' (%s) is larger than '%s' allocates at once "
 				"(%s)%s%s",
@@ -272,8 +273,8 @@ int mb_ledger_pool_make(struct mb_ledger *l)
 				s->knob ? "; " : "", s->knob ? s->knob : "");
 			break;
 		}
-		p->mem = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, p->bytes ? p->bytes : 1,
-					NULL, &st);
+		p->mem = clCreateBuffer(cl->context, mb_cl_buffer_flags(&cl->info, p->bytes),
+					p->bytes ? p->bytes : 1, NULL, &st);
 		l->device_allocs++;
 		if (st == CL_MEM_OBJECT_ALLOCATION_FAILURE || st == CL_OUT_OF_RESOURCES)
 			err = mb_fail_kind(MB_KIND_DEVICE_MEMORY,

@@ -108,6 +108,22 @@ static void local_shapes(void **state)
 	assert_true(l[0] == 8 && l[1] == 4);
 }
 
+/* Intel's GPUs take buffers over their cap with the unrestricted flag; no other device does. */
+static void buffers_over_the_cap(void **state)
+{
+	struct mb_cl_device_info intel = { .max_alloc_bytes = 4ull << 30,
+					   .unrestricted_size = true },
+				 other = { .max_alloc_bytes = 4ull << 30 };
+
+	(void)state;
+	assert_true(mb_cl_buffer_flags(&intel, 4ull << 30) == CL_MEM_READ_WRITE);
+	assert_true(mb_cl_buffer_flags(&intel, (4ull << 30) + 1) ==
+		    (CL_MEM_READ_WRITE | (cl_mem_flags)(1u << 23)));
+	assert_true(mb_cl_buffer_flags(&other, 8ull << 30) == CL_MEM_READ_WRITE);
+	assert_true(mb_cl_alloc_limit(&intel) == UINT64_MAX);
+	assert_true(mb_cl_alloc_limit(&other) == 4ull << 30);
+}
+
 static void global_sizes(void **state)
 {
 	(void)state;
@@ -125,7 +141,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(status_kinds),	 cmocka_unit_test(clblast_kinds),
 		cmocka_unit_test(pci_addresses), cmocka_unit_test(local_shapes),
-		cmocka_unit_test(global_sizes),
+		cmocka_unit_test(global_sizes),	 cmocka_unit_test(buffers_over_the_cap),
 	};
 
 	return cmocka_run_group_tests_name("cl", tests, NULL, NULL);
