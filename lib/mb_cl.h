@@ -24,8 +24,7 @@ struct mb_cl_device_info {
 	bool unrestricted_size; /* Intel's GPU driver: a buffer may pass max_alloc_bytes (below) */
 	unsigned compute_units;
 	bool fp16;     /* cl_khr_fp16 */
-	char pci[16];  /* "0000:3b:00.0"; empty when the driver does not say, or the
-			* domain has 8 hex digits (the results' device_pci has 16 bytes too) */
+	char pci[20];  /* "0000:3b:00.0", "10000:01:00.0"; empty when the driver does not say */
 	int numa_node; /* of the PCI device, from sysfs; -1 when unknown */
 };
 

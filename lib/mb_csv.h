@@ -23,7 +23,7 @@ struct mb_csv_row {
 
 	char timestamp_utc[32], version[32], git_rev[48], host[128], cpu_model[128];
 	char platform[128], device[128], vendor[128], driver[64];
-	char device_pci[16], device_numa_node[16]; /* empty when unknown */
+	char device_pci[20], device_numa_node[16]; /* empty when unknown */
 	char tuning[512]; /* CLBlast's parameters: "default", or where the applied tuning came from
 			   */
 	char tuning_match[16]; /* how it was chosen: exact, architecture, family, given or none */
