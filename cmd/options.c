@@ -55,6 +55,16 @@ static const struct option options[] = {
 	  MODEL_CMDS, "stage 1/2: most bytes of grads + momentum gathered in one Muon batch" },
 	{ "sub-group-size", "N", COUNT, AT(sub_group_size), "1e9", 1, UINT64_MAX, NULL, MODEL_CMDS,
 	  "stage 3: elements in a sub-group (DeepSpeed's sub_group_size)" },
+	{ "param-order", "shape|model", CHOICE, AT(param_order), "shape", 0, 0, "shape|model",
+	  MODEL_CMDS,
+	  "order of the Muon parameters that the batches and sub-groups are made of: by "
+	  "shape, largest first, as DeepSpeed's Muon builds its param group "
+	  "(original_muon.py), or the model's" },
+	{ "momentum-dtype", "fp32|bf16|auto", CHOICE, AT(momentum_dtype), "auto", 0, 0,
+	  "fp32|bf16|auto", MODEL_CMDS,
+	  "the Muon momentum's storage (math in fp32); auto: fp32 for ZeRO-1/2, bf16 for "
+	  "ZeRO-3, which keeps it in the communication dtype under bf16 training (stage3.py, "
+	  "_create_momentum_buffer)" },
 	{ "pin-chunk", "SIZE", SIZE, AT(pin_chunk), "2Gi", 4096, UINT64_MAX, NULL, MODEL_CMDS,
 	  "most bytes of one pinned chunk of a host buffer, cut between parameters (also "
 	  "at most the device's largest allocation)" },

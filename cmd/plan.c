@@ -56,7 +56,8 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	F("matrices", p->matrices);
 	F("largest_group_matrices", big ? big->matrices : 0);
 	F("largest_group_elems", big ? big->gathered_numel : 0);
-	F("largest_group_gathered_bytes", big ? 8 * big->gathered_numel : 0);
+	F("largest_group_gathered_bytes", big ? mb_plan_gathered_bytes(p, big->gathered_numel) : 0);
+	F("momentum_bytes_per_elem", p->momentum_bytes);
 	F("bwd_d2h_bytes", p->bwd_d2h_bytes);
 	F("apply_h2d_bytes", p->apply_h2d_bytes);
 	F("apply_d2h_bytes", p->apply_d2h_bytes);
@@ -74,17 +75,19 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	return n;
 }
 
-static void print_csv(const struct mb_model *m, const struct field *f, size_t n)
+static void print_csv(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
+		      size_t n)
 {
 	size_t i;
 
-	printf("model,source");
+	printf("model,source,param_order");
 	for (i = 0; i < n; i++)
 		printf(",%s", f[i].key);
 	printf("\n");
 	mb_print_csv_text(m->name);
 	putchar(',');
 	mb_print_csv_text(m->source);
+	printf(",%s", mb_param_order_names[p->set.order]);
 	for (i = 0; i < n; i++)
 		printf(",%" PRIu64, f[i].value);
 	printf("\n");
@@ -99,13 +102,17 @@ static void print_json(const struct mb_model *m, const struct mb_plan *p, const 
 	mb_print_json_text(m->name);
 	printf(",\n  \"source\": ");
 	mb_print_json_text(m->source);
+	printf(",\n  \"param_order\": \"%s\"", mb_param_order_names[p->set.order]);
 	for (i = 0; i < n; i++)
 		printf(",\n  \"%s\": %" PRIu64, f[i].key, f[i].value);
-	printf(",\n  \"group_list\": [");
+	printf(",\n  \"apply_order\": [");
+	for (i = 0; i < p->norder; i++)
+		printf("%s%zu", i ? ", " : "", p->order[i]);
+	printf("],\n  \"group_list\": [");
 	for (i = 0; i < p->ngroups; i++) {
 		const struct mb_plan_group *g = &p->groups[i];
 
-		printf("%s\n    {\"first_param\": %zu, \"end_param\": %zu, \"matrices\": %zu, "
+		printf("%s\n    {\"first\": %zu, \"end\": %zu, \"matrices\": %zu, "
 		       "\"gathered_elems\": %" PRIu64 ", \"rank_elems\": %" PRIu64
 		       ", \"apply_bytes_sync\": %" PRIu64 ", \"apply_bytes_overlap\": %" PRIu64 "}",
 		       i ? "," : "", g->first, g->end, g->matrices, g->gathered_numel,
@@ -184,13 +191,44 @@ static void md_host(const struct mb_plan *p)
 			snprintf(pinned, sizeof(pinned), " %s, %zu chunk%s |",
 				 b == MB_HOST_MOMENTUM ? "pin, both" : "yes", p->host_chunks[b],
 				 p->host_chunks[b] == 1 ? "" : "s");
+		if (b == MB_HOST_MOMENTUM) {
+			char name[64];
+
+			snprintf(name, sizeof(name), "%s (%s)", mb_host_buffer_names[b],
+				 mb_momentum_dtype_names[p->set.momentum_dtype]);
+			md_bytes_row(name, pinned, p->host_bytes[b]);
+			continue;
+		}
 		md_bytes_row(mb_host_buffer_names[b], pinned, p->host_bytes[b]);
 	}
 	md_bytes_row("pinned in all (master, overlap)", " |", mb_plan_pinned_bytes(p, false));
 	md_bytes_row("pinned in all (pin, both)", " |", mb_plan_pinned_bytes(p, true));
 }
 
-static void md_apply(const struct mb_plan *p)
+/* The first group's matrices, so that the apply order can be seen. */
+static void md_first_group(const struct mb_model *m, const struct mb_plan *p)
+{
+	const struct mb_plan_group *g = p->ngroups ? &p->groups[0] : NULL;
+	const size_t most = 8;
+	size_t k;
+
+	if (!g)
+		return;
+	printf("\nParameter order: %s (--param-order). The first %s:\n\n",
+	       p->set.order == MB_ORDER_SHAPE ? "by shape, largest first, as DeepSpeed's Muon"
+					      : "the model's",
+	       p->set.stage == 3 ? "sub-group" : "batch");
+	for (k = g->first; k < g->end && k < g->first + most; k++) {
+		const struct mb_param *q = &m->params[p->order[k]];
+
+		printf("- `%s` (%llux%llu)\n", q->name, (unsigned long long)q->rows,
+		       (unsigned long long)q->cols);
+	}
+	if (g->end - g->first > most)
+		printf("- and %zu more\n", g->end - g->first - most);
+}
+
+static void md_apply(const struct mb_model *m, const struct mb_plan *p)
 {
 	const struct mb_plan_group *big = p->ngroups ? &p->groups[p->largest_group] : NULL;
 	char a[32], b[32], c[32];
@@ -211,7 +249,8 @@ static void md_apply(const struct mb_plan *p)
 		       "gathered.\n",
 		       p->set.stage == 3 ? "sub-group" : "batch", big->matrices,
 		       mb_fmt_count(b, sizeof(b), big->gathered_numel),
-		       mb_fmt_bytes(c, sizeof(c), 8 * big->gathered_numel));
+		       mb_fmt_bytes(c, sizeof(c), mb_plan_gathered_bytes(p, big->gathered_numel)));
+	md_first_group(m, p);
 }
 
 static void md_step(const struct mb_plan *p)
@@ -271,7 +310,7 @@ int mb_cmd_plan(const struct mb_args *args)
 		return err;
 	if (n != 1)
 		return mb_bad_input("--stage: plan takes one stage, not '%s'", args->stages);
-	mb_setup_plan_settings(args, &set);
+	mb_setup_plan_settings(args, stages[0], &set);
 	if ((err = mb_setup_model(args, &model)))
 		return err;
 	if ((err = mb_plan_build(&plan, &model, &set))) {
@@ -280,13 +319,13 @@ int mb_cmd_plan(const struct mb_args *args)
 	}
 	n = plan_fields(&model, &plan, fields);
 	if (!strcmp(args->format, "csv")) {
-		print_csv(&model, fields, n);
+		print_csv(&model, &plan, fields, n);
 	} else if (!strcmp(args->format, "json")) {
 		print_json(&model, &plan, fields, n);
 	} else {
 		md_model(&model, &plan);
 		md_host(&plan);
-		md_apply(&plan);
+		md_apply(&model, &plan);
 		md_step(&plan);
 		md_peak(&plan);
 	}

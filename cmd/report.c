@@ -61,20 +61,25 @@ static const char *peak_change(char *buf, size_t len, uint64_t x, uint64_t base,
 static void md_header(const struct mb_table *t)
 {
 	const struct mb_csv_row *r = t->first;
-	char a[32], b[32], budget[32];
+	char a[32], b[32], budget[32], chunk[32];
 
 	printf("# %s on '%s' (%s, driver %s)\n\n", r->model, r->device, r->platform, r->driver);
 	printf("CLBlast parameters: %s (%s).\n", r->tuning, r->tuning_match);
 	printf("Host %s (%s), CPUs %s, memory nodes %s (%s). Model %s: %llu layers, %s "
 	       "parameters, %s Muon. Steps %llu-%llu of %llu per run; gather budget %s; "
-	       "sub-group %llu; pin_memory %s; writeback %s; forward/backward %s (seq %llu x "
-	       "%llu); seed %llu.\n\n",
+	       "sub-group %llu; pin_memory %s (chunks of %s); writeback %s; parameter order %s; "
+	       "momentum %s; forward/backward %s (seq %llu x %llu); seed %llu.\n\n",
 	       r->host, r->cpu_model, r->cpus, r->mems, r->binding, r->source,
 	       (unsigned long long)r->layers, mb_fmt_count(a, sizeof(a), r->params_total),
 	       mb_fmt_count(b, sizeof(b), r->params_muon), (unsigned long long)r->measure_first,
 	       (unsigned long long)r->measure_last, (unsigned long long)r->steps,
 	       mb_fmt_bytes_iec(budget, sizeof(budget), r->gather_budget_bytes),
-	       (unsigned long long)r->sub_group_size_elems, r->pin_memory, r->writeback_dep,
+	       (unsigned long long)r->sub_group_size_elems, r->pin_memory,
+	       mb_fmt_bytes_iec(chunk, sizeof(chunk), r->pin_chunk_bytes), r->writeback_dep,
+	       r->param_order,
+	       strcmp(mb_results_momentum_setting(r), "auto")
+		       ? r->momentum_dtype
+		       : "fp32 for ZeRO-1/2, bf16 for ZeRO-3 (auto)",
 	       r->fwd_bwd, (unsigned long long)r->seq, (unsigned long long)r->micro_batch,
 	       (unsigned long long)r->seed);
 }

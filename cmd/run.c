@@ -57,8 +57,9 @@ struct grid {
 	double started_s;
 	unsigned long steps_total, steps_done;
 	unsigned cell_stage, cell_variant, cell_run;
-	uint64_t checksum; /* of the first ok run */
-	bool have_checksum;
+	/* of the first ok run with each momentum dtype: the math differs between them */
+	uint64_t checksum[MB_NMOM_DTYPES];
+	unsigned checked_dtype[MB_NMOM_DTYPES];
 };
 
 /*
@@ -177,6 +178,11 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	row->sub_group_size_elems = s->step.plan.sub_group_size;
 	snprintf(row->pin_memory, sizeof(row->pin_memory), "%s", a->pin_memory);
 	snprintf(row->writeback_dep, sizeof(row->writeback_dep), "%s", a->writeback_dep);
+	snprintf(row->param_order, sizeof(row->param_order), "%s",
+		 mb_param_order_names[s->step.plan.order]);
+	snprintf(row->momentum_dtype, sizeof(row->momentum_dtype), "%s",
+		 mb_momentum_dtype_names[s->step.plan.momentum_dtype]);
+	row->pin_chunk_bytes = s->step.plan.pin_chunk_bytes;
 	row->seed = s->step.seed;
 	row->resume_at = s->resume_at;
 	snprintf(row->fwd_bwd, sizeof(row->fwd_bwd), "%s", a->fwd_bwd);
@@ -252,12 +258,12 @@ static void clear_progress(const struct grid *g)
 /* The self-checks of an ok run: same final state as every other, peak as planned. */
 static void check(struct grid *g, const struct mb_run_result *r)
 {
-	if (!g->have_checksum) {
-		g->checksum = r->checksum;
-		g->have_checksum = true;
-	}
+	enum mb_momentum_dtype d = g->run.step.plan.momentum_dtype;
+
+	if (!g->checked_dtype[d]++)
+		g->checksum[d] = r->checksum;
 	g->checked++;
-	if (r->checksum != g->checksum)
+	if (r->checksum != g->checksum[d])
 		g->mismatched++;
 	if (r->own_peak_step_bytes != r->plan_peak_step_bytes) {
 		fprintf(stderr,
@@ -451,8 +457,7 @@ static int check_plans(struct grid *g)
 	int err;
 
 	for (i = 0; i < g->nstages; i++) {
-		mb_setup_plan_settings(g->args, &set);
-		set.stage = g->stages[i];
+		mb_setup_plan_settings(g->args, g->stages[i], &set);
 		if ((err = mb_plan_build(&plan, &g->model, &set)))
 			return err;
 		mb_plan_release(&plan);
@@ -499,8 +504,7 @@ static int run_grid(struct grid *g)
 		for (vi = 0; vi < g->nvariants && !err && !stop; vi++) {
 			g->cell_stage = g->stages[si];
 			g->cell_variant = g->variants[vi];
-			mb_setup_plan_settings(g->args, &g->run.step.plan);
-			g->run.step.plan.stage = g->cell_stage;
+			mb_setup_plan_settings(g->args, g->cell_stage, &g->run.step.plan);
 			g->run.step.variant = g->cell_variant;
 			if (!(err = fit_cell(g, &fits)) && fits)
 				err = run_cell(g);
@@ -513,17 +517,21 @@ static int verdict(const struct grid *g)
 {
 	/* after Markdown on stdout; with csv or json, stdout stays machine-read */
 	FILE *out = strcmp(g->args->format, "md") ? stderr : stdout;
+	int d;
 
 	fprintf(out, "\nResults: %s\n", g->out);
 	fprintf(out, "CLBlast parameters: %s (%s: %s).\n", g->cl.tuning, g->cl.tuning_match,
 		g->cl.tuning_why);
-	if (g->checked)
-		fprintf(out,
-			"Final state: %s over %u runs (checksum %016llx); step-phase peak %s the "
-			"plan.\n",
-			g->mismatched ? "MISMATCH" : "bitwise identical", g->checked,
-			(unsigned long long)g->checksum,
-			g->mismatched ? "checked against" : "as predicted by");
+	for (d = 0; d < MB_NMOM_DTYPES; d++)
+		if (g->checked_dtype[d])
+			fprintf(out,
+				"Final state, %s momentum: %s over %u run%s (checksum %016llx); "
+				"step-phase peak %s the plan.\n",
+				mb_momentum_dtype_names[d],
+				g->mismatched ? "MISMATCH" : "bitwise identical",
+				g->checked_dtype[d], g->checked_dtype[d] == 1 ? "" : "s",
+				(unsigned long long)g->checksum[d],
+				g->mismatched ? "checked against" : "as predicted by");
 	if (g->fallback) /* said here, so that a failure below is said too */
 		fprintf(stderr,
 			"muonbench: the results could not be written to '%s'; they are in '%s'\n",

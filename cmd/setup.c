@@ -23,12 +23,17 @@ int mb_setup_model(const struct mb_args *args, struct mb_model *m)
 	return mb_config_load_builtin(m, args->model, (unsigned)args->layers);
 }
 
-void mb_setup_plan_settings(const struct mb_args *args, struct mb_plan_settings *s)
+void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct mb_plan_settings *s)
 {
-	s->stage = (unsigned)(args->stages[0] - '0'); /* checked by mb_setup_stages */
+	memset(s, 0, sizeof(*s));
+	s->stage = stage;
 	s->gather_budget_bytes = args->gather_budget;
 	s->sub_group_size = args->sub_group_size;
 	s->pin_chunk_bytes = args->pin_chunk;
+	s->order = strcmp(args->param_order, "model") ? MB_ORDER_SHAPE : MB_ORDER_MODEL;
+	s->momentum_dtype = !strcmp(args->momentum_dtype, "auto") ? mb_momentum_dtype_default(stage)
+			    : !strcmp(args->momentum_dtype, "bf16") ? MB_MOM_BF16
+								    : MB_MOM_FP32;
 	s->world_size = (unsigned)args->world_size;
 	s->rank = (unsigned)args->rank;
 }

@@ -14,8 +14,13 @@
 /* Load the model that --model or --config names, cut to --layers. */
 int mb_setup_model(const struct mb_args *args, struct mb_model *m);
 
-/* The plan settings of --stage, --gather-budget, --sub-group-size, --world-size, --rank. */
-void mb_setup_plan_settings(const struct mb_args *args, struct mb_plan_settings *s);
+/*
+ * The plan settings of ZeRO stage STAGE (one of --stage's) and the options
+ * (--gather-budget, --sub-group-size, --world-size, --rank, --param-order,
+ * --momentum-dtype, --pin-chunk); a default that depends on the stage
+ * (--momentum-dtype auto) is resolved for STAGE.
+ */
+void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct mb_plan_settings *s);
 
 /* The stages of --stage (1 to 3 of them, each once) into STAGES. */
 int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n);

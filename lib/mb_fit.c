@@ -63,7 +63,8 @@ static void apply_buffer(const struct mb_plan *plan, struct mb_fit_need *n)
 	if (!plan->ngroups)
 		return;
 	gathered = plan->groups[plan->largest_group].gathered_numel;
-	largest(&n->device_largest_bytes, &n->device_largest, 8 * gathered,
+	largest(&n->device_largest_bytes, &n->device_largest,
+		mb_plan_gathered_bytes(plan, gathered),
 		plan->set.stage == 3 ? "apply.subgroup" : "apply.batch");
 }
 

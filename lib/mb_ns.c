@@ -82,6 +82,7 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 	ns->cl = cl;
 	ns->ledger = ledger;
 	if ((err = mb_cl_kernel(cl, "muon_momentum", &ns->momentum)) ||
+	    (err = mb_cl_kernel(cl, "muon_momentum_bf16", &ns->momentum_bf16)) ||
 	    (err = mb_cl_kernel(cl, "sumsq_partial", &ns->sumsq)) ||
 	    (err = mb_cl_kernel(cl, "norm_finish", &ns->finish)) ||
 	    (err = mb_cl_kernel(cl, "ns_load", &ns->load)) ||
@@ -354,8 +355,10 @@ int mb_ns_clear(struct mb_ns *ns)
 			   (unsigned long long)ns->work_bytes);
 }
 
-int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom, uint64_t mom_off,
-		   uint64_t n, float beta, cl_event *first, cl_event *last)
+/* The momentum kernel K (NAME) over N elements; see mb_ns_momentum. */
+static int momentum(struct mb_ns *ns, cl_kernel k, const char *name, cl_mem grad, uint64_t grad_off,
+		    cl_mem mom, uint64_t mom_off, uint64_t n, float beta, cl_event *first,
+		    cl_event *last)
 {
 	cl_ulong goff = grad_off, moff = mom_off, count = n;
 	size_t global = mb_cl_round_up(n, ns->momentum_local);
@@ -368,17 +371,16 @@ int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom,
 		*last = NULL;
 	if (!n)
 		return 0;
-	st = set_args(ns->momentum, 6, ARG(grad), ARG(goff), ARG(mom), ARG(moff), ARG(count),
-		      ARG(beta));
+	st = set_args(k, 6, ARG(grad), ARG(goff), ARG(mom), ARG(moff), ARG(count), ARG(beta));
 	if (st == CL_SUCCESS)
-		st = clEnqueueNDRangeKernel(ns->cl->compute, ns->momentum, 1, NULL, &global,
+		st = clEnqueueNDRangeKernel(ns->cl->compute, k, 1, NULL, &global,
 					    &ns->momentum_local, 0, NULL,
 					    first || last ? &ev : NULL);
-	if (mb_cl_check(ns->cl, st, "muon_momentum", "%llu elements", (unsigned long long)n))
+	if (mb_cl_check(ns->cl, st, name, "%llu elements", (unsigned long long)n))
 		return -MB_EFAIL;
 	/* one command: the same event for both, a reference for each */
 	if (first && last &&
-	    mb_cl_check(ns->cl, clRetainEvent(ev), "clRetainEvent", "muon_momentum's event")) {
+	    mb_cl_check(ns->cl, clRetainEvent(ev), "clRetainEvent", "%s's event", name)) {
 		clReleaseEvent(ev);
 		return -MB_EFAIL;
 	}
@@ -389,11 +391,24 @@ int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom,
 	return 0;
 }
 
+int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom, uint64_t mom_off,
+		   uint64_t n, float beta, cl_event *first, cl_event *last)
+{
+	return momentum(ns, ns->momentum, "muon_momentum", grad, grad_off, mom, mom_off, n, beta,
+			first, last);
+}
+
+int mb_ns_momentum_bf16(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom,
+			uint64_t mom_off, uint64_t n, float beta, cl_event *first, cl_event *last)
+{
+	return momentum(ns, ns->momentum_bf16, "muon_momentum_bf16", grad, grad_off, mom, mom_off,
+			n, beta, first, last);
+}
+
 void mb_ns_release(struct mb_ns *ns)
 {
-	cl_kernel *k[] = {
-		&ns->momentum, &ns->sumsq, &ns->finish, &ns->load, &ns->store, &ns->stamp
-	};
+	cl_kernel *k[] = { &ns->momentum, &ns->momentum_bf16, &ns->sumsq, &ns->finish,
+			   &ns->load,	  &ns->store,	      &ns->stamp };
 	size_t i;
 
 	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++)

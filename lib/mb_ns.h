@@ -42,7 +42,7 @@ float mb_ns_scale(uint64_t rows, uint64_t cols);
 struct mb_ns {
 	const struct mb_cl *cl;
 	struct mb_ledger *ledger;
-	cl_kernel momentum, sumsq, finish, load, store, stamp;
+	cl_kernel momentum, momentum_bf16, sumsq, finish, load, store, stamp;
 	size_t reduce_local; /* work-group size of the norm's reduction (a power of two) */
 	size_t momentum_local, load_local[2], store_local[2]; /* and of the others */
 	cl_mem work, temp;
@@ -100,6 +100,14 @@ int mb_ns_clear(struct mb_ns *ns);
  */
 int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom, uint64_t mom_off,
 		   uint64_t n, float beta, cl_event *first, cl_event *last);
+
+/*
+ * The same with the momentum stored in bf16 (MOM_OFF counts bf16 elements):
+ * the math in fp32, MOM rounded to nearest even, the Nesterov update from
+ * the rounded value, as DeepSpeed's ZeRO-3 keeps it under bf16 training.
+ */
+int mb_ns_momentum_bf16(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom,
+			uint64_t mom_off, uint64_t n, float beta, cl_event *first, cl_event *last);
 
 /* Release the kernels and the buffers (through the ledger). */
 void mb_ns_release(struct mb_ns *ns);

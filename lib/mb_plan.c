@@ -10,13 +10,14 @@
 #include "mb_err.h"
 #include "mb_num.h"
 
-#define GATHER_BYTES_PER_ELEM 8 /* fp32 grad + fp32 momentum */
-
 const char *const mb_host_buffer_names[MB_HOST_NBUFFERS] = {
 	[MB_HOST_MASTER] = "master params (fp32)",   [MB_HOST_GRADS] = "grads (fp32)",
-	[MB_HOST_MOMENTUM] = "Muon momentum (fp32)", [MB_HOST_ADAMW] = "AdamW moments (fp32)",
+	[MB_HOST_MOMENTUM] = "Muon momentum",	     [MB_HOST_ADAMW] = "AdamW moments (fp32)",
 	[MB_HOST_STAGING] = "staging params (bf16)",
 };
+
+const char *const mb_param_order_names[MB_NORDERS] = { "shape", "model" };
+const char *const mb_momentum_dtype_names[MB_NMOM_DTYPES] = { "fp32", "bf16" };
 
 bool mb_host_buffer_on_bus(enum mb_host_buffer b)
 {
@@ -40,11 +41,12 @@ static uint64_t overlap(uint64_t lo, uint64_t hi, uint64_t a, uint64_t b)
  * This rank's elements of every parameter, into local[]. ZeRO-1/2: a
  * contiguous range of each optimizer's flat group; ZeRO-3: a slice of each.
  */
-static void share(const struct mb_model *m, const struct mb_plan_settings *s, uint64_t *local)
+static void share(const struct mb_plan *plan, const struct mb_model *m, uint64_t *local)
 {
+	const struct mb_plan_settings *s = &plan->set;
 	uint64_t w = s->world_size, r = s->rank, part_muon, part_adamw, at_muon = 0, at_adamw = 0,
 		 n;
-	size_t i;
+	size_t i, k;
 
 	part_muon = div_up(m->numel_muon, w);
 	part_adamw = div_up(m->numel_adamw, w);
@@ -52,16 +54,53 @@ static void share(const struct mb_model *m, const struct mb_plan_settings *s, ui
 		n = mb_param_numel(&m->params[i]);
 		if (s->stage == 3) {
 			local[i] = div_up(n, w);
-		} else if (m->params[i].muon) {
-			local[i] =
-				overlap(at_muon, at_muon + n, r * part_muon, (r + 1) * part_muon);
-			at_muon += n;
-		} else {
+		} else if (!m->params[i].muon) {
 			local[i] = overlap(at_adamw, at_adamw + n, r * part_adamw,
 					   (r + 1) * part_adamw);
 			at_adamw += n;
 		}
 	}
+	/* the Muon group is flattened in the apply order */
+	for (k = 0; k < plan->norder && s->stage != 3; k++) {
+		i = plan->order[k];
+		n = mb_param_numel(&m->params[i]);
+		local[i] = overlap(at_muon, at_muon + n, r * part_muon, (r + 1) * part_muon);
+		at_muon += n;
+	}
+}
+
+/* By shape, largest first: rows, then columns; ties keep the model's order. */
+static const struct mb_model *sort_model;
+
+static int cmp_shape(const void *x, const void *y)
+{
+	const struct mb_param *a = &sort_model->params[*(const size_t *)x],
+			      *b = &sort_model->params[*(const size_t *)y];
+
+	if (a->rows != b->rows)
+		return a->rows > b->rows ? -1 : 1;
+	if (a->cols != b->cols)
+		return a->cols > b->cols ? -1 : 1;
+	return (*(const size_t *)x > *(const size_t *)y) -
+	       (*(const size_t *)x < *(const size_t *)y);
+}
+
+/* The Muon parameters in the apply order, into plan->order. */
+static int apply_order(struct mb_plan *plan, const struct mb_model *m)
+{
+	size_t i;
+
+	plan->order = malloc((m->nparams ? m->nparams : 1) * sizeof(*plan->order));
+	if (!plan->order)
+		return mb_fail("out of host memory ordering %zu parameters", m->nparams);
+	for (i = 0; i < m->nparams; i++)
+		if (m->params[i].muon)
+			plan->order[plan->norder++] = i;
+	if (plan->set.order == MB_ORDER_SHAPE) {
+		sort_model = m; /* qsort has no context argument in C11 */
+		qsort(plan->order, plan->norder, sizeof(*plan->order), cmp_shape);
+	}
+	return 0;
 }
 
 static int push_group(struct mb_plan *plan, size_t first)
@@ -79,9 +118,9 @@ static int push_group(struct mb_plan *plan, size_t first)
 }
 
 /* The largest Muon matrix this rank works on must fit the budget alone. */
-static int check_budget(const struct mb_model *m, const struct mb_plan_settings *s,
-			const uint64_t *local)
+static int check_budget(const struct mb_plan *plan, const struct mb_model *m, const uint64_t *local)
 {
+	const struct mb_plan_settings *s = &plan->set;
 	const struct mb_param *big = NULL;
 	char a[32], b[32];
 	uint64_t need;
@@ -93,7 +132,7 @@ static int check_budget(const struct mb_model *m, const struct mb_plan_settings 
 			big = &m->params[i];
 	if (!big)
 		return 0;
-	need = GATHER_BYTES_PER_ELEM * mb_param_numel(big);
+	need = mb_plan_gathered_bytes(plan, mb_param_numel(big));
 	if (need <= s->gather_budget_bytes)
 		return 0;
 	return mb_bad_input("gather budget %s (%llu bytes) is smaller than the largest Muon "
@@ -111,55 +150,55 @@ static int plan_batches(struct mb_plan *plan, const struct mb_model *m, const ui
 	const struct mb_plan_settings *s = &plan->set;
 	struct mb_plan_group *g = NULL;
 	uint64_t n, prev = 0;
-	size_t i;
+	size_t i, k;
 	int err;
 
-	if ((err = check_budget(m, s, local)))
+	if ((err = check_budget(plan, m, local)))
 		return err;
-	for (i = 0; i < m->nparams; i++) {
-		if (!m->params[i].muon || !local[i])
+	for (k = 0; k < plan->norder; k++) {
+		i = plan->order[k];
+		if (!local[i])
 			continue;
 		n = mb_param_numel(&m->params[i]);
 		if (!g ||
-		    GATHER_BYTES_PER_ELEM * (g->gathered_numel + n) > s->gather_budget_bytes) {
+		    mb_plan_gathered_bytes(plan, g->gathered_numel + n) > s->gather_budget_bytes) {
 			prev = g ? g->gathered_numel : 0;
-			if ((err = push_group(plan, i)))
+			if ((err = push_group(plan, k)))
 				return err;
 			g = &plan->groups[plan->ngroups - 1];
 		}
-		g->end = i + 1;
+		g->end = k + 1;
 		g->matrices++;
 		g->gathered_numel += n;
 		g->local_numel += local[i];
-		g->apply_bytes_sync = GATHER_BYTES_PER_ELEM * g->gathered_numel;
-		g->apply_bytes_overlap = GATHER_BYTES_PER_ELEM * (prev + g->gathered_numel);
+		g->apply_bytes_sync = mb_plan_gathered_bytes(plan, g->gathered_numel);
+		g->apply_bytes_overlap = mb_plan_gathered_bytes(plan, prev + g->gathered_numel);
 	}
 	return 0;
 }
 
 /*
  * ZeRO-3: DeepSpeed's sub-groups of the Muon parameter group (Muon and AdamW
- * are separate param groups, each cut into sub-groups of its own): in model
- * order, a sub-group closes once it holds sub_group_size local elements.
+ * are separate param groups, each cut into sub-groups of its own): in the
+ * apply order, a sub-group closes once it holds sub_group_size local elements.
  */
 static int plan_sub_groups(struct mb_plan *plan, const struct mb_model *m, const uint64_t *local)
 {
 	struct mb_plan_group *g = NULL;
 	uint64_t n, prev_n = 0, one = 0, two = 0;
-	size_t i;
+	size_t i, k;
 	int err;
 
-	for (i = 0; i < m->nparams; i++) {
-		if (!m->params[i].muon)
-			continue;
+	for (k = 0; k < plan->norder; k++) {
+		i = plan->order[k];
 		if (!g) {
-			if ((err = push_group(plan, i)))
+			if ((err = push_group(plan, k)))
 				return err;
 			g = &plan->groups[plan->ngroups - 1];
 			prev_n = one = two = 0;
 		}
 		n = mb_param_numel(&m->params[i]);
-		g->end = i + 1;
+		g->end = k + 1;
 		g->matrices++;
 		g->gathered_numel += n;
 		g->local_numel += local[i];
@@ -168,9 +207,9 @@ static int plan_sub_groups(struct mb_plan *plan, const struct mb_model *m, const
 		two = prev_n + n > two ? prev_n + n : two;
 		prev_n = n;
 		g->apply_bytes_sync =
-			GATHER_BYTES_PER_ELEM * g->gathered_numel + sizeof(float) * one;
+			mb_plan_gathered_bytes(plan, g->gathered_numel) + sizeof(float) * one;
 		g->apply_bytes_overlap =
-			GATHER_BYTES_PER_ELEM * g->gathered_numel + sizeof(float) * two;
+			mb_plan_gathered_bytes(plan, g->gathered_numel) + sizeof(float) * two;
 		if (g->local_numel >= plan->set.sub_group_size)
 			g = NULL;
 	}
@@ -181,7 +220,7 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 {
 	const struct mb_param *p;
 	uint64_t *h = plan->host_bytes;
-	size_t i, gi;
+	size_t i, k, gi;
 
 	for (i = 0; i < m->nparams; i++) {
 		if (m->params[i].muon)
@@ -192,13 +231,13 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 	plan->local_numel = plan->local_muon + plan->local_adamw;
 	h[MB_HOST_MASTER] = sizeof(float) * plan->local_numel;
 	h[MB_HOST_GRADS] = sizeof(float) * plan->local_numel;
-	h[MB_HOST_MOMENTUM] = sizeof(float) * plan->local_muon;
+	h[MB_HOST_MOMENTUM] = plan->momentum_bytes * plan->local_muon;
 	h[MB_HOST_ADAMW] = 2 * sizeof(float) * plan->local_adamw;
 	h[MB_HOST_STAGING] = 2 * plan->local_numel;
 
 	plan->bwd_d2h_bytes = sizeof(float) * plan->local_numel;
-	plan->apply_h2d_bytes = GATHER_BYTES_PER_ELEM * plan->local_muon;
-	plan->apply_d2h_bytes = GATHER_BYTES_PER_ELEM * plan->local_muon;
+	plan->apply_h2d_bytes = mb_plan_gathered_bytes(plan, plan->local_muon);
+	plan->apply_d2h_bytes = mb_plan_gathered_bytes(plan, plan->local_muon);
 	plan->params_h2d_bytes = 2 * plan->local_numel;
 	for (i = 0; i < MB_HOST_NBUFFERS; i++)
 		plan->host_chunks[i] =
@@ -216,9 +255,10 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 			plan->apply_bytes_sync = g->apply_bytes_sync;
 		if (g->apply_bytes_overlap > plan->apply_bytes_overlap)
 			plan->apply_bytes_overlap = g->apply_bytes_overlap;
-		for (i = g->first; i < g->end; i++) {
+		for (k = g->first; k < g->end; k++) {
+			i = plan->order[k];
 			p = &m->params[i];
-			if (!p->muon || (plan->set.stage != 3 && !local[i]))
+			if (plan->set.stage != 3 && !local[i])
 				continue;
 			plan->matrices++;
 			if (__builtin_add_overflow(plan->ns_flops, mb_ns_flops(p->rows, p->cols),
@@ -255,10 +295,15 @@ int mb_plan_build(struct mb_plan *plan, const struct mb_model *m, const struct m
 	if ((err = check_settings(s)))
 		return err;
 	plan->set = *s;
+	plan->momentum_bytes = s->momentum_dtype == MB_MOM_BF16 ? 2 : sizeof(float);
 	local = plan->local = calloc(m->nparams ? m->nparams : 1, sizeof(*local));
 	if (!local)
 		return mb_fail("out of host memory planning %zu parameters", m->nparams);
-	share(m, s, local);
+	if ((err = apply_order(plan, m))) {
+		mb_plan_release(plan);
+		return err;
+	}
+	share(plan, m, local);
 	err = s->stage == 3 ? plan_sub_groups(plan, m, local) : plan_batches(plan, m, local);
 	if (!err)
 		plan_totals(plan, m, local);
@@ -274,15 +319,17 @@ void mb_plan_release(struct mb_plan *plan)
 {
 	free(plan->groups);
 	free(plan->local);
+	free(plan->order);
 	memset(plan, 0, sizeof(*plan));
 }
 
 /* Bytes an element of parameter P takes in host buffer B (0: P is not in it). */
-static uint64_t elem_bytes(enum mb_host_buffer b, const struct mb_param *p)
+static uint64_t elem_bytes(const struct mb_plan *plan, enum mb_host_buffer b,
+			   const struct mb_param *p)
 {
 	switch (b) {
 	case MB_HOST_MOMENTUM:
-		return p->muon ? sizeof(float) : 0;
+		return p->muon ? plan->momentum_bytes : 0;
 	case MB_HOST_ADAMW:
 		return p->muon ? 0 : 2 * sizeof(float);
 	case MB_HOST_STAGING:
@@ -295,11 +342,13 @@ static uint64_t elem_bytes(enum mb_host_buffer b, const struct mb_param *p)
 size_t mb_plan_host_cuts(const struct mb_plan *plan, const struct mb_model *m,
 			 enum mb_host_buffer b, uint64_t limit, uint64_t *cuts)
 {
+	bool muon_only = b == MB_HOST_MOMENTUM; /* laid out in the apply order */
 	uint64_t at = 0, start = 0, piece;
-	size_t i, n = 0;
+	size_t i, k, n = 0;
 
-	for (i = 0; i < m->nparams; i++) {
-		piece = elem_bytes(b, &m->params[i]) * plan->local[i];
+	for (k = 0; k < (muon_only ? plan->norder : m->nparams); k++) {
+		i = muon_only ? plan->order[k] : k;
+		piece = elem_bytes(plan, b, &m->params[i]) * plan->local[i];
 		if (!piece)
 			continue;
 		/* close the chunk before a piece that would take it over the limit */
@@ -323,7 +372,7 @@ uint64_t mb_plan_host_largest_piece(const struct mb_plan *plan, const struct mb_
 	size_t i;
 
 	for (i = 0; i < m->nparams; i++) {
-		piece = elem_bytes(b, &m->params[i]) * plan->local[i];
+		piece = elem_bytes(plan, b, &m->params[i]) * plan->local[i];
 		top = piece > top ? piece : top;
 	}
 	return top;

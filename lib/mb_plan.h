@@ -10,12 +10,16 @@
  * from other ranks are not replayed (no communication), only this rank's
  * elements cross its bus.
  *
- * The Muon apply: ZeRO-1/2 in batches (parameter order, greedy) whose
- * gathered grads + momentum (8 bytes an element) stay within the gather
- * budget; ZeRO-3 in DeepSpeed's sub-groups of the Muon parameter group
- * (parameter order, a sub-group closes once it holds sub_group_size local
- * elements), each gathering its matrices at once, then writing each
- * matrix's update into a buffer of its own.
+ * The Muon apply goes through the Muon parameters in the apply order: by
+ * shape, largest first (rows, then columns, ties in model order), as
+ * DeepSpeed's Muon builds its parameter group (--param-order shape), or in
+ * model order (--param-order model). ZeRO-1/2 in batches (greedy, in that
+ * order) whose gathered grads + momentum (8 bytes an element) stay within
+ * the gather budget; ZeRO-3 in DeepSpeed's sub-groups of the Muon parameter
+ * group (in that order, a sub-group closes once it holds sub_group_size
+ * local elements), each gathering its matrices at once, then writing each
+ * matrix's update into a buffer of its own. The Muon group is flattened in
+ * that order too: the ZeRO-1/2 shares and the momentum's layout follow it.
  *
  * Device memory of the step phase, which the run's ledger must match:
  *   resident bf16 params (the whole model under ZeRO-1/2, the share under 3)
@@ -36,8 +40,25 @@
 #include "mb_model.h"
 #include "mb_ns.h"
 
+enum mb_param_order { MB_ORDER_SHAPE, MB_ORDER_MODEL, MB_NORDERS };
+
+/* The Muon momentum's storage: fp32, or bf16 (fp32 math) as DeepSpeed keeps it under ZeRO-3. */
+enum mb_momentum_dtype { MB_MOM_FP32, MB_MOM_BF16, MB_NMOM_DTYPES };
+
+extern const char *const mb_momentum_dtype_names[MB_NMOM_DTYPES]; /* "fp32", "bf16" */
+
+/* DeepSpeed's for STAGE: bf16 (the communication dtype) under ZeRO-3, else fp32. */
+static inline enum mb_momentum_dtype mb_momentum_dtype_default(unsigned stage)
+{
+	return stage == 3 ? MB_MOM_BF16 : MB_MOM_FP32;
+}
+
+extern const char *const mb_param_order_names[MB_NORDERS]; /* "shape", "model" */
+
 struct mb_plan_settings {
-	unsigned stage;		      /* 1, 2 or 3 */
+	unsigned stage;		   /* 1, 2 or 3 */
+	enum mb_param_order order; /* of the Muon parameters in the apply */
+	enum mb_momentum_dtype momentum_dtype;
 	uint64_t gather_budget_bytes; /* stage 1/2 */
 	uint64_t sub_group_size;      /* elements, stage 3 */
 	uint64_t pin_chunk_bytes; /* most bytes of one pinned chunk of a host buffer; 0: no limit */
@@ -46,7 +67,7 @@ struct mb_plan_settings {
 
 /* A batch (stage 1/2) or a sub-group (stage 3) of the Muon apply. */
 struct mb_plan_group {
-	size_t first, end;	 /* parameters [first, end) of the model table */
+	size_t first, end;	 /* its parameters: order[first..end) of the plan */
 	size_t matrices;	 /* Muon matrices gathered */
 	uint64_t gathered_numel; /* their elements, whole matrices */
 	uint64_t local_numel;	 /* this rank's elements of them */
@@ -65,10 +86,13 @@ enum mb_host_buffer {
 struct mb_plan {
 	struct mb_plan_settings set;
 	uint64_t local_numel, local_muon, local_adamw; /* this rank's share */
+	uint64_t momentum_bytes;		       /* of one momentum element: 4 or 2 */
 	uint64_t host_bytes[MB_HOST_NBUFFERS];
 	size_t host_chunks[MB_HOST_NBUFFERS]; /* pinned chunks under pin_chunk_bytes (on the bus) */
 	uint64_t *local;		      /* this rank's elements of each parameter */
 
+	size_t *order; /* the Muon parameters (model table indices), applied so */
+	size_t norder; /* the Muon parameters this rank works on */
 	struct mb_plan_group *groups;
 	size_t ngroups, largest_group; /* largest: by gathered elements */
 	size_t matrices;	       /* Muon matrices this rank orthogonalizes */
@@ -82,6 +106,12 @@ struct mb_plan {
 	uint64_t apply_bytes_sync, apply_bytes_overlap;
 	uint64_t peak_step_bytes_sync, peak_step_bytes_overlap;
 };
+
+/* Device bytes of NUMEL gathered Muon elements: fp32 grad + the momentum. */
+static inline uint64_t mb_plan_gathered_bytes(const struct mb_plan *plan, uint64_t numel)
+{
+	return (4 + plan->momentum_bytes) * numel;
+}
 
 /* Host buffer names for people ("master params (fp32)"). */
 extern const char *const mb_host_buffer_names[MB_HOST_NBUFFERS];
@@ -102,7 +132,8 @@ void mb_plan_release(struct mb_plan *plan);
 /*
  * Where host buffer B is cut when pinned: the ends of its chunks (byte
  * offsets, rising, the last one its size), each at most LIMIT bytes (0: no
- * limit), cut only between parameters: a parameter larger than LIMIT is a
+ * limit), cut only between parameters (in the buffer's layout: the momentum
+ * in the apply order, the others in model order): a parameter larger than LIMIT is a
  * chunk of its own. Into CUTS (room for the model's parameters + 1; NULL
  * only counts); returns the number of chunks (at least 1).
  */

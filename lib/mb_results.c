@@ -11,16 +11,27 @@
 #include <string.h>
 
 #include "mb_err.h"
+#include "mb_plan.h"
+
+const char *mb_results_momentum_setting(const struct mb_csv_row *r)
+{
+	unsigned stage = r->stage <= 3 ? (unsigned)r->stage : 0;
+
+	return !strcmp(r->momentum_dtype, mb_momentum_dtype_names[mb_momentum_dtype_default(stage)])
+		       ? "auto"
+		       : r->momentum_dtype;
+}
 
 /* The knobs: what a cell's figures depend on, the device aside. */
-#define KNOB(name, text)                                       \
-	{                                                      \
-#name, offsetof(struct mb_csv_row, name), text \
+#define KNOB(name, text)                                             \
+	{                                                            \
+#name, offsetof(struct mb_csv_row, name), text, NULL \
 	}
 static const struct {
 	const char *name;
 	size_t offset;
-	bool text; /* else uint64_t */
+	bool text;					   /* else uint64_t */
+	const char *(*setting)(const struct mb_csv_row *); /* text compared, if not the column's */
 } knobs[] = {
 	KNOB(model, true),
 	KNOB(layers, false),
@@ -32,6 +43,10 @@ static const struct {
 	KNOB(sub_group_size_elems, false),
 	KNOB(pin_memory, true),
 	KNOB(writeback_dep, true),
+	KNOB(param_order, true),
+	{ "momentum_dtype", offsetof(struct mb_csv_row, momentum_dtype), true,
+	  mb_results_momentum_setting },
+	KNOB(pin_chunk_bytes, false),
 	KNOB(fwd_bwd, true),
 	KNOB(seq, false),
 	KNOB(micro_batch, false),
@@ -54,6 +69,10 @@ size_t mb_results_knob_differences(const struct mb_csv_row *a, const struct mb_c
 		int w = 0;
 
 		if (knobs[i].text) {
+			if (knobs[i].setting) {
+				pa = knobs[i].setting(a);
+				pb = knobs[i].setting(b);
+			}
 			if (!strcmp(pa, pb))
 				continue;
 			if (used < len)

@@ -51,6 +51,14 @@ int mb_results_gather(const struct mb_csv_row *rows, size_t n, struct mb_table *
  */
 bool mb_results_same_device(const struct mb_csv_row *a, const struct mb_csv_row *b);
 
+/*
+ * The row's momentum dtype as a setting: "auto" where it is its stage's
+ * default (mb_momentum_dtype_default), so that a default grid's ZeRO-2
+ * (fp32) and ZeRO-3 (bf16) rows share a table, and an explicit other one
+ * does not; else the dtype.
+ */
+const char *mb_results_momentum_setting(const struct mb_csv_row *r);
+
 /* Whether A and B ran the same model with the same knobs (device aside). */
 bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b);
 

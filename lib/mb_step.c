@@ -219,6 +219,12 @@ static int finish(struct mb_state *s, cl_command_queue q)
 			   q == s->cl->copy ? "copy" : "compute");
 }
 
+/* The byte offset of Muon parameter I's momentum (fp32 or bf16) in the host buffer. */
+static uint64_t mom_byte(const struct mb_state *s, size_t i)
+{
+	return s->plan.momentum_bytes * s->state_offset[i];
+}
+
 /* Element OFF of the fp32 buffer B (its parameter lies within one chunk). */
 static float *f32(const struct mb_hostbuf *b, uint64_t off)
 {
@@ -294,9 +300,9 @@ static int alloc_host(struct mb_state *s)
 				     "master params", cuts)) ||
 	    (err = alloc_host_buffer(s, &s->grads, MB_HOST_GRADS, 4 * m->numel_total, pin, "grads",
 				     cuts)) ||
-	    (err = alloc_host_buffer(s, &s->momentum, MB_HOST_MOMENTUM, 4 * m->numel_muon,
-				     pin && mb_variant_pins(s->set.variant), "Muon momentum",
-				     cuts)) ||
+	    (err = alloc_host_buffer(
+		     s, &s->momentum, MB_HOST_MOMENTUM, s->plan.momentum_bytes * m->numel_muon,
+		     pin && mb_variant_pins(s->set.variant), "Muon momentum", cuts)) ||
 	    (err = alloc_host_buffer(s, &s->adam_m, MB_HOST_ADAMW, 4 * m->numel_adamw, false,
 				     "AdamW exp_avg", cuts)) ||
 	    (err = alloc_host_buffer(s, &s->adam_v, MB_HOST_ADAMW, 4 * m->numel_adamw, false,
@@ -317,16 +323,24 @@ static int alloc_offsets(struct mb_state *s)
 	size_t i;
 
 	s->offset = calloc(m->nparams + 1, 2 * sizeof(uint64_t));
-	if (!s->offset)
+	s->spans = calloc(m->nparams + 1, sizeof(*s->spans));
+	if (!s->offset || !s->spans)
 		return mb_fail("out of host memory for %zu offsets", m->nparams);
 	s->state_offset = s->offset + m->nparams + 1;
 	for (i = 0; i < m->nparams; i++) {
 		uint64_t n = mb_param_numel(&m->params[i]);
 
 		s->offset[i] = flat;
-		s->state_offset[i] = m->params[i].muon ? muon : adamw;
 		flat += n;
-		*(m->params[i].muon ? &muon : &adamw) += n;
+		if (!m->params[i].muon) {
+			s->state_offset[i] = adamw;
+			adamw += n;
+		}
+	}
+	/* the momentum in the apply order, so that a batch's is one range */
+	for (i = 0; i < s->plan.norder; i++) {
+		s->state_offset[s->plan.order[i]] = muon;
+		muon += mb_param_numel(&m->params[s->plan.order[i]]);
 	}
 	return 0;
 }
@@ -359,14 +373,16 @@ static int reserve_step(struct mb_state *s)
 	if ((err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.bucket", 4 * bucket, 1, NULL)))
 		return err;
 	if (s->set.plan.stage == 3)
-		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.subgroup", 8 * gathered, 1,
+		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.subgroup",
+					mb_plan_gathered_bytes(p, gathered), 1,
 					"a smaller --sub-group-size needs less") ||
 				      mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.update",
 							4 * largest, alive, NULL)
 			      ? -MB_EFAIL
 			      : 0;
 	else
-		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.batch", 8 * gathered, alive,
+		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.batch",
+					mb_plan_gathered_bytes(p, gathered), alive,
 					"a smaller --gather-budget needs less");
 	return err ? err : mb_ledger_pool_make(s->ledger);
 }
@@ -417,6 +433,7 @@ void mb_state_release(struct mb_state *s)
 	mb_hostbuf_release(&s->adam_v);
 	mb_hostbuf_release(&s->staging);
 	free(s->offset);
+	free(s->spans);
 	mb_plan_release(&s->plan);
 	memset(s, 0, sizeof(*s));
 }
@@ -456,8 +473,8 @@ struct unit {
 	cl_event computed;	  /* its last compute command */
 	cl_event written;	  /* its last read */
 	cl_mem grad_src, mom_src; /* updates from grad_src at 0, momentum from mom_src */
-	uint64_t mom_base;	  /* in floats */
-	size_t first, end;	  /* its parameters */
+	uint64_t mom_at;	  /* the momentum's byte offset in mom_src */
+	size_t first, end;	  /* its parameters: the plan's order[first..end) */
 };
 
 struct apply {
@@ -469,11 +486,10 @@ struct apply {
 	cl_mem subgroup;
 };
 
-static size_t first_muon(const struct mb_state *s, size_t first, size_t end)
+/* The parameter at place K of the apply order. */
+static const struct mb_param *applied(const struct mb_state *s, size_t k)
 {
-	while (first < end && !s->model->params[first].muon)
-		first++;
-	return first;
+	return &s->model->params[s->plan.order[k]];
 }
 
 /* Enqueue the reads of U on Q: each update into the grads, the momentum after. */
@@ -482,33 +498,33 @@ static int writeback(struct apply *a, struct unit *u, cl_command_queue q)
 	struct mb_state *s = a->s;
 	bool event_dep = s->set.writeback_event && q != s->cl->compute && u->computed;
 	uint64_t lo = 0, n;
-	size_t j, fm = first_muon(s, u->first, u->end);
+	size_t k;
 	cl_event ev;
 	int err;
 
 	if (q != s->cl->compute && !event_dep && u->computed &&
 	    (err = mb_cl_check(s->cl, clWaitForEvents(1, &u->computed), "clWaitForEvents",
-			       "the compute of parameters %zu to %zu", u->first, u->end)))
+			       "the compute of '%s' and %zu more", applied(s, u->first)->name,
+			       u->end - u->first - 1)))
 		return err;
 	/* another queue may wait on the compute's event only once it has been submitted */
 	if (event_dep &&
 	    (err = mb_cl_check(s->cl, clFlush(s->cl->compute), "clFlush", "compute queue")))
 		return err;
-	for (j = fm; j < u->end; j++) {
-		if (!s->model->params[j].muon)
-			continue;
-		n = mb_param_numel(&s->model->params[j]);
+	for (k = u->first; k < u->end; k++) {
+		n = mb_param_numel(applied(s, k));
 		if ((err = device_copy(s, false, q, u->grad_src, 4 * lo,
-				       f32(&s->grads, s->offset[j]), 4 * n, event_dep,
-				       event_dep ? &u->computed : NULL, &ev,
-				       s->model->params[j].name)) ||
+				       f32(&s->grads, s->offset[s->plan.order[k]]), 4 * n,
+				       event_dep, event_dep ? &u->computed : NULL, &ev,
+				       applied(s, k)->name)) ||
 		    (err = tl_add(&a->tl, ev, NULL, K_D2H)))
 			return err;
 		lo += n;
 	}
-	if ((err = host_copy(s, false, q, u->mom_src, 4 * u->mom_base, &s->momentum,
-			     4 * s->state_offset[fm], 4 * lo, event_dep,
-			     event_dep ? &u->computed : NULL, &a->tl, K_D2H, &u->written,
+	/* the momentum is laid out in the apply order: one range */
+	if ((err = host_copy(s, false, q, u->mom_src, u->mom_at, &s->momentum,
+			     mom_byte(s, s->plan.order[u->first]), s->plan.momentum_bytes * lo,
+			     event_dep, event_dep ? &u->computed : NULL, &a->tl, K_D2H, &u->written,
 			     "momentum to the host")))
 		return err;
 	return mb_cl_check(s->cl, clFlush(q), "clFlush", "writeback queue");
@@ -521,7 +537,8 @@ static int drain(struct apply *a, struct unit *u)
 
 	if (u->written)
 		err = mb_cl_check(a->s->cl, clWaitForEvents(1, &u->written), "clWaitForEvents",
-				  "the writeback of parameters %zu to %zu", u->first, u->end);
+				  "the writeback of '%s' and %zu more",
+				  applied(a->s, u->first)->name, u->end - u->first - 1);
 	if (u->written)
 		clReleaseEvent(u->written);
 	if (u->computed)
@@ -587,35 +604,37 @@ static void abort_apply(struct apply *a)
 }
 
 /*
- * Gather group G's Muon grads to BUF[0..E) and momentum to BUF[E..2E), then
- * momentum and Nesterov over all of it. *last is the momentum kernel's event
+ * Gather group G's Muon grads (fp32) to BUF's first 4E bytes and momentum
+ * after them, then momentum and Nesterov over all of it. *last is the momentum kernel's event
  * (NULL when the group has no Muon element).
  */
 static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl_event *last)
 {
 	struct mb_state *s = a->s;
 	uint64_t e = g->gathered_numel, lo = 0, n;
-	size_t j, fm = first_muon(s, g->first, g->end);
 	cl_event ev, first = NULL;
+	size_t k;
 	int err = 0;
 
 	/* each copy timed by its own event: the H2D time is transfer time only */
-	for (j = fm; j < g->end && !err; j++) {
-		if (!s->model->params[j].muon)
-			continue;
-		n = mb_param_numel(&s->model->params[j]);
+	for (k = g->first; k < g->end && !err; k++) {
+		n = mb_param_numel(applied(s, k));
 		if (!(err = device_copy(s, true, s->cl->compute, buf, 4 * lo,
-					f32(&s->grads, s->offset[j]), 4 * n, 0, NULL, &ev,
-					s->model->params[j].name)))
+					f32(&s->grads, s->offset[s->plan.order[k]]), 4 * n, 0, NULL,
+					&ev, applied(s, k)->name)))
 			err = tl_add(&a->tl, ev, NULL, K_H2D);
 		lo += n;
 	}
 	*last = NULL;
-	if (err ||
+	if (err || g->first == g->end ||
 	    (err = host_copy(s, true, s->cl->compute, buf, 4 * e, &s->momentum,
-			     4 * s->state_offset[fm], 4 * e, 0, NULL, &a->tl, K_H2D, NULL,
-			     "momentum to the device")) ||
-	    (err = mb_ns_momentum(&s->ns, buf, 0, buf, e, e, s->set.optim.muon_beta, &first, last)))
+			     mom_byte(s, s->plan.order[g->first]), s->plan.momentum_bytes * e, 0,
+			     NULL, &a->tl, K_H2D, NULL, "momentum to the device")) ||
+	    (err = s->set.plan.momentum_dtype == MB_MOM_BF16
+			   ? mb_ns_momentum_bf16(&s->ns, buf, 0, buf, 2 * e, e,
+						 s->set.optim.muon_beta, &first, last)
+			   : mb_ns_momentum(&s->ns, buf, 0, buf, e, e, s->set.optim.muon_beta,
+					    &first, last)))
 		return err;
 	if (!first) /* nothing to do: no Muon element */
 		return 0;
@@ -627,13 +646,14 @@ static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl
 }
 
 /*
- * Newton-Schulz on parameter J, from IN at IN_OFF to OUT at OUT_OFF, timed
- * from its first command to its last; *after is the last (the caller owns it).
+ * Newton-Schulz on the parameter at place K of the apply order, from IN at
+ * IN_OFF to OUT at OUT_OFF, timed from its first command to its last;
+ * *after is the last (the caller owns it).
  */
-static int orthogonalize(struct apply *a, size_t j, cl_mem in, uint64_t in_off, cl_mem out,
+static int orthogonalize(struct apply *a, size_t k, cl_mem in, uint64_t in_off, cl_mem out,
 			 uint64_t out_off, cl_event *after)
 {
-	const struct mb_param *p = &a->s->model->params[j];
+	const struct mb_param *p = applied(a->s, k);
 	cl_event first = NULL;
 	int err;
 
@@ -654,25 +674,24 @@ static int apply_batch(struct apply *a, const struct mb_plan_group *g)
 	struct unit u = { .first = g->first, .end = g->end };
 	uint64_t lo = 0;
 	cl_event after = NULL;
-	size_t j;
+	size_t k;
 	int err;
 
 	if ((err = make_room(a)) ||
-	    (err = mb_ledger_alloc(s->ledger, 8 * g->gathered_numel, "apply.batch", &u.buf)))
+	    (err = mb_ledger_alloc(s->ledger, mb_plan_gathered_bytes(&s->plan, g->gathered_numel),
+				   "apply.batch", &u.buf)))
 		return err;
 	u.grad_src = u.mom_src = u.buf;
-	u.mom_base = g->gathered_numel;
+	u.mom_at = 4 * g->gathered_numel;
 	err = gather(a, g, u.buf, &u.computed);
-	for (j = g->first; j < g->end && !err; j++) {
-		if (!s->model->params[j].muon)
-			continue;
-		err = orthogonalize(a, j, u.buf, lo, u.buf, lo, &after);
+	for (k = g->first; k < g->end && !err; k++) {
+		err = orthogonalize(a, k, u.buf, lo, u.buf, lo, &after);
 		if (!err) {
 			if (u.computed)
 				clReleaseEvent(u.computed);
 			u.computed = after;
 		}
-		lo += mb_param_numel(&s->model->params[j]);
+		lo += mb_param_numel(applied(s, k));
 	}
 	if (err) {
 		drain(a, &u);
@@ -687,29 +706,27 @@ static int apply_subgroup(struct apply *a, const struct mb_plan_group *g)
 	uint64_t lo = 0, n;
 	cl_event gathered;
 	struct unit u;
-	size_t j;
+	size_t k;
 	int err;
 
-	if ((err = mb_ledger_alloc(s->ledger, 8 * g->gathered_numel, "apply.subgroup",
-				   &a->subgroup)) ||
+	if ((err = mb_ledger_alloc(s->ledger, mb_plan_gathered_bytes(&s->plan, g->gathered_numel),
+				   "apply.subgroup", &a->subgroup)) ||
 	    (err = gather(a, g, a->subgroup, &gathered)))
 		return err;
 	if (gathered)
 		clReleaseEvent(gathered);
-	for (j = g->first; j < g->end; j++) {
-		if (!s->model->params[j].muon)
-			continue;
-		n = mb_param_numel(&s->model->params[j]);
+	for (k = g->first; k < g->end; k++) {
+		n = mb_param_numel(applied(s, k));
 		memset(&u, 0, sizeof(u));
-		u.first = j;
-		u.end = j + 1;
+		u.first = k;
+		u.end = k + 1;
 		if ((err = make_room(a)) ||
 		    (err = mb_ledger_alloc(s->ledger, 4 * n, "apply.update", &u.buf)))
 			return err;
 		u.grad_src = u.buf;
 		u.mom_src = a->subgroup;
-		u.mom_base = g->gathered_numel + lo;
-		if ((err = orthogonalize(a, j, a->subgroup, lo, u.buf, 0, &u.computed))) {
+		u.mom_at = 4 * g->gathered_numel + s->plan.momentum_bytes * lo;
+		if ((err = orthogonalize(a, k, a->subgroup, lo, u.buf, 0, &u.computed))) {
 			drain(a, &u);
 			return err;
 		}
@@ -733,7 +750,7 @@ static void explain(const struct mb_state *s, size_t gi)
 
 	/* an overlapped writeback that fails here may be the previous unit's: the
 	 * message names the parameter it was copying */
-	mb_fmt_bytes_iec(size, sizeof(size), 8 * g->gathered_numel);
+	mb_fmt_bytes_iec(size, sizeof(size), mb_plan_gathered_bytes(&s->plan, g->gathered_numel));
 	if (s->set.plan.stage == 3)
 		mb_err_prefix("sub-group %zu of %zu (%zu matrices, %s gathered%s)", gi + 1,
 			      s->plan.ngroups, g->matrices, size,
@@ -893,9 +910,19 @@ int mb_state_reload(struct mb_state *s)
 	return err;
 }
 
-uint64_t mb_state_checksum(const struct mb_state *s)
+uint64_t mb_state_checksum(struct mb_state *s)
 {
-	return mb_hostbuf_checksum(&s->master, mb_hostbuf_checksum(&s->momentum, 0));
+	const struct mb_model *m = s->model;
+	size_t i, n = 0;
+
+	/* the momentum in model order, whatever its layout: the same state, the same sum */
+	for (i = 0; i < m->nparams; i++)
+		if (m->params[i].muon)
+			s->spans[n++] =
+				(struct mb_span){ mb_hostbuf_at(&s->momentum, mom_byte(s, i), NULL),
+						  s->plan.momentum_bytes *
+							  mb_param_numel(&m->params[i]) };
+	return mb_hostbuf_checksum(&s->master, mb_checksum_spans(s->spans, n, 0));
 }
 
 uint64_t mb_state_pinned_bytes(const struct mb_state *s)

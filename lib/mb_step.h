@@ -87,7 +87,9 @@ struct mb_state {
 	struct mb_ledger *ledger;
 	struct mb_ns ns;
 	uint64_t *offset;	/* of each parameter in the flat grads and params */
-	uint64_t *state_offset; /* in the momentum (Muon) or the AdamW moments */
+	uint64_t *state_offset; /* in the momentum (Muon, in the apply order) or the AdamW moments
+				 */
+	struct mb_span *spans;	/* room for the checksum's */
 	struct mb_hostbuf master, grads, momentum, adam_m, adam_v, staging;
 	cl_mem params; /* resident bf16 */
 	uint64_t steps_done;
@@ -111,8 +113,8 @@ int mb_step(struct mb_state *s, struct mb_step_times *t);
  */
 int mb_state_reload(struct mb_state *s);
 
-/* The checksum of the momentum and the master params. */
-uint64_t mb_state_checksum(const struct mb_state *s);
+/* The checksum of the momentum (in model order, whatever its layout) and the master params. */
+uint64_t mb_state_checksum(struct mb_state *s);
 
 /* Pinned host bytes now. */
 uint64_t mb_state_pinned_bytes(const struct mb_state *s);

@@ -120,8 +120,14 @@ static void plan_cuts_between_parameters(void **state)
 			n = mb_plan_host_cuts(&p, &micro, b, limit, cuts);
 			assert_int_equal(n, mb_plan_host_cuts(&p, &micro, b, limit, NULL));
 			assert_int_equal(cuts[n - 1], p.host_bytes[b]);
-			for (i = 0, c = 0; i < micro.nparams; i++) {
-				uint64_t k = piece(&p, b, i);
+			/* the momentum is laid out in the apply order, the rest in model order */
+			size_t end = b == MB_HOST_MOMENTUM ? p.norder : micro.nparams, j;
+
+			for (j = 0, c = 0; j < end; j++) {
+				uint64_t k;
+
+				i = b == MB_HOST_MOMENTUM ? p.order[j] : j;
+				k = piece(&p, b, i);
 
 				if (!k)
 					continue;

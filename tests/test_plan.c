@@ -72,6 +72,7 @@ static void batches_by_hand(void **state)
 
 	(void)state;
 	s.gather_budget_bytes = 2 << 20;
+	s.order = MB_ORDER_MODEL;
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
 	assert_int_equal(p.ngroups, 8);
 	for (i = 0; i < 8; i++)
@@ -91,6 +92,41 @@ static void batches_by_hand(void **state)
 	mb_plan_release(&p);
 }
 
+/*
+ * The same by shape, largest first (DeepSpeed's order): gate0 up0 gate1 up1
+ * (768 x 256), down0 down1 (256 x 768), q0 o0 q1 o1 (256 x 256), k0 v0 k1
+ * v1 (128 x 256). Greedy under 262144 elements: {gate0} | {up0} | {gate1} |
+ * {up1} | {down0} | {down1 q0} | {o0 q1 o1 k0 v0} | {k1 v1}.
+ */
+static void batches_by_shape(void **state)
+{
+	static const uint64_t elems[] = { 196608, 196608, 196608, 196608,
+					  196608, 262144, 262144, 65536 };
+	static const size_t matrices[] = { 1, 1, 1, 1, 1, 2, 5, 2 };
+	struct mb_plan_settings s = settings(2);
+	struct mb_plan p;
+	size_t i;
+
+	(void)state;
+	s.gather_budget_bytes = 2 << 20;
+	assert_int_equal(s.order, MB_ORDER_SHAPE); /* the default */
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
+	assert_int_equal(p.ngroups, 8);
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(p.groups[i].gathered_numel, elems[i]);
+		assert_int_equal(p.groups[i].matrices, matrices[i]);
+	}
+	assert_non_null(strstr(tiny.params[p.order[0]].name, "layers.0.mlp.gate_proj"));
+	assert_non_null(strstr(tiny.params[p.order[3]].name, "layers.1.mlp.up_proj"));
+	assert_non_null(strstr(tiny.params[p.order[5]].name, "layers.1.mlp.down_proj"));
+	assert_non_null(strstr(tiny.params[p.order[13]].name, "layers.1.self_attn.v_proj"));
+	/* the same matrices, bytes and FLOPs as in model order: only the grouping moves */
+	assert_int_equal(p.matrices, 14);
+	assert_int_equal(p.apply_bytes_sync, 8 * 262144);
+	assert_int_equal(p.apply_bytes_overlap, 8 * (262144 + 262144));
+	mb_plan_release(&p);
+}
+
 /* Every Muon matrix lands in exactly one batch, in order, and batching is greedy. */
 static void batches_cover_qwen3_4b(void **state)
 {
@@ -105,17 +141,25 @@ static void batches_cover_qwen3_4b(void **state)
 	for (g = 0; g < p.ngroups; g++) {
 		uint64_t n = 0;
 
-		for (i = p.groups[g].first; i < p.groups[g].end; i++)
-			if (m.params[i].muon) {
-				n += mb_param_numel(&m.params[i]);
-				seen++;
-			}
+		for (i = p.groups[g].first; i < p.groups[g].end; i++) {
+			const struct mb_param *q = &m.params[p.order[i]];
+
+			assert_true(q->muon);
+			/* by shape, largest first */
+			if (i)
+				assert_true(m.params[p.order[i - 1]].rows > q->rows ||
+					    (m.params[p.order[i - 1]].rows == q->rows &&
+					     m.params[p.order[i - 1]].cols >= q->cols));
+			n += mb_param_numel(q);
+			seen++;
+		}
 		assert_int_equal(n, p.groups[g].gathered_numel);
 		assert_true(8 * n <= s.gather_budget_bytes);
 		if (g + 1 < p.ngroups) {
-			assert_int_equal(p.groups[g].end <= p.groups[g + 1].first, 1);
+			assert_int_equal(p.groups[g].end, p.groups[g + 1].first);
 			/* the next batch's first matrix did not fit */
-			assert_true(8 * (n + mb_param_numel(&m.params[p.groups[g + 1].first])) >
+			assert_true(8 * (n + mb_param_numel(
+						     &m.params[p.order[p.groups[g + 1].first]])) >
 				    s.gather_budget_bytes);
 		}
 	}
@@ -162,6 +206,7 @@ static void sub_groups_by_hand(void **state)
 
 	(void)state;
 	s.sub_group_size = 300000;
+	s.order = MB_ORDER_MODEL;
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
 	assert_int_equal(p.ngroups, 4);
 	for (i = 0; i < 4; i++)
@@ -169,12 +214,26 @@ static void sub_groups_by_hand(void **state)
 	assert_int_equal(p.groups[0].matrices, 5);
 	assert_int_equal(p.groups[1].matrices, 2);
 	/* the last sub-group ends at the last Muon matrix, before the norms */
-	assert_string_equal(tiny.params[p.groups[3].end - 1].name,
+	assert_string_equal(tiny.params[p.order[p.groups[3].end - 1]].name,
 			    "model.layers.1.mlp.down_proj.weight");
 	/* sub-group + one update buffer of the largest matrix (196608) */
 	assert_int_equal(p.apply_bytes_sync, 8 * 393216 + 4 * 196608);
 	/* overlapped: two adjacent updates alive, up0 + down0 */
 	assert_int_equal(p.apply_bytes_overlap, 8 * 393216 + 4 * 393216);
+	mb_plan_release(&p);
+
+	/*
+	 * By shape (the default): {gate0 up0} | {gate1 up1} | {down0 down1}
+	 * 393216 each | {q0 o0 q1 o1 k0 v0} 327680 | {k1 v1} 65536.
+	 */
+	s.order = MB_ORDER_SHAPE;
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
+	assert_int_equal(p.ngroups, 5);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(p.groups[i].gathered_numel, 393216);
+	assert_int_equal(p.groups[3].gathered_numel, 327680);
+	assert_int_equal(p.groups[3].matrices, 6);
+	assert_int_equal(p.groups[4].gathered_numel, 65536);
 	mb_plan_release(&p);
 
 	/* the default 1e9 holds the whole tiny model in one sub-group */
@@ -209,7 +268,7 @@ static void ranks_share_the_model(void **state)
 			assert_int_equal(p[0].matrices, 14);
 			assert_int_equal(p[0].resident_bytes, 2 * p[0].local_numel);
 		} else {
-			/* the Muon range splits at 786432: layer 0 to rank 0 */
+			/* the Muon range splits at 786432: gate and up to rank 0 */
 			assert_int_equal(p[0].matrices + p[1].matrices, 14);
 			assert_int_equal(p[0].resident_bytes, 2 * tiny.numel_total);
 		}
@@ -238,6 +297,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ns_cost),
 		cmocka_unit_test(batches_by_hand),
+		cmocka_unit_test(batches_by_shape),
 		cmocka_unit_test(batches_cover_qwen3_4b),
 		cmocka_unit_test(budget_below_largest_matrix),
 		cmocka_unit_test(sub_groups_by_hand),

@@ -17,6 +17,7 @@
 
 #include "mb_config.h"
 #include "mb_err.h"
+#include "mb_hostopt.h"
 #include "mb_rng.h"
 #include "mb_run.h"
 
@@ -154,6 +155,134 @@ static void every_stage_and_variant_agree(void **state)
 			if (!mb_variant_overlaps((enum mb_variant)v))
 				assert_true(r->phase.d2h_hidden_s < 0.05 * r->phase.d2h_s);
 		}
+	free(r);
+}
+
+/* bf16 to fp32, exactly. */
+static float from_bf16(uint16_t h)
+{
+	uint32_t bits = (uint32_t)h << 16;
+	float x;
+
+	memcpy(&x, &bits, sizeof(x));
+	return x;
+}
+
+/*
+ * The momentum in bf16 (ZeRO-3's default): fp32 math, the momentum stored
+ * rounded to nearest even, the Nesterov update from the stored value; the
+ * update is then right to float precision, and every variant agrees.
+ */
+static void bf16_momentum(void **state)
+{
+	struct mb_run_settings s = settings(3, MB_BOTH);
+	struct mb_run_result *r = malloc(sizeof(*r));
+	const struct mb_optim o = MB_OPTIM_DEFAULTS;
+	struct mb_step_times t;
+	struct mb_ledger ledger;
+	struct mb_state st;
+	uint64_t fp32_sum, bf16_sum = 0;
+	unsigned stage;
+	size_t i;
+	int v;
+
+	(void)state;
+	s.step.plan.momentum_dtype = MB_MOM_BF16;
+	mb_ledger_init(&ledger, &cl, 0);
+	assert_int_equal(mb_state_init(&st, &micro, &s.step, &cl, &ledger), 0);
+	assert_int_equal(st.momentum.bytes, 2 * micro.numel_muon);
+	float *p0 = malloc(4 * micro.numel_total);
+	memcpy(p0, st.master.ptr, 4 * micro.numel_total);
+	assert_int_equal(mb_step(&st, &t), 0);
+	for (i = 0; i < micro.nparams; i++) {
+		const struct mb_param *p = &micro.params[i];
+		uint64_t off = st.offset[i], n = mb_param_numel(p), k;
+		const uint16_t *mom;
+		float *u;
+		double *ns, diff = 0, norm = 0;
+
+		if (!p->muon)
+			continue;
+		mom = mb_hostbuf_at(&st.momentum, 2 * st.state_offset[i], NULL);
+		u = malloc(4 * n);
+		ns = malloc(8 * n);
+		for (k = 0; k < n; k++) {
+			float g = 1e-3f * mb_uniform(5, 1, off + k);
+			uint16_t h = mb_bf16((1.0f - o.muon_beta) * g); /* from a zero momentum */
+
+			assert_int_equal(mom[k], h);
+			u[k] = (1.0f - o.muon_beta) * g + o.muon_beta * from_bf16(h);
+		}
+		assert_int_equal(mb_ns_reference(u, p->rows, p->cols, ns), 0);
+		for (k = 0; k < n; k++) {
+			double want = p0[off + k] - (double)o.muon_lr * ns[k];
+			double d = ((float *)st.master.ptr)[off + k] - want;
+
+			diff += d * d;
+			norm += (double)o.muon_lr * ns[k] * o.muon_lr * ns[k];
+		}
+		if (!(sqrt(diff / norm) < 1e-4))
+			fail_msg("'%s': update off by %g", p->name, sqrt(diff / norm));
+		free(u);
+		free(ns);
+	}
+	free(p0);
+	mb_state_release(&st);
+	mb_ledger_release(&ledger);
+
+	/* every stage and variant with bf16 ends in one state, not fp32's */
+	s = settings(2, MB_MASTER);
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	fp32_sum = r->checksum;
+	for (stage = 1; stage <= 3; stage++)
+		for (v = 0; v < MB_NVARIANTS; v++) {
+			s = settings(stage, (enum mb_variant)v);
+			s.step.plan.momentum_dtype = MB_MOM_BF16;
+			assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+			if (!bf16_sum)
+				bf16_sum = r->checksum;
+			assert_true(r->checksum == bf16_sum);
+			assert_int_equal(r->own_peak_step_bytes, r->plan_peak_step_bytes);
+			/* half the momentum's pinned bytes */
+			if (mb_variant_pins((enum mb_variant)v))
+				assert_int_equal(r->pinned_host_bytes,
+						 4 * micro.numel_total + 2 * micro.numel_total +
+							 2 * micro.numel_muon);
+		}
+	assert_true(bf16_sum != fp32_sum);
+	free(r);
+}
+
+/* The apply order changes the batches, not the math: the same state either way. */
+static void param_order_changes_nothing_but_the_batches(void **state)
+{
+	struct mb_run_result *r = malloc(sizeof(*r));
+	unsigned stage;
+
+	(void)state;
+	for (stage = 2; stage <= 3; stage++) {
+		struct mb_run_settings s = settings(stage, MB_BOTH);
+		uint64_t want;
+
+		assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+		want = r->checksum;
+		s.step.plan.order = MB_ORDER_MODEL;
+		assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+		assert_true(r->checksum == want);
+		assert_int_equal(r->own_peak_step_bytes, r->plan_peak_step_bytes);
+		/* and the batches did differ: the first applied matrix is another */
+		{
+			struct mb_plan a, b;
+
+			s.step.plan.order = MB_ORDER_SHAPE;
+			assert_int_equal(mb_plan_build(&a, &micro, &s.step.plan), 0);
+			s.step.plan.order = MB_ORDER_MODEL;
+			assert_int_equal(mb_plan_build(&b, &micro, &s.step.plan), 0);
+			assert_true(a.order[0] != b.order[0]);
+			mb_plan_release(&a);
+			mb_plan_release(&b);
+		}
+	}
 	free(r);
 }
 
@@ -393,6 +522,8 @@ int main(void)
 		cmocka_unit_test(one_step_is_muon_and_adamw),
 		cmocka_unit_test(every_stage_and_variant_agree),
 		cmocka_unit_test(knobs_do_not_change_the_math),
+		cmocka_unit_test(bf16_momentum),
+		cmocka_unit_test(param_order_changes_nothing_but_the_batches),
 		cmocka_unit_test(reload_changes_nothing_but_the_pin),
 		cmocka_unit_test(pinned_chunks_change_nothing),
 		cmocka_unit_test(steps_allocate_nothing),
