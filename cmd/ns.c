@@ -161,7 +161,9 @@ int mb_cmd_ns(const struct mb_args *args)
 	if ((err = mb_setup_device(args, &cl)))
 		return err;
 	mb_ledger_init(&ledger, &cl, args->device_mem_limit);
-	if (!(err = mb_ns_init(&ns, &cl, &ledger)) && !(err = mb_ns_reserve(&ns, rows, cols, n))) {
+	err = mb_ns_init(&ns, &cl, &ledger);
+	ns.method = MB_NS_STANDARD; /* as before, for now */
+	if (!err && !(err = mb_ns_reserve(&ns, rows, cols, n))) {
 		if (!strcmp(args->format, "md"))
 			print_header(&cl, &host, &s);
 		err = bench_all(&ns, &s, shapes, n, args->format);

@@ -241,6 +241,8 @@ static int reserve_shapes(struct mb_state *s)
 			rows[n] = m->params[i].rows;
 			cols[n++] = m->params[i].cols;
 		}
+	/* the standard method until the settings carry one, as mb_plan's count does */
+	s->ns.method = MB_NS_STANDARD;
 	err = mb_ns_reserve(&s->ns, rows, cols, n);
 	free(rows);
 	return err;
