@@ -61,7 +61,8 @@ static int timed(const struct bench *b, bool gemms_only, double *seconds)
 						       b->out, i * b->numel, f, l);
 	}
 	if (!err && !(err = finish(b))) {
-		snprintf(what, sizeof(what), "%s%llux%llu", gemms_only ? "the GEMMs alone of " : "",
+		snprintf(what, sizeof(what), "%s%s on %llux%llu",
+			 gemms_only ? "the GEMMs alone of " : "", mb_ns_method_names[b->ns->method],
 			 (unsigned long long)b->rows, (unsigned long long)b->cols);
 		(void)mb_cl_event_interval(b->ns->cl, first, last, what, seconds);
 	}
