@@ -83,9 +83,9 @@ struct mb_ns {
 	struct mb_ledger *ledger;
 	/*
 	 * The method of every call: MB_NS_GRAM after mb_ns_init (DeepSpeed's
-	 * default); set it before mb_ns_reserve. A change later needs a
-	 * reserve again: a call whose method's workspace was not reserved is
-	 * refused.
+	 * default); set it before mb_ns_reserve. After a change, reserve
+	 * again: a call whose method needs more workspace than was reserved
+	 * (gram's, after a reserve for standard) is refused.
 	 */
 	enum mb_ns_method method;
 	cl_kernel momentum, sumsq, finish, load, store, stamp, diagonal;
