@@ -1,5 +1,6 @@
 /*
- * ns: Newton-Schulz on the device, per shape, next to its own GEMM calls
+ * ns: Newton-Schulz on the device, per shape and method (both, side by
+ * side, unless --ns-method names one), next to its own GEMM calls
  * (mb_nsbench), as a Markdown table; with --verify, against float64.
  */
 #include <math.h>
@@ -13,8 +14,9 @@
 #include "print.h"
 #include "setup.h"
 
-#define SHAPES_MAX	 32
-#define VERIFY_TOLERANCE 1e-4
+#define SHAPES_MAX	  32
+#define VERIFY_TOLERANCE  1e-4
+#define NS_FORMAT_VERSION 2 /* 2: ns_method and ns_flops */
 
 static void print_header(const struct mb_cl *cl, const struct mb_host *host,
 			 const struct mb_nsbench_settings *s)
@@ -25,13 +27,15 @@ static void print_header(const struct mb_cl *cl, const struct mb_host *host,
 	       "%s (%s: %s).\n",
 	       host->name, host->cpu_model, host->cpus, host->mems, host->binding, cl->tuning,
 	       cl->tuning_match, cl->tuning_why);
-	printf("%u timed runs of %u matrix(es) per shape after a warm-up; medians with min-max "
-	       "of the device's time, from a run's first command's start to its last one's end "
-	       "(profiling events).\n\n",
+	printf("%u timed runs of %u matrix(es) per shape and method after a warm-up; medians "
+	       "with min-max of the device's time, from a run's first command's start to its last "
+	       "one's end (profiling events).\n",
 	       s->reps, s->batch);
-	printf("| shape | NS (ms) | NS min-max (ms) | NS GFLOP/s | GEMMs alone (ms) | "
-	       "GEMMs GFLOP/s | NS / GEMMs | rel. error vs float64 |\n");
-	printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+	printf("FLOP per m x n matrix (m <= n), 2mnk per GEMM: standard 5 (4m²n + 2m³); gram "
+	       "8m²n + 28m³ where m < n (on a square matrix it runs the standard iteration).\n\n");
+	printf("| shape | method | FLOP per matrix | NS (ms) | NS min-max (ms) | NS GFLOP/s | "
+	       "GEMMs alone (ms) | GEMMs GFLOP/s | NS / GEMMs | rel. error vs float64 |\n");
+	printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 }
 
 /* V with DECIMALS decimals into BUF, or "n/a" where V is NaN (no time from the driver). */
@@ -45,12 +49,14 @@ static const char *figure(char *buf, size_t len, int decimals, double v)
 
 static void print_md_row(const struct mb_nsbench_result *r)
 {
-	char err[32] = "not checked", a[32], b[32], c[32], d[32], e[32], f[32], g[32];
+	char err[32] = "not checked", a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32];
 
 	if (!isnan(r->rel_err))
 		snprintf(err, sizeof(err), "%.2e", r->rel_err);
-	printf("| %llux%llu | %s | %s-%s | %s | %s | %s | %s | %s |\n", (unsigned long long)r->rows,
-	       (unsigned long long)r->cols, figure(a, sizeof(a), 2, 1e3 * r->ns_s.median),
+	printf("| %llux%llu | %s | %s | %s | %s-%s | %s | %s | %s | %s | %s |\n",
+	       (unsigned long long)r->rows, (unsigned long long)r->cols,
+	       mb_ns_method_names[r->method], mb_fmt_count(h, sizeof(h), r->flops),
+	       figure(a, sizeof(a), 2, 1e3 * r->ns_s.median),
 	       figure(b, sizeof(b), 2, 1e3 * r->ns_s.min),
 	       figure(c, sizeof(c), 2, 1e3 * r->ns_s.max), figure(d, sizeof(d), 1, r->gflops),
 	       figure(e, sizeof(e), 2, 1e3 * r->gemm_s.median),
@@ -59,9 +65,9 @@ static void print_md_row(const struct mb_nsbench_result *r)
 	fflush(stdout);
 }
 
-#define NFIELDS 18
+#define NFIELDS 20
 
-/* A shape's figures as one record (ns --format csv or json). */
+/* A shape's figures under one method as one record (ns --format csv or json). */
 static void print_record(const struct mb_cl *cl, const struct mb_nsbench_settings *s,
 			 const struct mb_nsbench_result *r, bool json, bool first)
 {
@@ -71,7 +77,7 @@ static void print_record(const struct mb_cl *cl, const struct mb_nsbench_setting
 #define T(k, v) f[n++] = MB_FIELD_T(k, v)
 #define U(k, v) f[n++] = MB_FIELD_N(k, v)
 #define F(k, v) f[n++] = MB_FIELD_F(k, v)
-	U("ns_format_version", 1);
+	U("ns_format_version", NS_FORMAT_VERSION);
 	T("platform", cl->info.platform_name);
 	T("device", cl->info.name);
 	T("driver", cl->info.driver);
@@ -79,6 +85,8 @@ static void print_record(const struct mb_cl *cl, const struct mb_nsbench_setting
 	T("tuning_match", cl->tuning_match);
 	U("rows", r->rows);
 	U("cols", r->cols);
+	T("ns_method", mb_ns_method_names[r->method]);
+	U("ns_flops", r->flops);
 	U("batch", s->batch);
 	U("reps", s->reps);
 	F("ns_median_s", r->ns_s.median);
@@ -92,46 +100,77 @@ static void print_record(const struct mb_cl *cl, const struct mb_nsbench_setting
 #undef T
 #undef U
 #undef F
-	_Static_assert(NFIELDS == 18, "one slot a field");
+	_Static_assert(NFIELDS == 20, "one slot a field");
 	mb_print_record(f, n, json, first);
 	fflush(stdout);
 }
 
+/* What a bench of one shape and method found wrong, into FAILED unless it holds something. */
+static void check_result(const struct mb_nsbench_settings *s, const struct mb_nsbench_result *r,
+			 char *failed, size_t len, size_t *untimed)
+{
+	const char *method = mb_ns_method_names[r->method];
+
+	if (s->verify && !(r->rel_err <= VERIFY_TOLERANCE) && !failed[0])
+		snprintf(failed, len,
+			 "--verify: %s on %llux%llu is off by %.2e (relative Frobenius error), "
+			 "above %.0e",
+			 method, (unsigned long long)r->rows, (unsigned long long)r->cols,
+			 r->rel_err, VERIFY_TOLERANCE);
+	if (r->no_time[0] && !(*untimed)++ && !failed[0])
+		snprintf(failed, len, "%s on %llux%llu: no device time, its figures are n/a: %s",
+			 method, (unsigned long long)r->rows, (unsigned long long)r->cols,
+			 r->no_time);
+}
+
+/* Each shape under each of the NMETHODS METHODS, in that order; a row each. */
 static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
-		     const struct mb_shape *shapes, size_t n, const char *format)
+		     const struct mb_shape *shapes, size_t n, const enum mb_ns_method *methods,
+		     size_t nmethods, const char *format)
 {
 	bool md = !strcmp(format, "md"), json = !strcmp(format, "json");
 	struct mb_nsbench_result r;
-	char failed[1280] = ""; /* the first shape's failure: later shapes record errors too */
-	size_t i, untimed = 0;
+	char failed[1280] = ""; /* the first failure: later rows record errors too */
+	size_t i, k, rows = 0, untimed = 0;
 	int err = 0;
 
 	for (i = 0; i < n && !err; i++) {
-		if ((err = mb_nsbench_run(ns, s, shapes[i].rows, shapes[i].cols, (unsigned)i, &r)))
-			break;
-		if (md)
-			print_md_row(&r);
-		else
-			print_record(ns->cl, s, &r, json, !i);
-		if (s->verify && !(r.rel_err <= VERIFY_TOLERANCE) && !failed[0])
-			snprintf(failed, sizeof(failed),
-				 "--verify: %llux%llu is off by %.2e (relative Frobenius error), "
-				 "above %.0e",
-				 (unsigned long long)r.rows, (unsigned long long)r.cols, r.rel_err,
-				 VERIFY_TOLERANCE);
-		if (r.no_time[0] && !untimed++ && !failed[0])
-			snprintf(failed, sizeof(failed),
-				 "%llux%llu: no device time, its figures are n/a: %s",
-				 (unsigned long long)r.rows, (unsigned long long)r.cols, r.no_time);
+		for (k = 0; k < nmethods && !err; k++) {
+			ns->method = methods[k];
+			/* the same stream for each method: the same matrices */
+			if ((err = mb_nsbench_run(ns, s, shapes[i].rows, shapes[i].cols,
+						  (unsigned)i, &r)))
+				break;
+			if (md)
+				print_md_row(&r);
+			else
+				print_record(ns->cl, s, &r, json, !rows);
+			rows++;
+			check_result(s, &r, failed, sizeof(failed), &untimed);
+		}
 	}
 	if (!md)
-		mb_print_records_end(json, i > 0);
+		mb_print_records_end(json, rows > 0);
 	if (err)
 		return err;
 	if (untimed > 1)
-		fprintf(stderr, "muonbench: ns: %zu of %zu shapes have no device time\n", untimed,
-			n);
+		fprintf(stderr, "muonbench: ns: %zu of %zu rows have no device time\n", untimed,
+			n * nmethods);
 	return failed[0] ? mb_fail("%s", failed) : 0;
+}
+
+/* The methods to time: the one --ns-method names, else all, in the order of their enum. */
+static size_t methods_of(const struct mb_args *args, enum mb_ns_method *methods)
+{
+	size_t n = 0;
+	int k;
+
+	if (mb_args_given(args, "ns-method") &&
+	    mb_ns_method_from_name(args->ns_method, &methods[0]))
+		return 1;
+	for (k = 0; k < MB_NS_NMETHODS; k++)
+		methods[n++] = (enum mb_ns_method)k;
+	return n;
 }
 
 int mb_cmd_ns(const struct mb_args *args)
@@ -141,12 +180,13 @@ int mb_cmd_ns(const struct mb_args *args)
 					 .verify = args->verify,
 					 .seed = args->seed };
 	uint64_t rows[SHAPES_MAX], cols[SHAPES_MAX];
+	enum mb_ns_method methods[MB_NS_NMETHODS];
 	struct mb_shape shapes[SHAPES_MAX];
 	struct mb_host host;
 	struct mb_ledger ledger;
 	struct mb_ns ns;
 	struct mb_cl cl;
-	size_t n, i;
+	size_t n, i, nmethods = methods_of(args, methods);
 	int err;
 
 	if ((err = mb_parse_shapes("--shape", args->shapes ? args->shapes : MB_NS_DEFAULT_SHAPES,
@@ -161,10 +201,16 @@ int mb_cmd_ns(const struct mb_args *args)
 	if ((err = mb_setup_device(args, &cl)))
 		return err;
 	mb_ledger_init(&ledger, &cl, args->device_mem_limit);
-	if (!(err = mb_ns_init(&ns, &cl, &ledger)) && !(err = mb_ns_reserve(&ns, rows, cols, n))) {
+	err = mb_ns_init(&ns, &cl, &ledger);
+	/* one workspace, reserved for every method timed */
+	for (i = 0; i < nmethods && !err; i++) {
+		ns.method = methods[i];
+		err = mb_ns_reserve(&ns, rows, cols, n);
+	}
+	if (!err) {
 		if (!strcmp(args->format, "md"))
 			print_header(&cl, &host, &s);
-		err = bench_all(&ns, &s, shapes, n, args->format);
+		err = bench_all(&ns, &s, shapes, n, methods, nmethods, args->format);
 	}
 	mb_ns_release(&ns);
 	mb_ledger_release(&ledger);

@@ -121,6 +121,12 @@ static const struct option options[] = {
 	{ "shape", "RxC,...", TEXT, AT(shapes), NULL, 0, 0, NULL, ON(MB_CMD_NS) | ON(MB_CMD_TUNE),
 	  "matrix shapes to orthogonalize (default: ns " MB_NS_DEFAULT_SHAPES
 	  "; tune the model's)" },
+	{ "ns-method", "gram|standard", CHOICE, AT(ns_method), "gram", 0, 0, "gram|standard",
+	  MODEL_CMDS | ON(MB_CMD_NS),
+	  "Newton-Schulz: DeepSpeed's default, on the Gram matrix with a restart at iteration "
+	  "2 (zeropower_via_gram_newtonschulz, original_muon.py; the standard iteration on "
+	  "square matrices), or the standard quintic (zeropower_via_newtonschulz5); ns times "
+	  "both unless it is given" },
 	{ "batch", "N", COUNT, AT(batch), "1", 1, 1u << 16, NULL, ON(MB_CMD_NS),
 	  "matrices of each shape in one timed run" },
 	{ "reps", "N", COUNT, AT(reps), "5", 1, 1u << 16, NULL,
@@ -129,8 +135,8 @@ static const struct option options[] = {
 	{ "sizes", "LIST", TEXT, AT(sizes), "4Ki..1Gi", 0, 0, NULL, ON(MB_CMD_BANDWIDTH),
 	  "copy sizes: sizes and doubling ranges A..B, comma-separated (4Ki..1Mi,256Mi)" },
 	{ "verify", NULL, FLAG, AT(verify), NULL, 0, 0, NULL, ON(MB_CMD_NS),
-	  "compare each result with a float64 host reference; fail above 1e-4 relative "
-	  "Frobenius error" },
+	  "compare each result with a float64 host reference of the same method; fail above "
+	  "1e-4 relative Frobenius error" },
 	{ "tuning", "off|auto|FILE", TEXT, AT(tuning), "auto", 0, 0, NULL, DEVICE_CMDS,
 	  "CLBlast's kernel parameters: auto applies the tuning made for this device (from "
 	  "muonbench tune, else shipped), else one of the same platform, driver and "
@@ -259,8 +265,11 @@ static const struct command commands[MB_NCOMMANDS] = {
 			"the median time over the reps with its min and max (device time "
 			"from the commands' own events, after a warm-up that covers kernel "
 			"compilation), "
-			"GFLOP/s counted as 5 (4m²n + 2m³), the time of the same GEMM calls "
-			"alone in the same run, and the ratio of the two." },
+			"GFLOP/s counted as 5 (4m²n + 2m³) for the standard method and 8m²n + "
+			"28m³ for the Gram method (m x n, m <= n; on a square matrix the Gram "
+			"method runs the standard iteration), the time of the same GEMM calls "
+			"alone in the same run, and the ratio of the two; for each shape, "
+			"both methods on the same matrices unless --ns-method names one." },
 };
 
 const char *mb_command_name(enum mb_command c)

@@ -65,7 +65,8 @@ struct mb_args {
 
 	const char *sizes; /* bandwidth */
 
-	const char *shapes; /* ns */
+	const char *shapes;    /* ns */
+	const char *ns_method; /* ns: gram|standard; NULL: both */
 	uint64_t batch, reps;
 	bool verify;
 

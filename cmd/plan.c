@@ -80,14 +80,14 @@ static void print_csv(const struct mb_model *m, const struct mb_plan *p, const s
 {
 	size_t i;
 
-	printf("model,source,param_order");
+	printf("model,source,param_order,ns_method");
 	for (i = 0; i < n; i++)
 		printf(",%s", f[i].key);
 	printf("\n");
 	mb_print_csv_text(m->name);
 	putchar(',');
 	mb_print_csv_text(m->source);
-	printf(",%s", mb_param_order_names[p->set.order]);
+	printf(",%s,%s", mb_param_order_names[p->set.order], mb_ns_method_names[p->set.ns_method]);
 	for (i = 0; i < n; i++)
 		printf(",%" PRIu64, f[i].value);
 	printf("\n");
@@ -103,6 +103,7 @@ static void print_json(const struct mb_model *m, const struct mb_plan *p, const 
 	printf(",\n  \"source\": ");
 	mb_print_json_text(m->source);
 	printf(",\n  \"param_order\": \"%s\"", mb_param_order_names[p->set.order]);
+	printf(",\n  \"ns_method\": \"%s\"", mb_ns_method_names[p->set.ns_method]);
 	for (i = 0; i < n; i++)
 		printf(",\n  \"%s\": %" PRIu64, f[i].key, f[i].value);
 	printf(",\n  \"apply_order\": [");
@@ -264,10 +265,12 @@ static void md_step(const struct mb_plan *p)
 	md_bytes_row("params back (bf16)", " H2D |", p->params_h2d_bytes);
 	md_bytes_row("all", " H2D |", p->apply_h2d_bytes + p->params_h2d_bytes);
 	md_bytes_row("all", " D2H |", p->bwd_d2h_bytes + p->apply_d2h_bytes);
-	printf("\nNewton-Schulz per step: %s FLOP (%s) over %zu matrices, counted as "
-	       "5 (4m²n + 2m³) for an m x n matrix with m <= n.\n",
-	       mb_fmt_count(a, sizeof(a), p->ns_flops), grouped(b, sizeof(b), p->ns_flops),
-	       p->matrices);
+	printf("\nNewton-Schulz per step (%s, --ns-method): %s FLOP (%s) over %zu matrices, "
+	       "counted as %s for an m x n matrix with m <= n.\n",
+	       mb_ns_method_names[p->set.ns_method], mb_fmt_count(a, sizeof(a), p->ns_flops),
+	       grouped(b, sizeof(b), p->ns_flops), p->matrices,
+	       p->set.ns_method == MB_NS_GRAM ? "8m²n + 28m³ (30m³, the standard's, when square)"
+					      : "5 (4m²n + 2m³)");
 }
 
 static void md_peak_row(const char *what, uint64_t sync, uint64_t overlap)

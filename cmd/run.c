@@ -57,9 +57,9 @@ struct grid {
 	double started_s;
 	unsigned long steps_total, steps_done;
 	unsigned cell_stage, cell_variant, cell_run;
-	/* of the first ok run with each momentum dtype: the math differs between them */
-	uint64_t checksum[MB_NMOM_DTYPES];
-	unsigned checked_dtype[MB_NMOM_DTYPES];
+	/* of the first ok run with each momentum dtype and method: the math differs between them */
+	uint64_t checksum[MB_NMOM_DTYPES][MB_NS_NMETHODS];
+	unsigned checked_math[MB_NMOM_DTYPES][MB_NS_NMETHODS];
 };
 
 /*
@@ -182,6 +182,8 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 		 mb_param_order_names[s->step.plan.order]);
 	snprintf(row->momentum_dtype, sizeof(row->momentum_dtype), "%s",
 		 mb_momentum_dtype_names[s->step.plan.momentum_dtype]);
+	snprintf(row->ns_method, sizeof(row->ns_method), "%s",
+		 mb_ns_method_names[s->step.plan.ns_method]);
 	row->pin_chunk_bytes = s->step.plan.pin_chunk_bytes;
 	row->seed = s->step.seed;
 	row->resume_at = s->resume_at;
@@ -259,11 +261,12 @@ static void clear_progress(const struct grid *g)
 static void check(struct grid *g, const struct mb_run_result *r)
 {
 	enum mb_momentum_dtype d = g->run.step.plan.momentum_dtype;
+	enum mb_ns_method ns = g->run.step.plan.ns_method;
 
-	if (!g->checked_dtype[d]++)
-		g->checksum[d] = r->checksum;
+	if (!g->checked_math[d][ns]++)
+		g->checksum[d][ns] = r->checksum;
 	g->checked++;
-	if (r->checksum != g->checksum[d])
+	if (r->checksum != g->checksum[d][ns])
 		g->mismatched++;
 	if (r->own_peak_step_bytes != r->plan_peak_step_bytes) {
 		fprintf(stderr,
@@ -517,21 +520,23 @@ static int verdict(const struct grid *g)
 {
 	/* after Markdown on stdout; with csv or json, stdout stays machine-read */
 	FILE *out = strcmp(g->args->format, "md") ? stderr : stdout;
-	int d;
+	int d, ns;
 
 	fprintf(out, "\nResults: %s\n", g->out);
 	fprintf(out, "CLBlast parameters: %s (%s: %s).\n", g->cl.tuning, g->cl.tuning_match,
 		g->cl.tuning_why);
 	for (d = 0; d < MB_NMOM_DTYPES; d++)
-		if (g->checked_dtype[d])
-			fprintf(out,
-				"Final state, %s momentum: %s over %u run%s (checksum %016llx); "
-				"step-phase peak %s the plan.\n",
-				mb_momentum_dtype_names[d],
-				g->mismatched ? "MISMATCH" : "bitwise identical",
-				g->checked_dtype[d], g->checked_dtype[d] == 1 ? "" : "s",
-				(unsigned long long)g->checksum[d],
-				g->mismatched ? "checked against" : "as predicted by");
+		for (ns = 0; ns < MB_NS_NMETHODS; ns++)
+			if (g->checked_math[d][ns])
+				fprintf(out,
+					"Final state, %s momentum, %s Newton-Schulz: %s over %u run%s "
+					"(checksum %016llx); step-phase peak %s the plan.\n",
+					mb_momentum_dtype_names[d], mb_ns_method_names[ns],
+					g->mismatched ? "MISMATCH" : "bitwise identical",
+					g->checked_math[d][ns],
+					g->checked_math[d][ns] == 1 ? "" : "s",
+					(unsigned long long)g->checksum[d][ns],
+					g->mismatched ? "checked against" : "as predicted by");
 	if (g->fallback) /* said here, so that a failure below is said too */
 		fprintf(stderr,
 			"muonbench: the results could not be written to '%s'; they are in '%s'\n",

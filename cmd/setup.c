@@ -31,6 +31,8 @@ void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct m
 	s->sub_group_size = args->sub_group_size;
 	s->pin_chunk_bytes = args->pin_chunk;
 	s->order = strcmp(args->param_order, "model") ? MB_ORDER_SHAPE : MB_ORDER_MODEL;
+	if (!mb_ns_method_from_name(args->ns_method, &s->ns_method)) /* a CHOICE: cannot fail */
+		s->ns_method = MB_NS_GRAM;
 	s->momentum_dtype = !strcmp(args->momentum_dtype, "auto") ? mb_momentum_dtype_default(stage)
 			    : !strcmp(args->momentum_dtype, "bf16") ? MB_MOM_BF16
 								    : MB_MOM_FP32;

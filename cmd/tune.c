@@ -104,10 +104,11 @@ static void timed_shapes(struct tune *t, const struct mb_shape *shapes, size_t n
 			continue;
 		}
 		for (low = 0, j = 1; j < 4; j++) /* else replace the one with the fewest */
-			if (mb_ns_flops(pick[j].rows, pick[j].cols) <
-			    mb_ns_flops(pick[low].rows, pick[low].cols))
+			if (mb_ns_flops(pick[j].rows, pick[j].cols, MB_NS_STANDARD) <
+			    mb_ns_flops(pick[low].rows, pick[low].cols, MB_NS_STANDARD))
 				low = j;
-		if (mb_ns_flops(s.rows, s.cols) > mb_ns_flops(pick[low].rows, pick[low].cols))
+		if (mb_ns_flops(s.rows, s.cols, MB_NS_STANDARD) >
+		    mb_ns_flops(pick[low].rows, pick[low].cols, MB_NS_STANDARD))
 			pick[low] = s;
 	}
 	for (i = 0; i < npick && used < sizeof(t->timed_shapes); i++)

@@ -2,7 +2,8 @@
  * Muon's device math around the GEMMs: the momentum and Nesterov update,
  * and the pieces of Newton-Schulz that are not matrix products (the
  * Frobenius norm, the normalizing load with its transpose, the scaled store
- * with the transpose back). The GEMMs themselves are CLBlast's.
+ * with the transpose back, the Gram method's a I). The GEMMs themselves are
+ * CLBlast's.
  *
  * Contraction of a*b + c into fma is off, so that every device computes the
  * momentum bit for bit as the host reference does.
@@ -99,6 +100,19 @@ __kernel void ns_store(__global const float *x, const ulong x_off, const ulong r
 	if (r >= rows || c >= cols)
 		return;
 	out[out_off + r * cols + c] = scale * (transpose ? x[x_off + c * n + r] : x[x_off + r * n + c]);
+}
+
+/*
+ * x[x_off + i m + i] += a for i < m: a I added to the m x m matrix there
+ * (the Gram method's Q = Z + a I). Work-items: m.
+ */
+__kernel void ns_add_diagonal(__global float *x, const ulong x_off, const ulong m, const float a)
+{
+	const ulong i = get_global_id(0);
+
+	if (i >= m)
+		return;
+	x[x_off + i * m + i] += a;
 }
 
 /*

@@ -71,6 +71,7 @@ static const struct column columns[] = {
 	COL(writeback_dep, TEXT),
 	COL(param_order, TEXT),
 	COL(momentum_dtype, TEXT),
+	COL(ns_method, TEXT),
 	COL(pin_chunk_bytes, U64),
 	COL(seed, U64),
 	COL(resume_at, U64),

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MB_CSV_FORMAT_VERSION 4
+#define MB_CSV_FORMAT_VERSION 5
 #define MB_CSV_STEPS_MAX      1000
 
 struct mb_csv_row {
@@ -36,7 +36,8 @@ struct mb_csv_row {
 	uint64_t run, runs, steps, measure_first, measure_last;
 	uint64_t gather_budget_bytes, sub_group_size_elems;
 	char pin_memory[4], writeback_dep[8];
-	char param_order[8], momentum_dtype[8]; /* shape|model, fp32|bf16 */
+	char param_order[8], momentum_dtype[8], ns_method[16]; /* shape|model, fp32|bf16,
+								  gram|standard */
 	uint64_t pin_chunk_bytes;
 	uint64_t seed, resume_at;
 	char fwd_bwd[4];

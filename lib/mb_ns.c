@@ -1,6 +1,6 @@
 /*
- * mb_ns: momentum and Newton-Schulz on the device (kernels/muon.cl and
- * CLBlast), and the float64 host reference of the same algorithm.
+ * mb_ns: momentum and Newton-Schulz by either method on the device
+ * (kernels/muon.cl and CLBlast), and the float64 host reference of each.
  */
 #include "mb_ns.h"
 
@@ -15,19 +15,50 @@
 
 #define SCRATCH_FLOATS (MB_NS_PARTIALS + 1) /* partial sums, then 1 / norm */
 
-uint64_t mb_ns_flops(uint64_t rows, uint64_t cols)
-{
-	unsigned __int128 m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
-	unsigned __int128 flops = MB_NS_ITERATIONS * (4 * m * m * n + 2 * m * m * m);
+/* mb_ns_flops's count of the Gram method and iterate_gram's schedule go together */
+_Static_assert(MB_NS_ITERATIONS == 5 && MB_NS_RESTART == 2,
+	       "recount the Gram method's FLOPs in mb_ns_flops");
 
+const char *const mb_ns_method_names[MB_NS_NMETHODS] = {
+	[MB_NS_GRAM] = "gram",
+	[MB_NS_STANDARD] = "standard",
+};
+
+bool mb_ns_method_from_name(const char *name, enum mb_ns_method *method)
+{
+	int i;
+
+	for (i = 0; i < MB_NS_NMETHODS; i++)
+		if (!strcmp(name, mb_ns_method_names[i])) {
+			*method = (enum mb_ns_method)i;
+			return true;
+		}
+	return false;
+}
+
+/* Whether METHOD runs the Gram iteration on ROWS x COLS: not on a square matrix. */
+static bool gram_iteration(enum mb_ns_method method, uint64_t rows, uint64_t cols)
+{
+	return method == MB_NS_GRAM && rows != cols;
+}
+
+uint64_t mb_ns_flops(uint64_t rows, uint64_t cols, enum mb_ns_method method)
+{
+	unsigned __int128 m = rows < cols ? rows : cols, n = rows < cols ? cols : rows, flops;
+
+	if (gram_iteration(method, rows, cols))
+		flops = 8 * m * m * n + 28 * m * m * m;
+	else
+		flops = MB_NS_ITERATIONS * (4 * m * m * n + 2 * m * m * m);
 	return flops > UINT64_MAX ? UINT64_MAX : (uint64_t)flops;
 }
 
-uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols)
+uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols, enum mb_ns_method method)
 {
 	uint64_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+	uint64_t squares = gram_iteration(method, rows, cols) ? 4 : 2;
 
-	return sizeof(float) * (2 * m * n + 2 * m * m + SCRATCH_FLOATS);
+	return sizeof(float) * (2 * m * n + squares * m * m + SCRATCH_FLOATS);
 }
 
 float mb_ns_scale(uint64_t rows, uint64_t cols)
@@ -35,22 +66,30 @@ float mb_ns_scale(uint64_t rows, uint64_t cols)
 	return (float)sqrt(fmax(1.0, (double)rows / (double)cols));
 }
 
-/* Where X, Y, A, B and the scratch sit in the workspace, in floats. */
+/*
+ * Where the matrices and the scratch sit in the workspace, in floats: X and
+ * Y (the next X), then the standard iteration's A and B, or the Gram
+ * iteration's R, Z, Q and P (the next Q, or RZ) in their place.
+ */
 struct layout {
-	uint64_t m, n, x, y, a, b, scratch;
+	bool gram; /* the Gram iteration */
+	uint64_t m, n, x, y, a, b, r, z, q, p, scratch;
 };
 
-static struct layout layout_of(uint64_t rows, uint64_t cols)
+static struct layout layout_of(uint64_t rows, uint64_t cols, enum mb_ns_method method)
 {
 	struct layout w;
 
+	w.gram = gram_iteration(method, rows, cols);
 	w.m = rows < cols ? rows : cols;
 	w.n = rows < cols ? cols : rows;
 	w.x = 0;
 	w.y = w.m * w.n;
-	w.a = 2 * w.m * w.n;
-	w.b = w.a + w.m * w.m;
-	w.scratch = w.b + w.m * w.m;
+	w.a = w.r = 2 * w.m * w.n;
+	w.b = w.z = w.a + w.m * w.m;
+	w.q = w.z + w.m * w.m;
+	w.p = w.q + w.m * w.m;
+	w.scratch = w.gram ? w.p + w.m * w.m : w.b + w.m * w.m;
 	return w;
 }
 
@@ -88,10 +127,12 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 	    (err = mb_cl_kernel(cl, "ns_load", &ns->load)) ||
 	    (err = mb_cl_kernel(cl, "ns_store", &ns->store)) ||
 	    (err = mb_cl_kernel(cl, "ns_stamp", &ns->stamp)) ||
+	    (err = mb_cl_kernel(cl, "ns_add_diagonal", &ns->diagonal)) ||
 	    (err = mb_cl_local_size(cl, ns->momentum, "muon_momentum", 1, &ns->momentum_local)) ||
 	    (err = mb_cl_local_size(cl, ns->sumsq, "sumsq_partial", 1, &ns->reduce_local)) ||
 	    (err = mb_cl_local_size(cl, ns->load, "ns_load", 2, ns->load_local)) ||
-	    (err = mb_cl_local_size(cl, ns->store, "ns_store", 2, ns->store_local)))
+	    (err = mb_cl_local_size(cl, ns->store, "ns_store", 2, ns->store_local)) ||
+	    (err = mb_cl_local_size(cl, ns->diagonal, "ns_add_diagonal", 1, &ns->diagonal_local)))
 		goto out_release;
 	return 0;
 
@@ -138,10 +179,11 @@ int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, 
 	struct layout w;
 	int err;
 
+	/* both methods' GEMMs are of these three shapes */
 	for (i = 0; i < n; i++) {
-		w = layout_of(rows[i], cols[i]);
-		if (mb_ns_workspace_bytes(rows[i], cols[i]) > work)
-			work = mb_ns_workspace_bytes(rows[i], cols[i]);
+		w = layout_of(rows[i], cols[i], ns->method);
+		if (mb_ns_workspace_bytes(rows[i], cols[i], ns->method) > work)
+			work = mb_ns_workspace_bytes(rows[i], cols[i], ns->method);
 		if ((err = gemm_temp(ns, true, w.m, w.m, w.n, &t1)) ||
 		    (err = gemm_temp(ns, false, w.m, w.m, w.m, &t2)) ||
 		    (err = gemm_temp(ns, false, w.m, w.n, w.m, &t3)))
@@ -162,6 +204,7 @@ static int gemm(struct mb_ns *ns, bool b_transposed, uint64_t m, uint64_t n, uin
 	cl_command_queue q = ns->cl->compute;
 	int st;
 
+	ns->gemm_flops += 2 * m * n * k;
 	st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo,
 					b_transposed ? CLBlastTransposeYes : CLBlastTransposeNo, m,
 					n, k, alpha, ns->work, a, k, ns->work, b,
@@ -204,6 +247,70 @@ static int iterate(struct mb_ns *ns, struct layout *w, bool copies)
 	return 0;
 }
 
+static void swap(uint64_t *a, uint64_t *b)
+{
+	uint64_t t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+static int add_diagonal(struct mb_ns *ns, uint64_t at, uint64_t m);
+
+/*
+ * The Gram iteration on the workspace (m < n), as mb_ns.h writes it: Q and
+ * P swap after each Q = a Q + Z Q, X and Y after each Q X; RZ goes in P,
+ * free between iterations. With COPIES off, the GEMMs alone.
+ */
+static int iterate_gram(struct mb_ns *ns, struct layout *w, bool copies)
+{
+	uint64_t m = w->m, n = w->n, mm = w->m * w->m;
+	bool have_q = false;
+	int i, err;
+
+	/* R = X Xᵀ */
+	if ((err = gemm(ns, true, m, m, n, 1.0f, w->x, w->x, 0.0f, w->r)))
+		return err;
+	for (i = 0; i < MB_NS_ITERATIONS; i++) {
+		/* the restart: X = Q X, R = X Xᵀ, Q none */
+		if (i == MB_NS_RESTART) {
+			if ((err = gemm(ns, false, m, n, m, 1.0f, w->q, w->x, 0.0f, w->y)) ||
+			    (err = gemm(ns, true, m, m, n, 1.0f, w->y, w->y, 0.0f, w->r)))
+				return err;
+			swap(&w->x, &w->y);
+			have_q = false;
+		}
+		/* Z = b R + c R R */
+		if ((copies && (err = copy(ns, w->r, w->z, mm))) ||
+		    (err = gemm(ns, false, m, m, m, MB_NS_C, w->r, w->r, MB_NS_B, w->z)))
+			return err;
+		if (!have_q) { /* Q = Z + a I */
+			if (copies &&
+			    ((err = copy(ns, w->z, w->q, mm)) || (err = add_diagonal(ns, w->q, m))))
+				return err;
+		} else { /* Q = a Q + Z Q */
+			if ((copies && (err = copy(ns, w->q, w->p, mm))) ||
+			    (err = gemm(ns, false, m, m, m, 1.0f, w->z, w->q, MB_NS_A, w->p)))
+				return err;
+			swap(&w->q, &w->p);
+		}
+		have_q = true;
+		if (i + 1 == MB_NS_ITERATIONS || i + 1 == MB_NS_RESTART)
+			continue;
+		/* RZ = a R + Z R (in P), then R = a RZ + Z RZ */
+		if ((copies && (err = copy(ns, w->r, w->p, mm))) ||
+		    (err = gemm(ns, false, m, m, m, 1.0f, w->z, w->r, MB_NS_A, w->p)) ||
+		    (copies && (err = copy(ns, w->p, w->r, mm))) ||
+		    (err = gemm(ns, false, m, m, m, 1.0f, w->z, w->p, MB_NS_A, w->r)))
+			return err;
+	}
+	/* X = Q X */
+	if ((err = gemm(ns, false, m, n, m, 1.0f, w->q, w->x, 0.0f, w->y)))
+		return err;
+	swap(&w->x, &w->y);
+	return 0;
+}
+
 /*
  * Enqueue K over N[0 .. DIMS) work-items in work-groups of LOCAL, the global
  * size rounded up to a multiple of it (the kernels skip the padding); its
@@ -223,12 +330,29 @@ static int enqueue(struct mb_ns *ns, cl_kernel k, const char *name, cl_uint dims
 			   (unsigned long long)rows, (unsigned long long)cols);
 }
 
+/* The workspace's M x M matrix at AT += a I (ns_add_diagonal). */
+static int add_diagonal(struct mb_ns *ns, uint64_t at, uint64_t m)
+{
+	cl_ulong off = at, count = m;
+	size_t n = m;
+	float a = MB_NS_A;
+	cl_int st;
+	int err;
+
+	st = set_args(ns->diagonal, 4, ARG(ns->work), ARG(off), ARG(count), ARG(a));
+	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_add_diagonal, %llux%llu",
+			       (unsigned long long)m, (unsigned long long)m)))
+		return err;
+	return enqueue(ns, ns->diagonal, "ns_add_diagonal", 1, &n, &ns->diagonal_local, m, m, NULL);
+}
+
 static int check_reserved(const struct mb_ns *ns, uint64_t rows, uint64_t cols)
 {
-	if (rows && cols && mb_ns_workspace_bytes(rows, cols) <= ns->work_bytes)
+	if (rows && cols && mb_ns_workspace_bytes(rows, cols, ns->method) <= ns->work_bytes)
 		return 0;
-	return mb_fail("Newton-Schulz on %llux%llu: no workspace reserved for that shape",
-		       (unsigned long long)rows, (unsigned long long)cols);
+	return mb_fail("Newton-Schulz (%s) on %llux%llu: no workspace reserved for that shape",
+		       mb_ns_method_names[ns->method], (unsigned long long)rows,
+		       (unsigned long long)cols);
 }
 
 /* Workspace[scratch + PARTIALS] = 1 / (|in|_F + eps); the first command's event into *EV. */
@@ -275,7 +399,7 @@ static void release_events(cl_event *a, cl_event *b)
 int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
 			cl_mem out, uint64_t out_off, cl_event *first, cl_event *last)
 {
-	struct layout w = layout_of(rows, cols);
+	struct layout w = layout_of(rows, cols, ns->method);
 	cl_ulong r = rows, c = cols, ioff = in_off, ooff = out_off,
 		 inv = w.scratch + MB_NS_PARTIALS;
 	cl_ulong xoff;
@@ -298,7 +422,7 @@ int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t r
 	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_load, %llux%llu",
 			       (unsigned long long)rows, (unsigned long long)cols)) ||
 	    (err = enqueue(ns, ns->load, "ns_load", 2, load_n, ns->load_local, rows, cols, NULL)) ||
-	    (err = iterate(ns, &w, true)))
+	    (err = w.gram ? iterate_gram(ns, &w, true) : iterate(ns, &w, true)))
 		goto out_release;
 	xoff = w.x;
 	st = set_args(ns->store, 7, ARG(ns->work), ARG(xoff), ARG(r), ARG(c), ARG(scale), ARG(out),
@@ -328,7 +452,7 @@ static int stamp(struct mb_ns *ns, uint64_t rows, uint64_t cols, cl_event *ev)
 int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols, cl_event *first,
 		     cl_event *last)
 {
-	struct layout w = layout_of(rows, cols);
+	struct layout w = layout_of(rows, cols, ns->method);
 	int err;
 
 	if (first)
@@ -336,7 +460,8 @@ int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols, cl_event *f
 	if (last)
 		*last = NULL;
 	if ((err = check_reserved(ns, rows, cols)) ||
-	    (first && (err = stamp(ns, rows, cols, first))) || (err = iterate(ns, &w, false)) ||
+	    (first && (err = stamp(ns, rows, cols, first))) ||
+	    (err = w.gram ? iterate_gram(ns, &w, false) : iterate(ns, &w, false)) ||
 	    (last && (err = stamp(ns, rows, cols, last))))
 		release_events(first, last);
 	return err;
@@ -407,8 +532,10 @@ int mb_ns_momentum_bf16(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem
 
 void mb_ns_release(struct mb_ns *ns)
 {
-	cl_kernel *k[] = { &ns->momentum, &ns->momentum_bf16, &ns->sumsq, &ns->finish,
-			   &ns->load,	  &ns->store,	      &ns->stamp };
+	cl_kernel *k[] = {
+		&ns->momentum, &ns->momentum_bf16, &ns->sumsq, &ns->finish,
+		&ns->load,     &ns->store,	   &ns->stamp, &ns->diagonal,
+	};
 	size_t i;
 
 	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++)
@@ -452,39 +579,102 @@ static void ref_gemm(const double *a, const double *b, double *c, uint64_t m, ui
 	}
 }
 
-int mb_ns_reference(const float *in, uint64_t rows, uint64_t cols, double *out)
+/* Y = a X + Y over N doubles. */
+static void ref_axpy(double a, const double *x, double *y, uint64_t n)
 {
-	struct layout w = layout_of(rows, cols);
-	uint64_t m = w.m, n = w.n, i, j;
-	double *base, *x, *y, *a, *b, *t, norm = 0, scale = mb_ns_scale(rows, cols);
-	bool transpose = rows > cols;
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		y[i] += a * x[i];
+}
+
+static void ref_swap(double **a, double **b)
+{
+	double *t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* Five standard iterations on X (m x n) with Y, A and B; the result in *X. */
+static void ref_standard(double **x, double **y, double *a, double *b, uint64_t m, uint64_t n)
+{
+	uint64_t i;
 	int it;
 
-	base = x = malloc(sizeof(double) * (2 * m * n + 2 * m * m));
+	for (it = 0; it < MB_NS_ITERATIONS; it++) {
+		ref_gemm(*x, *x, a, m, m, n, true);
+		ref_gemm(a, a, b, m, m, m, false);
+		for (i = 0; i < m * m; i++)
+			b[i] = MB_NS_B * a[i] + MB_NS_C * b[i];
+		ref_gemm(b, *x, *y, m, n, m, false);
+		ref_axpy(MB_NS_A, *x, *y, m * n);
+		ref_swap(x, y);
+	}
+}
+
+/* The Gram iteration on X (m x n, m < n) with Y and four m x m; the result in *X. */
+static void ref_gram(double **x, double **y, double *sq, uint64_t m, uint64_t n)
+{
+	double *r = sq, *z = r + m * m, *q = z + m * m, *p = q + m * m;
+	uint64_t i;
+	int it;
+
+	ref_gemm(*x, *x, r, m, m, n, true);
+	for (it = 0; it < MB_NS_ITERATIONS; it++) {
+		if (it == MB_NS_RESTART) {
+			ref_gemm(q, *x, *y, m, n, m, false);
+			ref_swap(x, y);
+			ref_gemm(*x, *x, r, m, m, n, true);
+		}
+		ref_gemm(r, r, z, m, m, m, false);
+		for (i = 0; i < m * m; i++)
+			z[i] = MB_NS_B * r[i] + MB_NS_C * z[i];
+		if (it == 0 || it == MB_NS_RESTART) {
+			memcpy(q, z, m * m * sizeof(*q));
+			for (i = 0; i < m; i++)
+				q[i * m + i] += MB_NS_A;
+		} else {
+			ref_gemm(z, q, p, m, m, m, false);
+			ref_axpy(MB_NS_A, q, p, m * m);
+			ref_swap(&q, &p);
+		}
+		if (it + 1 == MB_NS_ITERATIONS || it + 1 == MB_NS_RESTART)
+			continue;
+		ref_gemm(z, r, p, m, m, m, false); /* RZ */
+		ref_axpy(MB_NS_A, r, p, m * m);
+		ref_gemm(z, p, r, m, m, m, false);
+		ref_axpy(MB_NS_A, p, r, m * m);
+	}
+	ref_gemm(q, *x, *y, m, n, m, false);
+	ref_swap(x, y);
+}
+
+int mb_ns_reference(const float *in, uint64_t rows, uint64_t cols, enum mb_ns_method method,
+		    double *out)
+{
+	struct layout w = layout_of(rows, cols, method);
+	uint64_t m = w.m, n = w.n, i, j;
+	double *base, *x, *y, *sq, norm = 0, scale = mb_ns_scale(rows, cols);
+	bool transpose = rows > cols;
+
+	base = malloc(sizeof(double) * (2 * m * n + (w.gram ? 4 : 2) * m * m));
 	if (!base)
 		return mb_fail("out of host memory for the reference of %llux%llu",
 			       (unsigned long long)rows, (unsigned long long)cols);
+	x = base;
 	y = x + m * n;
-	a = y + m * n;
-	b = a + m * m;
+	sq = y + m * n;
 	for (i = 0; i < rows * cols; i++)
 		norm += (double)in[i] * in[i];
 	norm = sqrt(norm) + MB_NS_EPS;
 	for (i = 0; i < m; i++)
 		for (j = 0; j < n; j++)
 			x[i * n + j] = (transpose ? in[j * cols + i] : in[i * cols + j]) / norm;
-	for (it = 0; it < MB_NS_ITERATIONS; it++) {
-		ref_gemm(x, x, a, m, m, n, true);
-		ref_gemm(a, a, b, m, m, m, false);
-		for (i = 0; i < m * m; i++)
-			b[i] = MB_NS_B * a[i] + MB_NS_C * b[i];
-		ref_gemm(b, x, y, m, n, m, false);
-		for (i = 0; i < m * n; i++)
-			y[i] += MB_NS_A * x[i];
-		t = x;
-		x = y;
-		y = t;
-	}
+	if (w.gram)
+		ref_gram(&x, &y, sq, m, n);
+	else
+		ref_standard(&x, &y, sq, sq + m * m, m, n);
 	for (i = 0; i < rows; i++)
 		for (j = 0; j < cols; j++)
 			out[i * cols + j] = scale * (transpose ? x[j * n + i] : x[i * n + j]);

@@ -2,12 +2,28 @@
  * mb_ns: the Muon update on the device: momentum with its Nesterov update,
  * and Newton-Schulz orthogonalization with CLBlast's SGEMM.
  *
- * Newton-Schulz, Muon's quintic: transpose so rows <= cols; X = G / (|G|_F +
- * 1e-7); five times A = X Xᵀ, B = b A + c A A, X = a X + B X with (a, b, c) =
- * (3.4445, -4.7750, 2.0315); transpose back; scale by sqrt(max(1, rows/cols)).
- * All fp32. The workspace (X, the next X, A, B and the norm's partial sums)
- * is one ledger buffer, sized once for a set of shapes by mb_ns_reserve;
- * CLBlast's temporary buffer is a second one ("clblast.temp").
+ * Newton-Schulz, in either of DeepSpeed's two methods (original_muon.py),
+ * both fp32: transpose so rows <= cols (m x n, m = min, n = max); X = G /
+ * (|G|_F + 1e-7); five iterations with (a, b, c) = (3.4445, -4.7750,
+ * 2.0315); transpose back; scale by sqrt(max(1, rows/cols)).
+ *
+ * - standard (zeropower_via_newtonschulz5): five times A = X Xᵀ,
+ *   B = b A + c A A, X = a X + B X.
+ * - gram (zeropower_via_gram_newtonschulz): on a square matrix the standard
+ *   iteration, the same commands; otherwise it iterates on the m x m Gram
+ *   matrix R = X Xᵀ and keeps the product Q of the iterations' polynomials
+ *   in R, with a restart at iteration 2 (X = Q X, R = X Xᵀ):
+ *       R = X Xᵀ; Q = none
+ *       for i in 0..4:
+ *           if i == 2: X = Q X; R = X Xᵀ; Q = none
+ *           Z = b R + c R R
+ *           Q = Q is none ? Z + a I : a Q + Z Q
+ *           if i < 4 and i + 1 != 2: RZ = a R + Z R; R = a RZ + Z RZ
+ *       X = Q X
+ *
+ * The workspace (X, the next X, the m x m matrices, the norm's partial
+ * sums) is one ledger buffer, sized once for a set of shapes by
+ * mb_ns_reserve; CLBlast's temporary buffer is a second one ("clblast.temp").
  */
 #ifndef MB_NS_H
 #define MB_NS_H
@@ -24,17 +40,40 @@
 #define MB_NS_B		 (-4.7750f)
 #define MB_NS_C		 2.0315f
 #define MB_NS_PARTIALS	 64 /* work-groups of the norm's reduction */
+#define MB_NS_RESTART	 2  /* the Gram method's restart iteration */
 
-/* FLOPs of Newton-Schulz on one ROWS x COLS matrix: 5 (4 m^2 n + 2 m^3);
- * UINT64_MAX when that does not fit (dimensions are at most 2^24 each). */
-uint64_t mb_ns_flops(uint64_t rows, uint64_t cols);
+/* The Newton-Schulz methods, gram first: DeepSpeed's default. */
+enum mb_ns_method { MB_NS_GRAM, MB_NS_STANDARD, MB_NS_NMETHODS };
+
+/* Their names, as options and results spell them: "gram", "standard". */
+extern const char *const mb_ns_method_names[];
+
+/* Whether NAME is one of them; if so, its method into *METHOD. */
+bool mb_ns_method_from_name(const char *name, enum mb_ns_method *method);
 
 /*
- * Device workspace of Newton-Schulz on one ROWS x COLS matrix, in bytes: fp32
- * X and the next X (m x n each), A and B (m x m each), and the norm's
- * MB_NS_PARTIALS partial sums and its result; m = min, n = max.
+ * FLOPs of Newton-Schulz by METHOD on one ROWS x COLS matrix, 2 m n k for
+ * each GEMM of an m x k by a k x n matrix and nothing for the rest (the
+ * norm, the copies, the scalings, the Gram method's a I), m = min, n = max:
+ * - standard, and gram on a square matrix: per iteration X Xᵀ 2m²n, A A
+ *   2m³, B X 2m²n: 5 (4 m² n + 2 m³);
+ * - gram, m < n: X Xᵀ at the start and at the restart, Q X at the restart
+ *   and at the end: 4 x 2m²n; Z's R R in each of the 5 iterations, Q's Z Q
+ *   in the 3 that do not start Q, the two GEMMs of R's update in the 3
+ *   iterations that are neither the last nor the one before the restart:
+ *   (5 + 3 + 2 x 3) x 2m³. In all 8 m² n + 28 m³.
+ * UINT64_MAX when that does not fit (dimensions are at most 2^24 each).
  */
-uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols);
+uint64_t mb_ns_flops(uint64_t rows, uint64_t cols, enum mb_ns_method method);
+
+/*
+ * Device workspace of Newton-Schulz by METHOD on one ROWS x COLS matrix, in
+ * bytes, fp32: X and the next X (m x n each); the standard method's A and B
+ * (m x m each), the Gram method's R, Z, Q and the next Q or RZ (m x m each;
+ * a square matrix takes the standard's); and the norm's MB_NS_PARTIALS
+ * partial sums and its result; m = min, n = max.
+ */
+uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols, enum mb_ns_method method);
 
 /* The final scale of a ROWS x COLS update: sqrt(max(1, rows / cols)). */
 float mb_ns_scale(uint64_t rows, uint64_t cols);
@@ -42,19 +81,28 @@ float mb_ns_scale(uint64_t rows, uint64_t cols);
 struct mb_ns {
 	const struct mb_cl *cl;
 	struct mb_ledger *ledger;
-	cl_kernel momentum, momentum_bf16, sumsq, finish, load, store, stamp;
+	/*
+	 * The method of every call: MB_NS_GRAM after mb_ns_init (DeepSpeed's
+	 * default); set it before mb_ns_reserve. After a change, reserve
+	 * again: a call whose method needs more workspace than was reserved
+	 * (gram's, after a reserve for standard) is refused.
+	 */
+	enum mb_ns_method method;
+	cl_kernel momentum, momentum_bf16, sumsq, finish, load, store, stamp, diagonal;
 	size_t reduce_local; /* work-group size of the norm's reduction (a power of two) */
-	size_t momentum_local, load_local[2], store_local[2]; /* and of the others */
+	size_t momentum_local, load_local[2], store_local[2], diagonal_local; /* the others' */
 	cl_mem work, temp;
 	uint64_t work_bytes, temp_bytes;
+	uint64_t gemm_flops; /* of the GEMMs enqueued so far, as mb_ns_flops counts them */
 };
 
-/* Create the kernels. Nothing is allocated on the device yet. */
+/* Create the kernels; the method is MB_NS_GRAM. Nothing is allocated on the device yet. */
 int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledger);
 
 /*
- * Make room for matrices of the N shapes ROWS[i] x COLS[i]: the workspace and
- * CLBlast's temporary buffer, through the ledger, reallocated only to grow.
+ * Make room for matrices of the N shapes ROWS[i] x COLS[i] under NS's
+ * method: the workspace and CLBlast's temporary buffer, through the ledger,
+ * reallocated only to grow.
  */
 int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, size_t n);
 
@@ -69,17 +117,17 @@ int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, 
  */
 
 /*
- * Enqueue on the compute queue: OUT = Newton-Schulz(IN), both ROWS x COLS
- * row-major at element offsets IN_OFF and OUT_OFF (the same place is fine).
- * The shape must have been reserved. *FIRST is the norm's first kernel,
- * *LAST the scaled store.
+ * Enqueue on the compute queue: OUT = Newton-Schulz(IN) by NS's method, both
+ * ROWS x COLS row-major at element offsets IN_OFF and OUT_OFF (the same
+ * place is fine). The shape must have been reserved for the method. *FIRST
+ * is the norm's first kernel, *LAST the scaled store.
  */
 int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
 			cl_mem out, uint64_t out_off, cl_event *first, cl_event *last);
 
 /*
- * Enqueue the GEMMs of one orthogonalization alone, on the workspace, with
- * the same shapes, scalars and order: what the GEMMs cost without the work
+ * Enqueue the GEMMs of one orthogonalization by NS's method alone, on the
+ * workspace, with the same shapes, scalars and order: what the GEMMs cost without the work
  * around them. Call mb_ns_clear first: on a zeroed workspace the values stay
  * zero, where leftovers would grow without the copies and reach denormals
  * or infinities, which time differently. Where FIRST (LAST) is asked for,
@@ -113,9 +161,11 @@ int mb_ns_momentum_bf16(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem
 void mb_ns_release(struct mb_ns *ns);
 
 /*
- * The same Newton-Schulz in float64 on the host, for checking: OUT (rows x
- * cols, row-major) from IN. Returns 0 or -MB_EFAIL when out of host memory.
+ * The same Newton-Schulz by METHOD in float64 on the host, for checking: OUT
+ * (rows x cols, row-major) from IN. Returns 0 or -MB_EFAIL when out of host
+ * memory.
  */
-int mb_ns_reference(const float *in, uint64_t rows, uint64_t cols, double *out);
+int mb_ns_reference(const float *in, uint64_t rows, uint64_t cols, enum mb_ns_method method,
+		    double *out);
 
 #endif

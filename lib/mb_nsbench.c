@@ -61,7 +61,8 @@ static int timed(const struct bench *b, bool gemms_only, double *seconds)
 						       b->out, i * b->numel, f, l);
 	}
 	if (!err && !(err = finish(b))) {
-		snprintf(what, sizeof(what), "%s%llux%llu", gemms_only ? "the GEMMs alone of " : "",
+		snprintf(what, sizeof(what), "%s%s on %llux%llu",
+			 gemms_only ? "the GEMMs alone of " : "", mb_ns_method_names[b->ns->method],
 			 (unsigned long long)b->rows, (unsigned long long)b->cols);
 		(void)mb_cl_event_interval(b->ns->cl, first, last, what, seconds);
 	}
@@ -100,7 +101,8 @@ static int verify(const struct bench *b, double *rel_err)
 		goto out_free;
 	*rel_err = 0;
 	for (k = 0; k < b->s->batch && !err; k++) {
-		if ((err = mb_ns_reference(in + k * b->numel, b->rows, b->cols, ref)))
+		if ((err = mb_ns_reference(in + k * b->numel, b->rows, b->cols, b->ns->method,
+					   ref)))
 			break;
 		diff = norm = 0;
 		for (i = 0; i < b->numel; i++) {
@@ -157,8 +159,7 @@ static int measure(struct bench *b, struct mb_nsbench_result *r)
 	if (!err && !r->no_time[0]) {
 		r->ns_s = mb_spread_of(ns_t, reps);
 		r->gemm_s = mb_spread_of(gemm_t, reps);
-		r->gflops = (double)b->s->batch * (double)mb_ns_flops(b->rows, b->cols) /
-			    r->ns_s.median / 1e9;
+		r->gflops = (double)b->s->batch * (double)r->flops / r->ns_s.median / 1e9;
 	}
 	free(ns_t);
 	return err;
@@ -174,6 +175,8 @@ int mb_nsbench_run(struct mb_ns *ns, const struct mb_nsbench_settings *s, uint64
 	memset(r, 0, sizeof(*r));
 	r->rows = rows;
 	r->cols = cols;
+	r->method = ns->method;
+	r->flops = mb_ns_flops(rows, cols, ns->method);
 	r->ns_s.median = r->ns_s.min = r->ns_s.max = NAN;
 	r->gemm_s = r->ns_s;
 	r->gflops = NAN;

@@ -1,6 +1,7 @@
 /*
- * mb_nsbench: how fast Newton-Schulz runs on the device for one shape, next
- * to the GEMM calls it makes, and how close it is to the float64 reference.
+ * mb_nsbench: how fast Newton-Schulz runs on the device for one shape and
+ * method, next to the GEMM calls it makes, and how close it is to the float64
+ * reference of the same method.
  *
  * Fresh random matrices (mb_rng, so the same on every device), a warm-up
  * that covers kernel compilation, then REPS timed runs, each synchronized
@@ -27,15 +28,18 @@ struct mb_nsbench_settings {
 
 struct mb_nsbench_result {
 	uint64_t rows, cols;
+	enum mb_ns_method method;
+	uint64_t flops;		       /* of one matrix: mb_ns_flops */
 	struct mb_spread ns_s, gemm_s; /* Newton-Schulz, and its GEMMs alone; NaN: no time */
-	double gflops;	    /* batch * mb_ns_flops / median Newton-Schulz time, in GFLOP/s */
-	double rel_err;	    /* largest relative Frobenius error; NaN when not verified */
+	double gflops;		       /* batch * flops / median Newton-Schulz time, in GFLOP/s */
+	double rel_err;		       /* largest relative Frobenius error; NaN when not verified */
 	char no_time[1024]; /* why the times are NaN (the driver gave none); "" when timed */
 };
 
 /*
- * Benchmark ROWS x COLS (whose workspace NS has reserved) as stream INDEX
- * of the seed, into *r. Its buffers go through NS's ledger and are released.
+ * Benchmark ROWS x COLS by NS's method (whose workspace NS has reserved) as
+ * stream INDEX of the seed, into *r: the same INDEX, the same matrices under
+ * either method. Its buffers go through NS's ledger and are released.
  * A driver that gives no event times is no failure: the times are NaN, with
  * why in r->no_time, and --verify still checks the results.
  */

@@ -261,11 +261,16 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 			if (plan->set.stage != 3 && !local[i])
 				continue;
 			plan->matrices++;
-			if (__builtin_add_overflow(plan->ns_flops, mb_ns_flops(p->rows, p->cols),
+			/* the standard method until the settings carry one */
+			if (__builtin_add_overflow(plan->ns_flops,
+						   mb_ns_flops(p->rows, p->cols,
+							       plan->set.ns_method),
 						   &plan->ns_flops))
 				plan->ns_flops = UINT64_MAX;
-			if (mb_ns_workspace_bytes(p->rows, p->cols) > plan->ns_workspace_bytes)
-				plan->ns_workspace_bytes = mb_ns_workspace_bytes(p->rows, p->cols);
+			if (mb_ns_workspace_bytes(p->rows, p->cols, plan->set.ns_method) >
+			    plan->ns_workspace_bytes)
+				plan->ns_workspace_bytes = mb_ns_workspace_bytes(
+					p->rows, p->cols, plan->set.ns_method);
 		}
 	}
 	plan->peak_step_bytes_sync =

@@ -59,6 +59,7 @@ struct mb_plan_settings {
 	unsigned stage;		   /* 1, 2 or 3 */
 	enum mb_param_order order; /* of the Muon parameters in the apply */
 	enum mb_momentum_dtype momentum_dtype;
+	enum mb_ns_method ns_method;  /* Newton-Schulz's (the FLOPs and the workspace follow it) */
 	uint64_t gather_budget_bytes; /* stage 1/2 */
 	uint64_t sub_group_size;      /* elements, stage 3 */
 	uint64_t pin_chunk_bytes; /* most bytes of one pinned chunk of a host buffer; 0: no limit */

@@ -46,6 +46,7 @@ static const struct {
 	KNOB(param_order, true),
 	{ "momentum_dtype", offsetof(struct mb_csv_row, momentum_dtype), true,
 	  mb_results_momentum_setting },
+	KNOB(ns_method, true),
 	KNOB(pin_chunk_bytes, false),
 	KNOB(fwd_bwd, true),
 	KNOB(seq, false),

@@ -247,6 +247,8 @@ static int reserve_shapes(struct mb_state *s)
 			rows[n] = m->params[i].rows;
 			cols[n++] = m->params[i].cols;
 		}
+	/* the standard method until the settings carry one, as mb_plan's count does */
+	s->ns.method = s->set.plan.ns_method; /* the plan's, whose workspace the ledger holds */
 	err = mb_ns_reserve(&s->ns, rows, cols, n);
 	free(rows);
 	return err;

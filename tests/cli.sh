@@ -51,10 +51,10 @@ fi
 	     /^      / && o { sub(/^ +/, " "); o = o $0; next }
 	     { if (o) print o; o = "" }' |
 	sed -n 's/^  --\([a-z-]*\) [A-Z]*.*(default: \(.*\))$/\1 \2/p' >"$tmp/defaults"
-if grep -q "^gather-budget 512Mi$" "$tmp/defaults" && [ "$(wc -l <"$tmp/defaults")" -eq 10 ]; then
-	report ok "plan --help shows the 10 defaults"
+if grep -q "^gather-budget 512Mi$" "$tmp/defaults" && [ "$(wc -l <"$tmp/defaults")" -eq 11 ]; then
+	report ok "plan --help shows the 11 defaults"
 else
-	report fail "plan --help shows the 10 defaults" "$(cat "$tmp/defaults")"
+	report fail "plan --help shows the 11 defaults" "$(cat "$tmp/defaults")"
 fi
 "$bin" plan >"$tmp/implicit"
 while read -r opt def; do
@@ -99,7 +99,29 @@ echo "$tmp/libOpenCL-missing.so" >"$tmp/bad-icd/missing.icd"
 OCL_ICD_VENDORS="$tmp/bad-icd" expect_error "an ICD that fails to load" 2 "the ICD '$tmp/bad-icd/missing.icd' names '$tmp/libOpenCL-missing.so', which cannot be loaded" run --config tests/data/good/micro.json --out "$tmp/never.csv"
 
 # Newton-Schulz on the device.
-expect_output "ns verifies against float64" "| 48x80 |" ns --shape 48x80,33x17 --reps 1 --verify
+expect_output "ns verifies against float64" "| 48x80 | gram | 4.57 M |" ns --shape 48x80,33x17 --reps 1 --verify
+expect_output "ns times both methods side by side" "| 33x17 | standard | 240 K |" ns --shape 48x80,33x17 --reps 1 --verify
+"$bin" ns --shape 48x80,64x64,33x17 --reps 1 --verify >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(grep -c '^| [0-9x]* | [a-z]* | ' "$tmp/out")" -eq 6 ] &&
+	[ "$(grep '^| [0-9x]* | [a-z]* | ' "$tmp/out" | cut -d'|' -f2,3 | tr -d ' ' | tr '\n' ' ')" = \
+		"48x80|gram 48x80|standard 64x64|gram 64x64|standard 33x17|gram 33x17|standard " ]; then
+	report ok "ns: a row per shape and method, gram then standard"
+else
+	report fail "ns: a row per shape and method, gram then standard" "exit $rc: $(cat "$tmp/err" "$tmp/out")"
+fi
+"$bin" ns --shape 48x80,33x17 --reps 1 --verify --ns-method standard --format csv >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && python3 -c 'import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [(r["rows"], r["cols"], r["ns_method"]) for r in rows] == [("48", "80", "standard"), ("33", "17", "standard")], rows
+assert [int(r["ns_flops"]) for r in rows] == [5 * (4 * 48 * 48 * 80 + 2 * 48 ** 3), 5 * (4 * 17 * 17 * 33 + 2 * 17 ** 3)], rows
+assert all(r["ns_format_version"] == "2" and 0 < float(r["rel_err"]) < 1e-4 for r in rows), rows' "$tmp/out"; then
+	report ok "ns --ns-method standard: that method only, its FLOPs, verified"
+else
+	report fail "ns --ns-method standard: that method only, its FLOPs, verified" "exit $rc: $(cat "$tmp/err" "$tmp/out")"
+fi
+expect_error "ns: unknown method" 2 "--ns-method: invalid value 'newton' (expected gram|standard)" ns --ns-method newton
 expect_output "ns by device name" "# Newton-Schulz on '" ns --shape 8x8 --reps 1 --device "$("$bin" devices | sed -n '3s/^| [0-9]* | [0-9]* | [^|]* | \([^|]*\) |.*/\1/p' | cut -c1-6)"
 expect_error "ns: bad shape" 2 "--shape: invalid shape '12' in '12,3x4' (expected ROWSxCOLS" ns --shape 12,3x4
 expect_error "ns: zero dimension" 2 "--shape: invalid shape '0x4'" ns --shape 0x4
@@ -111,24 +133,29 @@ expect_error "ns: over the memory limit" 1 "(ns.workspace, 1.00 MiB): CL_MEM_OBJ
 # runs; why on stderr, one line; exit 1.
 MUONBENCH_PROFILING=off "$bin" ns --shape 48x80,33x17 --reps 1 --verify >"$tmp/out" 2>"$tmp/err"
 rc=$?
-if [ "$rc" -eq 1 ] && [ "$(grep -c '^| [0-9x]* | n/a | n/a-n/a | n/a | n/a | n/a | n/a | [0-9.]*e-0[5-9] |$' "$tmp/out")" -eq 2 ] &&
-	[ "$(wc -l <"$tmp/err")" -eq 2 ] && grep -q "^muonbench: ns: 2 of 2 shapes have no device time$" "$tmp/err" &&
-	grep -q "^muonbench: 48x80: no device time, its figures are n/a: clGetEventProfilingInfo(START) failed on '.*' (the GEMMs alone of 48x80): CL_PROFILING_INFO_NOT_AVAILABLE$" "$tmp/err"; then
+if [ "$rc" -eq 1 ] && [ "$(grep -c '^| [0-9x]* | [a-z]* | [0-9.]* [KMBT]* | n/a | n/a-n/a | n/a | n/a | n/a | n/a | [0-9.]*e-0[5-9] |$' "$tmp/out")" -eq 4 ] &&
+	[ "$(wc -l <"$tmp/err")" -eq 2 ] && grep -q "^muonbench: ns: 4 of 4 rows have no device time$" "$tmp/err" &&
+	grep -q "^muonbench: gram on 48x80: no device time, its figures are n/a: clGetEventProfilingInfo(START) failed on '.*' (the GEMMs alone of gram on 48x80): CL_PROFILING_INFO_NOT_AVAILABLE$" "$tmp/err"; then
 	report ok "ns: no event time is n/a in the table, said on stderr, exit 1"
 else
 	report fail "ns: no event time is n/a in the table, said on stderr, exit 1" "exit $rc: $(cat "$tmp/err" "$tmp/out")"
 fi
 MUONBENCH_PROFILING=off "$bin" ns --shape 48x80 --reps 1 --verify --format csv >"$tmp/ns-np.csv" 2>"$tmp/err"
 rc=$?
-if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/ns-np.csv")" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/ns-np.csv")" -eq 3 ] && [ "$(wc -l <"$tmp/err")" -eq 2 ] &&
+	grep -q "^muonbench: ns: 2 of 2 rows have no device time$" "$tmp/err" &&
 	python3 -c 'import csv, sys
-row, = csv.DictReader(open(sys.argv[1]))
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["ns_method"] for r in rows] == ["gram", "standard"], rows
 times = "ns_median_s ns_min_s ns_max_s ns_gflops gemm_median_s gemm_gflops ns_over_gemm".split()
-assert all(row[k] == "" for k in times), row
-assert 0 < float(row["rel_err"]) < 1e-4, row' "$tmp/ns-np.csv" &&
+for row in rows:
+	assert all(row[k] == "" for k in times), row
+	assert 0 < float(row["rel_err"]) < 1e-4, row' "$tmp/ns-np.csv" &&
 	MUONBENCH_PROFILING=off "$bin" ns --shape 48x80 --reps 1 --format json 2>/dev/null | python3 -c 'import json, sys
-row, = json.load(sys.stdin)
-assert row["ns_median_s"] is None and row["gemm_median_s"] is None and row["rel_err"] is None, row'; then
+rows = json.load(sys.stdin)
+assert [r["ns_method"] for r in rows] == ["gram", "standard"], rows
+for row in rows:
+	assert row["ns_median_s"] is None and row["gemm_median_s"] is None and row["rel_err"] is None, row'; then
 	report ok "ns: no event time is an empty CSV field and null in JSON, the check still made"
 else
 	report fail "ns: no event time is an empty CSV field and null in JSON, the check still made" "exit $rc: $(cat "$tmp/err" "$tmp/ns-np.csv")"
@@ -136,9 +163,11 @@ fi
 "$bin" ns --shape 48x80 --reps 2 --format csv >"$tmp/ns.csv" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 0 ] && python3 -c 'import csv, sys
-row, = csv.DictReader(open(sys.argv[1]))
-assert 0 < float(row["ns_min_s"]) <= float(row["ns_median_s"]) <= float(row["ns_max_s"]) < 10, row
-assert float(row["gemm_median_s"]) > 0 and float(row["ns_gflops"]) > 0, row' "$tmp/ns.csv"; then
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [(r["ns_method"], int(r["ns_flops"])) for r in rows] == [("gram", 8 * 48 * 48 * 80 + 28 * 48 ** 3), ("standard", 5 * (4 * 48 * 48 * 80 + 2 * 48 ** 3))], rows
+for row in rows:
+	assert 0 < float(row["ns_min_s"]) <= float(row["ns_median_s"]) <= float(row["ns_max_s"]) < 10, row
+	assert float(row["gemm_median_s"]) > 0 and float(row["ns_gflops"]) > 0, row' "$tmp/ns.csv"; then
 	report ok "ns: times from the device's events, all there"
 else
 	report fail "ns: times from the device's events, all there" "exit $rc: $(cat "$tmp/err" "$tmp/ns.csv")"
@@ -147,8 +176,8 @@ fi
 # The benchmark itself, on a micro model.
 micro="--config tests/data/good/micro.json --runs 2 --steps 3 --gather-budget 128Ki --fwd-bwd off"
 # shellcheck disable=SC2086 # $micro is a list of options
-expect_output "run: every stage and variant ends in the same state" "Final state, fp32 momentum: bitwise identical over 16 runs" run $micro --stage 1,2,3 --variant all --out "$tmp/all.csv"
-grep -qF "Final state, bf16 momentum: bitwise identical over 8 runs" "$tmp/out" &&
+expect_output "run: every stage and variant ends in the same state" "Final state, fp32 momentum, gram Newton-Schulz: bitwise identical over 16 runs" run $micro --stage 1,2,3 --variant all --out "$tmp/all.csv"
+grep -qF "Final state, bf16 momentum, gram Newton-Schulz: bitwise identical over 8 runs" "$tmp/out" &&
 	report ok "run: ZeRO-3's bf16 momentum (the default there) in a state of its own" ||
 	report fail "run: ZeRO-3's bf16 momentum (the default there) in a state of its own" "$(cat "$tmp/out")"
 # shellcheck disable=SC2086
@@ -199,9 +228,10 @@ else
 fi
 # Out of device memory in each phase: the setup (resident params), the
 # forward, the backward; the apply and stage 3's sub-group are above.
+# (the limits were worked for the standard Newton-Schulz's workspace)
 for case in 200Ki:params.bf16 400Ki:fwd. 600Ki:bwd. 2Mi:; do
 	limit=${case%%:*} buffer=${case#*:}
-	"$bin" run --config tests/data/good/micro.json --fwd-bwd on --seq 64 --stage 2 --variant master --runs 1 --steps 2 --device-mem-limit "$limit" --fit-check off --out "$tmp/oom-$limit.csv" >/dev/null 2>"$tmp/err"
+	"$bin" run --config tests/data/good/micro.json --fwd-bwd on --seq 64 --stage 2 --ns-method standard --variant master --runs 1 --steps 2 --device-mem-limit "$limit" --fit-check off --out "$tmp/oom-$limit.csv" >/dev/null 2>"$tmp/err"
 	rc=$?
 	status=$(col "$tmp/oom-$limit.csv" status)
 	if [ -n "$buffer" ] && [ "$rc" -eq 1 ] && [ "$status" = failed ] && grep -q "($buffer[a-z_]*, [0-9.]* KiB): CL_MEM_OBJECT_ALLOCATION_FAILURE" "$tmp/oom-$limit.csv"; then
@@ -567,13 +597,13 @@ else
 fi
 # tiny's stage 3 needs 19.7 MB of the device (its sub-group, the whole Muon
 # group, at once), stage 2 under a 2 MiB budget 14.7 MB (the backward's bucket)
-"$bin" run --model tiny --fwd-bwd off --gather-budget 2Mi --stage 2,3 --momentum-dtype fp32 --variant master --runs 1 --steps 2 --device-mem-limit 19.5M --out "$tmp/mixed.csv" >"$tmp/out" 2>"$tmp/err"
+"$bin" run --model tiny --fwd-bwd off --gather-budget 2Mi --stage 2,3 --momentum-dtype fp32 --ns-method standard --variant master --runs 1 --steps 2 --device-mem-limit 19.5M --out "$tmp/mixed.csv" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 1 ] && [ "$(col "$tmp/mixed.csv" status | tr '\n' ' ')" = "ok failed " ] &&
 	[ -n "$(col "$tmp/mixed.csv" iter_mean_s | head -1)" ] &&
 	grep -qF "does not fit: the device peak (step phase, CLBlast's temporaries aside) is 18.8 MiB and the --device-mem-limit is 18.6 MiB; would fit: --layers 1" "$tmp/mixed.csv" &&
 	grep -qF "| 3 | master | failed: does not fit: the device peak" "$tmp/out" && grep -q "^| 2 | master | [0-9]" "$tmp/out" &&
-	grep -qF "Final state, fp32 momentum: bitwise identical over 1 run (" "$tmp/out"; then
+	grep -qF "Final state, fp32 momentum, standard Newton-Schulz: bitwise identical over 1 run (" "$tmp/out"; then
 	report ok "run: the cell that fits runs, the one that does not is a failed row, exit 1"
 else
 	report fail "run: the cell that fits runs, the one that does not is a failed row, exit 1" "exit $rc: $(cat "$tmp/out" "$tmp/err" "$tmp/mixed.csv")"

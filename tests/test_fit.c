@@ -33,7 +33,10 @@ static struct mb_fit_cell cell(unsigned stage)
 		.plan = { .stage = stage,
 			  .gather_budget_bytes = 512 * MIB,
 			  .sub_group_size = 1000000000,
-			  .world_size = 1 },
+			  .world_size = 1,
+			  /* the figures below were worked for fp32 momentum and the
+			   * standard Newton-Schulz's workspace */
+			  .ns_method = MB_NS_STANDARD },
 		.pin_memory = true,
 	};
 	return c;

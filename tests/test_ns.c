@@ -1,9 +1,10 @@
 /*
- * The OpenCL engine on the default device (PoCL in CI): Newton-Schulz against
- * the float64 reference, the momentum kernel against a host loop bit for bit,
- * the random numbers against the host, work-group padding that writes
- * nothing, the events that time a call, a driver that gives no times, the
- * ledger's books, the device-memory limit, and device selection.
+ * The OpenCL engine on the default device (PoCL in CI): Newton-Schulz by
+ * either method against the float64 reference of the same method, the
+ * GEMMs each method issues against its FLOP count, the momentum kernel against a host loop bit for
+ * bit, the random numbers against the host, work-group padding that writes nothing, the events that
+ * time a call, a driver that gives no times, the ledger's books, the device-memory limit, and
+ * device selection.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -45,14 +46,18 @@ static double rel_err(const float *got, const double *want, uint64_t n)
 }
 
 /*
- * Two matrices of each shape at offsets in one buffer: the first written to
- * another buffer, the second in place. Both must match the reference.
+ * Two matrices of each shape at offsets in one buffer, by NS's method: the
+ * first written to another buffer, the second in place. Both must match the
+ * reference of the method; the GEMMs of each call add up to mb_ns_flops.
+ * Returns the larger error, and the first result in OUT_FIRST (n floats).
  */
-static void check_shape(struct mb_ns *ns, uint64_t rows, uint64_t cols)
+static double check_shape(struct mb_ns *ns, uint64_t rows, uint64_t cols, float *out_first)
 {
 	uint64_t n = rows * cols;
 	float *in = malloc(2 * n * sizeof(float)), *out = malloc(2 * n * sizeof(float));
 	double *ref = malloc(n * sizeof(double));
+	double worst = 0;
+	uint64_t flops;
 	cl_mem a, b;
 	int k;
 
@@ -61,17 +66,27 @@ static void check_shape(struct mb_ns *ns, uint64_t rows, uint64_t cols)
 	assert_int_equal(mb_ledger_alloc(ns->ledger, n * sizeof(float), "test.out", &b), 0);
 	assert_int_equal(mb_rng_fill(&cl, a, 0, 2 * n, 7, rows * 100000 + cols, 0, 1.0f), 0);
 	read_floats(a, 0, 2 * n, in);
+	flops = ns->gemm_flops;
 	assert_int_equal(mb_ns_orthogonalize(ns, a, 0, rows, cols, b, 0, NULL, NULL), 0);
+	assert_int_equal(ns->gemm_flops - flops, mb_ns_flops(rows, cols, ns->method));
 	assert_int_equal(mb_ns_orthogonalize(ns, a, n, rows, cols, a, n, NULL, NULL), 0);
+	flops = ns->gemm_flops;
+	assert_int_equal(mb_ns_gemms_only(ns, rows, cols, NULL, NULL), 0);
+	assert_int_equal(ns->gemm_flops - flops, mb_ns_flops(rows, cols, ns->method));
 	read_floats(b, 0, n, out);
 	read_floats(a, n, n, out + n);
 	for (k = 0; k < 2; k++) {
-		assert_int_equal(mb_ns_reference(in + k * n, rows, cols, ref), 0);
-		if (!(rel_err(out + k * n, ref, n) < 1e-5))
-			fail_msg("%llux%llu, matrix %d: relative error %g",
-				 (unsigned long long)rows, (unsigned long long)cols, k,
-				 rel_err(out + k * n, ref, n));
+		double e;
+
+		assert_int_equal(mb_ns_reference(in + k * n, rows, cols, ns->method, ref), 0);
+		e = rel_err(out + k * n, ref, n);
+		if (!(e < 1e-5))
+			fail_msg("%s on %llux%llu, matrix %d: relative error %g",
+				 mb_ns_method_names[ns->method], (unsigned long long)rows,
+				 (unsigned long long)cols, k, e);
+		worst = e > worst ? e : worst;
 	}
+	memcpy(out_first, out, n * sizeof(float));
 	/* the first matrix's source is untouched by the in-place second */
 	read_floats(a, 0, n, out);
 	assert_memory_equal(out, in, n * sizeof(float));
@@ -80,26 +95,125 @@ static void check_shape(struct mb_ns *ns, uint64_t rows, uint64_t cols)
 	free(in);
 	free(out);
 	free(ref);
+	return worst;
 }
 
+/*
+ * Both methods against float64, on square, wide, tall and odd shapes. Gram
+ * on a square matrix is the standard iteration, bit for bit; elsewhere it
+ * is another computation (not the same bits) of the same matrix.
+ */
 static void ns_matches_float64(void **state)
 {
 	static const uint64_t shapes[][2] = {
 		{ 64, 64 },  { 48, 160 }, { 160, 48 }, { 67, 131 },
 		{ 131, 67 }, { 1, 50 },	  { 50, 1 },   { 1, 1 },
 	};
+	const size_t nshapes = sizeof(shapes) / sizeof(shapes[0]);
+	double worst[MB_NS_NMETHODS] = { 0 };
 	struct mb_ledger ledger;
 	struct mb_ns ns;
 	size_t i;
+	int k;
 
 	(void)state;
 	mb_ledger_init(&ledger, &cl, 0);
 	assert_int_equal(mb_ns_init(&ns, &cl, &ledger), 0);
-	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
-		check_shape(&ns, shapes[i][0], shapes[i][1]);
+	assert_int_equal(ns.method, MB_NS_GRAM);
+	for (i = 0; i < nshapes; i++) {
+		uint64_t rows = shapes[i][0], cols = shapes[i][1], n = rows * cols;
+		float *out[MB_NS_NMETHODS];
+		double e;
+
+		for (k = 0; k < MB_NS_NMETHODS; k++) {
+			out[k] = malloc(n * sizeof(float));
+			ns.method = (enum mb_ns_method)k;
+			e = check_shape(&ns, rows, cols, out[k]);
+			worst[k] = e > worst[k] ? e : worst[k];
+		}
+		if (rows == cols)
+			assert_memory_equal(out[MB_NS_GRAM], out[MB_NS_STANDARD],
+					    n * sizeof(float));
+		else
+			assert_memory_not_equal(out[MB_NS_GRAM], out[MB_NS_STANDARD],
+						n * sizeof(float));
+		for (k = 0; k < MB_NS_NMETHODS; k++)
+			free(out[k]);
+	}
+	for (k = 0; k < MB_NS_NMETHODS; k++)
+		print_message("%s: largest relative error vs float64 %.2e\n", mb_ns_method_names[k],
+			      worst[k]);
 	mb_ns_release(&ns);
 	assert_int_equal(ledger.current_bytes, 0);
 	mb_ledger_release(&ledger);
+}
+
+/*
+ * The Gram iteration is the standard one rearranged: in float64 the two
+ * references agree to rounding (a few 1e-15), so a bug in either shows
+ * against the other.
+ */
+static void gram_equals_standard_in_float64(void **state)
+{
+	static const uint64_t shapes[][2] = { { 48, 160 }, { 131, 67 }, { 3, 200 } };
+	size_t i, k;
+
+	(void)state;
+	for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		uint64_t rows = shapes[i][0], cols = shapes[i][1], n = rows * cols;
+		float *in = malloc(n * sizeof(float));
+		double *g = malloc(n * sizeof(double)), *st = malloc(n * sizeof(double));
+		double d = 0, w = 0;
+
+		for (k = 0; k < n; k++)
+			in[k] = mb_uniform(9, (uint64_t)i, k);
+		assert_int_equal(mb_ns_reference(in, rows, cols, MB_NS_GRAM, g), 0);
+		assert_int_equal(mb_ns_reference(in, rows, cols, MB_NS_STANDARD, st), 0);
+		for (k = 0; k < n; k++) {
+			d += (g[k] - st[k]) * (g[k] - st[k]);
+			w += st[k] * st[k];
+		}
+		if (!(sqrt(d / w) < 1e-12)) /* 1.5e-15 to 3.4e-15 here */
+			fail_msg("%llux%llu: gram and standard differ by %g in float64",
+				 (unsigned long long)rows, (unsigned long long)cols, sqrt(d / w));
+		free(in);
+		free(g);
+		free(st);
+	}
+}
+
+/* A workspace reserved for one method does not do for the other's larger one. */
+static void ns_method_needs_its_reserve(void **state)
+{
+	uint64_t rows = 40, cols = 72;
+	struct mb_ledger l;
+	struct mb_ns ns;
+
+	(void)state;
+	mb_ledger_init(&l, &cl, 0);
+	assert_int_equal(mb_ns_init(&ns, &cl, &l), 0);
+	ns.method = MB_NS_STANDARD;
+	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
+	assert_int_equal(ns.work_bytes, mb_ns_workspace_bytes(rows, cols, MB_NS_STANDARD));
+	ns.method = MB_NS_GRAM;
+	assert_int_equal(mb_ns_orthogonalize(&ns, ns.work, 0, rows, cols, ns.work, 0, NULL, NULL),
+			 -MB_EFAIL);
+	assert_string_equal(mb_errmsg(),
+			    "Newton-Schulz (gram) on 40x72: no workspace reserved for that shape");
+	assert_int_equal(mb_ns_gemms_only(&ns, rows, cols, NULL, NULL), -MB_EFAIL);
+	/* reserved again, it grows to the Gram method's */
+	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
+	assert_int_equal(ns.work_bytes, mb_ns_workspace_bytes(rows, cols, MB_NS_GRAM));
+	assert_true(ns.work_bytes > mb_ns_workspace_bytes(rows, cols, MB_NS_STANDARD));
+	assert_int_equal(mb_ns_orthogonalize(&ns, ns.work, 0, rows, cols, ns.work, 0, NULL, NULL),
+			 0);
+	assert_int_equal(clFinish(cl.compute), CL_SUCCESS);
+	mb_ns_release(&ns);
+	assert_int_equal(l.current_bytes, 0);
+	mb_ledger_release(&l);
+	/* the names */
+	assert_string_equal(mb_ns_method_names[MB_NS_GRAM], "gram");
+	assert_string_equal(mb_ns_method_names[MB_NS_STANDARD], "standard");
 }
 
 /* A known matrix: NS of a scaled identity is a scaled identity, 1x1 is its sign. */
@@ -123,7 +237,7 @@ static void ns_of_known_matrices(void **state)
 			 CL_SUCCESS);
 	assert_int_equal(mb_ns_orthogonalize(&ns, a, 0, 1, 1, a, 0, NULL, NULL), 0);
 	read_floats(a, 0, 1, &got);
-	assert_int_equal(mb_ns_reference(&three, 1, 1, &ref), 0);
+	assert_int_equal(mb_ns_reference(&three, 1, 1, MB_NS_STANDARD, &ref), 0);
 	/* quintic NS does not converge to exactly 1: it lands near 0.7-1.2 */
 	assert_true(got < -0.5f && got > -1.5f);
 	assert_true(fabs(got - ref) < 1e-6);
@@ -442,9 +556,13 @@ static void device_mem_limit(void **state)
 	assert_int_equal(mb_ledger_alloc(&l, 400, "third", &b), 0);
 	mb_ledger_release(&l);
 
-	/* Newton-Schulz's workspace refused: nothing is left allocated */
+	/* Newton-Schulz's workspace refused: nothing is left allocated; the
+	 * Gram method's, with R, Z, Q and P (4 x 256 KiB), is 2.5 MiB */
 	mb_ledger_init(&l, &cl, 1 << 20);
 	assert_int_equal(mb_ns_init(&ns, &cl, &l), 0);
+	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), -MB_EFAIL);
+	assert_non_null(strstr(mb_errmsg(), "(ns.workspace, 2.50 MiB)"));
+	ns.method = MB_NS_STANDARD;
 	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), -MB_EFAIL);
 	assert_non_null(strstr(mb_errmsg(), "(ns.workspace, 2.00 MiB)"));
 	mb_ns_release(&ns);
@@ -478,16 +596,23 @@ static void nsbench_verifies(void **state)
 	uint64_t rows = 40, cols = 72;
 	struct mb_ledger l;
 	struct mb_ns ns;
+	int k;
 
 	(void)state;
 	mb_ledger_init(&l, &cl, 0);
 	assert_int_equal(mb_ns_init(&ns, &cl, &l), 0);
-	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
-	assert_int_equal(mb_nsbench_run(&ns, &s, rows, cols, 0, &r), 0);
-	assert_true(r.rel_err < 1e-5);
-	assert_true(r.ns_s.min > 0 && r.ns_s.min <= r.ns_s.median && r.ns_s.median <= r.ns_s.max);
-	assert_true(r.gemm_s.median > 0);
-	assert_true(r.gflops > 0);
+	for (k = 0; k < MB_NS_NMETHODS; k++) {
+		ns.method = (enum mb_ns_method)k;
+		assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
+		assert_int_equal(mb_nsbench_run(&ns, &s, rows, cols, 0, &r), 0);
+		assert_int_equal(r.method, k);
+		assert_int_equal(r.flops, mb_ns_flops(rows, cols, ns.method));
+		assert_true(r.rel_err < 1e-5);
+		assert_true(r.ns_s.min > 0 && r.ns_s.min <= r.ns_s.median &&
+			    r.ns_s.median <= r.ns_s.max);
+		assert_true(r.gemm_s.median > 0);
+		assert_true(r.gflops > 0);
+	}
 	mb_ns_release(&ns);
 	assert_int_equal(l.current_bytes, 0);
 	mb_ledger_release(&l);
@@ -540,12 +665,20 @@ static void device_selection(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(ns_matches_float64),	  cmocka_unit_test(ns_of_known_matrices),
-		cmocka_unit_test(momentum_bit_for_bit),	  cmocka_unit_test(rng_matches_host),
-		cmocka_unit_test(padding_writes_nothing), cmocka_unit_test(events_of_own_commands),
-		cmocka_unit_test(no_profiling_no_time),	  cmocka_unit_test(ledger_books),
-		cmocka_unit_test(device_mem_limit),	  cmocka_unit_test(ns_needs_reserve),
-		cmocka_unit_test(nsbench_verifies),	  cmocka_unit_test(spread),
+		cmocka_unit_test(ns_matches_float64),
+		cmocka_unit_test(gram_equals_standard_in_float64),
+		cmocka_unit_test(ns_method_needs_its_reserve),
+		cmocka_unit_test(ns_of_known_matrices),
+		cmocka_unit_test(momentum_bit_for_bit),
+		cmocka_unit_test(rng_matches_host),
+		cmocka_unit_test(padding_writes_nothing),
+		cmocka_unit_test(events_of_own_commands),
+		cmocka_unit_test(no_profiling_no_time),
+		cmocka_unit_test(ledger_books),
+		cmocka_unit_test(device_mem_limit),
+		cmocka_unit_test(ns_needs_reserve),
+		cmocka_unit_test(nsbench_verifies),
+		cmocka_unit_test(spread),
 		cmocka_unit_test(device_selection),
 	};
 

@@ -46,14 +46,63 @@ static void ns_cost(void **state)
 {
 	(void)state;
 	/* m = 256, n = 768: 5 (4 m^2 n + 2 m^3) */
-	assert_int_equal(mb_ns_flops(768, 256),
+	assert_int_equal(mb_ns_flops(768, 256, MB_NS_STANDARD),
 			 5ull * (4 * 256 * 256 * 768 + 2ull * 256 * 256 * 256));
-	assert_int_equal(mb_ns_flops(768, 256), mb_ns_flops(256, 768));
-	assert_int_equal(mb_ns_flops(1, 1000), 5 * (4 * 1000 + 2));
+	assert_int_equal(mb_ns_flops(768, 256, MB_NS_STANDARD),
+			 mb_ns_flops(256, 768, MB_NS_STANDARD));
+	assert_int_equal(mb_ns_flops(1, 1000, MB_NS_STANDARD), 5 * (4 * 1000 + 2));
 	/* fp32 (2 m^2 + 2 m n), and 64 partial sums of the norm and the norm */
-	assert_int_equal(mb_ns_workspace_bytes(768, 256), 4 * (2 * 65536 + 2 * 196608 + 65));
+	assert_int_equal(mb_ns_workspace_bytes(768, 256, MB_NS_STANDARD),
+			 4 * (2 * 65536 + 2 * 196608 + 65));
 	/* 2^24 x 2^24 needs 30 * 2^72: saturated, not wrapped */
-	assert_int_equal(mb_ns_flops(1ull << 24, 1ull << 24), UINT64_MAX);
+	assert_int_equal(mb_ns_flops(1ull << 24, 1ull << 24, MB_NS_STANDARD), UINT64_MAX);
+	assert_int_equal(mb_ns_flops(1ull << 24, 1ull << 24, MB_NS_GRAM), UINT64_MAX);
+	assert_int_equal(mb_ns_flops(1ull << 23, 1ull << 24, MB_NS_GRAM), UINT64_MAX);
+}
+
+/*
+ * The Gram method's FLOPs by hand, GEMM by GEMM (2 m n k for m x k by
+ * k x n), on an m x n matrix with m < n:
+ *   R = X Xᵀ 2m²n; iteration 0: Z 2m³, Q = Z + aI none, RZ and R 2 x 2m³;
+ *   1: Z, Q = aQ + ZQ: 2 x 2m³, no R (the restart is next); 2: X = Q X and
+ *   R = X Xᵀ 2 x 2m²n, Z 2m³, Q none, RZ and R 2 x 2m³; 3: Z, Q, RZ, R
+ *   4 x 2m³; 4: Z, Q 2 x 2m³, no R (the last); X = Q X 2m²n.
+ * 2 x 6 (m 2, n 6): 8 x 24 + 2 x 14 x 8 = 192 + 224 = 416, where the
+ * standard's is 5 (4 x 24 + 2 x 8) = 560. 48 x 160 (m 48, n 160, m²n
+ * 368640, m³ 110592): 8 x 368640 + 28 x 110592 = 2949120 + 3096576 =
+ * 6045696, against 5 (4 x 368640 + 2 x 110592) = 8478720.
+ */
+static void ns_cost_gram(void **state)
+{
+	struct mb_model m;
+	uint64_t gram = 0, standard = 0;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(mb_ns_flops(2, 6, MB_NS_GRAM), 416);
+	assert_int_equal(mb_ns_flops(6, 2, MB_NS_GRAM), 416);
+	assert_int_equal(mb_ns_flops(2, 6, MB_NS_STANDARD), 560);
+	assert_int_equal(mb_ns_flops(48, 160, MB_NS_GRAM), 6045696);
+	assert_int_equal(mb_ns_flops(160, 48, MB_NS_GRAM), 6045696);
+	assert_int_equal(mb_ns_flops(48, 160, MB_NS_STANDARD), 8478720);
+	/* a square matrix runs the standard iteration: 5 (4 + 2) 64^3 */
+	assert_int_equal(mb_ns_flops(64, 64, MB_NS_GRAM), 30 * 262144);
+	assert_int_equal(mb_ns_flops(64, 64, MB_NS_STANDARD), 30 * 262144);
+	/* workspace: X and the next X, R Z Q P (4 m^2), 65 floats of the norm */
+	assert_int_equal(mb_ns_workspace_bytes(48, 160, MB_NS_GRAM),
+			 4 * (2 * 7680 + 4 * 2304 + 65));
+	assert_int_equal(mb_ns_workspace_bytes(64, 64, MB_NS_GRAM),
+			 mb_ns_workspace_bytes(64, 64, MB_NS_STANDARD));
+	/* Qwen3-4B per step, one rank: the "about 159 against 211 TFLOP" */
+	assert_int_equal(mb_config_load_builtin(&m, "qwen3-4b", 0), 0);
+	for (i = 0; i < m.nparams; i++)
+		if (m.params[i].muon) {
+			gram += mb_ns_flops(m.params[i].rows, m.params[i].cols, MB_NS_GRAM);
+			standard += mb_ns_flops(m.params[i].rows, m.params[i].cols, MB_NS_STANDARD);
+		}
+	assert_int_equal(gram, 158812858220544ull);
+	assert_int_equal(standard, 211199648071680ull);
+	mb_model_release(&m);
 }
 
 /*
@@ -73,6 +122,7 @@ static void batches_by_hand(void **state)
 	(void)state;
 	s.gather_budget_bytes = 2 << 20;
 	s.order = MB_ORDER_MODEL;
+	s.ns_method = MB_NS_STANDARD; /* its workspace, below */
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
 	assert_int_equal(p.ngroups, 8);
 	for (i = 0; i < 8; i++)
@@ -296,6 +346,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ns_cost),
+		cmocka_unit_test(ns_cost_gram),
 		cmocka_unit_test(batches_by_hand),
 		cmocka_unit_test(batches_by_shape),
 		cmocka_unit_test(batches_cover_qwen3_4b),

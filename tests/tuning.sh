@@ -83,12 +83,12 @@ expect_output "tuning: nothing fits: CLBlast's defaults, and why" "CLBlast param
 	ns --shape 64x64 --reps 1
 
 # ns's machine-read output: what tune reads its children's figures from
-expect_output "ns --format csv: a header with the figures' names" "ns_format_version,platform,device,driver,tuning,tuning_match,rows,cols,batch,reps,ns_median_s" \
+expect_output "ns --format csv: a header with the figures' names" "ns_format_version,platform,device,driver,tuning,tuning_match,rows,cols,ns_method,ns_flops,batch,reps,ns_median_s" \
 	ns --shape 64x64,32x48 --reps 1 --format csv
-if [ "$(wc -l <"$tmp/out")" -eq 3 ]; then
-	report ok "ns --format csv: one row per shape"
+if [ "$(wc -l <"$tmp/out")" -eq 5 ]; then
+	report ok "ns --format csv: one row per shape and method"
 else
-	report fail "ns --format csv: one row per shape" "$(cat "$tmp/out")"
+	report fail "ns --format csv: one row per shape and method" "$(cat "$tmp/out")"
 fi
 expect_output "ns --format json: a list of objects" '"ns_median_s": ' ns --shape 64x64 --reps 1 --format json
 
