@@ -55,6 +55,10 @@ static const struct option options[] = {
 	  MODEL_CMDS, "stage 1/2: most bytes of grads + momentum gathered in one Muon batch" },
 	{ "sub-group-size", "N", COUNT, AT(sub_group_size), "1e9", 1, UINT64_MAX, NULL, MODEL_CMDS,
 	  "stage 3: elements in a sub-group (DeepSpeed's sub_group_size)" },
+	{ "reduce-bucket-size", "N", COUNT, AT(reduce_bucket_size), "5e8", 1, UINT64_MAX, NULL,
+	  MODEL_CMDS,
+	  "elements of the backward's gradient bucket (DeepSpeed's "
+	  "zero_optimization.reduce_bucket_size; the stand-in's bucket holds fp32)" },
 	{ "param-order", "shape|model", CHOICE, AT(param_order), "shape", 0, 0, "shape|model",
 	  MODEL_CMDS,
 	  "order of the Muon parameters that the batches and sub-groups are made of: by "

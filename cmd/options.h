@@ -35,13 +35,14 @@ struct mb_args {
 	bool help, version;
 
 	const char *model, *config;
-	uint64_t layers;	    /* 0: all */
-	const char *stages;	    /* "2" or, for run, a list "1,2,3" */
-	uint64_t gather_budget;	    /* bytes */
-	uint64_t sub_group_size;    /* elements */
-	uint64_t pin_chunk;	    /* bytes */
-	const char *param_order;    /* shape|model */
-	const char *momentum_dtype; /* fp32|bf16|auto */
+	uint64_t layers;	     /* 0: all */
+	const char *stages;	     /* "2" or, for run, a list "1,2,3" */
+	uint64_t gather_budget;	     /* bytes */
+	uint64_t sub_group_size;     /* elements */
+	uint64_t pin_chunk;	     /* bytes */
+	uint64_t reduce_bucket_size; /* elements */
+	const char *param_order;     /* shape|model */
+	const char *momentum_dtype;  /* fp32|bf16|auto */
 	uint64_t world_size, rank;
 	const char *format; /* md, csv, json */
 

@@ -66,6 +66,8 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	F("d2h_bytes", p->bwd_d2h_bytes + p->apply_d2h_bytes);
 	F("ns_flops", p->ns_flops);
 	F("resident_bytes", p->resident_bytes);
+	F("temp_grad_bytes", p->temp_grad_bytes);
+	F("bucket_bytes", p->bucket_bytes);
 	F("ns_workspace_bytes", p->ns_workspace_bytes);
 	F("apply_bytes_sync", p->apply_bytes_sync);
 	F("apply_bytes_overlap", p->apply_bytes_overlap);
@@ -284,19 +286,29 @@ static void md_peak_row(const char *what, uint64_t sync, uint64_t overlap)
 
 static void md_peak(const struct mb_plan *p)
 {
+	char a[32];
+
 	printf("\n## Predicted peak device memory, step phase\n\n");
 	printf("| part | master, pin (bytes) | | overlap, both (bytes) | |\n"
 	       "|---|---:|---:|---:|---:|\n");
 	md_peak_row(p->set.stage == 3 ? "resident bf16 params (this rank's share)"
 				      : "resident bf16 params (whole model)",
 		    p->resident_bytes, p->resident_bytes);
+	if (p->temp_grad_bytes)
+		md_peak_row("temp_grad_buffer_for_gpu_offload (bf16, the largest parameter)",
+			    p->temp_grad_bytes, p->temp_grad_bytes);
 	md_peak_row(p->set.stage == 3 ? "Muon apply: sub-group + update buffers"
 				      : "Muon apply: batch (+ the one in flight)",
 		    p->apply_bytes_sync, p->apply_bytes_overlap);
 	md_peak_row("Newton-Schulz workspace", p->ns_workspace_bytes, p->ns_workspace_bytes);
 	md_peak_row("**step peak**", p->peak_step_bytes_sync, p->peak_step_bytes_overlap);
 	printf("\nCLBlast's temporary buffers come on top; their size depends on the "
-	       "device.\n");
+	       "device. The backward holds the same resident buffers and the Newton-Schulz "
+	       "workspace, and its gradient bucket of %s (fp32, --reduce-bucket-size %llu "
+	       "elements, at most the model), and the forward/backward's activations when "
+	       "run has them.\n",
+	       mb_fmt_bytes_iec(a, sizeof(a), p->bucket_bytes),
+	       (unsigned long long)p->set.reduce_bucket_elems);
 }
 
 int mb_cmd_plan(const struct mb_args *args)

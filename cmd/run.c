@@ -185,6 +185,7 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	snprintf(row->ns_method, sizeof(row->ns_method), "%s",
 		 mb_ns_method_names[s->step.plan.ns_method]);
 	row->pin_chunk_bytes = s->step.plan.pin_chunk_bytes;
+	row->reduce_bucket_size = s->step.plan.reduce_bucket_elems;
 	row->seed = s->step.seed;
 	row->resume_at = s->resume_at;
 	snprintf(row->fwd_bwd, sizeof(row->fwd_bwd), "%s", a->fwd_bwd);

@@ -73,6 +73,7 @@ static const struct column columns[] = {
 	COL(momentum_dtype, TEXT),
 	COL(ns_method, TEXT),
 	COL(pin_chunk_bytes, U64),
+	COL(reduce_bucket_size, U64),
 	COL(seed, U64),
 	COL(resume_at, U64),
 	COL(fwd_bwd, TEXT),

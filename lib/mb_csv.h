@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MB_CSV_FORMAT_VERSION 5
+#define MB_CSV_FORMAT_VERSION 6
 #define MB_CSV_STEPS_MAX      1000
 
 struct mb_csv_row {
@@ -38,7 +38,7 @@ struct mb_csv_row {
 	char pin_memory[4], writeback_dep[8];
 	char param_order[8], momentum_dtype[8], ns_method[16]; /* shape|model, fp32|bf16,
 								  gram|standard */
-	uint64_t pin_chunk_bytes;
+	uint64_t pin_chunk_bytes, reduce_bucket_size;	       /* bytes, elements */
 	uint64_t seed, resume_at;
 	char fwd_bwd[4];
 	uint64_t seq, micro_batch;

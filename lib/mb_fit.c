@@ -75,11 +75,10 @@ static void apply_buffer(const struct mb_plan *plan, struct mb_fit_need *n)
 static void device(const struct mb_model *m, const struct mb_plan *plan,
 		   const struct mb_fit_cell *c, struct mb_fit_need *n)
 {
-	uint64_t base = plan->resident_bytes + plan->ns_workspace_bytes, fb_largest, bucket;
+	uint64_t base = plan->resident_bytes + plan->temp_grad_bytes + plan->ns_workspace_bytes,
+		 fb_largest, bucket = plan->bucket_bytes;
 	const char *fb_tag;
 
-	bucket =
-		4 * (m->numel_total < MB_STEP_BUCKET_ELEMS ? m->numel_total : MB_STEP_BUCKET_ELEMS);
 	n->device_peak_bytes = c->overlap ? plan->peak_step_bytes_overlap
 					  : plan->peak_step_bytes_sync;
 	n->device_peak_phase = "step";

@@ -245,6 +245,14 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 				? mb_plan_host_cuts(plan, m, i, plan->set.pin_chunk_bytes, NULL)
 				: 1;
 	plan->resident_bytes = 2 * (plan->set.stage == 3 ? plan->local_numel : m->numel_total);
+	for (i = 0; i < m->nparams && plan->set.stage != 3; i++)
+		if (2 * mb_param_numel(&m->params[i]) > plan->temp_grad_bytes)
+			plan->temp_grad_bytes = 2 * mb_param_numel(&m->params[i]);
+	plan->bucket_elems = plan->set.reduce_bucket_elems ? plan->set.reduce_bucket_elems
+							   : MB_PLAN_REDUCE_BUCKET;
+	plan->bucket_elems = plan->bucket_elems < m->numel_total ? plan->bucket_elems
+								 : m->numel_total;
+	plan->bucket_bytes = sizeof(float) * plan->bucket_elems;
 
 	for (gi = 0; gi < plan->ngroups; gi++) {
 		const struct mb_plan_group *g = &plan->groups[gi];
@@ -273,10 +281,10 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 					p->rows, p->cols, plan->set.ns_method);
 		}
 	}
-	plan->peak_step_bytes_sync =
-		plan->resident_bytes + plan->apply_bytes_sync + plan->ns_workspace_bytes;
-	plan->peak_step_bytes_overlap =
-		plan->resident_bytes + plan->apply_bytes_overlap + plan->ns_workspace_bytes;
+	plan->peak_step_bytes_sync = plan->resident_bytes + plan->temp_grad_bytes +
+				     plan->apply_bytes_sync + plan->ns_workspace_bytes;
+	plan->peak_step_bytes_overlap = plan->resident_bytes + plan->temp_grad_bytes +
+					plan->apply_bytes_overlap + plan->ns_workspace_bytes;
 }
 
 static int check_settings(const struct mb_plan_settings *s)

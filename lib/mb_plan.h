@@ -23,6 +23,8 @@
  *
  * Device memory of the step phase, which the run's ledger must match:
  *   resident bf16 params (the whole model under ZeRO-1/2, the share under 3)
+ * + under ZeRO-1/2, DeepSpeed's temp_grad_buffer_for_gpu_offload, always on
+ *   the device with CPU offload: the largest parameter in bf16
  * + apply buffers at their largest: a batch (plus the previous one still in
  *   flight when the writeback overlaps), or a sub-group plus one update buffer
  *   (two when it overlaps)
@@ -39,6 +41,9 @@
 
 #include "mb_model.h"
 #include "mb_ns.h"
+
+/* DeepSpeed's default reduce_bucket_size, in elements. */
+#define MB_PLAN_REDUCE_BUCKET 500000000ull
 
 enum mb_param_order { MB_ORDER_SHAPE, MB_ORDER_MODEL, MB_NORDERS };
 
@@ -63,6 +68,8 @@ struct mb_plan_settings {
 	uint64_t gather_budget_bytes; /* stage 1/2 */
 	uint64_t sub_group_size;      /* elements, stage 3 */
 	uint64_t pin_chunk_bytes; /* most bytes of one pinned chunk of a host buffer; 0: no limit */
+	uint64_t reduce_bucket_elems; /* the backward's gradient bucket (reduce_bucket_size); 0: 5e8
+				       */
 	unsigned world_size, rank;
 };
 
@@ -102,8 +109,12 @@ struct mb_plan {
 	uint64_t bwd_d2h_bytes, apply_h2d_bytes, apply_d2h_bytes, params_h2d_bytes;
 	uint64_t ns_flops; /* per step */
 
+	/* device bytes of the backward: its gradient bucket (fp32, at most the model) */
+	uint64_t bucket_elems, bucket_bytes;
+
 	/* device bytes of the step phase */
 	uint64_t resident_bytes, ns_workspace_bytes;
+	uint64_t temp_grad_bytes; /* ZeRO-1/2's temp_grad_buffer_for_gpu_offload; 0 under 3 */
 	uint64_t apply_bytes_sync, apply_bytes_overlap;
 	uint64_t peak_step_bytes_sync, peak_step_bytes_overlap;
 };

@@ -48,6 +48,7 @@ static const struct {
 	  mb_results_momentum_setting },
 	KNOB(ns_method, true),
 	KNOB(pin_chunk_bytes, false),
+	KNOB(reduce_bucket_size, false),
 	KNOB(fwd_bwd, true),
 	KNOB(seq, false),
 	KNOB(micro_batch, false),

@@ -360,8 +360,6 @@ static int reserve_step(struct mb_state *s)
 	const struct mb_plan *p = &s->plan;
 	unsigned alive = mb_variant_overlaps(s->set.variant) ? 2 : 1; /* computing, writing back */
 	uint64_t gathered = p->ngroups ? p->groups[p->largest_group].gathered_numel : 0,
-		 bucket = m->numel_total < MB_STEP_BUCKET_ELEMS ? m->numel_total
-								: MB_STEP_BUCKET_ELEMS,
 		 largest = 0;
 	size_t i;
 	int err;
@@ -372,7 +370,8 @@ static int reserve_step(struct mb_state *s)
 	if (s->set.fwd_bwd &&
 	    (err = mb_fwdbwd_reserve(m, s->set.tokens, s->cl, s->ledger, EPOCH_FWDBWD)))
 		return err;
-	if ((err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.bucket", 4 * bucket, 1, NULL)))
+	if ((err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.bucket", p->bucket_bytes, 1,
+				     "a smaller --reduce-bucket-size needs less")))
 		return err;
 	if (s->set.plan.stage == 3)
 		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.subgroup",
@@ -405,7 +404,10 @@ int mb_state_init(struct mb_state *s, const struct mb_model *m, const struct mb_
 	    (err = alloc_host(s)))
 		goto out_release;
 	init_params(s);
-	if ((err = mb_ledger_alloc(ledger, 2 * m->numel_total, "params.bf16", &s->params)))
+	if ((err = mb_ledger_alloc(ledger, 2 * m->numel_total, "params.bf16", &s->params)) ||
+	    (s->plan.temp_grad_bytes &&
+	     (err = mb_ledger_alloc(ledger, s->plan.temp_grad_bytes, "ds.temp_grad_buffer",
+				    &s->temp_grad))))
 		goto out_release;
 	if ((err = host_copy(s, true, cl->compute, s->params, 0, &s->staging, 0, 2 * m->numel_total,
 			     0, NULL, NULL, K_PARAMS_H2D, NULL, "initial bf16 params")) ||
@@ -426,8 +428,10 @@ void mb_state_release(struct mb_state *s)
 		clFinish(s->cl->copy);
 	}
 	mb_ns_release(&s->ns);
-	if (s->ledger)
+	if (s->ledger) {
 		mb_ledger_free(s->ledger, s->params);
+		mb_ledger_free(s->ledger, s->temp_grad);
+	}
 	mb_hostbuf_release(&s->master);
 	mb_hostbuf_release(&s->grads);
 	mb_hostbuf_release(&s->momentum);
@@ -444,13 +448,12 @@ void mb_state_release(struct mb_state *s)
 
 static int backward(struct mb_state *s)
 {
-	uint64_t n = s->model->numel_total,
-		 bucket = n < MB_STEP_BUCKET_ELEMS ? n : MB_STEP_BUCKET_ELEMS, off, len;
+	uint64_t n = s->model->numel_total, bucket = s->plan.bucket_elems, off, len;
 	cl_mem buf;
 	int err;
 
 	mb_ledger_phase(s->ledger, "backward");
-	if ((err = mb_ledger_alloc(s->ledger, 4 * bucket, "bwd.bucket", &buf)))
+	if ((err = mb_ledger_alloc(s->ledger, s->plan.bucket_bytes, "bwd.bucket", &buf)))
 		return err;
 	for (off = 0; off < n && !err; off += len) {
 		len = n - off < bucket ? n - off : bucket;

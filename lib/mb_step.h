@@ -30,9 +30,6 @@
 #include "mb_ns.h"
 #include "mb_plan.h"
 
-/* The backward stand-in's gradient bucket, in elements: 64 MiB of fp32 ("bwd.bucket"). */
-#define MB_STEP_BUCKET_ELEMS (1u << 24)
-
 enum mb_variant { MB_MASTER, MB_PIN, MB_OVERLAP, MB_BOTH, MB_NVARIANTS };
 
 extern const char *const mb_variant_names[MB_NVARIANTS];
@@ -91,7 +88,8 @@ struct mb_state {
 				 */
 	struct mb_span *spans;	/* room for the checksum's */
 	struct mb_hostbuf master, grads, momentum, adam_m, adam_v, staging;
-	cl_mem params; /* resident bf16 */
+	cl_mem params;	  /* resident bf16 */
+	cl_mem temp_grad; /* ZeRO-1/2: DeepSpeed's temp_grad_buffer_for_gpu_offload, held */
 	uint64_t steps_done;
 };
 

@@ -144,7 +144,7 @@ static void device_short(void **state)
 	assert_true(need.device_peak_bytes > 16 * MIB);
 	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
 	assert_says("does not fit: the device peak (step phase, CLBlast's temporaries aside) is "
-		    "18.0 MiB and 'dev' has 16.0 MiB of global memory; would fit: --layers 1");
+		    "18.5 MiB and 'dev' has 16.0 MiB of global memory; would fit: --layers 1");
 	/* the largest halving of the gather budget that fits */
 	budget = after("--gather-budget ");
 	assert_says("Mi");
@@ -158,7 +158,7 @@ static void device_short(void **state)
 	d.global_mem_bytes = GIB;
 	d.limit_bytes = 16 * MIB;
 	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
-	assert_says("is 18.0 MiB and the --device-mem-limit is 16.0 MiB");
+	assert_says("is 18.5 MiB and the --device-mem-limit is 16.0 MiB");
 	d.limit_bytes = 2 * GIB;
 	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
 
@@ -213,6 +213,7 @@ static void pinned_short(void **state)
 
 	(void)state;
 	load(&m, "qwen3-0.6b", 0);
+	c.plan.reduce_bucket_elems = 1u << 24; /* a 64 MiB bucket: not the culprit here */
 	d.max_alloc_bytes = 2 * GIB;
 	assert_int_equal(mb_fit_need(&m, &c, false, &need), 0);
 	assert_string_equal(need.pinned_largest, "grads");
@@ -267,7 +268,8 @@ static void cpu_device(void **state)
 /*
  * The device's peak per phase, as the ledger measured it on PoCL without
  * CLBlast's temporaries (peak_device_own_bytes of run --config micro.json
- * --gather-budget 128Ki): the backward's bucket, stage 3's sub-group, and
+ * --gather-budget 128Ki --momentum-dtype fp32 --ns-method standard): the
+ * backward's bucket, stage 3's sub-group, and
  * with --seq 4096 the forward/backward's buffers.
  */
 static void peaks_as_measured(void **state)
@@ -280,7 +282,7 @@ static void peaks_as_measured(void **state)
 	assert_int_equal(mb_config_load_file(&m, "tests/data/good/micro.json", 0), 0);
 	c.plan.gather_budget_bytes = 128 << 10;
 	assert_int_equal(mb_fit_need(&m, &c, false, &n), 0);
-	assert_int_equal(n.device_peak_bytes, 920068);
+	assert_int_equal(n.device_peak_bytes, 952836); /* with the 32 KiB temp_grad_buffer */
 	assert_string_equal(n.device_peak_phase, "backward");
 	c.plan.stage = 3;
 	assert_int_equal(mb_fit_need(&m, &c, false, &n), 0);

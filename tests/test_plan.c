@@ -137,8 +137,10 @@ static void batches_by_hand(void **state)
 	/* resident bf16 of all 2,098,688 params; workspace of a 768 x 256 matrix */
 	assert_int_equal(p.resident_bytes, 2 * 2098688);
 	assert_int_equal(p.ns_workspace_bytes, 2097152 + 260);
-	assert_int_equal(p.peak_step_bytes_sync, 4197376 + 2097152 + 2097412);
-	assert_int_equal(p.peak_step_bytes_overlap, 4197376 + 3670016 + 2097412);
+	/* and DeepSpeed's temp_grad_buffer_for_gpu_offload: the embedding (1024 x 256) in bf16 */
+	assert_int_equal(p.temp_grad_bytes, 2 * 1024 * 256);
+	assert_int_equal(p.peak_step_bytes_sync, 4197376 + 524288 + 2097152 + 2097412);
+	assert_int_equal(p.peak_step_bytes_overlap, 4197376 + 524288 + 3670016 + 2097412);
 	mb_plan_release(&p);
 }
 
@@ -174,6 +176,30 @@ static void batches_by_shape(void **state)
 	assert_int_equal(p.matrices, 14);
 	assert_int_equal(p.apply_bytes_sync, 8 * 262144);
 	assert_int_equal(p.apply_bytes_overlap, 8 * (262144 + 262144));
+	mb_plan_release(&p);
+}
+
+/*
+ * The backward's bucket: reduce_bucket_size elements of fp32 (DeepSpeed's
+ * 5e8 by default), at most the model; ZeRO-3 holds no temp_grad_buffer.
+ */
+static void bucket_and_temp_grad(void **state)
+{
+	struct mb_plan_settings s = settings(2);
+	struct mb_plan p;
+
+	(void)state;
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
+	assert_int_equal(p.bucket_elems, tiny.numel_total); /* 5e8 is more than tiny */
+	assert_int_equal(p.bucket_bytes, 4 * tiny.numel_total);
+	mb_plan_release(&p);
+	s.reduce_bucket_elems = 1000;
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
+	assert_int_equal(p.bucket_bytes, 4000);
+	mb_plan_release(&p);
+	s = settings(3);
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
+	assert_int_equal(p.temp_grad_bytes, 0);
 	mb_plan_release(&p);
 }
 
@@ -349,6 +375,7 @@ int main(void)
 		cmocka_unit_test(ns_cost_gram),
 		cmocka_unit_test(batches_by_hand),
 		cmocka_unit_test(batches_by_shape),
+		cmocka_unit_test(bucket_and_temp_grad),
 		cmocka_unit_test(batches_cover_qwen3_4b),
 		cmocka_unit_test(budget_below_largest_matrix),
 		cmocka_unit_test(sub_groups_by_hand),

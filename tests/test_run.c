@@ -287,6 +287,24 @@ static void param_order_changes_nothing_but_the_batches(void **state)
 	free(r);
 }
 
+/* The backward's bucket is --reduce-bucket-size elements of fp32: its peak follows. */
+static void reduce_bucket_sets_the_backward_peak(void **state)
+{
+	struct mb_run_result *r = malloc(sizeof(*r));
+	struct mb_run_settings s = settings(2, MB_BOTH);
+	uint64_t whole, want;
+
+	(void)state;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0); /* 5e8: all of micro */
+	whole = r->own_peak_backward_bytes;
+	want = r->checksum;
+	s.step.plan.reduce_bucket_elems = 1000;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	assert_int_equal(whole - r->own_peak_backward_bytes, 4 * (micro.numel_total - 1000));
+	assert_true(r->checksum == want); /* the same gradients, in more pieces */
+	free(r);
+}
+
 static void knobs_do_not_change_the_math(void **state)
 {
 	struct mb_run_result *r = malloc(sizeof(*r));
@@ -524,6 +542,7 @@ int main(void)
 		cmocka_unit_test(every_stage_and_variant_agree),
 		cmocka_unit_test(knobs_do_not_change_the_math),
 		cmocka_unit_test(bf16_momentum),
+		cmocka_unit_test(reduce_bucket_sets_the_backward_peak),
 		cmocka_unit_test(param_order_changes_nothing_but_the_batches),
 		cmocka_unit_test(reload_changes_nothing_but_the_pin),
 		cmocka_unit_test(pinned_chunks_change_nothing),
