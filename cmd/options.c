@@ -85,12 +85,12 @@ static const struct option options[] = {
 	  ON(MB_CMD_RUN),
 	  "overlapped writeback waits for the compute on the host, or through an event "
 	  "wait list" },
-	{ "fwd-bwd", "on|off", CHOICE, AT(fwd_bwd), "on", 0, 0, "on|off", ON(MB_CMD_RUN),
+	{ "fwd-bwd", "on|off", CHOICE, AT(fwd_bwd), "on", 0, 0, "on|off", MODEL_CMDS,
 	  "run a synthetic forward and backward (GEMMs on the model's shapes, gradient "
 	  "checkpointing) before each step's gradients" },
-	{ "seq", "T", COUNT, AT(seq), "2048", 1, 1u << 20, NULL, ON(MB_CMD_RUN),
+	{ "seq", "T", COUNT, AT(seq), "2048", 1, 1u << 20, NULL, MODEL_CMDS,
 	  "sequence length of the synthetic forward/backward" },
-	{ "micro-batch", "B", COUNT, AT(micro_batch), "1", 1, 1u << 16, NULL, ON(MB_CMD_RUN),
+	{ "micro-batch", "B", COUNT, AT(micro_batch), "1", 1, 1u << 16, NULL, MODEL_CMDS,
 	  "micro-batch size of the synthetic forward/backward" },
 	{ "resume-at", "K", COUNT, AT(resume_at), NULL, 1, 1000, NULL, ON(MB_CMD_RUN),
 	  "after step K, save the optimizer state and load it back into new pageable "

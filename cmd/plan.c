@@ -68,6 +68,8 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	F("resident_bytes", p->resident_bytes);
 	F("temp_grad_bytes", p->temp_grad_bytes);
 	F("bucket_bytes", p->bucket_bytes);
+	F("peak_forward_bytes", p->peak_forward_bytes);
+	F("peak_backward_bytes", p->peak_backward_bytes);
 	F("ns_workspace_bytes", p->ns_workspace_bytes);
 	F("apply_bytes_sync", p->apply_bytes_sync);
 	F("apply_bytes_overlap", p->apply_bytes_overlap);
@@ -286,7 +288,7 @@ static void md_peak_row(const char *what, uint64_t sync, uint64_t overlap)
 
 static void md_peak(const struct mb_plan *p)
 {
-	char a[32];
+	char a[32], b[32];
 
 	printf("\n## Predicted peak device memory, step phase\n\n");
 	printf("| part | master, pin (bytes) | | overlap, both (bytes) | |\n"
@@ -303,12 +305,20 @@ static void md_peak(const struct mb_plan *p)
 	md_peak_row("Newton-Schulz workspace", p->ns_workspace_bytes, p->ns_workspace_bytes);
 	md_peak_row("**step peak**", p->peak_step_bytes_sync, p->peak_step_bytes_overlap);
 	printf("\nCLBlast's temporary buffers come on top; their size depends on the "
-	       "device. The backward holds the same resident buffers and the Newton-Schulz "
-	       "workspace, and its gradient bucket of %s (fp32, --reduce-bucket-size %llu "
-	       "elements, at most the model), and the forward/backward's activations when "
-	       "run has them.\n",
-	       mb_fmt_bytes_iec(a, sizeof(a), p->bucket_bytes),
-	       (unsigned long long)p->set.reduce_bucket_elems);
+	       "device.\n");
+	printf("\n## Predicted peak device memory, forward and backward\n\n");
+	printf("The same resident buffers and workspace, with the synthetic "
+	       "forward/backward's fp32 activations and weights (%s; --seq x --micro-batch), "
+	       "and in the backward the gradient bucket of %s (fp32, --reduce-bucket-size, at "
+	       "most the model) after them.\n\n",
+	       p->set.tokens ? "on" : "off: --fwd-bwd off",
+	       mb_fmt_bytes_iec(a, sizeof(a), p->bucket_bytes));
+	printf("| phase | bytes | |\n|---|---:|---:|\n");
+	if (p->set.tokens)
+		printf("| forward | %s | %s |\n", grouped(a, sizeof(a), p->peak_forward_bytes),
+		       mb_fmt_gib(b, sizeof(b), p->peak_forward_bytes));
+	printf("| backward | %s | %s |\n", grouped(a, sizeof(a), p->peak_backward_bytes),
+	       mb_fmt_gib(b, sizeof(b), p->peak_backward_bytes));
 }
 
 int mb_cmd_plan(const struct mb_args *args)

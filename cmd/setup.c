@@ -31,6 +31,7 @@ void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct m
 	s->sub_group_size = args->sub_group_size;
 	s->pin_chunk_bytes = args->pin_chunk;
 	s->reduce_bucket_elems = args->reduce_bucket_size;
+	s->tokens = strcmp(args->fwd_bwd, "on") ? 0 : args->seq * args->micro_batch;
 	s->order = strcmp(args->param_order, "model") ? MB_ORDER_SHAPE : MB_ORDER_MODEL;
 	if (!mb_ns_method_from_name(args->ns_method, &s->ns_method)) /* a CHOICE: cannot fail */
 		s->ns_method = MB_NS_GRAM;

@@ -91,7 +91,7 @@ static void device(const struct mb_model *m, const struct mb_plan *plan,
 	if (!c->tokens)
 		return;
 	largest(&n->device_peak_bytes, &n->device_peak_phase,
-		sat_add(base, mb_fwdbwd_bytes(m, c->tokens, &fb_largest, &fb_tag)),
+		sat_add(base, mb_fwdbwd_bytes(m, c->tokens, &fb_largest, &fb_tag, NULL)),
 		"forward/backward");
 	largest(&n->device_largest_bytes, &n->device_largest, fb_largest, fb_tag);
 }

@@ -396,11 +396,11 @@ int mb_fwdbwd_reserve(const struct mb_model *m, uint64_t tokens, const struct mb
 }
 
 uint64_t mb_fwdbwd_bytes(const struct mb_model *m, uint64_t tokens, uint64_t *largest,
-			 const char **largest_tag)
+			 const char **largest_tag, uint64_t *forward)
 {
 	struct pass p = { .m = m, .t = tokens };
 	struct pass_buffer b[PASS_BUFFERS];
-	uint64_t sum = 0;
+	uint64_t sum = 0, fwd = 0;
 	size_t i, n;
 
 	(void)measure(&p, false); /* without the temporaries it cannot fail */
@@ -408,6 +408,8 @@ uint64_t mb_fwdbwd_bytes(const struct mb_model *m, uint64_t tokens, uint64_t *la
 	*largest = 0;
 	*largest_tag = b[0].tag;
 	for (i = 0; i < n; i++) {
+		if (!b[i].backward && __builtin_add_overflow(fwd, b[i].bytes, &fwd))
+			fwd = UINT64_MAX;
 		if (__builtin_add_overflow(sum, b[i].bytes, &sum))
 			sum = UINT64_MAX;
 		if (b[i].bytes > *largest) {
@@ -415,5 +417,7 @@ uint64_t mb_fwdbwd_bytes(const struct mb_model *m, uint64_t tokens, uint64_t *la
 			*largest_tag = b[i].tag;
 		}
 	}
+	if (forward)
+		*forward = fwd;
 	return sum;
 }

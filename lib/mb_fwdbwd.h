@@ -54,10 +54,11 @@ int mb_fwdbwd_reserve(const struct mb_model *m, uint64_t tokens, const struct mb
  * The device bytes the pass holds at once for TOKENS tokens (every buffer is
  * live at the end of the backward), CLBlast's temporary aside: what the
  * ledger's own peak adds in the forward and backward phases. *LARGEST is
- * its largest buffer and *LARGEST_TAG that buffer's ledger tag. Sizes that
- * do not fit in 64 bits are UINT64_MAX. Needs no device.
+ * its largest buffer and *LARGEST_TAG that buffer's ledger tag; *FORWARD
+ * (if not NULL) what the forward alone holds. Sizes that do not fit in 64
+ * bits are UINT64_MAX. Needs no device.
  */
 uint64_t mb_fwdbwd_bytes(const struct mb_model *m, uint64_t tokens, uint64_t *largest,
-			 const char **largest_tag);
+			 const char **largest_tag, uint64_t *forward);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mb_err.h"
+#include "mb_fwdbwd.h"
 #include "mb_num.h"
 
 const char *const mb_host_buffer_names[MB_HOST_NBUFFERS] = {
@@ -22,6 +23,11 @@ const char *const mb_momentum_dtype_names[MB_NMOM_DTYPES] = { "fp32", "bf16" };
 bool mb_host_buffer_on_bus(enum mb_host_buffer b)
 {
 	return b == MB_HOST_GRADS || b == MB_HOST_MOMENTUM || b == MB_HOST_STAGING;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
 static uint64_t div_up(uint64_t a, uint64_t b)
@@ -280,6 +286,18 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 				plan->ns_workspace_bytes = mb_ns_workspace_bytes(
 					p->rows, p->cols, plan->set.ns_method);
 		}
+	}
+	{
+		uint64_t base = plan->resident_bytes + plan->temp_grad_bytes +
+				plan->ns_workspace_bytes,
+			 fwd = 0, all = 0, largest;
+		const char *tag;
+
+		if (plan->set.tokens)
+			all = mb_fwdbwd_bytes(m, plan->set.tokens, &largest, &tag, &fwd);
+		plan->peak_forward_bytes = plan->set.tokens ? sat_add(base, fwd) : 0;
+		plan->peak_backward_bytes =
+			sat_add(base, all > plan->bucket_bytes ? all : plan->bucket_bytes);
 	}
 	plan->peak_step_bytes_sync = plan->resident_bytes + plan->temp_grad_bytes +
 				     plan->apply_bytes_sync + plan->ns_workspace_bytes;

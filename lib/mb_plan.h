@@ -68,8 +68,9 @@ struct mb_plan_settings {
 	uint64_t gather_budget_bytes; /* stage 1/2 */
 	uint64_t sub_group_size;      /* elements, stage 3 */
 	uint64_t pin_chunk_bytes; /* most bytes of one pinned chunk of a host buffer; 0: no limit */
-	uint64_t reduce_bucket_elems; /* the backward's gradient bucket (reduce_bucket_size); 0: 5e8
-				       */
+	/* the backward's gradient bucket (reduce_bucket_size); 0: 5e8 */
+	uint64_t reduce_bucket_elems;
+	uint64_t tokens; /* of the synthetic forward/backward (seq x micro-batch); 0: none */
 	unsigned world_size, rank;
 };
 
@@ -117,6 +118,14 @@ struct mb_plan {
 	uint64_t temp_grad_bytes; /* ZeRO-1/2's temp_grad_buffer_for_gpu_offload; 0 under 3 */
 	uint64_t apply_bytes_sync, apply_bytes_overlap;
 	uint64_t peak_step_bytes_sync, peak_step_bytes_overlap;
+
+	/*
+	 * Device bytes of the forward and the backward, CLBlast's temporaries
+	 * aside: the resident buffers and the workspace, plus the forward's
+	 * activations (0 without tokens), or in the backward the larger of all
+	 * the forward/backward's buffers and the gradient bucket.
+	 */
+	uint64_t peak_forward_bytes, peak_backward_bytes;
 };
 
 /* Device bytes of NUMEL gathered Muon elements: fp32 grad + the momentum. */

@@ -328,6 +328,16 @@ static void knobs_do_not_change_the_math(void **state)
 	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
 	assert_true(r->checksum == want);
 	assert_true(r->peak_forward_bytes > 0 && r->phase.forward_s > 0);
+	/* the plan predicts the forward's and the backward's peaks too */
+	{
+		struct mb_plan p;
+
+		s.step.plan.tokens = 48;
+		assert_int_equal(mb_plan_build(&p, &micro, &s.step.plan), 0);
+		assert_int_equal(r->own_peak_forward_bytes, p.peak_forward_bytes);
+		assert_int_equal(r->own_peak_backward_bytes, p.peak_backward_bytes);
+		mb_plan_release(&p);
+	}
 	assert_int_equal(r->peak_step_bytes - r->clblast_temp_bytes, r->plan_peak_step_bytes);
 	assert_int_equal(r->own_peak_step_bytes, r->plan_peak_step_bytes);
 	/* CLBlast's temporaries (Newton-Schulz's at least) count in the peak, not the own peak */
