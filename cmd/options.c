@@ -59,6 +59,10 @@ static const struct option options[] = {
 	  MODEL_CMDS,
 	  "elements of the backward's gradient bucket (DeepSpeed's "
 	  "zero_optimization.reduce_bucket_size; the stand-in's bucket holds fp32)" },
+	{ "grad-clip", "X", REAL, AT(grad_clip), "1.0", 0, 1000000, NULL, ON(MB_CMD_RUN),
+	  "the largest norm of the gradients (DeepSpeed's gradient_clipping, as "
+	  "unscale_and_clip_grads applies it: a pass over the whole fp32 grad buffer each "
+	  "step); 0: no clipping, the pass stays" },
 	{ "param-order", "shape|model", CHOICE, AT(param_order), "shape", 0, 0, "shape|model",
 	  MODEL_CMDS,
 	  "order of the Muon parameters that the batches and sub-groups are made of: by "

@@ -186,6 +186,7 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 		 mb_ns_method_names[s->step.plan.ns_method]);
 	row->pin_chunk_bytes = s->step.plan.pin_chunk_bytes;
 	row->reduce_bucket_size = s->step.plan.reduce_bucket_elems;
+	snprintf(row->grad_clip, sizeof(row->grad_clip), "%g", s->step.grad_clip);
 	row->seed = s->step.seed;
 	row->resume_at = s->resume_at;
 	snprintf(row->fwd_bwd, sizeof(row->fwd_bwd), "%s", a->fwd_bwd);
@@ -582,6 +583,7 @@ int mb_cmd_run(const struct mb_args *args)
 	g->tty = !args->quiet && isatty(STDERR_FILENO);
 	g->started_s = mb_now_s();
 	g->run.step.tokens = args->seq * args->micro_batch;
+	g->run.step.grad_clip = args->grad_clip;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGXFSZ, SIG_IGN); /* past a file size limit, a write fails: the fallback takes over

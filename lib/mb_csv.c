@@ -74,6 +74,7 @@ static const struct column columns[] = {
 	COL(ns_method, TEXT),
 	COL(pin_chunk_bytes, U64),
 	COL(reduce_bucket_size, U64),
+	COL(grad_clip, TEXT),
 	COL(seed, U64),
 	COL(resume_at, U64),
 	COL(fwd_bwd, TEXT),

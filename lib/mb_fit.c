@@ -76,7 +76,7 @@ static void device(const struct mb_model *m, const struct mb_plan *plan,
 		   const struct mb_fit_cell *c, struct mb_fit_need *n)
 {
 	uint64_t base = plan->resident_bytes + plan->temp_grad_bytes + plan->ns_workspace_bytes,
-		 fb_largest, bucket = plan->bucket_bytes;
+		 fb_largest, bucket = plan->bucket_bytes + plan->norm_bytes;
 	const char *fb_tag;
 
 	n->device_peak_bytes = c->overlap ? plan->peak_step_bytes_overlap

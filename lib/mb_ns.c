@@ -355,6 +355,21 @@ static int check_reserved(const struct mb_ns *ns, uint64_t rows, uint64_t cols)
 		       (unsigned long long)cols);
 }
 
+int mb_ns_sumsq(struct mb_ns *ns, cl_mem x, uint64_t off, uint64_t n, cl_mem partial,
+		uint64_t part_off)
+{
+	size_t global = MB_NS_PARTIALS * ns->reduce_local;
+	cl_ulong xoff = off, count = n, poff = part_off;
+	cl_int st;
+
+	st = set_args(ns->sumsq, 6, ARG(x), ARG(xoff), ARG(count), ARG(partial), ARG(poff),
+		      ns->reduce_local * sizeof(float), (const void *)NULL);
+	if (st == CL_SUCCESS)
+		st = clEnqueueNDRangeKernel(ns->cl->compute, ns->sumsq, 1, NULL, &global,
+					    &ns->reduce_local, 0, NULL, NULL);
+	return mb_cl_check(ns->cl, st, "sumsq_partial", "%llu elements", (unsigned long long)n);
+}
+
 /* Workspace[scratch + PARTIALS] = 1 / (|in|_F + eps); the first command's event into *EV. */
 static int norm(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
 		uint64_t scratch, cl_event *ev)

@@ -157,6 +157,14 @@ int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom,
 int mb_ns_momentum_bf16(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom,
 			uint64_t mom_off, uint64_t n, float beta, cl_event *first, cl_event *last);
 
+/*
+ * Enqueue on the compute queue the sum of squares of X[OFF .. OFF+N) in
+ * MB_NS_PARTIALS partial sums, into PARTIAL at element PART_OFF (a gradient
+ * norm, as DeepSpeed takes one of the grads in the backward).
+ */
+int mb_ns_sumsq(struct mb_ns *ns, cl_mem x, uint64_t off, uint64_t n, cl_mem partial,
+		uint64_t part_off);
+
 /* Release the kernels and the buffers (through the ledger). */
 void mb_ns_release(struct mb_ns *ns);
 

@@ -259,6 +259,8 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 	plan->bucket_elems = plan->bucket_elems < m->numel_total ? plan->bucket_elems
 								 : m->numel_total;
 	plan->bucket_bytes = sizeof(float) * plan->bucket_elems;
+	plan->norm_bytes = sizeof(float) * MB_NS_PARTIALS *
+			   (plan->bucket_elems ? div_up(m->numel_total, plan->bucket_elems) : 1);
 
 	for (gi = 0; gi < plan->ngroups; gi++) {
 		const struct mb_plan_group *g = &plan->groups[gi];
@@ -296,8 +298,9 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 		if (plan->set.tokens)
 			all = mb_fwdbwd_bytes(m, plan->set.tokens, &largest, &tag, &fwd);
 		plan->peak_forward_bytes = plan->set.tokens ? sat_add(base, fwd) : 0;
-		plan->peak_backward_bytes =
-			sat_add(base, all > plan->bucket_bytes ? all : plan->bucket_bytes);
+		uint64_t bucket = plan->bucket_bytes + plan->norm_bytes;
+
+		plan->peak_backward_bytes = sat_add(base, all > bucket ? all : bucket);
 	}
 	plan->peak_step_bytes_sync = plan->resident_bytes + plan->temp_grad_bytes +
 				     plan->apply_bytes_sync + plan->ns_workspace_bytes;

@@ -110,8 +110,9 @@ struct mb_plan {
 	uint64_t bwd_d2h_bytes, apply_h2d_bytes, apply_d2h_bytes, params_h2d_bytes;
 	uint64_t ns_flops; /* per step */
 
-	/* device bytes of the backward: its gradient bucket (fp32, at most the model) */
-	uint64_t bucket_elems, bucket_bytes;
+	/* device bytes of the backward: its gradient bucket (fp32, at most the model), and
+	 * the MB_NS_PARTIALS partial sums of each bucket's gradient norm */
+	uint64_t bucket_elems, bucket_bytes, norm_bytes;
 
 	/* device bytes of the step phase */
 	uint64_t resident_bytes, ns_workspace_bytes;

@@ -49,6 +49,7 @@ static const struct {
 	KNOB(ns_method, true),
 	KNOB(pin_chunk_bytes, false),
 	KNOB(reduce_bucket_size, false),
+	KNOB(grad_clip, true),
 	KNOB(fwd_bwd, true),
 	KNOB(seq, false),
 	KNOB(micro_batch, false),

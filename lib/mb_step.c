@@ -371,7 +371,9 @@ static int reserve_step(struct mb_state *s)
 	    (err = mb_fwdbwd_reserve(m, s->set.tokens, s->cl, s->ledger, EPOCH_FWDBWD)))
 		return err;
 	if ((err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.bucket", p->bucket_bytes, 1,
-				     "a smaller --reduce-bucket-size needs less")))
+				     "a smaller --reduce-bucket-size needs less")) ||
+	    (err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.norm", s->plan.norm_bytes, 1,
+				     NULL)))
 		return err;
 	if (s->set.plan.stage == 3)
 		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.subgroup",
@@ -446,27 +448,55 @@ void mb_state_release(struct mb_state *s)
 
 /* ---- backward ---- */
 
-static int backward(struct mb_state *s)
+/*
+ * The backward stand-in: gradients made on the device bucket by bucket and
+ * copied to the host fp32 grads; the gradient norm taken on the device from
+ * each bucket, as DeepSpeed takes it of the grads in the backward, read back
+ * once at the end and summed in order into *norm.
+ */
+static int backward(struct mb_state *s, double *norm)
 {
-	uint64_t n = s->model->numel_total, bucket = s->plan.bucket_elems, off, len;
-	cl_mem buf;
+	uint64_t n = s->model->numel_total, bucket = s->plan.bucket_elems, off, len, k = 0, i;
+	float *partial = malloc(s->plan.norm_bytes);
+	cl_mem buf, sums = NULL;
+	double sum = 0;
 	int err;
 
+	if (!partial)
+		return mb_fail("out of host memory for %llu partial sums",
+			       (unsigned long long)(s->plan.norm_bytes / sizeof(float)));
 	mb_ledger_phase(s->ledger, "backward");
-	if ((err = mb_ledger_alloc(s->ledger, s->plan.bucket_bytes, "bwd.bucket", &buf)))
+	if ((err = mb_ledger_alloc(s->ledger, s->plan.bucket_bytes, "bwd.bucket", &buf)) ||
+	    (err = mb_ledger_alloc(s->ledger, s->plan.norm_bytes, "bwd.norm", &sums))) {
+		mb_ledger_free(s->ledger, buf);
+		free(partial);
 		return err;
-	for (off = 0; off < n && !err; off += len) {
+	}
+	for (off = 0; off < n && !err; off += len, k++) {
 		len = n - off < bucket ? n - off : bucket;
 		err = mb_rng_fill(s->cl, buf, 0, len, s->set.seed, STREAM_GRADS + s->steps_done,
 				  off, GRAD_SCALE);
+		if (!err)
+			err = mb_ns_sumsq(&s->ns, buf, 0, len, sums, k * MB_NS_PARTIALS);
 		if (!err)
 			err = host_copy(s, false, s->cl->compute, buf, 0, &s->grads, 4 * off,
 					4 * len, 0, NULL, NULL, K_D2H, NULL,
 					"gradients to the host");
 	}
+	if (!err && k)
+		err = mb_cl_check(s->cl,
+				  clEnqueueReadBuffer(s->cl->compute, sums, CL_TRUE, 0,
+						      sizeof(float) * MB_NS_PARTIALS * k, partial,
+						      0, NULL, NULL),
+				  "clEnqueueReadBuffer", "the gradient norm's partial sums");
 	if (!err)
 		err = finish(s, s->cl->compute);
+	for (i = 0; i < MB_NS_PARTIALS * k && !err; i++)
+		sum += partial[i];
+	*norm = sqrt(sum);
+	mb_ledger_free(s->ledger, sums);
 	mb_ledger_free(s->ledger, buf);
+	free(partial);
 	return err;
 }
 
@@ -793,13 +823,21 @@ static int apply(struct mb_state *s, struct timeline *tl)
 
 /* ---- host optimizer and params back ---- */
 
-static void host_optimizer(struct mb_state *s)
+/*
+ * DeepSpeed's unscale_and_clip_grads: with clipping C > 0, the scale is
+ * 1 / max(1, (NORM + 1e-6) / C) (bf16 training: no loss scale); 1 without.
+ */
+static double clip_scale(double norm, double clip)
 {
-	const struct mb_model *m = s->model;
+	double c = clip > 0 ? (norm + 1e-6) / clip : 1.0;
+
+	return c > 1.0 ? 1.0 / c : 1.0;
+}
+
+static void host_step(struct mb_state *s, const struct mb_model *m)
+{
 	size_t i;
 
-	/* one parallel region for the whole step: each call shares out its elements */
-#pragma omp parallel private(i)
 	for (i = 0; i < m->nparams; i++) {
 		uint64_t off = s->offset[i], so = s->state_offset[i];
 		uint64_t n = mb_param_numel(&m->params[i]);
@@ -812,6 +850,28 @@ static void host_optimizer(struct mb_state *s)
 			mb_hostopt_adamw(f32(&s->master, off), f32(&s->grads, off),
 					 f32(&s->adam_m, so), f32(&s->adam_v, so), staging, n,
 					 s->steps_done + 1, &s->set.optim);
+	}
+}
+
+static void host_optimizer(struct mb_state *s, float scale)
+{
+	const struct mb_model *m = s->model;
+	size_t c;
+
+	/* one parallel region for the whole step: each call shares out its elements */
+#pragma omp parallel private(c)
+	{
+		/* the unscale-and-clip pass over the whole fp32 grad buffer, every step as
+		 * DeepSpeed's: the Muon part holds the updates by now, and is scaled too */
+		for (c = 0; c < s->grads.nchunks; c++) {
+			float *g = s->grads.chunks[c].ptr;
+			int64_t k, n = (int64_t)(s->grads.chunks[c].bytes / sizeof(float));
+
+#pragma omp for schedule(static)
+			for (k = 0; k < n; k++)
+				g[k] *= scale;
+		}
+		host_step(s, m);
 	}
 }
 
@@ -837,8 +897,9 @@ int mb_step(struct mb_state *s, struct mb_step_times *t)
 						   &t->phase.forward_s, &t->phase.backward_s)))
 		goto out;
 	t1 = mb_now_s();
-	if ((err = backward(s)))
+	if ((err = backward(s, &t->grad_norm)))
 		goto out;
+	t->grad_scale = clip_scale(t->grad_norm, s->set.grad_clip);
 	t->phase.backward_s += mb_now_s() - t1;
 	t1 = mb_now_s();
 	mb_ledger_phase(s->ledger, "step");
@@ -846,7 +907,7 @@ int mb_step(struct mb_state *s, struct mb_step_times *t)
 		goto out;
 	t->apply_s = mb_now_s() - t1;
 	t1 = mb_now_s();
-	host_optimizer(s);
+	host_optimizer(s, (float)t->grad_scale);
 	t->phase.host_opt_s = mb_now_s() - t1;
 	if ((err = params_back(s, &tl)))
 		goto out;

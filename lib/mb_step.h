@@ -51,8 +51,9 @@ struct mb_step_settings {
 	bool writeback_event; /* the writeback waits on an event list, not the host */
 	uint64_t seed;
 	struct mb_optim optim;
-	bool fwd_bwd;	 /* the synthetic forward/backward (mb_fwdbwd) */
-	uint64_t tokens; /* its seq x micro-batch */
+	double grad_clip; /* DeepSpeed's gradient_clipping; 0: no clipping (the pass stays) */
+	bool fwd_bwd;	  /* the synthetic forward/backward (mb_fwdbwd) */
+	uint64_t tokens;  /* its seq x micro-batch */
 };
 
 /*
@@ -74,6 +75,8 @@ struct mb_step_times {
 	double iter_s, apply_s; /* host clock, device synchronized */
 	struct mb_phase_times phase;
 	char timing_error[256]; /* why a phase is NaN; "" when every one was timed */
+	double grad_norm;	/* of the step's gradients, as DeepSpeed clips by it */
+	double grad_scale;	/* what the unscale-and-clip pass multiplied the grads by */
 };
 
 struct mb_state {

@@ -25,6 +25,9 @@
 
 static struct mb_model micro;
 
+/* mb_step.c's scale of the initial parameters */
+#define PARAM_SCALE_OF_TEST 0.02f
+
 static int setup(void **state)
 {
 	if (mb_config_load_file(&micro, "tests/data/good/micro.json", 0)) {
@@ -287,6 +290,57 @@ static void param_order_changes_nothing_but_the_batches(void **state)
 	free(r);
 }
 
+/*
+ * DeepSpeed's unscale_and_clip_grads: the norm of the step's gradients
+ * (taken on the device in the backward) against --grad-clip; the whole fp32
+ * grad buffer, the Muon updates in it included, scaled by 1 / max(1, (norm +
+ * 1e-6) / clip) before the host step.
+ */
+static void grads_clipped_as_deepspeed_does(void **state)
+{
+	struct mb_run_settings s = settings(2, MB_MASTER);
+	struct mb_step_times t[2];
+	struct mb_ledger ledger[2];
+	struct mb_state st[2];
+	double want = 0, scale;
+	uint64_t k;
+	size_t i, j;
+
+	(void)state;
+	/* the gradients of step 0: stream 1 of the seed, by flat index */
+	for (k = 0; k < micro.numel_total; k++) {
+		double g = 1e-3f * mb_uniform(5, 1, k);
+
+		want += g * g;
+	}
+	want = sqrt(want);
+	for (j = 0; j < 2; j++) {
+		s.step.grad_clip = j ? 0.1 : 0; /* micro's norm is about 0.21 */
+		mb_ledger_init(&ledger[j], &cl, 0);
+		assert_int_equal(mb_state_init(&st[j], &micro, &s.step, &cl, &ledger[j]), 0);
+		assert_int_equal(mb_step(&st[j], &t[j]), 0);
+		assert_true(fabs(t[j].grad_norm - want) < 1e-5 * want);
+	}
+	assert_true(t[0].grad_scale == 1.0);
+	scale = 0.1 / (want + 1e-6);
+	assert_true(fabs(t[1].grad_scale - scale) < 1e-5 * scale);
+	/* the Muon parameters moved by the update, scaled */
+	for (i = 0; i < micro.nparams; i++) {
+		const struct mb_param *p = &micro.params[i];
+		uint64_t off = st[0].offset[i];
+		double p0 = PARAM_SCALE_OF_TEST * mb_uniform(s.step.seed, 0, off);
+		double d0 = ((float *)st[0].master.ptr)[off] - p0,
+		       d1 = ((float *)st[1].master.ptr)[off] - p0;
+
+		if (p->muon && fabs(d0) > 1e-7)
+			assert_true(fabs(d1 - t[1].grad_scale * d0) < 1e-3 * fabs(d0));
+	}
+	for (j = 0; j < 2; j++) {
+		mb_state_release(&st[j]);
+		mb_ledger_release(&ledger[j]);
+	}
+}
+
 /* The backward's bucket is --reduce-bucket-size elements of fp32: its peak follows. */
 static void reduce_bucket_sets_the_backward_peak(void **state)
 {
@@ -300,7 +354,9 @@ static void reduce_bucket_sets_the_backward_peak(void **state)
 	want = r->checksum;
 	s.step.plan.reduce_bucket_elems = 1000;
 	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
-	assert_int_equal(whole - r->own_peak_backward_bytes, 4 * (micro.numel_total - 1000));
+	/* the bucket shrinks; each of its 132 pieces has a norm's 64 partial sums */
+	assert_int_equal(whole - r->own_peak_backward_bytes,
+			 4 * (micro.numel_total - 1000) - 4 * 64 * (132 - 1));
 	assert_true(r->checksum == want); /* the same gradients, in more pieces */
 	free(r);
 }
@@ -553,6 +609,7 @@ int main(void)
 		cmocka_unit_test(knobs_do_not_change_the_math),
 		cmocka_unit_test(bf16_momentum),
 		cmocka_unit_test(reduce_bucket_sets_the_backward_peak),
+		cmocka_unit_test(grads_clipped_as_deepspeed_does),
 		cmocka_unit_test(param_order_changes_nothing_but_the_batches),
 		cmocka_unit_test(reload_changes_nothing_but_the_pin),
 		cmocka_unit_test(pinned_chunks_change_nothing),
