@@ -181,7 +181,7 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	snprintf(row->param_order, sizeof(row->param_order), "%s",
 		 mb_param_order_names[s->step.plan.order]);
 	snprintf(row->momentum_dtype, sizeof(row->momentum_dtype), "%s",
-		 mb_momentum_dtype_names[s->step.plan.momentum_dtype]);
+		 mb_momentum_dtype_name(s->step.plan.momentum_dtype));
 	snprintf(row->ns_method, sizeof(row->ns_method), "%s",
 		 mb_ns_method_names[s->step.plan.ns_method]);
 	row->pin_chunk_bytes = s->step.plan.pin_chunk_bytes;
@@ -533,7 +533,7 @@ static int verdict(const struct grid *g)
 				fprintf(out,
 					"Final state, %s momentum, %s Newton-Schulz: %s over %u run%s "
 					"(checksum %016llx); step-phase peak %s the plan.\n",
-					mb_momentum_dtype_names[d], mb_ns_method_names[ns],
+					mb_momentum_dtype_name(d), mb_ns_method_names[ns],
 					g->mismatched ? "MISMATCH" : "bitwise identical",
 					g->checked_math[d][ns],
 					g->checked_math[d][ns] == 1 ? "" : "s",

@@ -18,7 +18,6 @@ const char *const mb_host_buffer_names[MB_HOST_NBUFFERS] = {
 };
 
 const char *const mb_param_order_names[MB_NORDERS] = { "shape", "model" };
-const char *const mb_momentum_dtype_names[MB_NMOM_DTYPES] = { "fp32", "bf16" };
 
 bool mb_host_buffer_on_bus(enum mb_host_buffer b)
 {

@@ -50,7 +50,11 @@ enum mb_param_order { MB_ORDER_SHAPE, MB_ORDER_MODEL, MB_NORDERS };
 /* The Muon momentum's storage: fp32, or bf16 (fp32 math) as DeepSpeed keeps it under ZeRO-3. */
 enum mb_momentum_dtype { MB_MOM_FP32, MB_MOM_BF16, MB_NMOM_DTYPES };
 
-extern const char *const mb_momentum_dtype_names[MB_NMOM_DTYPES]; /* "fp32", "bf16" */
+/* "fp32", "bf16" (in the header: the results reader needs it without the plan) */
+static inline const char *mb_momentum_dtype_name(enum mb_momentum_dtype d)
+{
+	return d == MB_MOM_BF16 ? "bf16" : "fp32";
+}
 
 /* DeepSpeed's for STAGE: bf16 (the communication dtype) under ZeRO-3, else fp32. */
 static inline enum mb_momentum_dtype mb_momentum_dtype_default(unsigned stage)

@@ -17,7 +17,7 @@ const char *mb_results_momentum_setting(const struct mb_csv_row *r)
 {
 	unsigned stage = r->stage <= 3 ? (unsigned)r->stage : 0;
 
-	return !strcmp(r->momentum_dtype, mb_momentum_dtype_names[mb_momentum_dtype_default(stage)])
+	return !strcmp(r->momentum_dtype, mb_momentum_dtype_name(mb_momentum_dtype_default(stage)))
 		       ? "auto"
 		       : r->momentum_dtype;
 }
