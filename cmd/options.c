@@ -59,6 +59,8 @@ static const struct option options[] = {
 	  MODEL_CMDS,
 	  "elements of the backward's gradient bucket (DeepSpeed's "
 	  "zero_optimization.reduce_bucket_size; the stand-in's bucket holds fp32)" },
+	{ "grad-clip", "X", REAL, AT(grad_clip), "1.0", 0, 1000000, NULL, MODEL_CMDS,
+	  "the largest norm of the gradients (DeepSpeed's gradient_clipping); 0: no clipping" },
 	{ "param-order", "shape|model", CHOICE, AT(param_order), "shape", 0, 0, "shape|model",
 	  MODEL_CMDS,
 	  "order of the Muon parameters that the batches and sub-groups are made of: by "
@@ -182,6 +184,7 @@ static const struct option options[] = {
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
+_Static_assert(NOPTIONS <= 64, "struct mb_args' given has a bit per option");
 
 struct command {
 	const char *name, *summary, *description;

@@ -41,6 +41,7 @@ struct mb_args {
 	uint64_t sub_group_size;     /* elements */
 	uint64_t pin_chunk;	     /* bytes */
 	uint64_t reduce_bucket_size; /* elements */
+	double grad_clip;	     /* the grads' norm at most; 0: no clipping */
 	const char *param_order;     /* shape|model */
 	const char *momentum_dtype;  /* fp32|bf16|auto */
 	uint64_t world_size, rank;
