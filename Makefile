@@ -6,7 +6,7 @@
 #   make bench      time Newton-Schulz on the device (muonbench ns)
 #   make baseline   write results/baseline-tiny.csv anew (CI compares against it)
 #   make asan       the tests under AddressSanitizer and UBSan (in build-asan/)
-#   make fuzz       libFuzzer on the config loader and the results reader
+#   make fuzz       libFuzzer on the config loaders and the results reader
 #   make valgrind   one run of every stage and variant under memcheck
 #   make install    PREFIX=/usr/local DESTDIR= (binary and man page)
 #   make man        the man page, written from the binary's own --help
@@ -107,30 +107,42 @@ baseline: $(BIN)
 test: $(BIN) $(TESTS)
 	@BASELINE="$(BASELINE)" BASELINE_ARGS="$(BASELINE_ARGS)" tests/run.sh $(BIN) $(TESTS)
 
-# Fuzzing (libFuzzer, clang): the config loader and the results reader, each
-# for FUZZ_SECONDS, from the seeds in tests/fuzz/ and the configs and bad
-# inputs the tests use; a finding stops it with the input saved in build-fuzz/.
+# Fuzzing (libFuzzer, clang): the config loader, the DeepSpeed-config reader
+# and the results reader, each for FUZZ_SECONDS, from the seeds in tests/fuzz/
+# and the configs and bad inputs the tests use; a finding stops it with the
+# input saved in build-fuzz/.
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_SRC = lib/mb_config.c lib/mb_json.c lib/mb_model.c lib/mb_err.c lib/mb_num.c \
 	   lib/mb_csv.c lib/mb_results.c
 FUZZ_CONFIG_SEEDS = configs tests/data/good tests/data/bad
 FUZZ_CSV_SEEDS = tests/fuzz/csv
+FUZZ_DS_SEEDS = tests/data/ds
 
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(BUILD)/embedded.c | deps fuzz-deps
 	@mkdir -p build-fuzz
 	clang -std=c11 -D_POSIX_C_SOURCE=200809L $(FUZZ_FLAGS) -Ilib $(PKG_CFLAGS) -o $@ $^ \
 		$(shell pkg-config --libs libcjson) -lm
 
+# The DeepSpeed-config reader needs only the JSON reader and the errors.
+FUZZ_DS_SRC = lib/mb_dsconfig.c lib/mb_json.c lib/mb_err.c
+
+build-fuzz/fuzz_dsconfig: tests/fuzz/fuzz_dsconfig.c $(FUZZ_DS_SRC) | deps fuzz-deps
+	@mkdir -p build-fuzz
+	clang -std=c11 -D_POSIX_C_SOURCE=200809L $(FUZZ_FLAGS) -Ilib $(PKG_CFLAGS) -o $@ $^ \
+		$(shell pkg-config --libs libcjson)
+
 fuzz-deps:
 	@scripts/deps.sh clang libclang-rt-14-dev
 
-fuzz: fuzz-deps build-fuzz/fuzz_config build-fuzz/fuzz_csv
-	@mkdir -p build-fuzz/corpus-config build-fuzz/corpus-csv
+fuzz: fuzz-deps build-fuzz/fuzz_config build-fuzz/fuzz_csv build-fuzz/fuzz_dsconfig
+	@mkdir -p build-fuzz/corpus-config build-fuzz/corpus-csv build-fuzz/corpus-dsconfig
 	cd build-fuzz && ./fuzz_config -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 		-print_final_stats=1 corpus-config $(FUZZ_CONFIG_SEEDS:%=../%)
 	cd build-fuzz && ./fuzz_csv -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 		-print_final_stats=1 corpus-csv $(FUZZ_CSV_SEEDS:%=../%)
+	cd build-fuzz && ./fuzz_dsconfig -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+		-print_final_stats=1 corpus-dsconfig $(FUZZ_DS_SEEDS:%=../%)
 
 # Every stage and variant once, on the micro test model (the tiny one takes
 # too long under valgrind), with memcheck: any error or definite leak fails.

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mb_config.h"
+#include "mb_dsconfig.h"
 #include "mb_err.h"
 #include "mb_num.h"
 
@@ -47,6 +48,13 @@ static const struct option options[] = {
 	{ "config", "FILE", TEXT, AT(config), NULL, 0, 0, NULL, SHAPE_CMDS,
 	  "model shape from a JSON file instead: a Hugging Face config.json or a "
 	  "parameter list (see README)" },
+	{ "ds-config", "FILE", TEXT, AT(ds_config), NULL, 0, 0, NULL, MODEL_CMDS,
+	  "set the options that a DeepSpeed config JSON names: zero_optimization's stage "
+	  "(--stage; 1, 2 or 3), sub_group_size, reduce_bucket_size and "
+	  "offload_optimizer.pin_memory (its device must be cpu), gradient_clipping "
+	  "(--grad-clip), bf16.enabled (false: --momentum-dtype fp32), fp16.enabled (true "
+	  "is refused), train_micro_batch_size_per_gpu (--micro-batch); options given here "
+	  "win, \"auto\" keeps muonbench's default, keys not used are listed" },
 	{ "layers", "N", COUNT, AT(layers), NULL, 1, 1u << 16, NULL, SHAPE_CMDS,
 	  "keep only the first N decoder layers" },
 	{ "stage", "S", TEXT, AT(stages), "2", 0, 0, NULL, MODEL_CMDS,
@@ -186,6 +194,7 @@ static const struct option options[] = {
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
+_Static_assert(NOPTIONS <= 64, "struct mb_args' given has a bit per option");
 
 struct command {
 	const char *name, *summary, *description;
@@ -285,14 +294,14 @@ const char *mb_command_name(enum mb_command c)
 	return commands[c].name;
 }
 
-static int set_value(struct mb_args *args, const struct option *o, const char *value)
+/* Set O's field from VALUE; errors start with WHAT ("--stage"). */
+static int set_value(struct mb_args *args, const struct option *o, const char *value,
+		     const char *what)
 {
-	char what[64];
 	void *field = (char *)args + o->offset;
 	size_t n;
 	const char *c;
 
-	snprintf(what, sizeof(what), "--%s", o->name);
 	switch (o->kind) {
 	case FLAG:
 		*(bool *)field = true;
@@ -331,6 +340,14 @@ static int set_value(struct mb_args *args, const struct option *o, const char *v
 	return 0;
 }
 
+static int set_option(struct mb_args *args, const struct option *o, const char *value)
+{
+	char what[64];
+
+	snprintf(what, sizeof(what), "--%s", o->name);
+	return set_value(args, o, value, what);
+}
+
 static const struct option *find(const char *name, size_t len)
 {
 	size_t i;
@@ -347,7 +364,7 @@ static int set_defaults(struct mb_args *args)
 	int err;
 
 	for (i = 0; i < NOPTIONS; i++)
-		if (options[i].def && (err = set_value(args, &options[i], options[i].def)))
+		if (options[i].def && (err = set_option(args, &options[i], options[i].def)))
 			return err;
 	return 0;
 }
@@ -428,7 +445,137 @@ static int parse_option(struct mb_args *args, int argc, char **argv, int *i)
 			return mb_bad_input("option '--%s' needs a value (%s)", o->name, o->arg);
 	}
 	args->given |= 1ull << (o - options);
-	return set_value(args, o, value);
+	return set_option(args, o, value);
+}
+
+/* A copy of VALUE that lives as long as ARGS, for the TEXT and CHOICE fields. */
+static const char *keep(struct mb_args *args, const char *value)
+{
+	size_t n = strlen(value) + 1;
+	char *at = args->ds_values + args->ds_values_used;
+
+	if (n > sizeof(args->ds_values) - args->ds_values_used)
+		return NULL;
+	memcpy(at, value, n);
+	args->ds_values_used += n;
+	return at;
+}
+
+/* What becomes of a setting of the DeepSpeed config. */
+enum ds_use {
+	DS_SET,	      /* the option is set from the file ("auto": left at its default) */
+	DS_GIVEN,     /* the command line gave the option: it wins */
+	DS_NOT_TAKEN, /* the command does not take the option */
+};
+
+/*
+ * The setting S of the DeepSpeed config DS: checked as the command line's
+ * value would be, and set unless the command line gave its option or the
+ * command does not take it (*use says which).
+ */
+static int ds_apply(struct mb_args *args, const struct mb_dsconfig *ds,
+		    const struct mb_dsconfig_setting *s, enum ds_use *use)
+{
+	const struct option *o = s->option ? find(s->option, strlen(s->option)) : NULL;
+	const char *value = s->value;
+	struct mb_args scratch;
+	char what[512];
+
+	*use = DS_SET;
+	if (!s->option)
+		return 0;
+	if (!o)
+		return mb_fail("--ds-config: %s names no option '--%s'", s->key, s->option);
+	if (args->given & (1ull << (o - options)))
+		*use = DS_GIVEN;
+	else if (!(o->commands & ON(args->command)))
+		*use = DS_NOT_TAKEN;
+	if (s->is_auto)
+		return 0;
+	snprintf(what, sizeof(what), "%s:%zu:%zu: %s (--%s)", ds->source, s->line, s->col, s->key,
+		 o->name);
+	if (*use != DS_SET) {
+		scratch = *args;
+		return set_value(&scratch, o, value, what);
+	}
+	if ((o->kind == TEXT || o->kind == CHOICE) && !(value = keep(args, s->value)))
+		return mb_fail("%s: no room for the value '%s'", what, s->value);
+	return set_value(args, o, value, what);
+}
+
+/* Whether S (in USE) is listed among the keys not used, or else among the "auto" ones. */
+static bool ds_listed(const struct mb_dsconfig_setting *s, enum ds_use use, bool is_auto)
+{
+	return is_auto ? s->is_auto && use == DS_SET : use == DS_NOT_TAKEN;
+}
+
+/*
+ * One line on stderr, "muonbench: FILE: WHAT: KEYS": KEYS the list FIRST
+ * ("" or "a, b") and the keys of the settings listed as IS_AUTO says, with
+ * the defaults they take if so.
+ */
+static void ds_say_keys(const struct mb_dsconfig *ds, const enum ds_use *use, const char *what,
+			const char *first, bool is_auto)
+{
+	const struct mb_dsconfig_setting *s;
+	const char *sep = *first ? ", " : "";
+	const struct option *o;
+	size_t i;
+
+	fprintf(stderr, "muonbench: %s: %s: %s", ds->source, what, first);
+	for (i = 0; i < ds->nsettings; i++) {
+		s = &ds->settings[i];
+		if (!ds_listed(s, use[i], is_auto))
+			continue;
+		fprintf(stderr, "%s%s", sep, s->key);
+		sep = ", ";
+		o = s->option ? find(s->option, strlen(s->option)) : NULL;
+		if (is_auto && o)
+			fprintf(stderr, " (--%s %s)", o->name, o->def ? o->def : "unset");
+		else if (is_auto)
+			fprintf(stderr, " (%s)", s->value);
+	}
+	fputc('\n', stderr);
+}
+
+/* On stderr: what DS gave that is not used, what takes muonbench's default, what a value means. */
+static void ds_tell(const struct mb_args *args, const struct mb_dsconfig *ds,
+		    const enum ds_use *use)
+{
+	size_t i, nauto = 0, ntaken = 0;
+	char what[64];
+
+	for (i = 0; i < ds->nsettings; i++) {
+		nauto += ds_listed(&ds->settings[i], use[i], true);
+		ntaken += ds_listed(&ds->settings[i], use[i], false);
+	}
+	snprintf(what, sizeof(what), "not used%s%s", args->command == MB_CMD_RUN ? "" : " by ",
+		 args->command == MB_CMD_RUN ? "" : commands[args->command].name);
+	if (ds->nunused || ntaken)
+		ds_say_keys(ds, use, what, ds->unused, false);
+	if (nauto)
+		ds_say_keys(ds, use, "\"auto\" takes muonbench's default", "", true);
+	for (i = 0; i < ds->nsettings; i++)
+		if (ds->settings[i].note && !ds->settings[i].is_auto && use[i] == DS_SET)
+			fprintf(stderr, "muonbench: %s:%zu:%zu: %s\n", ds->source,
+				ds->settings[i].line, ds->settings[i].col, ds->settings[i].note);
+}
+
+/* --ds-config FILE: the options it names, after the command line's. */
+static int apply_ds_config(struct mb_args *args)
+{
+	enum ds_use use[MB_DSCONFIG_MAX];
+	struct mb_dsconfig ds;
+	size_t i;
+	int err;
+
+	err = mb_dsconfig_load_file(&ds, args->ds_config);
+	for (i = 0; !err && i < ds.nsettings; i++)
+		err = ds_apply(args, &ds, &ds.settings[i], &use[i]);
+	if (!err)
+		ds_tell(args, &ds, use);
+	mb_dsconfig_release(&ds);
+	return err;
 }
 
 int mb_args_parse(struct mb_args *args, int argc, char **argv)
@@ -445,6 +592,8 @@ int mb_args_parse(struct mb_args *args, int argc, char **argv)
 		return mb_bad_input("--model and --config both name a model: give one");
 	if (mb_args_given(args, "config"))
 		args->model = NULL;
+	if (args->ds_config && !args->help && !args->version)
+		return apply_ds_config(args);
 	return 0;
 }
 

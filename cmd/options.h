@@ -82,6 +82,11 @@ struct mb_args {
 	int nfiles;
 
 	uint64_t given; /* bit i: option i of the table was on the command line */
+
+	/* --ds-config: a DeepSpeed config JSON, and the values it gave TEXT and CHOICE options */
+	const char *ds_config;
+	char ds_values[128]; /* (those options point here) */
+	size_t ds_values_used;
 };
 
 /* The subcommand's name ("plan"). */
@@ -89,7 +94,12 @@ const char *mb_command_name(enum mb_command c);
 
 /*
  * Parse ARGC/ARGV (argv[0] is the program) into *args. Returns 0, or
- * -MB_EINPUT with the message naming the option and the value.
+ * -MB_EINPUT with the message naming the option and the value. With
+ * --ds-config FILE, the options the file names are set too, unless the
+ * command line gives them, each value checked as the command line's would be
+ * (a bad one is refused with FILE:LINE:COL and the key); what the file says
+ * that is not used, "auto" and what a value means are said on stderr, one
+ * line each.
  */
 int mb_args_parse(struct mb_args *args, int argc, char **argv);
 

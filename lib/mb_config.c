@@ -25,21 +25,6 @@ struct reader {
 	unsigned layers_wanted; /* 0: all */
 };
 
-static const char *type_name(const cJSON *v)
-{
-	if (cJSON_IsString(v))
-		return "a string";
-	if (cJSON_IsBool(v))
-		return "a boolean";
-	if (cJSON_IsNull(v))
-		return "null";
-	if (cJSON_IsArray(v))
-		return "a list";
-	if (cJSON_IsObject(v))
-		return "an object";
-	return "a number";
-}
-
 /*
  * Read V (named WHAT in errors) as a whole number in [1, max]. WHAT is already
  * quoted or indexed by the caller.
@@ -51,7 +36,7 @@ static int whole(const struct reader *r, const char *what, const cJSON *v, unsig
 
 	if (!cJSON_IsNumber(v))
 		return mb_bad_input("%s: %s must be a positive integer, got %s", r->source, what,
-				    type_name(v));
+				    mb_json_type_name(v));
 	d = v->valuedouble;
 	if (!(d >= 1 && d <= max && d == floor(d)))
 		return mb_bad_input("%s: %s must be a positive integer no larger than %u, got "
@@ -87,7 +72,7 @@ static int key_bool(const struct reader *r, const cJSON *obj, const char *key, b
 		return 0;
 	if (!cJSON_IsBool(v))
 		return mb_bad_input("%s: \"%s\" must be true or false, got %s", r->source, key,
-				    type_name(v));
+				    mb_json_type_name(v));
 	*out = cJSON_IsTrue(v);
 	return 0;
 }
@@ -276,7 +261,7 @@ static int entry_read(const struct reader *r, const cJSON *e, int index, struct 
 	if (!cJSON_IsObject(e))
 		return mb_bad_input("%s: parameters[%d] must be an object with \"name\" and "
 				    "\"shape\", got %s",
-				    r->source, index, type_name(e));
+				    r->source, index, mb_json_type_name(e));
 	if (duplicate_key(e))
 		return mb_bad_input("%s: parameters[%d]: duplicate key \"%s\"", r->source, index,
 				    duplicate_key(e));
@@ -445,7 +430,7 @@ int mb_config_parse(struct mb_model *m, const char *text, size_t len, const char
 	snprintf(m->source, sizeof(m->source), "%s", source);
 	if (!cJSON_IsObject(root))
 		err = mb_bad_input("%s: a model config must be a JSON object, got %s", source,
-				   type_name(root));
+				   mb_json_type_name(root));
 	else if (duplicate_key(root))
 		err = mb_bad_input("%s: duplicate key \"%s\"", source, duplicate_key(root));
 	else if (cJSON_GetObjectItemCaseSensitive(root, "parameters"))

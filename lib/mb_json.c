@@ -18,6 +18,9 @@ struct cursor {
 	size_t len, pos;
 	const char *expected; /* set at the first error */
 	size_t errpos;
+	/* mb_json_where: the value to find, by its index in document order */
+	size_t target, seen, start, end;
+	bool found;
 };
 
 static int peek(const struct cursor *c)
@@ -152,6 +155,7 @@ static bool string(struct cursor *c)
 }
 
 static bool value(struct cursor *c, int depth);
+static bool bare_value(struct cursor *c, int depth);
 
 static bool members(struct cursor *c, int depth, bool object)
 {
@@ -190,11 +194,27 @@ static bool members(struct cursor *c, int depth, bool object)
 	}
 }
 
+/* One value at the cursor; the one mb_json_where looks for is recorded. */
 static bool value(struct cursor *c, int depth)
 {
+	size_t index = c->seen++, start;
+	bool ok;
+
 	if (depth > DEPTH_MAX)
 		return fail(c, "less nesting (at most 512 levels)");
 	skip_space(c);
+	start = c->pos;
+	ok = bare_value(c, depth);
+	if (ok && index == c->target) {
+		c->start = start;
+		c->end = c->pos;
+		c->found = true;
+	}
+	return ok;
+}
+
+static bool bare_value(struct cursor *c, int depth)
+{
 	switch (peek(c)) {
 	case '{':
 		return members(c, depth, true);
@@ -239,18 +259,27 @@ static void describe(const struct cursor *c, char *buf, size_t len)
 		snprintf(buf, len, "byte 0x%02x", ch);
 }
 
-static int syntax_error(const char *source, struct cursor *c)
+/* The line and column (from 1) of offset POS in TEXT. */
+static void position(const char *text, size_t pos, size_t *line, size_t *col)
 {
-	size_t i, line = 1, col = 1;
-	char found[32];
+	size_t i;
 
-	for (i = 0; i < c->errpos; i++) {
-		col++;
-		if (c->text[i] == '\n') {
-			line++;
-			col = 1;
+	*line = *col = 1;
+	for (i = 0; i < pos; i++) {
+		++*col;
+		if (text[i] == '\n') {
+			++*line;
+			*col = 1;
 		}
 	}
+}
+
+static int syntax_error(const char *source, struct cursor *c)
+{
+	size_t line, col;
+	char found[32];
+
+	position(c->text, c->errpos, &line, &col);
 	describe(c, found, sizeof(found));
 	return mb_bad_input("%s:%zu:%zu: expected %s, found %s", source, line, col, c->expected,
 			    found);
@@ -268,4 +297,46 @@ int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out)
 				    "memory)",
 				    source);
 	return 0;
+}
+
+/* Count the values of the tree under V before NODE in document order, into *index. */
+static bool preorder_index(const cJSON *v, const cJSON *node, size_t *index)
+{
+	const cJSON *child;
+
+	if (v == node)
+		return true;
+	++*index;
+	for (child = v->child; child; child = child->next)
+		if (preorder_index(child, node, index))
+			return true;
+	return false;
+}
+
+const char *mb_json_type_name(const cJSON *v)
+{
+	if (cJSON_IsString(v))
+		return "a string";
+	if (cJSON_IsBool(v))
+		return "a boolean";
+	if (cJSON_IsNull(v))
+		return "null";
+	if (cJSON_IsArray(v))
+		return "a list";
+	if (cJSON_IsObject(v))
+		return "an object";
+	return "a number";
+}
+
+bool mb_json_where(const char *text, size_t len, const cJSON *root, const cJSON *node,
+		   struct mb_json_span *out)
+{
+	struct cursor c = { .text = text, .len = len };
+
+	if (!preorder_index(root, node, &c.target) || !check(&c) || !c.found)
+		return false;
+	out->start = c.start;
+	out->end = c.end;
+	position(text, c.start, &out->line, &out->col);
+	return true;
 }

@@ -9,6 +9,7 @@
 #ifndef MB_JSON_H
 #define MB_JSON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
@@ -18,5 +19,23 @@
  * tree the caller frees with cJSON_Delete. Returns 0 or -MB_EINPUT.
  */
 int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out);
+
+/* Where a value is in the text: bytes [start, end), its first at line:col (from 1). */
+struct mb_json_span {
+	size_t start, end;
+	size_t line, col;
+};
+
+/*
+ * Where NODE, a value in the tree ROOT that mb_json_parse made of TEXT (LEN
+ * bytes), is in TEXT, into *out (for errors that quote FILE:LINE:COL, and
+ * for a number's own digits). Walks the text again: for a few values of a
+ * small file. Returns false when NODE is not in ROOT's tree.
+ */
+bool mb_json_where(const char *text, size_t len, const cJSON *root, const cJSON *node,
+		   struct mb_json_span *out);
+
+/* What V is, for errors: "a string", "a number", "an object", ... */
+const char *mb_json_type_name(const cJSON *v);
 
 #endif

@@ -617,6 +617,129 @@ else
 	report fail "report: a file of failures alone is its failures" "$(cat "$tmp/out" "$tmp/err")"
 fi
 
+# --ds-config: a DeepSpeed config sets the options it names.
+ds=tests/data/ds
+dsrun="--config tests/data/good/micro.json --runs 1 --steps 2 --fwd-bwd off"
+expect_output "--ds-config is in run's help" "  --ds-config FILE" run --help
+expect_output "--ds-config is in plan's help" "  --ds-config FILE" plan --help
+expect_error "--ds-config: a wrong type, with FILE:LINE:COL and the key" 2 "$ds/bad-type.json:4:23: zero_optimization.sub_group_size: must be a number, got a string" plan --ds-config $ds/bad-type.json
+# shellcheck disable=SC2086 # $dsrun is a list of options
+expect_error "--ds-config: an impossible value, refused by the option's own parser" 2 "$ds/bad-value.json:2:37: train_micro_batch_size_per_gpu (--micro-batch): number '0' is out of range (1 to 65536)" run $dsrun --ds-config $ds/bad-value.json --out "$tmp/never.csv"
+# shellcheck disable=SC2086
+expect_error "--ds-config: a bad value is refused even where the command line wins" 2 "$ds/bad-value.json:2:37: train_micro_batch_size_per_gpu (--micro-batch): number '0'" run $dsrun --micro-batch 2 --ds-config $ds/bad-value.json --out "$tmp/never.csv"
+expect_error "--ds-config: ... and where the command does not take the option" 2 "$ds/bad-value.json:2:37: train_micro_batch_size_per_gpu (--micro-batch): number '0'" plan --ds-config $ds/bad-value.json
+expect_error "--ds-config: stage 0 is not replayed" 2 "$ds/stage0.json:3:14: zero_optimization.stage: 0 is not replayed: muonbench replays ZeRO-1, 2 and 3 with the optimizer offloaded to the CPU" plan --ds-config $ds/stage0.json
+expect_error "--ds-config: NVMe offload is not replayed" 2 "$ds/nvme.json:5:17: zero_optimization.offload_optimizer.device: \"nvme\" is not replayed: muonbench replays the optimizer offloaded to the CPU (\"cpu\"), not to NVMe" plan --ds-config $ds/nvme.json
+expect_error "--ds-config: fp16 training is not replayed" 2 "$ds/fp16.json:3:16: fp16.enabled: fp16 training is not replayed" plan --ds-config $ds/fp16.json
+printf '{\n  "zero_optimization": {\n    "sub_group_size": 0\n  }\n}\n' >"$tmp/ds-sgs.json"
+expect_error "--ds-config: a sub-group of 0" 2 "$tmp/ds-sgs.json:3:23: zero_optimization.sub_group_size (--sub-group-size): number '0' is out of range" plan --ds-config "$tmp/ds-sgs.json"
+printf '{"gradient_clipping": -1}' >"$tmp/ds-clip.json"
+expect_error "--ds-config: a negative clip" 2 "$tmp/ds-clip.json:1:23: gradient_clipping (--grad-clip): invalid number '-1'" plan --ds-config "$tmp/ds-clip.json"
+printf '{\n  "zero_optimization": {\n    "stage": 3\n  \n' >"$tmp/ds-cut.json"
+expect_error "--ds-config: a JSON syntax error" 2 "$tmp/ds-cut.json:5:1: expected ',' or '}' after an object member, found the end of the input" plan --ds-config "$tmp/ds-cut.json"
+expect_error "--ds-config: a file that is not there" 2 "cannot open 'nowhere.json': No such file or directory" plan --ds-config nowhere.json
+expect_error "--ds-config: not an option of ns" 2 "option '--ds-config' does not apply to 'muonbench ns'" ns --ds-config $ds/stage3.json
+
+# The done-when of issue 14: a stage-3 file reproduces the flags it stands
+# for, row by row and knob by knob: every column but the timings is the same.
+# shellcheck disable=SC2086
+"$bin" run $dsrun --ds-config $ds/stage3.json --out "$tmp/ds-file.csv" >/dev/null 2>"$tmp/ds-file.err"
+rc_file=$?
+# shellcheck disable=SC2086
+"$bin" run $dsrun --stage 3 --sub-group-size 2e4 --reduce-bucket-size 1e5 --pin-memory off --grad-clip 0.5 --micro-batch 2 --out "$tmp/ds-flags.csv" >/dev/null 2>&1
+rc_flags=$?
+if [ "$rc_file" -eq 0 ] && [ "$rc_flags" -eq 0 ] && ! grep -q "not used\|takes muonbench's default" "$tmp/ds-file.err" &&
+	python3 -c 'import csv, re, sys
+a, b = (list(csv.DictReader(open(f))) for f in sys.argv[1:3])
+assert len(a) == len(b) == 4, (len(a), len(b))
+knobs = ("stage variant gather_budget_bytes sub_group_size_elems reduce_bucket_size pin_memory "
+         "writeback_dep param_order momentum_dtype ns_method pin_chunk_bytes seed resume_at fwd_bwd seq "
+         "micro_batch").split()
+measured = re.compile(r"(_s|_gbs|_frac)$|^timestamp_utc$")
+for x, y in zip(a, b):
+	assert list(x) == list(y)
+	for k in knobs:
+		assert k in x and x[k] == y[k], (k, x.get(k), y.get(k))
+	for k in x:
+		assert measured.search(k) or x[k] == y[k], (k, x[k], y[k])
+	assert (x["stage"], x["sub_group_size_elems"], x["reduce_bucket_size"], x["pin_memory"], x["micro_batch"],
+		x["momentum_dtype"]) == ("3", "20000", "100000", "off", "2", "bf16"), x
+	assert x["status"] == "ok", x' "$tmp/ds-file.csv" "$tmp/ds-flags.csv"; then
+	report ok "--ds-config stage3.json: the rows of the flags it stands for, knob by knob"
+else
+	report fail "--ds-config stage3.json: the rows of the flags it stands for, knob by knob" "exit $rc_file/$rc_flags: $(cat "$tmp/ds-file.err")"
+fi
+"$bin" plan --model tiny --ds-config $ds/stage3.json --format json >"$tmp/ds-plan-file" 2>/dev/null
+"$bin" plan --model tiny --stage 3 --sub-group-size 2e4 --reduce-bucket-size 1e5 --micro-batch 2 --format json >"$tmp/ds-plan-flags"
+if [ -s "$tmp/ds-plan-file" ] && cmp -s "$tmp/ds-plan-file" "$tmp/ds-plan-flags"; then
+	report ok "--ds-config stage3.json: plan's the same as with the flags"
+else
+	report fail "--ds-config stage3.json: plan's the same as with the flags" "$(diff "$tmp/ds-plan-file" "$tmp/ds-plan-flags" | head)"
+fi
+for flags in "1 --reduce-bucket-size 5e8 --micro-batch 4" "2 --reduce-bucket-size 2e8 --micro-batch 2"; do
+	stage=${flags%% *}
+	"$bin" plan --model tiny --ds-config $ds/stage$stage.json --format json >"$tmp/ds-plan-file" 2>/dev/null
+	# shellcheck disable=SC2086 # $flags is a list of options
+	"$bin" plan --model tiny --stage $flags --format json >"$tmp/ds-plan-flags"
+	if grep -q "\"stage\": $stage," "$tmp/ds-plan-file" && cmp -s "$tmp/ds-plan-file" "$tmp/ds-plan-flags"; then
+		report ok "--ds-config stage$stage.json: plan's ZeRO-$stage"
+	else
+		report fail "--ds-config stage$stage.json: plan's ZeRO-$stage" "$(head -5 "$tmp/ds-plan-file")"
+	fi
+done
+# The command line wins over the file, option by option.
+# shellcheck disable=SC2086
+"$bin" run $dsrun --variant master --stage 2 --ds-config $ds/stage3.json --pin-memory on --out "$tmp/ds-wins.csv" >/dev/null 2>&1
+if [ "$(col "$tmp/ds-wins.csv" stage),$(col "$tmp/ds-wins.csv" pin_memory),$(col "$tmp/ds-wins.csv" sub_group_size_elems),$(col "$tmp/ds-wins.csv" micro_batch)" = "2,on,20000,2" ]; then
+	report ok "--ds-config: the command line wins (--stage 2, --pin-memory on), the file sets the rest"
+else
+	report fail "--ds-config: the command line wins (--stage 2, --pin-memory on), the file sets the rest" "$(cat "$tmp/ds-wins.csv")"
+fi
+# Keys not used: one line, once, not refused; under plan, also the run's own (pin_memory).
+"$bin" plan --model tiny --ds-config $ds/unknown-keys.json >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+	[ "$(cat "$tmp/err")" = "muonbench: $ds/unknown-keys.json: not used by plan: steps_per_print, wall_clock_breakdown, optimizer, scheduler, fp16.loss_scale, zero_optimization.allgather_partitions, zero_optimization.offload_optimizer.buffer_count, zero_optimization.offload_param, zero_optimization.offload_optimizer.pin_memory" ]; then
+	report ok "--ds-config: plan lists the keys it does not use, one line"
+else
+	report fail "--ds-config: plan lists the keys it does not use, one line" "exit $rc: $(cat "$tmp/err")"
+fi
+# shellcheck disable=SC2086
+"$bin" run $dsrun --variant master --ds-config $ds/unknown-keys.json --out "$tmp/ds-unknown.csv" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(grep -c "not used" "$tmp/err")" -eq 1 ] &&
+	grep -qx "muonbench: $ds/unknown-keys.json: not used: steps_per_print, wall_clock_breakdown, optimizer, scheduler, fp16.loss_scale, zero_optimization.allgather_partitions, zero_optimization.offload_optimizer.buffer_count, zero_optimization.offload_param" "$tmp/err" &&
+	[ "$(col "$tmp/ds-unknown.csv" stage)" = 2 ]; then
+	report ok "--ds-config: run lists the keys it does not use, one line, and runs"
+else
+	report fail "--ds-config: run lists the keys it does not use, one line, and runs" "exit $rc: $(cat "$tmp/err")"
+fi
+# "auto": muonbench's default, said once.
+# shellcheck disable=SC2086
+"$bin" run $dsrun --variant master --ds-config $ds/auto.json --out "$tmp/ds-auto.csv" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(grep -c "takes muonbench's default" "$tmp/err")" -eq 1 ] &&
+	grep -qxF "muonbench: $ds/auto.json: \"auto\" takes muonbench's default: train_micro_batch_size_per_gpu (--micro-batch 1), gradient_clipping (--grad-clip 1.0), bf16.enabled (true), fp16.enabled (false), zero_optimization.reduce_bucket_size (--reduce-bucket-size 5e8)" "$tmp/err" &&
+	[ "$(col "$tmp/ds-auto.csv" micro_batch),$(col "$tmp/ds-auto.csv" stage),$(col "$tmp/ds-auto.csv" momentum_dtype)" = "1,3,bf16" ]; then
+	report ok "--ds-config: \"auto\" takes muonbench's default, said on one line"
+else
+	report fail "--ds-config: \"auto\" takes muonbench's default, said on one line" "exit $rc: $(cat "$tmp/err")"
+fi
+# bf16.enabled false: fp32 momentum under ZeRO-3, said once; --momentum-dtype wins.
+# shellcheck disable=SC2086
+"$bin" run $dsrun --variant master --ds-config $ds/bf16-off.json --out "$tmp/ds-fp32.csv" >/dev/null 2>"$tmp/err"
+rc=$?
+# shellcheck disable=SC2086
+"$bin" run $dsrun --variant master --ds-config $ds/bf16-off.json --momentum-dtype bf16 --out "$tmp/ds-bf16.csv" >/dev/null 2>"$tmp/err-bf16"
+if [ "$rc" -eq 0 ] && [ "$(grep -c "bf16.enabled" "$tmp/err")" -eq 1 ] &&
+	grep -qxF "muonbench: $ds/bf16-off.json:3:16: bf16.enabled is false: the Muon momentum that ZeRO-3 keeps in the communication dtype is fp32, not bf16 (--momentum-dtype fp32); the params and grads stay bf16" "$tmp/err" &&
+	[ "$(col "$tmp/ds-fp32.csv" stage),$(col "$tmp/ds-fp32.csv" momentum_dtype)" = "3,fp32" ] &&
+	[ "$(col "$tmp/ds-bf16.csv" momentum_dtype)" = bf16 ] && ! grep -q "bf16.enabled" "$tmp/err-bf16"; then
+	report ok "--ds-config: bf16.enabled false is --momentum-dtype fp32, said once; the command line wins"
+else
+	report fail "--ds-config: bf16.enabled false is --momentum-dtype fp32, said once; the command line wins" "exit $rc: $(cat "$tmp/err" "$tmp/err-bf16")"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]
