@@ -98,7 +98,7 @@ bench: $(BIN)
 # model, one layer, every stage and variant; `make baseline` writes it anew.
 BASELINE = results/baseline-tiny.csv
 BASELINE_ARGS = --model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --stage 1,2,3 \
-		--variant all --runs 1 --steps 6
+		--variant all --runs 1 --steps 12 --measure 2-12
 
 baseline: $(BIN)
 	rm -f $(BASELINE)
