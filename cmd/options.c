@@ -81,6 +81,12 @@ static const struct option options[] = {
 	  "the Muon momentum's storage (math in fp32); auto: fp32 for ZeRO-1/2, bf16 for "
 	  "ZeRO-3, which keeps it in the communication dtype under bf16 training (stage3.py, "
 	  "_create_momentum_buffer)" },
+	{ "params-back", "pinned|pageable|auto", CHOICE, AT(params_back), "auto", 0, 0,
+	  "pinned|pageable|auto", MODEL_CMDS,
+	  "how the bf16 params go back to the device: from the pinned staging the host "
+	  "optimizer writes (stage_1_and_2.py), or a host cast into pageable memory and a "
+	  "blocking H2D, as ZeRO-3's copy_ from the fp32 params (stage3.py); auto: pageable "
+	  "for ZeRO-3, pinned for ZeRO-1/2" },
 	{ "pin-chunk", "SIZE", SIZE, AT(pin_chunk), "2Gi", 4096, UINT64_MAX, NULL, MODEL_CMDS,
 	  "most bytes of one pinned chunk of a host buffer, cut between parameters (also "
 	  "at most the device's largest allocation)" },

@@ -44,6 +44,7 @@ struct mb_args {
 	double grad_clip;	     /* the grads' norm at most; 0: no clipping */
 	const char *param_order;     /* shape|model */
 	const char *momentum_dtype;  /* fp32|bf16|auto */
+	const char *params_back;     /* pinned|pageable|auto */
 	uint64_t world_size, rank;
 	const char *format; /* md, csv, json */
 

@@ -192,6 +192,8 @@ static void md_host(const struct mb_plan *p)
 	for (b = 0; b < MB_HOST_NBUFFERS; b++) {
 		if (!mb_host_buffer_on_bus(b))
 			snprintf(pinned, sizeof(pinned), " no |");
+		else if (b == MB_HOST_STAGING && p->set.params_back == MB_BACK_PAGEABLE)
+			snprintf(pinned, sizeof(pinned), " no (--params-back pageable) |");
 		else
 			snprintf(pinned, sizeof(pinned), " %s, %zu chunk%s |",
 				 b == MB_HOST_MOMENTUM ? "pin, both" : "yes", p->host_chunks[b],

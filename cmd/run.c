@@ -187,6 +187,8 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	row->pin_chunk_bytes = s->step.plan.pin_chunk_bytes;
 	row->reduce_bucket_size = s->step.plan.reduce_bucket_elems;
 	snprintf(row->grad_clip, sizeof(row->grad_clip), "%g", s->step.grad_clip);
+	snprintf(row->params_back, sizeof(row->params_back), "%s",
+		 mb_params_back_name(s->step.plan.params_back));
 	row->seed = s->step.seed;
 	row->resume_at = s->resume_at;
 	snprintf(row->fwd_bwd, sizeof(row->fwd_bwd), "%s", a->fwd_bwd);

@@ -33,6 +33,9 @@ void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct m
 	s->reduce_bucket_elems = args->reduce_bucket_size;
 	s->tokens = strcmp(args->fwd_bwd, "on") ? 0 : args->seq * args->micro_batch;
 	s->order = strcmp(args->param_order, "model") ? MB_ORDER_SHAPE : MB_ORDER_MODEL;
+	s->params_back = !strcmp(args->params_back, "auto")	  ? mb_params_back_default(stage)
+			 : !strcmp(args->params_back, "pageable") ? MB_BACK_PAGEABLE
+								  : MB_BACK_PINNED;
 	if (!mb_ns_method_from_name(args->ns_method, &s->ns_method)) /* a CHOICE: cannot fail */
 		s->ns_method = MB_NS_GRAM;
 	s->momentum_dtype = !strcmp(args->momentum_dtype, "auto") ? mb_momentum_dtype_default(stage)

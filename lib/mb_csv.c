@@ -75,6 +75,7 @@ static const struct column columns[] = {
 	COL(pin_chunk_bytes, U64),
 	COL(reduce_bucket_size, U64),
 	COL(grad_clip, TEXT),
+	COL(params_back, TEXT),
 	COL(seed, U64),
 	COL(resume_at, U64),
 	COL(fwd_bwd, TEXT),

@@ -26,6 +26,12 @@ void mb_hostopt_muon(float *p, const float *u, uint16_t *staging, uint64_t n,
 	const float decay = 1.0f - o->muon_lr * o->muon_wd, lr = o->muon_lr;
 	int64_t i;
 
+	if (!staging) {
+#pragma omp for simd schedule(static) nowait
+		for (i = 0; i < (int64_t)n; i++)
+			p[i] = p[i] * decay - lr * u[i];
+		return;
+	}
 #pragma omp for simd schedule(static) nowait
 	for (i = 0; i < (int64_t)n; i++) {
 		float x = p[i] * decay - lr * u[i];
@@ -33,6 +39,15 @@ void mb_hostopt_muon(float *p, const float *u, uint16_t *staging, uint64_t n,
 		p[i] = x;
 		staging[i] = mb_bf16(x);
 	}
+}
+
+void mb_hostopt_cast(const float *p, uint16_t *staging, uint64_t n)
+{
+	int64_t i;
+
+#pragma omp for simd schedule(static) nowait
+	for (i = 0; i < (int64_t)n; i++)
+		staging[i] = mb_bf16(p[i]);
 }
 
 void mb_hostopt_adamw(float *p, const float *g, float *m, float *v, uint16_t *staging, uint64_t n,
@@ -44,6 +59,18 @@ void mb_hostopt_adamw(float *p, const float *g, float *m, float *v, uint16_t *st
 		    bc2 = (float)(1.0 - pow(b2, (double)t));
 	int64_t i;
 
+	if (!staging) {
+#pragma omp for simd schedule(static) nowait
+		for (i = 0; i < (int64_t)n; i++) {
+			float gi = g[i], mi = b1 * m[i] + (1.0f - b1) * gi;
+			float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+
+			m[i] = mi;
+			v[i] = vi;
+			p[i] = p[i] * decay - lr * (mi / bc1) / (sqrtf(vi / bc2) + eps);
+		}
+		return;
+	}
 #pragma omp for simd schedule(static) nowait
 	for (i = 0; i < (int64_t)n; i++) {
 		float gi = g[i], mi = b1 * m[i] + (1.0f - b1) * gi;

@@ -33,13 +33,16 @@ struct mb_optim {
 /* fp32 to bf16, rounding to nearest even (NaN stays NaN). */
 uint16_t mb_bf16(float x);
 
-/* Muon over N elements: P from the update U; STAGING gets bf16(P). */
+/* Muon over N elements: P from the update U; STAGING (unless NULL) gets bf16(P). */
 void mb_hostopt_muon(float *p, const float *u, uint16_t *staging, uint64_t n,
 		     const struct mb_optim *o);
 
-/* AdamW step T (1 for the first) over N elements, moments M and V. */
+/* AdamW step T (1 for the first) over N elements, moments M and V; STAGING as Muon's. */
 void mb_hostopt_adamw(float *p, const float *g, float *m, float *v, uint16_t *staging, uint64_t n,
 		      uint64_t t, const struct mb_optim *o);
+
+/* STAGING = bf16(P) over N elements: the host cast of a copy_ to bf16 device params. */
+void mb_hostopt_cast(const float *p, uint16_t *staging, uint64_t n);
 
 /* A 64-bit checksum of BYTES at P, continuing from H (start with 0). */
 uint64_t mb_checksum(const void *p, uint64_t bytes, uint64_t h);

@@ -417,7 +417,8 @@ uint64_t mb_plan_pinned_bytes(const struct mb_plan *plan, bool momentum_pinned)
 	int b;
 
 	for (b = 0; b < MB_HOST_NBUFFERS; b++)
-		if (mb_host_buffer_on_bus(b) && (b != MB_HOST_MOMENTUM || momentum_pinned))
+		if (mb_host_buffer_on_bus(b) && (b != MB_HOST_MOMENTUM || momentum_pinned) &&
+		    (b != MB_HOST_STAGING || plan->set.params_back == MB_BACK_PINNED))
 			sum += plan->host_bytes[b];
 	return sum;
 }

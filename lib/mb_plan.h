@@ -56,6 +56,24 @@ static inline const char *mb_momentum_dtype_name(enum mb_momentum_dtype d)
 	return d == MB_MOM_BF16 ? "bf16" : "fp32";
 }
 
+/*
+ * How the bf16 params go back to the device: from the pinned bf16 staging
+ * the host optimizer writes (ZeRO-1/2), or, as ZeRO-3's copy_ from the fp32
+ * params does, a host cast into pageable memory and a blocking H2D.
+ */
+enum mb_params_back { MB_BACK_PINNED, MB_BACK_PAGEABLE, MB_NBACKS };
+
+static inline const char *mb_params_back_name(enum mb_params_back b)
+{
+	return b == MB_BACK_PAGEABLE ? "pageable" : "pinned";
+}
+
+/* DeepSpeed's for STAGE: pageable under ZeRO-3 (stage3.py), pinned under 1/2. */
+static inline enum mb_params_back mb_params_back_default(unsigned stage)
+{
+	return stage == 3 ? MB_BACK_PAGEABLE : MB_BACK_PINNED;
+}
+
 /* DeepSpeed's for STAGE: bf16 (the communication dtype) under ZeRO-3, else fp32. */
 static inline enum mb_momentum_dtype mb_momentum_dtype_default(unsigned stage)
 {
@@ -68,9 +86,10 @@ struct mb_plan_settings {
 	unsigned stage;		   /* 1, 2 or 3 */
 	enum mb_param_order order; /* of the Muon parameters in the apply */
 	enum mb_momentum_dtype momentum_dtype;
-	enum mb_ns_method ns_method;  /* Newton-Schulz's (the FLOPs and the workspace follow it) */
-	uint64_t gather_budget_bytes; /* stage 1/2 */
-	uint64_t sub_group_size;      /* elements, stage 3 */
+	enum mb_ns_method ns_method; /* Newton-Schulz's (the FLOPs and the workspace follow it) */
+	enum mb_params_back params_back; /* pageable: the staging is never pinned */
+	uint64_t gather_budget_bytes;	 /* stage 1/2 */
+	uint64_t sub_group_size;	 /* elements, stage 3 */
 	uint64_t pin_chunk_bytes; /* most bytes of one pinned chunk of a host buffer; 0: no limit */
 	/* the backward's gradient bucket (reduce_bucket_size); 0: 5e8 */
 	uint64_t reduce_bucket_elems;

@@ -22,6 +22,15 @@ const char *mb_results_momentum_setting(const struct mb_csv_row *r)
 		       : r->momentum_dtype;
 }
 
+const char *mb_results_params_back_setting(const struct mb_csv_row *r)
+{
+	unsigned stage = r->stage <= 3 ? (unsigned)r->stage : 0;
+
+	return !strcmp(r->params_back, mb_params_back_name(mb_params_back_default(stage)))
+		       ? "auto"
+		       : r->params_back;
+}
+
 /* The knobs: what a cell's figures depend on, the device aside. */
 #define KNOB(name, text)                                             \
 	{                                                            \
@@ -50,6 +59,8 @@ static const struct {
 	KNOB(pin_chunk_bytes, false),
 	KNOB(reduce_bucket_size, false),
 	KNOB(grad_clip, true),
+	{ "params_back", offsetof(struct mb_csv_row, params_back), true,
+	  mb_results_params_back_setting },
 	KNOB(fwd_bwd, true),
 	KNOB(seq, false),
 	KNOB(micro_batch, false),

@@ -309,7 +309,8 @@ static int alloc_host(struct mb_state *s)
 				     "AdamW exp_avg", cuts)) ||
 	    (err = alloc_host_buffer(s, &s->adam_v, MB_HOST_ADAMW, 4 * m->numel_adamw, false,
 				     "AdamW exp_avg_sq", cuts)) ||
-	    (err = alloc_host_buffer(s, &s->staging, MB_HOST_STAGING, 2 * m->numel_total, pin,
+	    (err = alloc_host_buffer(s, &s->staging, MB_HOST_STAGING, 2 * m->numel_total,
+				     pin && s->set.plan.params_back == MB_BACK_PINNED,
 				     "bf16 staging", cuts))) {
 		free(cuts);
 		return err;
@@ -836,12 +837,14 @@ static double clip_scale(double norm, double clip)
 
 static void host_step(struct mb_state *s, const struct mb_model *m)
 {
+	bool cast = s->set.plan.params_back == MB_BACK_PAGEABLE;
 	size_t i;
 
 	for (i = 0; i < m->nparams; i++) {
 		uint64_t off = s->offset[i], so = s->state_offset[i];
 		uint64_t n = mb_param_numel(&m->params[i]);
-		uint16_t *staging = mb_hostbuf_at(&s->staging, 2 * off, NULL);
+		/* params back pageable: no bf16 in the optimizer's pass, a cast after */
+		uint16_t *staging = cast ? NULL : mb_hostbuf_at(&s->staging, 2 * off, NULL);
 
 		if (m->params[i].muon)
 			mb_hostopt_muon(f32(&s->master, off), f32(&s->grads, off), staging, n,
@@ -851,6 +854,14 @@ static void host_step(struct mb_state *s, const struct mb_model *m)
 					 f32(&s->adam_m, so), f32(&s->adam_v, so), staging, n,
 					 s->steps_done + 1, &s->set.optim);
 	}
+	if (!cast)
+		return;
+		/* the host cast of ZeRO-3's copy_ from the fp32 params to the bf16 device params */
+#pragma omp barrier
+	for (i = 0; i < m->nparams; i++)
+		mb_hostopt_cast(f32(&s->master, s->offset[i]),
+				mb_hostbuf_at(&s->staging, 2 * s->offset[i], NULL),
+				mb_param_numel(&m->params[i]));
 }
 
 static void host_optimizer(struct mb_state *s, float scale)

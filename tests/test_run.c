@@ -341,6 +341,29 @@ static void grads_clipped_as_deepspeed_does(void **state)
 	}
 }
 
+/*
+ * ZeRO-3's params back as DeepSpeed's copy_: a host cast into pageable
+ * memory, then the H2D; the same bf16 params, so the same state, and the
+ * staging is no longer pinned.
+ */
+static void params_back_pageable(void **state)
+{
+	struct mb_run_result *r = malloc(sizeof(*r));
+	struct mb_run_settings s = settings(3, MB_BOTH);
+	uint64_t want, pinned;
+
+	(void)state;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	want = r->checksum;
+	pinned = r->pinned_host_bytes;
+	s.step.plan.params_back = MB_BACK_PAGEABLE;
+	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+	assert_true(r->checksum == want);
+	assert_int_equal(pinned - r->pinned_host_bytes, 2 * micro.numel_total);
+	assert_true(r->phase.params_h2d_s > 0 && r->phase.host_opt_s > 0);
+	free(r);
+}
+
 /* The backward's bucket is --reduce-bucket-size elements of fp32: its peak follows. */
 static void reduce_bucket_sets_the_backward_peak(void **state)
 {
@@ -610,6 +633,7 @@ int main(void)
 		cmocka_unit_test(bf16_momentum),
 		cmocka_unit_test(reduce_bucket_sets_the_backward_peak),
 		cmocka_unit_test(grads_clipped_as_deepspeed_does),
+		cmocka_unit_test(params_back_pageable),
 		cmocka_unit_test(param_order_changes_nothing_but_the_batches),
 		cmocka_unit_test(reload_changes_nothing_but_the_pin),
 		cmocka_unit_test(pinned_chunks_change_nothing),
