@@ -243,8 +243,9 @@ static void md_apply(const struct mb_model *m, const struct mb_plan *p)
 	if (p->set.stage == 3) {
 		printf("\n## Muon apply: %zu matrices in %zu sub-groups of %s elements\n\n",
 		       p->matrices, p->ngroups, mb_fmt_count(a, sizeof(a), p->set.sub_group_size));
-		printf("Each sub-group's Muon grads and momentum go to the device at once; "
-		       "each matrix's update gets a buffer of its own.\n\n");
+		printf("Each sub-group's Muon grads and momentum go to the device at once, and a "
+		       "bf16 copy of its grads is made there, as DeepSpeed's; each matrix's update "
+		       "gets a buffer of its own.\n\n");
 	} else {
 		printf("\n## Muon apply: %zu matrices in %zu batches under a %s gather "
 		       "budget\n\n",

@@ -35,3 +35,13 @@ __kernel void muon_momentum_bf16(__global float *grad, const ulong grad_off, __g
 	mom[mom_off + i] = h;
 	grad[grad_off + i] = (1.0f - beta) * g + beta * bf16_to_float(h);
 }
+
+/* y[yoff + i] = bf16(x[xoff + i]): ZeRO-3's bf16 copy of a sub-group's grads. YOFF counts bf16. */
+__kernel void cast_bf16(__global const float *x, const ulong xoff, __global ushort *y,
+			const ulong yoff, const ulong n)
+{
+	const ulong i = get_global_id(0);
+
+	if (i < n)
+		y[yoff + i] = float_to_bf16(x[xoff + i]);
+}

@@ -64,7 +64,8 @@ static void apply_buffer(const struct mb_plan *plan, struct mb_fit_need *n)
 		return;
 	gathered = plan->groups[plan->largest_group].gathered_numel;
 	largest(&n->device_largest_bytes, &n->device_largest,
-		mb_plan_gathered_bytes(plan, gathered),
+		plan->set.stage == 3 ? mb_plan_subgroup_bytes(plan, gathered)
+				     : mb_plan_gathered_bytes(plan, gathered),
 		plan->set.stage == 3 ? "apply.subgroup" : "apply.batch");
 }
 

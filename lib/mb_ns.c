@@ -122,6 +122,7 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 	ns->ledger = ledger;
 	if ((err = mb_cl_kernel(cl, "muon_momentum", &ns->momentum)) ||
 	    (err = mb_cl_kernel(cl, "muon_momentum_bf16", &ns->momentum_bf16)) ||
+	    (err = mb_cl_kernel(cl, "cast_bf16", &ns->cast_bf16)) ||
 	    (err = mb_cl_kernel(cl, "sumsq_partial", &ns->sumsq)) ||
 	    (err = mb_cl_kernel(cl, "norm_finish", &ns->finish)) ||
 	    (err = mb_cl_kernel(cl, "ns_load", &ns->load)) ||
@@ -129,6 +130,9 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 	    (err = mb_cl_kernel(cl, "ns_stamp", &ns->stamp)) ||
 	    (err = mb_cl_kernel(cl, "ns_add_diagonal", &ns->diagonal)) ||
 	    (err = mb_cl_local_size(cl, ns->momentum, "muon_momentum", 1, &ns->momentum_local)) ||
+	    (err = mb_cl_local_size(cl, ns->momentum_bf16, "muon_momentum_bf16", 1,
+				    &ns->momentum_bf16_local)) ||
+	    (err = mb_cl_local_size(cl, ns->cast_bf16, "cast_bf16", 1, &ns->cast_local)) ||
 	    (err = mb_cl_local_size(cl, ns->sumsq, "sumsq_partial", 1, &ns->reduce_local)) ||
 	    (err = mb_cl_local_size(cl, ns->load, "ns_load", 2, ns->load_local)) ||
 	    (err = mb_cl_local_size(cl, ns->store, "ns_store", 2, ns->store_local)) ||
@@ -355,6 +359,24 @@ static int check_reserved(const struct mb_ns *ns, uint64_t rows, uint64_t cols)
 		       (unsigned long long)cols);
 }
 
+int mb_ns_cast_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff, uint64_t n,
+		    cl_event *ev)
+{
+	cl_ulong xo = xoff, yo = yoff, count = n;
+	size_t global = mb_cl_round_up(n, ns->cast_local);
+	cl_int st;
+
+	if (ev)
+		*ev = NULL;
+	if (!n)
+		return 0;
+	st = set_args(ns->cast_bf16, 5, ARG(x), ARG(xo), ARG(y), ARG(yo), ARG(count));
+	if (st == CL_SUCCESS)
+		st = clEnqueueNDRangeKernel(ns->cl->compute, ns->cast_bf16, 1, NULL, &global,
+					    &ns->cast_local, 0, NULL, ev);
+	return mb_cl_check(ns->cl, st, "cast_bf16", "%llu elements", (unsigned long long)n);
+}
+
 int mb_ns_sumsq(struct mb_ns *ns, cl_mem x, uint64_t off, uint64_t n, cl_mem partial,
 		uint64_t part_off)
 {
@@ -496,12 +518,12 @@ int mb_ns_clear(struct mb_ns *ns)
 }
 
 /* The momentum kernel K (NAME) over N elements; see mb_ns_momentum. */
-static int momentum(struct mb_ns *ns, cl_kernel k, const char *name, cl_mem grad, uint64_t grad_off,
-		    cl_mem mom, uint64_t mom_off, uint64_t n, float beta, cl_event *first,
-		    cl_event *last)
+static int momentum(struct mb_ns *ns, cl_kernel k, size_t local, const char *name, cl_mem grad,
+		    uint64_t grad_off, cl_mem mom, uint64_t mom_off, uint64_t n, float beta,
+		    cl_event *first, cl_event *last)
 {
 	cl_ulong goff = grad_off, moff = mom_off, count = n;
-	size_t global = mb_cl_round_up(n, ns->momentum_local);
+	size_t global = mb_cl_round_up(n, local);
 	cl_event ev = NULL;
 	cl_int st;
 
@@ -513,8 +535,7 @@ static int momentum(struct mb_ns *ns, cl_kernel k, const char *name, cl_mem grad
 		return 0;
 	st = set_args(k, 6, ARG(grad), ARG(goff), ARG(mom), ARG(moff), ARG(count), ARG(beta));
 	if (st == CL_SUCCESS)
-		st = clEnqueueNDRangeKernel(ns->cl->compute, k, 1, NULL, &global,
-					    &ns->momentum_local, 0, NULL,
+		st = clEnqueueNDRangeKernel(ns->cl->compute, k, 1, NULL, &global, &local, 0, NULL,
 					    first || last ? &ev : NULL);
 	if (mb_cl_check(ns->cl, st, name, "%llu elements", (unsigned long long)n))
 		return -MB_EFAIL;
@@ -534,22 +555,22 @@ static int momentum(struct mb_ns *ns, cl_kernel k, const char *name, cl_mem grad
 int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom, uint64_t mom_off,
 		   uint64_t n, float beta, cl_event *first, cl_event *last)
 {
-	return momentum(ns, ns->momentum, "muon_momentum", grad, grad_off, mom, mom_off, n, beta,
-			first, last);
+	return momentum(ns, ns->momentum, ns->momentum_local, "muon_momentum", grad, grad_off, mom,
+			mom_off, n, beta, first, last);
 }
 
 int mb_ns_momentum_bf16(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom,
 			uint64_t mom_off, uint64_t n, float beta, cl_event *first, cl_event *last)
 {
-	return momentum(ns, ns->momentum_bf16, "muon_momentum_bf16", grad, grad_off, mom, mom_off,
-			n, beta, first, last);
+	return momentum(ns, ns->momentum_bf16, ns->momentum_bf16_local, "muon_momentum_bf16", grad,
+			grad_off, mom, mom_off, n, beta, first, last);
 }
 
 void mb_ns_release(struct mb_ns *ns)
 {
 	cl_kernel *k[] = {
-		&ns->momentum, &ns->momentum_bf16, &ns->sumsq, &ns->finish,
-		&ns->load,     &ns->store,	   &ns->stamp, &ns->diagonal,
+		&ns->momentum, &ns->momentum_bf16, &ns->cast_bf16, &ns->sumsq,	  &ns->finish,
+		&ns->load,     &ns->store,	   &ns->stamp,	   &ns->diagonal,
 	};
 	size_t i;
 

@@ -88,9 +88,10 @@ struct mb_ns {
 	 * (gram's, after a reserve for standard) is refused.
 	 */
 	enum mb_ns_method method;
-	cl_kernel momentum, momentum_bf16, sumsq, finish, load, store, stamp, diagonal;
+	cl_kernel momentum, momentum_bf16, cast_bf16, sumsq, finish, load, store, stamp, diagonal;
 	size_t reduce_local; /* work-group size of the norm's reduction (a power of two) */
-	size_t momentum_local, load_local[2], store_local[2], diagonal_local; /* the others' */
+	size_t momentum_local, momentum_bf16_local, cast_local; /* and of the others */
+	size_t load_local[2], store_local[2], diagonal_local;
 	cl_mem work, temp;
 	uint64_t work_bytes, temp_bytes;
 	uint64_t gemm_flops; /* of the GEMMs enqueued so far, as mb_ns_flops counts them */
@@ -156,6 +157,13 @@ int mb_ns_momentum(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom,
  */
 int mb_ns_momentum_bf16(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem mom,
 			uint64_t mom_off, uint64_t n, float beta, cl_event *first, cl_event *last);
+
+/*
+ * Enqueue on the compute queue Y[YOFF + i] = bf16(X[XOFF + i]) for N
+ * elements (YOFF counts bf16 elements); its event into *EV (if not NULL).
+ */
+int mb_ns_cast_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff, uint64_t n,
+		    cl_event *ev);
 
 /*
  * Enqueue on the compute queue the sum of squares of X[OFF .. OFF+N) in

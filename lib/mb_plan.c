@@ -212,9 +212,9 @@ static int plan_sub_groups(struct mb_plan *plan, const struct mb_model *m, const
 		two = prev_n + n > two ? prev_n + n : two;
 		prev_n = n;
 		g->apply_bytes_sync =
-			mb_plan_gathered_bytes(plan, g->gathered_numel) + sizeof(float) * one;
+			mb_plan_subgroup_bytes(plan, g->gathered_numel) + sizeof(float) * one;
 		g->apply_bytes_overlap =
-			mb_plan_gathered_bytes(plan, g->gathered_numel) + sizeof(float) * two;
+			mb_plan_subgroup_bytes(plan, g->gathered_numel) + sizeof(float) * two;
 		if (g->local_numel >= plan->set.sub_group_size)
 			g = NULL;
 	}

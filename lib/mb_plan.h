@@ -26,8 +26,9 @@
  * + under ZeRO-1/2, DeepSpeed's temp_grad_buffer_for_gpu_offload, always on
  *   the device with CPU offload: the largest parameter in bf16
  * + apply buffers at their largest: a batch (plus the previous one still in
- *   flight when the writeback overlaps), or a sub-group plus one update buffer
- *   (two when it overlaps)
+ *   flight when the writeback overlaps), or a sub-group (with the bf16 copy
+ *   of its grads, mb_plan_subgroup_bytes) plus one update buffer (two when it
+ *   overlaps)
  * + the Newton-Schulz workspace of the largest matrix (mb_ns_workspace_bytes).
  * CLBlast's temporary buffers are not included: their size depends on the
  * device and its tuning.
@@ -156,6 +157,16 @@ struct mb_plan {
 static inline uint64_t mb_plan_gathered_bytes(const struct mb_plan *plan, uint64_t numel)
 {
 	return (4 + plan->momentum_bytes) * numel;
+}
+
+/*
+ * Device bytes of a ZeRO-3 sub-group of NUMEL elements: its fp32 grads and
+ * its momentum, gathered, and the bf16 copy of its grads that DeepSpeed's
+ * _apply_muon_updates_cpu_offload holds with them (deepspeed-data-path.md).
+ */
+static inline uint64_t mb_plan_subgroup_bytes(const struct mb_plan *plan, uint64_t numel)
+{
+	return mb_plan_gathered_bytes(plan, numel) + 2 * numel;
 }
 
 /* Host buffer names for people ("master params (fp32)"). */

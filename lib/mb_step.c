@@ -378,7 +378,7 @@ static int reserve_step(struct mb_state *s)
 		return err;
 	if (s->set.plan.stage == 3)
 		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.subgroup",
-					mb_plan_gathered_bytes(p, gathered), 1,
+					mb_plan_subgroup_bytes(p, gathered), 1,
 					"a smaller --sub-group-size needs less") ||
 				      mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.update",
 							4 * largest, alive, NULL)
@@ -745,12 +745,21 @@ static int apply_subgroup(struct apply *a, const struct mb_plan_group *g)
 	size_t k;
 	int err;
 
-	if ((err = mb_ledger_alloc(s->ledger, mb_plan_gathered_bytes(&s->plan, g->gathered_numel),
-				   "apply.subgroup", &a->subgroup)) ||
+	uint64_t e = g->gathered_numel;
+	cl_event cast;
+
+	if ((err = mb_ledger_alloc(s->ledger, mb_plan_subgroup_bytes(&s->plan, e), "apply.subgroup",
+				   &a->subgroup)) ||
 	    (err = gather(a, g, a->subgroup, &gathered)))
 		return err;
 	if (gathered)
 		clReleaseEvent(gathered);
+	/* DeepSpeed's bf16 copy of the sub-group's grads, after its momentum; timed with the
+	 * momentum, the other elementwise work of the gather */
+	if ((err = mb_ns_cast_bf16(&s->ns, a->subgroup, 0, a->subgroup,
+				   (4 * e + s->plan.momentum_bytes * e) / 2, e, &cast)) ||
+	    (cast && (err = tl_add(&a->tl, cast, NULL, K_MOMENTUM))))
+		return err;
 	for (k = g->first; k < g->end; k++) {
 		n = mb_param_numel(applied(s, k));
 		memset(&u, 0, sizeof(u));
@@ -786,7 +795,10 @@ static void explain(const struct mb_state *s, size_t gi)
 
 	/* an overlapped writeback that fails here may be the previous unit's: the
 	 * message names the parameter it was copying */
-	mb_fmt_bytes_iec(size, sizeof(size), mb_plan_gathered_bytes(&s->plan, g->gathered_numel));
+	mb_fmt_bytes_iec(size, sizeof(size),
+			 s->set.plan.stage == 3
+				 ? mb_plan_subgroup_bytes(&s->plan, g->gathered_numel)
+				 : mb_plan_gathered_bytes(&s->plan, g->gathered_numel));
 	if (s->set.plan.stage == 3)
 		mb_err_prefix("sub-group %zu of %zu (%zu matrices, %s gathered%s)", gi + 1,
 			      s->plan.ngroups, g->matrices, size,

@@ -292,10 +292,11 @@ static void sub_groups_by_hand(void **state)
 	/* the last sub-group ends at the last Muon matrix, before the norms */
 	assert_string_equal(tiny.params[p.order[p.groups[3].end - 1]].name,
 			    "model.layers.1.mlp.down_proj.weight");
-	/* sub-group + one update buffer of the largest matrix (196608) */
-	assert_int_equal(p.apply_bytes_sync, 8 * 393216 + 4 * 196608);
+	/* sub-group (with the bf16 copy of its grads) + one update buffer of the
+	 * largest matrix (196608) */
+	assert_int_equal(p.apply_bytes_sync, (8 + 2) * 393216 + 4 * 196608);
 	/* overlapped: two adjacent updates alive, up0 + down0 */
-	assert_int_equal(p.apply_bytes_overlap, 8 * 393216 + 4 * 393216);
+	assert_int_equal(p.apply_bytes_overlap, (8 + 2) * 393216 + 4 * 393216);
 	mb_plan_release(&p);
 
 	/*
