@@ -8,8 +8,8 @@
 # band wide enough for a shared 2-core machine (50%), so that a broken
 # variant is caught and a busy machine is not.
 #
-# Only timings regressing are given a second chance: the cells run again and
-# must regress again (a few busy seconds on a shared machine moved every cell
+# Only timings regressing are given two more chances: the cells run again and
+# must regress in each rerun (a few busy seconds on a shared machine moved every cell
 # of a stage by 50% once).
 # Then the gate itself is tested on that rerun: a baseline with a planted
 # change of an exact figure must fail, a device-dependent figure must count
@@ -46,10 +46,16 @@ if ! "$bin" compare --ratios --threshold 50 --exact --allow-device-change "$base
 	# a busy machine (another process, the VM's neighbours): it must regress again.
 	if "$bin" compare --threshold 1000 --exact --allow-device-change "$baseline" \
 		"$tmp/new.csv" >/dev/null 2>&1; then
-		echo "baseline.sh: only timings regressed; rerunning the cells to see whether it recurs"
-		rerun "$tmp/new.csv" "$@"
-		"$bin" compare --ratios --threshold 50 --exact --allow-device-change "$baseline" \
-			"$tmp/new.csv" || failed=1
+		failed=1
+		for again in 1 2; do
+			echo "baseline.sh: only timings regressed; rerunning the cells to see whether it recurs ($again of 2)"
+			rerun "$tmp/new.csv" "$@"
+			if "$bin" compare --ratios --threshold 50 --exact --allow-device-change \
+				"$baseline" "$tmp/new.csv"; then
+				failed=0
+				break
+			fi
+		done
 	else
 		failed=1
 	fi
