@@ -17,7 +17,6 @@
 
 #define DIM_MAX	  (1u << 24) /* rows, cols, hidden sizes, vocabulary */
 #define COUNT_MAX (1u << 16) /* layers, heads, repeats */
-#define FILE_MAX  (16u << 20)
 
 /* What a config is being read as, for error messages. */
 struct reader {
@@ -449,28 +448,14 @@ int mb_config_parse(struct mb_model *m, const char *text, size_t len, const char
 
 int mb_config_load_file(struct mb_model *m, const char *path, unsigned layers)
 {
-	char *text = NULL;
+	char *text;
 	size_t len;
-	FILE *f;
 	int err;
 
 	memset(m, 0, sizeof(*m));
-	f = fopen(path, "rb");
-	if (!f)
-		return mb_bad_input("cannot open '%s': %s", path, strerror(errno));
-	text = malloc(FILE_MAX + 1);
-	if (!text) {
-		fclose(f);
-		return mb_fail("out of host memory reading '%s'", path);
-	}
-	len = fread(text, 1, FILE_MAX + 1, f);
-	if (ferror(f))
-		err = mb_bad_input("cannot read '%s': %s", path, strerror(errno));
-	else if (len > FILE_MAX)
-		err = mb_bad_input("'%s' is larger than 16 MiB: not a model config", path);
-	else
-		err = mb_config_parse(m, text, len, path, layers);
-	fclose(f);
+	if ((err = mb_json_read_file(path, "model config", &text, &len)))
+		return err;
+	err = mb_config_parse(m, text, len, path, layers);
 	free(text);
 	return err;
 }

@@ -14,7 +14,6 @@
 #include "mb_err.h"
 #include "mb_json.h"
 
-#define FILE_MAX  (16u << 20)
 #define VALUE_LEN sizeof(((struct mb_dsconfig_setting *)0)->value)
 
 enum kind {
@@ -327,26 +326,12 @@ int mb_dsconfig_load_file(struct mb_dsconfig *ds, const char *path)
 {
 	char *text;
 	size_t len;
-	FILE *f;
 	int err;
 
 	memset(ds, 0, sizeof(*ds));
-	f = fopen(path, "rb");
-	if (!f)
-		return mb_bad_input("cannot open '%s': %s", path, strerror(errno));
-	text = malloc(FILE_MAX + 1);
-	if (!text) {
-		fclose(f);
-		return mb_fail("out of host memory reading '%s'", path);
-	}
-	len = fread(text, 1, FILE_MAX + 1, f);
-	if (ferror(f))
-		err = mb_bad_input("cannot read '%s': %s", path, strerror(errno));
-	else if (len > FILE_MAX)
-		err = mb_bad_input("'%s' is larger than 16 MiB: not a DeepSpeed config", path);
-	else
-		err = mb_dsconfig_parse(ds, text, len, path);
-	fclose(f);
+	if ((err = mb_json_read_file(path, "DeepSpeed config", &text, &len)))
+		return err;
+	err = mb_dsconfig_parse(ds, text, len, path);
 	free(text);
 	return err;
 }

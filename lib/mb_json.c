@@ -5,8 +5,10 @@
 #include "mb_json.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mb_err.h"
@@ -339,4 +341,32 @@ bool mb_json_where(const char *text, size_t len, const cJSON *root, const cJSON 
 	out->end = c.end;
 	position(text, c.start, &out->line, &out->col);
 	return true;
+}
+
+int mb_json_read_file(const char *path, const char *what, char **text, size_t *len)
+{
+	FILE *f;
+	int err = 0;
+
+	*text = NULL;
+	*len = 0;
+	f = fopen(path, "rb");
+	if (!f)
+		return mb_bad_input("cannot open '%s': %s", path, strerror(errno));
+	*text = malloc(MB_JSON_FILE_MAX + 1);
+	if (!*text) {
+		fclose(f);
+		return mb_fail("out of host memory reading '%s'", path);
+	}
+	*len = fread(*text, 1, MB_JSON_FILE_MAX + 1, f);
+	if (ferror(f))
+		err = mb_bad_input("cannot read '%s': %s", path, strerror(errno));
+	else if (*len > MB_JSON_FILE_MAX)
+		err = mb_bad_input("'%s' is larger than 16 MiB: not a %s", path, what);
+	fclose(f);
+	if (err) {
+		free(*text);
+		*text = NULL;
+	}
+	return err;
 }

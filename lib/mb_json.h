@@ -20,6 +20,16 @@
  */
 int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out);
 
+/* The most a JSON file muonbench reads may hold (a config, a DeepSpeed config). */
+#define MB_JSON_FILE_MAX (16u << 20)
+
+/*
+ * The whole of file PATH, at most MB_JSON_FILE_MAX bytes, into a new
+ * buffer *text (the caller frees it) of *len bytes. A file that cannot be
+ * read or is larger is -MB_EINPUT, the latter saying it is "not a WHAT".
+ */
+int mb_json_read_file(const char *path, const char *what, char **text, size_t *len);
+
 /* Where a value is in the text: bytes [start, end), its first at line:col (from 1). */
 struct mb_json_span {
 	size_t start, end;
