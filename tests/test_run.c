@@ -61,6 +61,32 @@ static struct mb_run_settings settings(unsigned stage, enum mb_variant v)
 	return s;
 }
 
+/*
+ * Parameter I of ST moved from P0 (the initial master params) by Muon's
+ * update of U (its Nesterov input): Newton-Schulz by the method the step
+ * ran, worked in float64 on the host, to float precision.
+ */
+static void assert_muon_update(const struct mb_state *st, size_t i, const float *u, const float *p0)
+{
+	const struct mb_optim o = MB_OPTIM_DEFAULTS;
+	const struct mb_param *p = &micro.params[i];
+	uint64_t off = st->offset[i], n = mb_param_numel(p), k;
+	double *ns = malloc(8 * n), diff = 0, norm = 0;
+
+	assert_non_null(ns);
+	assert_int_equal(mb_ns_reference(u, p->rows, p->cols, st->ns.method, ns), 0);
+	for (k = 0; k < n; k++) {
+		double want = p0[off + k] - (double)o.muon_lr * ns[k];
+		double d = ((float *)st->master.ptr)[off + k] - want;
+
+		diff += d * d;
+		norm += (double)o.muon_lr * ns[k] * o.muon_lr * ns[k];
+	}
+	if (!(sqrt(diff / norm) < 1e-4))
+		fail_msg("'%s': update off by %g", p->name, sqrt(diff / norm));
+	free(ns);
+}
+
 /* One step of stage 2 against Muon and AdamW worked on the host. */
 static void one_step_is_muon_and_adamw(void **state)
 {
@@ -81,7 +107,6 @@ static void one_step_is_muon_and_adamw(void **state)
 		const struct mb_param *p = &micro.params[i];
 		uint64_t off = st.offset[i], n = mb_param_numel(p), k;
 		float *u = malloc(4 * n);
-		double *ns = malloc(8 * n), diff = 0, norm = 0;
 
 		/* the gradient of step 0 is stream 1 of the seed, by flat index */
 		for (k = 0; k < n; k++) {
@@ -91,18 +116,8 @@ static void one_step_is_muon_and_adamw(void **state)
 			u[k] = (1.0f - o.muon_beta) * g + o.muon_beta * m;
 		}
 		if (p->muon) {
-			/* by the method the step ran */
-			assert_int_equal(mb_ns_reference(u, p->rows, p->cols, st.ns.method, ns), 0);
-			for (k = 0; k < n; k++) {
-				double want = p0[off + k] - (double)o.muon_lr * ns[k];
-				double d = ((float *)st.master.ptr)[off + k] - want;
-
-				diff += d * d;
-				norm += (double)o.muon_lr * ns[k] * o.muon_lr * ns[k];
-			}
-			/* the update is right to float precision */
-			if (!(sqrt(diff / norm) < 1e-4))
-				fail_msg("'%s': update off by %g", p->name, sqrt(diff / norm));
+			/* by the method the step ran, right to float precision */
+			assert_muon_update(&st, i, u, p0);
 			/* and the momentum went back to its place */
 			assert_true(((float *)st.momentum.ptr)[st.state_offset[i]] ==
 				    (1.0f - o.muon_beta) * (1e-3f * mb_uniform(5, 1, off)));
@@ -119,7 +134,6 @@ static void one_step_is_muon_and_adamw(void **state)
 			}
 		}
 		free(u);
-		free(ns);
 	}
 	free(p0);
 	mb_state_release(&st);
@@ -203,13 +217,11 @@ static void bf16_momentum(void **state)
 		uint64_t off = st.offset[i], n = mb_param_numel(p), k;
 		const uint16_t *mom;
 		float *u;
-		double *ns, diff = 0, norm = 0;
 
 		if (!p->muon)
 			continue;
 		mom = mb_hostbuf_at(&st.momentum, 2 * st.state_offset[i], NULL);
 		u = malloc(4 * n);
-		ns = malloc(8 * n);
 		for (k = 0; k < n; k++) {
 			float g = 1e-3f * mb_uniform(5, 1, off + k);
 			uint16_t h = mb_bf16((1.0f - o.muon_beta) * g); /* from a zero momentum */
@@ -217,18 +229,8 @@ static void bf16_momentum(void **state)
 			assert_int_equal(mom[k], h);
 			u[k] = (1.0f - o.muon_beta) * g + o.muon_beta * from_bf16(h);
 		}
-		assert_int_equal(mb_ns_reference(u, p->rows, p->cols, st.ns.method, ns), 0);
-		for (k = 0; k < n; k++) {
-			double want = p0[off + k] - (double)o.muon_lr * ns[k];
-			double d = ((float *)st.master.ptr)[off + k] - want;
-
-			diff += d * d;
-			norm += (double)o.muon_lr * ns[k] * o.muon_lr * ns[k];
-		}
-		if (!(sqrt(diff / norm) < 1e-4))
-			fail_msg("'%s': update off by %g", p->name, sqrt(diff / norm));
+		assert_muon_update(&st, i, u, p0);
 		free(u);
-		free(ns);
 	}
 	free(p0);
 	mb_state_release(&st);
