@@ -66,7 +66,7 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	F("d2h_bytes", p->bwd_d2h_bytes + p->apply_d2h_bytes);
 	F("ns_flops", p->ns_flops);
 	F("resident_bytes", p->resident_bytes);
-	F("temp_grad_bytes", p->temp_grad_bytes);
+	F("ds_buffer_bytes", p->ds_buffer_bytes);
 	F("bucket_bytes", p->bucket_bytes);
 	F("peak_forward_bytes", p->peak_forward_bytes);
 	F("peak_backward_bytes", p->peak_backward_bytes);
@@ -299,9 +299,11 @@ static void md_peak(const struct mb_plan *p)
 	md_peak_row(p->set.stage == 3 ? "resident bf16 params (this rank's share)"
 				      : "resident bf16 params (whole model)",
 		    p->resident_bytes, p->resident_bytes);
-	if (p->temp_grad_bytes)
-		md_peak_row("temp_grad_buffer_for_gpu_offload (bf16, the largest parameter)",
-			    p->temp_grad_bytes, p->temp_grad_bytes);
+	if (p->ds_buffer_bytes)
+		md_peak_row(p->set.stage == 3
+				    ? "DeepSpeed's reduce bucket (bf16, --reduce-bucket-size)"
+				    : "temp_grad_buffer_for_gpu_offload (bf16, the largest parameter)",
+			    p->ds_buffer_bytes, p->ds_buffer_bytes);
 	md_peak_row(p->set.stage == 3 ? "Muon apply: sub-group + update buffers"
 				      : "Muon apply: batch (+ the one in flight)",
 		    p->apply_bytes_sync, p->apply_bytes_overlap);

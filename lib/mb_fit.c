@@ -76,7 +76,7 @@ static void apply_buffer(const struct mb_plan *plan, struct mb_fit_need *n)
 static void device(const struct mb_model *m, const struct mb_plan *plan,
 		   const struct mb_fit_cell *c, struct mb_fit_need *n)
 {
-	uint64_t base = plan->resident_bytes + plan->temp_grad_bytes + plan->ns_workspace_bytes,
+	uint64_t base = plan->resident_bytes + plan->ds_buffer_bytes + plan->ns_workspace_bytes,
 		 fb_largest, bucket = plan->bucket_bytes + plan->norm_bytes;
 	const char *fb_tag;
 

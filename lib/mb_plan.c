@@ -250,9 +250,6 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 				? mb_plan_host_cuts(plan, m, i, plan->set.pin_chunk_bytes, NULL)
 				: 1;
 	plan->resident_bytes = 2 * (plan->set.stage == 3 ? plan->local_numel : m->numel_total);
-	for (i = 0; i < m->nparams && plan->set.stage != 3; i++)
-		if (2 * mb_param_numel(&m->params[i]) > plan->temp_grad_bytes)
-			plan->temp_grad_bytes = 2 * mb_param_numel(&m->params[i]);
 	plan->bucket_elems = plan->set.reduce_bucket_elems ? plan->set.reduce_bucket_elems
 							   : MB_PLAN_REDUCE_BUCKET;
 	plan->bucket_elems = plan->bucket_elems < m->numel_total ? plan->bucket_elems
@@ -260,6 +257,15 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 	plan->bucket_bytes = sizeof(float) * plan->bucket_elems;
 	plan->norm_bytes = sizeof(float) * MB_NS_PARTIALS *
 			   (plan->bucket_elems ? div_up(m->numel_total, plan->bucket_elems) : 1);
+	if (plan->set.stage == 3) {
+		plan->ds_buffer = "ds.ipg_bucket";
+		plan->ds_buffer_bytes = 2 * plan->bucket_elems;
+	} else {
+		plan->ds_buffer = "ds.temp_grad_buffer";
+		for (i = 0; i < m->nparams; i++)
+			if (2 * mb_param_numel(&m->params[i]) > plan->ds_buffer_bytes)
+				plan->ds_buffer_bytes = 2 * mb_param_numel(&m->params[i]);
+	}
 
 	for (gi = 0; gi < plan->ngroups; gi++) {
 		const struct mb_plan_group *g = &plan->groups[gi];
@@ -289,7 +295,7 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 		}
 	}
 	{
-		uint64_t base = plan->resident_bytes + plan->temp_grad_bytes +
+		uint64_t base = plan->resident_bytes + plan->ds_buffer_bytes +
 				plan->ns_workspace_bytes,
 			 fwd = 0, all = 0, largest;
 		const char *tag;
@@ -301,9 +307,9 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 
 		plan->peak_backward_bytes = sat_add(base, all > bucket ? all : bucket);
 	}
-	plan->peak_step_bytes_sync = plan->resident_bytes + plan->temp_grad_bytes +
+	plan->peak_step_bytes_sync = plan->resident_bytes + plan->ds_buffer_bytes +
 				     plan->apply_bytes_sync + plan->ns_workspace_bytes;
-	plan->peak_step_bytes_overlap = plan->resident_bytes + plan->temp_grad_bytes +
+	plan->peak_step_bytes_overlap = plan->resident_bytes + plan->ds_buffer_bytes +
 					plan->apply_bytes_overlap + plan->ns_workspace_bytes;
 }
 

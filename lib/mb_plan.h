@@ -23,8 +23,10 @@
  *
  * Device memory of the step phase, which the run's ledger must match:
  *   resident bf16 params (the whole model under ZeRO-1/2, the share under 3)
- * + under ZeRO-1/2, DeepSpeed's temp_grad_buffer_for_gpu_offload, always on
- *   the device with CPU offload: the largest parameter in bf16
+ * + DeepSpeed's resident offload buffer (ds_buffer): under ZeRO-1/2 its
+ *   temp_grad_buffer_for_gpu_offload, the largest parameter in bf16; under
+ *   ZeRO-3 its reduce bucket (ipg_buckets' buffer, contiguous_gradients on),
+ *   reduce_bucket_size elements in bf16; at most the model here
  * + apply buffers at their largest: a batch (plus the previous one still in
  *   flight when the writeback overlaps), or a sub-group (with the bf16 copy
  *   of its grads, mb_plan_subgroup_bytes) plus one update buffer (two when it
@@ -140,7 +142,9 @@ struct mb_plan {
 
 	/* device bytes of the step phase */
 	uint64_t resident_bytes, ns_workspace_bytes;
-	uint64_t temp_grad_bytes; /* ZeRO-1/2's temp_grad_buffer_for_gpu_offload; 0 under 3 */
+	/* DeepSpeed's resident offload buffer, held from the start: its ledger tag and bytes */
+	const char *ds_buffer;
+	uint64_t ds_buffer_bytes;
 	uint64_t apply_bytes_sync, apply_bytes_overlap;
 	uint64_t peak_step_bytes_sync, peak_step_bytes_overlap;
 

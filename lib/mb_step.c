@@ -408,9 +408,9 @@ int mb_state_init(struct mb_state *s, const struct mb_model *m, const struct mb_
 		goto out_release;
 	init_params(s);
 	if ((err = mb_ledger_alloc(ledger, 2 * m->numel_total, "params.bf16", &s->params)) ||
-	    (s->plan.temp_grad_bytes &&
-	     (err = mb_ledger_alloc(ledger, s->plan.temp_grad_bytes, "ds.temp_grad_buffer",
-				    &s->temp_grad))))
+	    (s->plan.ds_buffer_bytes &&
+	     (err = mb_ledger_alloc(ledger, s->plan.ds_buffer_bytes, s->plan.ds_buffer,
+				    &s->ds_buffer))))
 		goto out_release;
 	if ((err = host_copy(s, true, cl->compute, s->params, 0, &s->staging, 0, 2 * m->numel_total,
 			     0, NULL, NULL, K_PARAMS_H2D, NULL, "initial bf16 params")) ||
@@ -433,7 +433,7 @@ void mb_state_release(struct mb_state *s)
 	mb_ns_release(&s->ns);
 	if (s->ledger) {
 		mb_ledger_free(s->ledger, s->params);
-		mb_ledger_free(s->ledger, s->temp_grad);
+		mb_ledger_free(s->ledger, s->ds_buffer);
 	}
 	mb_hostbuf_release(&s->master);
 	mb_hostbuf_release(&s->grads);

@@ -92,7 +92,7 @@ struct mb_state {
 	struct mb_span *spans;	/* room for the checksum's */
 	struct mb_hostbuf master, grads, momentum, adam_m, adam_v, staging;
 	cl_mem params;	  /* resident bf16 */
-	cl_mem temp_grad; /* ZeRO-1/2: DeepSpeed's temp_grad_buffer_for_gpu_offload, held */
+	cl_mem ds_buffer; /* DeepSpeed's resident offload buffer (plan.ds_buffer), held */
 	uint64_t steps_done;
 };
 

@@ -164,7 +164,7 @@ static void device_short(void **state)
 
 	/* stage 3's sub-group is one buffer: a smaller --sub-group-size */
 	c.plan.stage = 3;
-	d.limit_bytes = 16 * MIB;
+	d.limit_bytes = 22 * MIB;
 	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
 	assert_says("the device peak (step phase");
 	assert_says("--sub-group-size ");
@@ -259,7 +259,7 @@ static void cpu_device(void **state)
 	d.host_memory = true;
 	h.available_bytes = apart.host_bytes + 1;
 	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
-	assert_says("(the device's 21.8 MiB included: a CPU device's memory is the host's)");
+	assert_says("(the device's 25.8 MiB included: a CPU device's memory is the host's)");
 	d.host_memory = false;
 	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
 	mb_model_release(&m);
@@ -287,14 +287,15 @@ static void peaks_as_measured(void **state)
 	assert_string_equal(n.device_peak_phase, "backward");
 	c.plan.stage = 3;
 	assert_int_equal(mb_fit_need(&m, &c, false, &n), 0);
-	assert_int_equal(n.device_peak_bytes, 1426436); /* the sub-group with its bf16 grad copy */
+	/* the sub-group with its bf16 grad copy, and the bf16 reduce bucket (the model) */
+	assert_int_equal(n.device_peak_bytes, 1689348);
 	assert_string_equal(n.device_peak_phase, "step");
 	c.overlap = true;
 	assert_int_equal(mb_fit_need(&m, &c, false, &n), 0);
-	assert_int_equal(n.device_peak_bytes, 1475588);
+	assert_int_equal(n.device_peak_bytes, 1738500);
 	c.tokens = 4096;
 	assert_int_equal(mb_fit_need(&m, &c, false, &n), 0);
-	assert_int_equal(n.device_peak_bytes, 17302532);
+	assert_int_equal(n.device_peak_bytes, 17565444);
 	assert_string_equal(n.device_peak_phase, "forward/backward");
 	mb_model_release(&m);
 }

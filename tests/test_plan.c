@@ -138,7 +138,7 @@ static void batches_by_hand(void **state)
 	assert_int_equal(p.resident_bytes, 2 * 2098688);
 	assert_int_equal(p.ns_workspace_bytes, 2097152 + 260);
 	/* and DeepSpeed's temp_grad_buffer_for_gpu_offload: the embedding (1024 x 256) in bf16 */
-	assert_int_equal(p.temp_grad_bytes, 2 * 1024 * 256);
+	assert_int_equal(p.ds_buffer_bytes, 2 * 1024 * 256);
 	assert_int_equal(p.peak_step_bytes_sync, 4197376 + 524288 + 2097152 + 2097412);
 	assert_int_equal(p.peak_step_bytes_overlap, 4197376 + 524288 + 3670016 + 2097412);
 	mb_plan_release(&p);
@@ -181,9 +181,10 @@ static void batches_by_shape(void **state)
 
 /*
  * The backward's bucket: reduce_bucket_size elements of fp32 (DeepSpeed's
- * 5e8 by default), at most the model; ZeRO-3 holds no temp_grad_buffer.
+ * 5e8 by default), at most the model. ZeRO-1/2 hold the temp_grad_buffer, ZeRO-3
+ * its reduce bucket in bf16.
  */
-static void bucket_and_temp_grad(void **state)
+static void bucket_and_ds_buffer(void **state)
 {
 	struct mb_plan_settings s = settings(2);
 	struct mb_plan p;
@@ -197,9 +198,14 @@ static void bucket_and_temp_grad(void **state)
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
 	assert_int_equal(p.bucket_bytes, 4000);
 	mb_plan_release(&p);
+	/* ZeRO-3 holds its reduce bucket instead: 1000 elements of bf16, every phase */
 	s = settings(3);
+	s.reduce_bucket_elems = 1000;
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
-	assert_int_equal(p.temp_grad_bytes, 0);
+	assert_string_equal(p.ds_buffer, "ds.ipg_bucket");
+	assert_int_equal(p.ds_buffer_bytes, 2000);
+	assert_int_equal(p.peak_step_bytes_sync, p.resident_bytes + 2000 + p.apply_bytes_sync +
+							 p.ns_workspace_bytes);
 	mb_plan_release(&p);
 }
 
@@ -376,7 +382,7 @@ int main(void)
 		cmocka_unit_test(ns_cost_gram),
 		cmocka_unit_test(batches_by_hand),
 		cmocka_unit_test(batches_by_shape),
-		cmocka_unit_test(bucket_and_temp_grad),
+		cmocka_unit_test(bucket_and_ds_buffer),
 		cmocka_unit_test(batches_cover_qwen3_4b),
 		cmocka_unit_test(budget_below_largest_matrix),
 		cmocka_unit_test(sub_groups_by_hand),
