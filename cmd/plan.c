@@ -272,6 +272,9 @@ static void md_step(const struct mb_plan *p)
 	md_bytes_row("params back (bf16)", " H2D |", p->params_h2d_bytes);
 	md_bytes_row("all", " H2D |", p->apply_h2d_bytes + p->params_h2d_bytes);
 	md_bytes_row("all", " D2H |", p->bwd_d2h_bytes + p->apply_d2h_bytes);
+	if (p->set.stage == 3)
+		printf("\nThe first step copies no momentum to the device: DeepSpeed's "
+		       "_apply_muon_updates_cpu_offload creates it there as zeros.\n");
 	printf("\nNewton-Schulz per step (%s, --ns-method): %s FLOP (%s) over %zu matrices, "
 	       "counted as %s for an m x n matrix with m <= n.\n",
 	       mb_ns_method_names[p->set.ns_method], mb_fmt_count(a, sizeof(a), p->ns_flops),

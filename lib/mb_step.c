@@ -644,6 +644,27 @@ static void abort_apply(struct apply *a)
  * after them, then momentum and Nesterov over all of it. *last is the momentum kernel's event
  * (NULL when the group has no Muon element).
  */
+/*
+ * The momentum of G to BUF, after its E fp32 grads. ZeRO-3's first step
+ * copies none: DeepSpeed's _apply_muon_updates_cpu_offload creates that
+ * momentum as zeros on the device (the host's is zero as well).
+ */
+static int momentum_in(struct apply *a, const struct mb_plan_group *g, cl_mem buf)
+{
+	struct mb_state *s = a->s;
+	uint64_t e = g->gathered_numel;
+	const cl_uchar zero = 0;
+
+	if (s->set.plan.stage == 3 && !s->steps_done)
+		return mb_cl_check(s->cl,
+				   clEnqueueFillBuffer(s->cl->compute, buf, &zero, sizeof(zero), 4 * e,
+						       s->plan.momentum_bytes * e, 0, NULL, NULL),
+				   "clEnqueueFillBuffer", "the first step's momentum, zeros");
+	return host_copy(s, true, s->cl->compute, buf, 4 * e, &s->momentum,
+			 mom_byte(s, s->plan.order[g->first]), s->plan.momentum_bytes * e, 0, NULL,
+			 &a->tl, K_H2D, NULL, "momentum to the device");
+}
+
 static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl_event *last)
 {
 	struct mb_state *s = a->s;
@@ -663,9 +684,7 @@ static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl
 	}
 	*last = NULL;
 	if (err || g->first == g->end ||
-	    (err = host_copy(s, true, s->cl->compute, buf, 4 * e, &s->momentum,
-			     mom_byte(s, s->plan.order[g->first]), s->plan.momentum_bytes * e, 0,
-			     NULL, &a->tl, K_H2D, NULL, "momentum to the device")) ||
+	    (err = momentum_in(a, g, buf)) ||
 	    (err = s->set.plan.momentum_dtype == MB_MOM_BF16
 			   ? mb_ns_momentum_bf16(&s->ns, buf, 0, buf, 2 * e, e,
 						 s->set.optim.muon_beta, &first, last)

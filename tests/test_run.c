@@ -259,6 +259,60 @@ static void bf16_momentum(void **state)
 	free(r);
 }
 
+/* Set every byte of B to C. */
+static void poison(struct mb_hostbuf *b, int c)
+{
+	uint64_t off, run;
+
+	for (off = 0; off < b->bytes; off += run) {
+		void *at = mb_hostbuf_at(b, off, &run); /* run is set here, before the memset */
+
+		memset(at, c, run);
+	}
+}
+
+/*
+ * ZeRO-3's first step reads no momentum from the host (DeepSpeed creates it
+ * as zeros on the device); ZeRO-1/2's does, and so does ZeRO-3's second.
+ */
+static void first_zero3_step_reads_no_momentum(void **state)
+{
+	struct mb_step_times t;
+	struct mb_ledger ledger;
+	struct mb_state st;
+	uint64_t clean, sum;
+	unsigned stage, step;
+
+	(void)state;
+	for (stage = 2; stage <= 3; stage++)
+		for (step = 1; step <= 2; step++) {
+			struct mb_run_settings s = settings(stage, MB_BOTH);
+
+			mb_ledger_init(&ledger, &cl, 0);
+			assert_int_equal(mb_state_init(&st, &micro, &s.step, &cl, &ledger), 0);
+			if (step == 2)
+				assert_int_equal(mb_step(&st, &t), 0);
+			assert_int_equal(mb_step(&st, &t), 0);
+			clean = mb_state_checksum(&st);
+			mb_state_release(&st);
+			mb_ledger_release(&ledger);
+
+			mb_ledger_init(&ledger, &cl, 0);
+			assert_int_equal(mb_state_init(&st, &micro, &s.step, &cl, &ledger), 0);
+			if (step == 2)
+				assert_int_equal(mb_step(&st, &t), 0);
+			poison(&st.momentum, 0x3f); /* 0.747 as fp32, 0.746 as bf16 */
+			assert_int_equal(mb_step(&st, &t), 0);
+			sum = mb_state_checksum(&st);
+			if (stage == 3 && step == 1)
+				assert_true(sum == clean);
+			else
+				assert_true(sum != clean);
+			mb_state_release(&st);
+			mb_ledger_release(&ledger);
+		}
+}
+
 /* The apply order changes the batches, not the math: the same state either way. */
 static void param_order_changes_nothing_but_the_batches(void **state)
 {
@@ -633,6 +687,7 @@ int main(void)
 		cmocka_unit_test(every_stage_and_variant_agree),
 		cmocka_unit_test(knobs_do_not_change_the_math),
 		cmocka_unit_test(bf16_momentum),
+		cmocka_unit_test(first_zero3_step_reads_no_momentum),
 		cmocka_unit_test(reduce_bucket_sets_the_backward_peak),
 		cmocka_unit_test(grads_clipped_as_deepspeed_does),
 		cmocka_unit_test(params_back_pageable),
