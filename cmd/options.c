@@ -89,6 +89,12 @@ static const struct option options[] = {
 	  "optimizer writes (stage_1_and_2.py), or a host cast into pageable memory and a "
 	  "blocking H2D, as ZeRO-3's copy_ from the fp32 params (stage3.py); auto: pageable "
 	  "for ZeRO-3, pinned for ZeRO-1/2" },
+	{ "zero3-apply", "subgroup|batched", CHOICE, AT(zero3_apply), "subgroup", 0, 0,
+	  "subgroup|batched", MODEL_CMDS,
+	  "stage 3's Muon apply: a whole sub-group gathered at once, then each matrix's "
+	  "update written back, as DeepSpeed's _apply_muon_updates_cpu_offload (stage3.py); "
+	  "or batched: in batches under --gather-budget within each sub-group, as ZeRO-1/2's "
+	  "apply" },
 	{ "pin-chunk", "SIZE", SIZE, AT(pin_chunk), "2Gi", 4096, UINT64_MAX, NULL, MODEL_CMDS,
 	  "most bytes of one pinned chunk of a host buffer, cut between parameters (also "
 	  "at most the device's largest allocation)" },

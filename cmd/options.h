@@ -45,6 +45,7 @@ struct mb_args {
 	const char *param_order;     /* shape|model */
 	const char *momentum_dtype;  /* fp32|bf16|auto */
 	const char *params_back;     /* pinned|pageable|auto */
+	const char *zero3_apply;     /* subgroup|batched */
 	uint64_t world_size, rank;
 	const char *format; /* md, csv, json */
 

@@ -224,7 +224,7 @@ static void md_first_group(const struct mb_model *m, const struct mb_plan *p)
 	printf("\nParameter order: %s (--param-order). The first %s:\n\n",
 	       p->set.order == MB_ORDER_SHAPE ? "by shape, largest first, as DeepSpeed's Muon"
 					      : "the model's",
-	       p->set.stage == 3 ? "sub-group" : "batch");
+	       mb_plan_batched(&p->set) ? "batch" : "sub-group");
 	for (k = g->first; k < g->end && k < g->first + most; k++) {
 		const struct mb_param *q = &m->params[p->order[k]];
 
@@ -240,12 +240,23 @@ static void md_apply(const struct mb_model *m, const struct mb_plan *p)
 	const struct mb_plan_group *big = p->ngroups ? &p->groups[p->largest_group] : NULL;
 	char a[32], b[32], c[32];
 
-	if (p->set.stage == 3) {
+	if (p->set.stage == 3 && !mb_plan_batched(&p->set)) {
 		printf("\n## Muon apply: %zu matrices in %zu sub-groups of %s elements\n\n",
 		       p->matrices, p->ngroups, mb_fmt_count(a, sizeof(a), p->set.sub_group_size));
 		printf("Each sub-group's Muon grads and momentum go to the device at once, and a "
 		       "bf16 copy of its grads is made there, as DeepSpeed's; each matrix's update "
-		       "gets a buffer of its own.\n\n");
+		       "gets a buffer of its own (--zero3-apply subgroup).\n\n");
+	} else if (p->set.stage == 3) {
+		size_t subgroups = p->ngroups ? p->groups[p->ngroups - 1].subgroup + 1 : 0;
+
+		printf("\n## Muon apply: %zu matrices in %zu batches under a %s gather budget, "
+		       "within %zu sub-group%s of %s elements\n\n",
+		       p->matrices, p->ngroups,
+		       mb_fmt_bytes_iec(a, sizeof(a), p->set.gather_budget_bytes), subgroups,
+		       subgroups == 1 ? "" : "s", mb_fmt_count(b, sizeof(b), p->set.sub_group_size));
+		printf("Batched as ZeRO-1/2's apply, a batch never crossing a sub-group's end "
+		       "(--zero3-apply batched; DeepSpeed gathers whole sub-groups): each batch's "
+		       "grads, momentum and bf16 grad copy stay within the budget.\n\n");
 	} else {
 		printf("\n## Muon apply: %zu matrices in %zu batches under a %s gather "
 		       "budget\n\n",
@@ -255,7 +266,7 @@ static void md_apply(const struct mb_model *m, const struct mb_plan *p)
 	if (big)
 		printf("Largest %s: %zu matrices, %s elements, %s of grads + momentum "
 		       "gathered.\n",
-		       p->set.stage == 3 ? "sub-group" : "batch", big->matrices,
+		       mb_plan_batched(&p->set) ? "batch" : "sub-group", big->matrices,
 		       mb_fmt_count(b, sizeof(b), big->gathered_numel),
 		       mb_fmt_bytes(c, sizeof(c), mb_plan_gathered_bytes(p, big->gathered_numel)));
 	md_first_group(m, p);
@@ -307,8 +318,8 @@ static void md_peak(const struct mb_plan *p)
 				    ? "DeepSpeed's reduce bucket (bf16, --reduce-bucket-size)"
 				    : "temp_grad_buffer_for_gpu_offload (bf16, the largest parameter)",
 			    p->ds_buffer_bytes, p->ds_buffer_bytes);
-	md_peak_row(p->set.stage == 3 ? "Muon apply: sub-group + update buffers"
-				      : "Muon apply: batch (+ the one in flight)",
+	md_peak_row(!mb_plan_batched(&p->set) ? "Muon apply: sub-group + update buffers"
+					      : "Muon apply: batch (+ the one in flight)",
 		    p->apply_bytes_sync, p->apply_bytes_overlap);
 	md_peak_row("Newton-Schulz workspace", p->ns_workspace_bytes, p->ns_workspace_bytes);
 	md_peak_row("**step peak**", p->peak_step_bytes_sync, p->peak_step_bytes_overlap);

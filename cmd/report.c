@@ -68,7 +68,8 @@ static void md_header(const struct mb_table *t)
 	printf("Host %s (%s), CPUs %s, memory nodes %s (%s). Model %s: %llu layers, %s "
 	       "parameters, %s Muon. Steps %llu-%llu of %llu per run; gather budget %s; "
 	       "sub-group %llu; pin_memory %s (chunks of %s); writeback %s; parameter order %s; "
-	       "momentum %s; Newton-Schulz %s; params back %s; forward/backward %s (seq %llu x %llu); seed %llu.\n\n",
+	       "momentum %s; Newton-Schulz %s; params back %s; ZeRO-3 apply %s; forward/backward "
+	       "%s (seq %llu x %llu); seed %llu.\n\n",
 	       r->host, r->cpu_model, r->cpus, r->mems, r->binding, r->source,
 	       (unsigned long long)r->layers, mb_fmt_count(a, sizeof(a), r->params_total),
 	       mb_fmt_count(b, sizeof(b), r->params_muon), (unsigned long long)r->measure_first,
@@ -84,7 +85,7 @@ static void md_header(const struct mb_table *t)
 	       strcmp(mb_results_params_back_setting(r), "auto")
 		       ? r->params_back
 		       : "pinned for ZeRO-1/2, pageable for ZeRO-3 (auto)",
-	       r->fwd_bwd, (unsigned long long)r->seq, (unsigned long long)r->micro_batch,
+	       r->zero3_apply, r->fwd_bwd, (unsigned long long)r->seq, (unsigned long long)r->micro_batch,
 	       (unsigned long long)r->seed);
 }
 

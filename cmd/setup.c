@@ -36,6 +36,7 @@ void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct m
 	s->params_back = !strcmp(args->params_back, "auto")	  ? mb_params_back_default(stage)
 			 : !strcmp(args->params_back, "pageable") ? MB_BACK_PAGEABLE
 								  : MB_BACK_PINNED;
+	s->zero3_apply = strcmp(args->zero3_apply, "batched") ? MB_Z3_SUBGROUP : MB_Z3_BATCHED;
 	if (!mb_ns_method_from_name(args->ns_method, &s->ns_method)) /* a CHOICE: cannot fail */
 		s->ns_method = MB_NS_GRAM;
 	s->momentum_dtype = !strcmp(args->momentum_dtype, "auto") ? mb_momentum_dtype_default(stage)

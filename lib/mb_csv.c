@@ -76,6 +76,7 @@ static const struct column columns[] = {
 	COL(reduce_bucket_size, U64),
 	COL(grad_clip, TEXT),
 	COL(params_back, TEXT),
+	COL(zero3_apply, TEXT),
 	COL(seed, U64),
 	COL(resume_at, U64),
 	COL(fwd_bwd, TEXT),

@@ -64,9 +64,9 @@ static void apply_buffer(const struct mb_plan *plan, struct mb_fit_need *n)
 		return;
 	gathered = plan->groups[plan->largest_group].gathered_numel;
 	largest(&n->device_largest_bytes, &n->device_largest,
-		plan->set.stage == 3 ? mb_plan_subgroup_bytes(plan, gathered)
-				     : mb_plan_gathered_bytes(plan, gathered),
-		plan->set.stage == 3 ? "apply.subgroup" : "apply.batch");
+		mb_plan_batched(&plan->set) ? mb_plan_batch_bytes(plan, gathered)
+					    : mb_plan_subgroup_bytes(plan, gathered),
+		mb_plan_batched(&plan->set) ? "apply.batch" : "apply.subgroup");
 }
 
 /*
@@ -273,22 +273,22 @@ static void size_arg(char *buf, size_t len, uint64_t bytes)
 }
 
 /*
- * The largest halving of the gather budget (stage 1/2) or of the sub-group
- * size (stage 3) with which C fits, as an option into BUF; false if none.
+ * The largest halving of the gather budget (batched: stage 1/2, or 3
+ * batched) or of the sub-group size (stage 3) with which C fits, as an option into BUF; false if none.
  */
 static bool smaller_apply(const struct mb_model *m, const struct mb_fit_cell *c,
 			  const struct mb_fit_host *h, const struct mb_fit_device *d, char *buf,
 			  size_t len)
 {
 	struct mb_fit_cell less = *c;
-	uint64_t *knob = c->plan.stage == 3 ? &less.plan.sub_group_size
-					    : &less.plan.gather_budget_bytes;
+	bool batched = mb_plan_batched(&c->plan);
+	uint64_t *knob = batched ? &less.plan.gather_budget_bytes : &less.plan.sub_group_size;
 	char size[32];
 
 	for (*knob /= 2; *knob; *knob /= 2) {
 		if (!fits(m, &less, h, d))
 			continue;
-		if (c->plan.stage == 3) {
+		if (!batched) {
 			snprintf(buf, len, "--sub-group-size %llu", (unsigned long long)*knob);
 		} else {
 			size_arg(size, sizeof(size), *knob);
@@ -353,6 +353,15 @@ static void say_suggestions(struct text *t, unsigned s, const struct mb_model *m
 	if ((s & (SHORT_PEAK | SHORT_ALLOC)) && smaller_apply(m, c, h, d, apply, sizeof(apply))) {
 		add(t, "%s%s", sep, apply);
 		sep = ", or ";
+	}
+	if ((s & (SHORT_PEAK | SHORT_ALLOC)) && !mb_plan_batched(&c->plan)) {
+		struct mb_fit_cell batched = *c;
+
+		batched.plan.zero3_apply = MB_Z3_BATCHED;
+		if (fits(m, &batched, h, d)) {
+			add(t, "%s--zero3-apply batched", sep);
+			sep = ", or ";
+		}
 	}
 	if (smaller_model(m, c, h, d, model, sizeof(model))) {
 		add(t, "%s--model %s", sep, model);

@@ -18,6 +18,7 @@ const char *const mb_host_buffer_names[MB_HOST_NBUFFERS] = {
 };
 
 const char *const mb_param_order_names[MB_NORDERS] = { "shape", "model" };
+const char *const mb_zero3_apply_names[MB_NZ3_APPLIES] = { "subgroup", "batched" };
 
 bool mb_host_buffer_on_bus(enum mb_host_buffer b)
 {
@@ -137,7 +138,7 @@ static int check_budget(const struct mb_plan *plan, const struct mb_model *m, co
 			big = &m->params[i];
 	if (!big)
 		return 0;
-	need = mb_plan_gathered_bytes(plan, mb_param_numel(big));
+	need = mb_plan_batch_bytes(plan, mb_param_numel(big));
 	if (need <= s->gather_budget_bytes)
 		return 0;
 	return mb_bad_input("gather budget %s (%llu bytes) is smaller than the largest Muon "
@@ -149,13 +150,18 @@ static int check_budget(const struct mb_plan *plan, const struct mb_model *m, co
 			    mb_fmt_bytes_iec(b, sizeof(b), need), (unsigned long long)need);
 }
 
-/* ZeRO-1/2: Muon matrices this rank holds a piece of, in greedy batches. */
+/*
+ * ZeRO-1/2, and ZeRO-3 batched: Muon matrices this rank holds a piece of, in
+ * greedy batches; under ZeRO-3 a batch also ends where its sub-group does
+ * (DeepSpeed's rule, as plan_sub_groups applies it).
+ */
 static int plan_batches(struct mb_plan *plan, const struct mb_model *m, const uint64_t *local)
 {
 	const struct mb_plan_settings *s = &plan->set;
 	struct mb_plan_group *g = NULL;
-	uint64_t n, prev = 0;
-	size_t i, k;
+	uint64_t n, prev = 0, in_subgroup = 0;
+	size_t i, k, subgroup = 0;
+	bool closed = false; /* the sub-group of the last batch is full */
 	int err;
 
 	if ((err = check_budget(plan, m, local)))
@@ -165,19 +171,26 @@ static int plan_batches(struct mb_plan *plan, const struct mb_model *m, const ui
 		if (!local[i])
 			continue;
 		n = mb_param_numel(&m->params[i]);
-		if (!g ||
-		    mb_plan_gathered_bytes(plan, g->gathered_numel + n) > s->gather_budget_bytes) {
+		if (!g || closed ||
+		    mb_plan_batch_bytes(plan, g->gathered_numel + n) > s->gather_budget_bytes) {
 			prev = g ? g->gathered_numel : 0;
 			if ((err = push_group(plan, k)))
 				return err;
 			g = &plan->groups[plan->ngroups - 1];
+			g->subgroup = subgroup;
+			closed = false;
 		}
 		g->end = k + 1;
 		g->matrices++;
 		g->gathered_numel += n;
 		g->local_numel += local[i];
-		g->apply_bytes_sync = mb_plan_gathered_bytes(plan, g->gathered_numel);
-		g->apply_bytes_overlap = mb_plan_gathered_bytes(plan, prev + g->gathered_numel);
+		g->apply_bytes_sync = mb_plan_batch_bytes(plan, g->gathered_numel);
+		g->apply_bytes_overlap = mb_plan_batch_bytes(plan, prev + g->gathered_numel);
+		if (s->stage == 3 && (in_subgroup += local[i]) >= s->sub_group_size) {
+			closed = true;
+			in_subgroup = 0;
+			subgroup++;
+		}
 	}
 	return 0;
 }
@@ -200,6 +213,7 @@ static int plan_sub_groups(struct mb_plan *plan, const struct mb_model *m, const
 			if ((err = push_group(plan, k)))
 				return err;
 			g = &plan->groups[plan->ngroups - 1];
+			g->subgroup = plan->ngroups - 1;
 			prev_n = one = two = 0;
 		}
 		n = mb_param_numel(&m->params[i]);
@@ -343,7 +357,7 @@ int mb_plan_build(struct mb_plan *plan, const struct mb_model *m, const struct m
 		return err;
 	}
 	share(plan, m, local);
-	err = s->stage == 3 ? plan_sub_groups(plan, m, local) : plan_batches(plan, m, local);
+	err = mb_plan_batched(s) ? plan_batches(plan, m, local) : plan_sub_groups(plan, m, local);
 	if (!err)
 		plan_totals(plan, m, local);
 	if (!err && plan->ns_flops == UINT64_MAX)

@@ -18,7 +18,8 @@
  * the gather budget; ZeRO-3 in DeepSpeed's sub-groups of the Muon parameter
  * group (in that order, a sub-group closes once it holds sub_group_size
  * local elements), each gathering its matrices at once, then writing each
- * matrix's update into a buffer of its own. The Muon group is flattened in
+ * matrix's update into a buffer of its own; or (--zero3-apply batched) in
+ * batches as ZeRO-1/2's, cut at the sub-groups' ends as well. The Muon group is flattened in
  * that order too: the ZeRO-1/2 shares and the momentum's layout follow it.
  *
  * Device memory of the step phase, which the run's ledger must match:
@@ -85,12 +86,24 @@ static inline enum mb_momentum_dtype mb_momentum_dtype_default(unsigned stage)
 
 extern const char *const mb_param_order_names[MB_NORDERS]; /* "shape", "model" */
 
+/*
+ * ZeRO-3's Muon apply: a whole sub-group gathered at once, then each
+ * matrix's update written back from a buffer of its own, as DeepSpeed's
+ * _apply_muon_updates_cpu_offload does; or batched within each sub-group
+ * under the gather budget, as ZeRO-1/2's apply is (what the reference change
+ * left out).
+ */
+enum mb_zero3_apply { MB_Z3_SUBGROUP, MB_Z3_BATCHED, MB_NZ3_APPLIES };
+
+extern const char *const mb_zero3_apply_names[MB_NZ3_APPLIES]; /* "subgroup", "batched" */
+
 struct mb_plan_settings {
 	unsigned stage;		   /* 1, 2 or 3 */
 	enum mb_param_order order; /* of the Muon parameters in the apply */
 	enum mb_momentum_dtype momentum_dtype;
 	enum mb_ns_method ns_method; /* Newton-Schulz's (the FLOPs and the workspace follow it) */
 	enum mb_params_back params_back; /* pageable: the staging is never pinned */
+	enum mb_zero3_apply zero3_apply; /* stage 3 */
 	uint64_t gather_budget_bytes;	 /* stage 1/2 */
 	uint64_t sub_group_size;	 /* elements, stage 3 */
 	uint64_t pin_chunk_bytes; /* most bytes of one pinned chunk of a host buffer; 0: no limit */
@@ -100,9 +113,16 @@ struct mb_plan_settings {
 	unsigned world_size, rank;
 };
 
-/* A batch (stage 1/2) or a sub-group (stage 3) of the Muon apply. */
+/* Whether S's Muon apply is in batches under the gather budget (ZeRO-1/2, or ZeRO-3 batched). */
+static inline bool mb_plan_batched(const struct mb_plan_settings *s)
+{
+	return s->stage != 3 || s->zero3_apply == MB_Z3_BATCHED;
+}
+
+/* A batch (stage 1/2, or 3 batched) or a sub-group (stage 3) of the Muon apply. */
 struct mb_plan_group {
 	size_t first, end;	 /* its parameters: order[first..end) of the plan */
+	size_t subgroup;	 /* stage 3: the DeepSpeed sub-group it is (or is part of) */
 	size_t matrices;	 /* Muon matrices gathered */
 	uint64_t gathered_numel; /* their elements, whole matrices */
 	uint64_t local_numel;	 /* this rank's elements of them */
@@ -171,6 +191,16 @@ static inline uint64_t mb_plan_gathered_bytes(const struct mb_plan *plan, uint64
 static inline uint64_t mb_plan_subgroup_bytes(const struct mb_plan *plan, uint64_t numel)
 {
 	return mb_plan_gathered_bytes(plan, numel) + 2 * numel;
+}
+
+/*
+ * Device bytes of one batch of NUMEL elements: its grads and momentum, and
+ * under ZeRO-3 the bf16 copy of its grads as well. The gather budget bounds it.
+ */
+static inline uint64_t mb_plan_batch_bytes(const struct mb_plan *plan, uint64_t numel)
+{
+	return plan->set.stage == 3 ? mb_plan_subgroup_bytes(plan, numel)
+				    : mb_plan_gathered_bytes(plan, numel);
 }
 
 /* Host buffer names for people ("master params (fp32)"). */

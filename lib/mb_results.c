@@ -61,6 +61,7 @@ static const struct {
 	KNOB(grad_clip, true),
 	{ "params_back", offsetof(struct mb_csv_row, params_back), true,
 	  mb_results_params_back_setting },
+	KNOB(zero3_apply, true),
 	KNOB(fwd_bwd, true),
 	KNOB(seq, false),
 	KNOB(micro_batch, false),

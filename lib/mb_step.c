@@ -376,7 +376,7 @@ static int reserve_step(struct mb_state *s)
 	    (err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.norm", s->plan.norm_bytes, 1,
 				     NULL)))
 		return err;
-	if (s->set.plan.stage == 3)
+	if (!mb_plan_batched(&s->set.plan))
 		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.subgroup",
 					mb_plan_subgroup_bytes(p, gathered), 1,
 					"a smaller --sub-group-size needs less") ||
@@ -386,7 +386,7 @@ static int reserve_step(struct mb_state *s)
 			      : 0;
 	else
 		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.batch",
-					mb_plan_gathered_bytes(p, gathered), alive,
+					mb_plan_batch_bytes(p, gathered), alive,
 					"a smaller --gather-budget needs less");
 	return err ? err : mb_ledger_pool_make(s->ledger);
 }
@@ -723,6 +723,24 @@ static int orthogonalize(struct apply *a, size_t k, cl_mem in, uint64_t in_off, 
 	return err;
 }
 
+/*
+ * ZeRO-3's bf16 copy of G's grads in BUF, after their momentum: what
+ * DeepSpeed's all-gather of the grads makes with one rank. Timed with the
+ * momentum, the other elementwise work of the gather.
+ */
+static int grads_bf16(struct apply *a, const struct mb_plan_group *g, cl_mem buf)
+{
+	struct mb_state *s = a->s;
+	uint64_t e = g->gathered_numel;
+	cl_event cast;
+	int err;
+
+	if ((err = mb_ns_cast_bf16(&s->ns, buf, 0, buf, (4 * e + s->plan.momentum_bytes * e) / 2, e,
+				   &cast)))
+		return err;
+	return cast ? tl_add(&a->tl, cast, NULL, K_MOMENTUM) : 0;
+}
+
 static int apply_batch(struct apply *a, const struct mb_plan_group *g)
 {
 	struct mb_state *s = a->s;
@@ -733,12 +751,14 @@ static int apply_batch(struct apply *a, const struct mb_plan_group *g)
 	int err;
 
 	if ((err = make_room(a)) ||
-	    (err = mb_ledger_alloc(s->ledger, mb_plan_gathered_bytes(&s->plan, g->gathered_numel),
+	    (err = mb_ledger_alloc(s->ledger, mb_plan_batch_bytes(&s->plan, g->gathered_numel),
 				   "apply.batch", &u.buf)))
 		return err;
 	u.grad_src = u.mom_src = u.buf;
 	u.mom_at = 4 * g->gathered_numel;
 	err = gather(a, g, u.buf, &u.computed);
+	if (!err && s->set.plan.stage == 3)
+		err = grads_bf16(a, g, u.buf);
 	for (k = g->first; k < g->end && !err; k++) {
 		err = orthogonalize(a, k, u.buf, lo, u.buf, lo, &after);
 		if (!err) {
@@ -765,7 +785,6 @@ static int apply_subgroup(struct apply *a, const struct mb_plan_group *g)
 	int err;
 
 	uint64_t e = g->gathered_numel;
-	cl_event cast;
 
 	if ((err = mb_ledger_alloc(s->ledger, mb_plan_subgroup_bytes(&s->plan, e), "apply.subgroup",
 				   &a->subgroup)) ||
@@ -773,11 +792,7 @@ static int apply_subgroup(struct apply *a, const struct mb_plan_group *g)
 		return err;
 	if (gathered)
 		clReleaseEvent(gathered);
-	/* DeepSpeed's bf16 copy of the sub-group's grads, after its momentum; timed with the
-	 * momentum, the other elementwise work of the gather */
-	if ((err = mb_ns_cast_bf16(&s->ns, a->subgroup, 0, a->subgroup,
-				   (4 * e + s->plan.momentum_bytes * e) / 2, e, &cast)) ||
-	    (cast && (err = tl_add(&a->tl, cast, NULL, K_MOMENTUM))))
+	if ((err = grads_bf16(a, g, a->subgroup)))
 		return err;
 	for (k = g->first; k < g->end; k++) {
 		n = mb_param_numel(applied(s, k));
@@ -814,11 +829,8 @@ static void explain(const struct mb_state *s, size_t gi)
 
 	/* an overlapped writeback that fails here may be the previous unit's: the
 	 * message names the parameter it was copying */
-	mb_fmt_bytes_iec(size, sizeof(size),
-			 s->set.plan.stage == 3
-				 ? mb_plan_subgroup_bytes(&s->plan, g->gathered_numel)
-				 : mb_plan_gathered_bytes(&s->plan, g->gathered_numel));
-	if (s->set.plan.stage == 3)
+	mb_fmt_bytes_iec(size, sizeof(size), mb_plan_batch_bytes(&s->plan, g->gathered_numel));
+	if (!mb_plan_batched(&s->set.plan))
 		mb_err_prefix("sub-group %zu of %zu (%zu matrices, %s gathered%s)", gi + 1,
 			      s->plan.ngroups, g->matrices, size,
 			      memory ? "; a smaller --sub-group-size needs less" : "");
@@ -840,8 +852,8 @@ static int apply(struct mb_state *s, struct timeline *tl)
 		return err;
 	a.tl = *tl;
 	for (gi = 0; gi < s->plan.ngroups && !err; gi++) {
-		err = s->set.plan.stage == 3 ? apply_subgroup(&a, &s->plan.groups[gi])
-					     : apply_batch(&a, &s->plan.groups[gi]);
+		err = mb_plan_batched(&s->set.plan) ? apply_batch(&a, &s->plan.groups[gi])
+						    : apply_subgroup(&a, &s->plan.groups[gi]);
 		if (err)
 			explain(s, gi);
 	}

@@ -610,6 +610,29 @@ if [ "$rc" -eq 1 ] && [ "$(col "$tmp/mixed.csv" status | tr '\n' ' ')" = "ok fai
 else
 	report fail "run: the cell that fits runs, the one that does not is a failed row, exit 1" "exit $rc: $(cat "$tmp/out" "$tmp/err" "$tmp/mixed.csv")"
 fi
+# --zero3-apply batched: a stage 3 cell whose sub-group does not fit 19.5 MB
+# (the fit check says batched would) fits in batches under a 2 MiB budget,
+# and ends in the sub-group's state (a small bucket: the backward is less)
+z3plan="--model tiny --fwd-bwd off --gather-budget 2Mi --stage 3 --momentum-dtype fp32 --ns-method standard --reduce-bucket-size 262144"
+z3="$z3plan --runs 1 --steps 2"
+# shellcheck disable=SC2086
+"$bin" run $z3 --variant master --device-mem-limit 19.5M --out "$tmp/z3f.csv" >/dev/null 2>&1
+# shellcheck disable=SC2086
+"$bin" run $z3 --variant master,both --zero3-apply batched --device-mem-limit 19.5M --out "$tmp/z3b.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+# shellcheck disable=SC2086
+"$bin" run $z3 --variant master --out "$tmp/z3s.csv" >/dev/null 2>&1
+# shellcheck disable=SC2086
+if [ "$rc" -eq 0 ] && [ "$(col "$tmp/z3b.csv" zero3_apply | sort -u)" = batched ] &&
+	grep -q "does not fit: .*, or --zero3-apply batched" "$tmp/z3f.csv" &&
+	[ "$(col "$tmp/z3s.csv" zero3_apply)" = subgroup ] &&
+	[ "$(col "$tmp/z3b.csv" checksum | sort -u)" = "$(col "$tmp/z3s.csv" checksum)" ] &&
+	[ "$(col "$tmp/z3b.csv" peak_step_own_bytes | head -1)" -lt "$(col "$tmp/z3s.csv" peak_step_own_bytes)" ] &&
+	"$bin" plan $z3plan --zero3-apply batched | grep -q "^## Muon apply: 14 matrices in [0-9]* batches under a 2.00 MiB gather budget, within 1 sub-group of 1.00 B elements"; then
+	report ok "run --zero3-apply batched: fits where the sub-group did not, the same state, a smaller step peak; plan shows the batches"
+else
+	report fail "run --zero3-apply batched" "exit $rc: $(cat "$tmp/out" "$tmp/err" "$tmp/z3f.csv" "$tmp/z3b.csv" "$tmp/z3s.csv")"
+fi
 "$bin" report "$tmp/big4.csv" >"$tmp/out" 2>"$tmp/err"
 if [ ! -s "$tmp/big4.csv" ]; then
 	report ok "report: a file of failures alone is its failures # SKIP no such file here"

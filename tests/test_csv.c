@@ -144,15 +144,15 @@ static void bad_files(void **state)
 	assert_refused(":1: missing column 'reason'");
 	with_header("1,ok,,2026\n");
 	assert_refused(
-		":2: expected 78 fields as in the header, found 4 (a truncated or edited row?)");
+		":2: expected 79 fields as in the header, found 4 (a truncated or edited row?)");
 	sample_row(&w, 1);
 	line = mb_csv_format(&w);
-	line[0] = '9'; /* a newer format_version */
+	line[0] = '8'; /* an older format_version */
 	with_header(line);
-	assert_refused(":2: format_version '9': this muonbench reads version 8 only");
-	line[0] = '7'; /* an older one */
+	assert_refused(":2: format_version '8': this muonbench reads version 9 only");
+	line[0] = '7'; /* an older one still */
 	with_header(line);
-	assert_refused(":2: format_version '7': this muonbench reads version 8 only");
+	assert_refused(":2: format_version '7': this muonbench reads version 9 only");
 	free(line);
 	/* a truncated quoted field: the file ends inside the reason */
 	line = mb_csv_format(&w);

@@ -327,6 +327,83 @@ static void sub_groups_by_hand(void **state)
 	mb_plan_release(&p);
 }
 
+/*
+ * ZeRO-3 batched: greedy batches under the gather budget (counting the bf16
+ * grad copy), each inside one of the sub-groups that --zero3-apply subgroup
+ * gathers whole, covering them; with a budget that holds a sub-group, the
+ * batches are the sub-groups.
+ */
+static void zero3_batches_within_sub_groups(void **state)
+{
+	struct mb_plan_settings s = settings(3);
+	struct mb_plan sub, p;
+	size_t g, j = 0;
+
+	(void)state;
+	s.sub_group_size = 300000;
+	assert_int_equal(mb_plan_build(&sub, &tiny, &s), 0);
+	s.zero3_apply = MB_Z3_BATCHED;
+	s.gather_budget_bytes = 10 * 200000; /* 10 B an element: fp32 grad + momentum + bf16 */
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
+	assert_true(p.ngroups > sub.ngroups);
+	for (g = 0; g < p.ngroups; g++) {
+		const struct mb_plan_group *b = &p.groups[g], *in;
+
+		while (b->first >= sub.groups[j].end)
+			j++;
+		in = &sub.groups[j];
+		assert_int_equal(b->subgroup, j);
+		assert_true(b->first >= in->first && b->end <= in->end);
+		assert_true(b->apply_bytes_sync == 10 * b->gathered_numel);
+		assert_true(b->apply_bytes_sync <= s.gather_budget_bytes);
+		/* greedy: the next matrix of its sub-group did not fit */
+		if (b->end < in->end)
+			assert_true(10 * (b->gathered_numel +
+					  mb_param_numel(&tiny.params[p.order[b->end]])) >
+				    s.gather_budget_bytes);
+		if (g + 1 < p.ngroups)
+			assert_int_equal(p.groups[g + 1].first, b->end);
+	}
+	assert_int_equal(p.groups[p.ngroups - 1].end, sub.groups[sub.ngroups - 1].end);
+	mb_plan_release(&p);
+	s.gather_budget_bytes = 512ull << 20;
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
+	assert_int_equal(p.ngroups, sub.ngroups);
+	for (g = 0; g < p.ngroups; g++) {
+		assert_int_equal(p.groups[g].first, sub.groups[g].first);
+		assert_int_equal(p.groups[g].end, sub.groups[g].end);
+	}
+	mb_plan_release(&p);
+	mb_plan_release(&sub);
+}
+
+/* Qwen3-4B's ZeRO-3 step peak batched is about ZeRO-2's (within 5%), not twice it. */
+static void zero3_batched_peak_near_zero2(void **state)
+{
+	struct mb_plan_settings s = settings(2);
+	struct mb_model m;
+	struct mb_plan p;
+	uint64_t z2, z3, z3b;
+
+	(void)state;
+	assert_int_equal(mb_config_load_builtin(&m, "qwen3-4b", 0), 0);
+	assert_int_equal(mb_plan_build(&p, &m, &s), 0);
+	z2 = p.peak_step_bytes_overlap;
+	mb_plan_release(&p);
+	s = settings(3);
+	s.momentum_dtype = MB_MOM_BF16;
+	assert_int_equal(mb_plan_build(&p, &m, &s), 0);
+	z3 = p.peak_step_bytes_overlap;
+	mb_plan_release(&p);
+	s.zero3_apply = MB_Z3_BATCHED;
+	assert_int_equal(mb_plan_build(&p, &m, &s), 0);
+	z3b = p.peak_step_bytes_overlap;
+	mb_plan_release(&p);
+	assert_true(z3 > 1.5 * z2);
+	assert_true(z3b < 1.05 * z2 && z3b > 0.95 * z2);
+	mb_model_release(&m);
+}
+
 /* Two ranks: the shares add up to the model, and each element has one owner. */
 static void ranks_share_the_model(void **state)
 {
@@ -383,6 +460,8 @@ int main(void)
 		cmocka_unit_test(batches_by_hand),
 		cmocka_unit_test(batches_by_shape),
 		cmocka_unit_test(bucket_and_ds_buffer),
+		cmocka_unit_test(zero3_batches_within_sub_groups),
+		cmocka_unit_test(zero3_batched_peak_near_zero2),
 		cmocka_unit_test(batches_cover_qwen3_4b),
 		cmocka_unit_test(budget_below_largest_matrix),
 		cmocka_unit_test(sub_groups_by_hand),
