@@ -46,6 +46,7 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	F("host_momentum_bytes", p->host_bytes[MB_HOST_MOMENTUM]);
 	F("host_adamw_bytes", p->host_bytes[MB_HOST_ADAMW]);
 	F("host_staging_bytes", p->host_bytes[MB_HOST_STAGING]);
+	F("host_grads_bf16_bytes", p->host_bytes[MB_HOST_GRADS_BF16]);
 	F("pin_chunk_bytes", p->set.pin_chunk_bytes);
 	F("host_grads_chunks", p->host_chunks[MB_HOST_GRADS]);
 	F("host_momentum_chunks", p->host_chunks[MB_HOST_MOMENTUM]);
@@ -62,12 +63,14 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	F("apply_h2d_bytes", p->apply_h2d_bytes);
 	F("apply_d2h_bytes", p->apply_d2h_bytes);
 	F("params_h2d_bytes", p->params_h2d_bytes);
-	F("h2d_bytes", p->apply_h2d_bytes + p->params_h2d_bytes);
+	F("bwd_h2d_bytes", p->bwd_h2d_bytes);
+	F("h2d_bytes", p->bwd_h2d_bytes + p->apply_h2d_bytes + p->params_h2d_bytes);
 	F("d2h_bytes", p->bwd_d2h_bytes + p->apply_d2h_bytes);
 	F("ns_flops", p->ns_flops);
 	F("resident_bytes", p->resident_bytes);
 	F("ds_buffer_bytes", p->ds_buffer_bytes);
 	F("bucket_bytes", p->bucket_bytes);
+	F("bucket_bf16_bytes", p->bucket_bf16_bytes);
 	F("peak_forward_bytes", p->peak_forward_bytes);
 	F("peak_backward_bytes", p->peak_backward_bytes);
 	F("ns_workspace_bytes", p->ns_workspace_bytes);
@@ -190,6 +193,8 @@ static void md_host(const struct mb_plan *p)
 		       : "any size");
 	printf("| buffer | pinned (pin_memory on) | bytes | | |\n|---|---|---:|---:|---:|\n");
 	for (b = 0; b < MB_HOST_NBUFFERS; b++) {
+		if (b == MB_HOST_GRADS_BF16 && !p->host_bytes[b])
+			continue; /* ZeRO-3's only */
 		if (!mb_host_buffer_on_bus(b))
 			snprintf(pinned, sizeof(pinned), " no |");
 		else if (b == MB_HOST_STAGING && p->set.params_back == MB_BACK_PAGEABLE)
@@ -277,11 +282,15 @@ static void md_step(const struct mb_plan *p)
 	char a[32], b[32];
 
 	printf("\n## Per step\n\n| transfer | direction | bytes | | |\n|---|---|---:|---:|---:|\n");
-	md_bytes_row("backward: grads to the host", " D2H |", p->bwd_d2h_bytes);
+	md_bytes_row(p->bwd_h2d_bytes ? "backward: grads to the host (bf16 out, then fp32)"
+				      : "backward: grads to the host",
+		     " D2H |", p->bwd_d2h_bytes);
+	if (p->bwd_h2d_bytes)
+		md_bytes_row("backward: bf16 grads back to the device", " H2D |", p->bwd_h2d_bytes);
 	md_bytes_row("Muon apply: grads + momentum", " H2D |", p->apply_h2d_bytes);
 	md_bytes_row("Muon apply: update + momentum", " D2H |", p->apply_d2h_bytes);
 	md_bytes_row("params back (bf16)", " H2D |", p->params_h2d_bytes);
-	md_bytes_row("all", " H2D |", p->apply_h2d_bytes + p->params_h2d_bytes);
+	md_bytes_row("all", " H2D |", p->bwd_h2d_bytes + p->apply_h2d_bytes + p->params_h2d_bytes);
 	md_bytes_row("all", " D2H |", p->bwd_d2h_bytes + p->apply_d2h_bytes);
 	if (p->set.stage == 3)
 		printf("\nThe first step copies no momentum to the device: DeepSpeed's "
@@ -329,9 +338,11 @@ static void md_peak(const struct mb_plan *p)
 	printf("The same resident buffers and workspace, with the synthetic "
 	       "forward/backward's fp32 activations and weights (%s; --seq x --micro-batch), "
 	       "and in the backward the gradient bucket of %s (fp32, --reduce-bucket-size, at "
-	       "most the model) after them.\n\n",
+	       "most the model) and its bf16 twin of %s (%s) after them.\n\n",
 	       p->set.tokens ? "on" : "off: --fwd-bwd off",
-	       mb_fmt_bytes_iec(a, sizeof(a), p->bucket_bytes));
+	       mb_fmt_bytes_iec(a, sizeof(a), p->bucket_bytes),
+	       mb_fmt_bytes_iec(b, sizeof(b), p->bucket_bf16_bytes),
+	       p->set.stage == 3 ? "the grads back from the host" : "DeepSpeed's reduce bucket");
 	printf("| phase | bytes | |\n|---|---:|---:|\n");
 	if (p->set.tokens)
 		printf("| forward | %s | %s |\n", grouped(a, sizeof(a), p->peak_forward_bytes),

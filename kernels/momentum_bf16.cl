@@ -45,3 +45,13 @@ __kernel void cast_bf16(__global const float *x, const ulong xoff, __global usho
 	if (i < n)
 		y[yoff + i] = float_to_bf16(x[xoff + i]);
 }
+
+/* y[yoff + i] = x[xoff + i], bf16 to fp32 (exact): a bf16 grad as the host's fp32 grads get it. XOFF counts bf16. */
+__kernel void widen_bf16(__global const ushort *x, const ulong xoff, __global float *y,
+			 const ulong yoff, const ulong n)
+{
+	const ulong i = get_global_id(0);
+
+	if (i < n)
+		y[yoff + i] = bf16_to_float(x[xoff + i]);
+}

@@ -77,7 +77,7 @@ static void device(const struct mb_model *m, const struct mb_plan *plan,
 		   const struct mb_fit_cell *c, struct mb_fit_need *n)
 {
 	uint64_t base = plan->resident_bytes + plan->ds_buffer_bytes + plan->ns_workspace_bytes,
-		 fb_largest, bucket = plan->bucket_bytes + plan->norm_bytes;
+		 fb_largest, bucket = plan->bucket_bytes + plan->bucket_bf16_bytes + plan->norm_bytes;
 	const char *fb_tag;
 
 	n->device_peak_bytes = c->overlap ? plan->peak_step_bytes_overlap
@@ -87,7 +87,7 @@ static void device(const struct mb_model *m, const struct mb_plan *plan,
 	largest(&n->device_largest_bytes, &n->device_largest, plan->resident_bytes, "params.bf16");
 	largest(&n->device_largest_bytes, &n->device_largest, plan->ns_workspace_bytes,
 		"ns.workspace");
-	largest(&n->device_largest_bytes, &n->device_largest, bucket, "bwd.bucket");
+	largest(&n->device_largest_bytes, &n->device_largest, plan->bucket_bytes, "bwd.bucket");
 	apply_buffer(plan, n);
 	if (!c->tokens)
 		return;

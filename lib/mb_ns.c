@@ -123,6 +123,7 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 	if ((err = mb_cl_kernel(cl, "muon_momentum", &ns->momentum)) ||
 	    (err = mb_cl_kernel(cl, "muon_momentum_bf16", &ns->momentum_bf16)) ||
 	    (err = mb_cl_kernel(cl, "cast_bf16", &ns->cast_bf16)) ||
+	    (err = mb_cl_kernel(cl, "widen_bf16", &ns->widen_bf16)) ||
 	    (err = mb_cl_kernel(cl, "sumsq_partial", &ns->sumsq)) ||
 	    (err = mb_cl_kernel(cl, "norm_finish", &ns->finish)) ||
 	    (err = mb_cl_kernel(cl, "ns_load", &ns->load)) ||
@@ -133,6 +134,7 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 	    (err = mb_cl_local_size(cl, ns->momentum_bf16, "muon_momentum_bf16", 1,
 				    &ns->momentum_bf16_local)) ||
 	    (err = mb_cl_local_size(cl, ns->cast_bf16, "cast_bf16", 1, &ns->cast_local)) ||
+	    (err = mb_cl_local_size(cl, ns->widen_bf16, "widen_bf16", 1, &ns->widen_local)) ||
 	    (err = mb_cl_local_size(cl, ns->sumsq, "sumsq_partial", 1, &ns->reduce_local)) ||
 	    (err = mb_cl_local_size(cl, ns->load, "ns_load", 2, ns->load_local)) ||
 	    (err = mb_cl_local_size(cl, ns->store, "ns_store", 2, ns->store_local)) ||
@@ -377,6 +379,22 @@ int mb_ns_cast_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_
 	return mb_cl_check(ns->cl, st, "cast_bf16", "%llu elements", (unsigned long long)n);
 }
 
+int mb_ns_widen_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff,
+		     uint64_t n)
+{
+	cl_ulong xo = xoff, yo = yoff, count = n;
+	size_t global = mb_cl_round_up(n, ns->widen_local);
+	cl_int st;
+
+	if (!n)
+		return 0;
+	st = set_args(ns->widen_bf16, 5, ARG(x), ARG(xo), ARG(y), ARG(yo), ARG(count));
+	if (st == CL_SUCCESS)
+		st = clEnqueueNDRangeKernel(ns->cl->compute, ns->widen_bf16, 1, NULL, &global,
+					    &ns->widen_local, 0, NULL, NULL);
+	return mb_cl_check(ns->cl, st, "widen_bf16", "%llu elements", (unsigned long long)n);
+}
+
 int mb_ns_sumsq(struct mb_ns *ns, cl_mem x, uint64_t off, uint64_t n, cl_mem partial,
 		uint64_t part_off)
 {
@@ -569,7 +587,8 @@ int mb_ns_momentum_bf16(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem
 void mb_ns_release(struct mb_ns *ns)
 {
 	cl_kernel *k[] = {
-		&ns->momentum, &ns->momentum_bf16, &ns->cast_bf16, &ns->sumsq,	  &ns->finish,
+		&ns->momentum, &ns->momentum_bf16, &ns->cast_bf16, &ns->widen_bf16, &ns->sumsq,
+		&ns->finish,
 		&ns->load,     &ns->store,	   &ns->stamp,	   &ns->diagonal,
 	};
 	size_t i;

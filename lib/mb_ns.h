@@ -88,9 +88,10 @@ struct mb_ns {
 	 * (gram's, after a reserve for standard) is refused.
 	 */
 	enum mb_ns_method method;
-	cl_kernel momentum, momentum_bf16, cast_bf16, sumsq, finish, load, store, stamp, diagonal;
+	cl_kernel momentum, momentum_bf16, cast_bf16, widen_bf16, sumsq, finish, load, store, stamp,
+		diagonal;
 	size_t reduce_local; /* work-group size of the norm's reduction (a power of two) */
-	size_t momentum_local, momentum_bf16_local, cast_local; /* and of the others */
+	size_t momentum_local, momentum_bf16_local, cast_local, widen_local; /* and of the others */
 	size_t load_local[2], store_local[2], diagonal_local;
 	cl_mem work, temp;
 	uint64_t work_bytes, temp_bytes;
@@ -164,6 +165,10 @@ int mb_ns_momentum_bf16(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem
  */
 int mb_ns_cast_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff, uint64_t n,
 		    cl_event *ev);
+
+/* The other way: Y[YOFF + i] = X[XOFF + i] from bf16 to fp32 (XOFF counts bf16 elements). */
+int mb_ns_widen_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff,
+		     uint64_t n);
 
 /*
  * Enqueue on the compute queue the sum of squares of X[OFF .. OFF+N) in

@@ -14,7 +14,7 @@
 const char *const mb_host_buffer_names[MB_HOST_NBUFFERS] = {
 	[MB_HOST_MASTER] = "master params (fp32)",   [MB_HOST_GRADS] = "grads (fp32)",
 	[MB_HOST_MOMENTUM] = "Muon momentum",	     [MB_HOST_ADAMW] = "AdamW moments (fp32)",
-	[MB_HOST_STAGING] = "staging params (bf16)",
+	[MB_HOST_STAGING] = "staging params (bf16)", [MB_HOST_GRADS_BF16] = "grad partitions (bf16)",
 };
 
 const char *const mb_param_order_names[MB_NORDERS] = { "shape", "model" };
@@ -22,7 +22,8 @@ const char *const mb_zero3_apply_names[MB_NZ3_APPLIES] = { "subgroup", "batched"
 
 bool mb_host_buffer_on_bus(enum mb_host_buffer b)
 {
-	return b == MB_HOST_GRADS || b == MB_HOST_MOMENTUM || b == MB_HOST_STAGING;
+	return b == MB_HOST_GRADS || b == MB_HOST_MOMENTUM || b == MB_HOST_STAGING ||
+	       b == MB_HOST_GRADS_BF16;
 }
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
@@ -253,8 +254,11 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 	h[MB_HOST_MOMENTUM] = plan->momentum_bytes * plan->local_muon;
 	h[MB_HOST_ADAMW] = 2 * sizeof(float) * plan->local_adamw;
 	h[MB_HOST_STAGING] = 2 * plan->local_numel;
+	h[MB_HOST_GRADS_BF16] = plan->set.stage == 3 ? 2 * plan->local_numel : 0;
 
-	plan->bwd_d2h_bytes = sizeof(float) * plan->local_numel;
+	/* ZeRO-3: bf16 out and back in (partition_grads), then fp32 out */
+	plan->bwd_d2h_bytes = sizeof(float) * plan->local_numel + h[MB_HOST_GRADS_BF16];
+	plan->bwd_h2d_bytes = h[MB_HOST_GRADS_BF16];
 	plan->apply_h2d_bytes = mb_plan_gathered_bytes(plan, plan->local_muon);
 	plan->apply_d2h_bytes = mb_plan_gathered_bytes(plan, plan->local_muon);
 	plan->params_h2d_bytes = 2 * plan->local_numel;
@@ -269,6 +273,7 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 	plan->bucket_elems = plan->bucket_elems < m->numel_total ? plan->bucket_elems
 								 : m->numel_total;
 	plan->bucket_bytes = sizeof(float) * plan->bucket_elems;
+	plan->bucket_bf16_bytes = 2 * plan->bucket_elems;
 	plan->norm_bytes = sizeof(float) * MB_NS_PARTIALS *
 			   (plan->bucket_elems ? div_up(m->numel_total, plan->bucket_elems) : 1);
 	if (plan->set.stage == 3) {
@@ -317,7 +322,7 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 		if (plan->set.tokens)
 			all = mb_fwdbwd_bytes(m, plan->set.tokens, &largest, &tag, &fwd);
 		plan->peak_forward_bytes = plan->set.tokens ? sat_add(base, fwd) : 0;
-		uint64_t bucket = plan->bucket_bytes + plan->norm_bytes;
+		uint64_t bucket = plan->bucket_bytes + plan->bucket_bf16_bytes + plan->norm_bytes;
 
 		plan->peak_backward_bytes = sat_add(base, all > bucket ? all : bucket);
 	}
@@ -387,6 +392,8 @@ static uint64_t elem_bytes(const struct mb_plan *plan, enum mb_host_buffer b,
 		return p->muon ? 0 : 2 * sizeof(float);
 	case MB_HOST_STAGING:
 		return 2;
+	case MB_HOST_GRADS_BF16:
+		return plan->set.stage == 3 ? 2 : 0;
 	default:
 		return sizeof(float);
 	}

@@ -135,6 +135,9 @@ enum mb_host_buffer {
 	MB_HOST_MOMENTUM, /* fp32 Muon momentum */
 	MB_HOST_ADAMW,	  /* fp32 AdamW exp_avg and exp_avg_sq */
 	MB_HOST_STAGING,  /* bf16 params on their way to the device */
+	/* ZeRO-3: the bf16 grads that the backward copies out and back in
+	 * (stage3.py's grad_partitions_flat_buffer); empty under ZeRO-1/2 */
+	MB_HOST_GRADS_BF16,
 	MB_HOST_NBUFFERS
 };
 
@@ -152,13 +155,14 @@ struct mb_plan {
 	size_t ngroups, largest_group; /* largest: by gathered elements */
 	size_t matrices;	       /* Muon matrices this rank orthogonalizes */
 
-	/* bytes across the bus per step */
-	uint64_t bwd_d2h_bytes, apply_h2d_bytes, apply_d2h_bytes, params_h2d_bytes;
+	/* bytes across the bus per step (ZeRO-3's backward: its bf16 grads out and back in) */
+	uint64_t bwd_d2h_bytes, bwd_h2d_bytes, apply_h2d_bytes, apply_d2h_bytes, params_h2d_bytes;
 	uint64_t ns_flops; /* per step */
 
-	/* device bytes of the backward: its gradient bucket (fp32, at most the model), and
-	 * the MB_NS_PARTIALS partial sums of each bucket's gradient norm */
-	uint64_t bucket_elems, bucket_bytes, norm_bytes;
+	/* device bytes of the backward: its gradient bucket (fp32, at most the model), its
+	 * bf16 twin (bucket_bf16_bytes: ZeRO-1/2's reduce bucket, or what ZeRO-3 copies back
+	 * from the host), and the MB_NS_PARTIALS partial sums of each bucket's gradient norm */
+	uint64_t bucket_elems, bucket_bytes, bucket_bf16_bytes, norm_bytes;
 
 	/* device bytes of the step phase */
 	uint64_t resident_bytes, ns_workspace_bytes;

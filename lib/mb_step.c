@@ -311,7 +311,11 @@ static int alloc_host(struct mb_state *s)
 				     "AdamW exp_avg_sq", cuts)) ||
 	    (err = alloc_host_buffer(s, &s->staging, MB_HOST_STAGING, 2 * m->numel_total,
 				     pin && s->set.plan.params_back == MB_BACK_PINNED,
-				     "bf16 staging", cuts))) {
+				     "bf16 staging", cuts)) ||
+	    (s->plan.host_bytes[MB_HOST_GRADS_BF16] &&
+	     (err = alloc_host_buffer(s, &s->grads_bf16, MB_HOST_GRADS_BF16,
+				      s->plan.host_bytes[MB_HOST_GRADS_BF16], pin, "bf16 grads",
+				      cuts)))) {
 		free(cuts);
 		return err;
 	}
@@ -372,6 +376,9 @@ static int reserve_step(struct mb_state *s)
 	    (err = mb_fwdbwd_reserve(m, s->set.tokens, s->cl, s->ledger, EPOCH_FWDBWD)))
 		return err;
 	if ((err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.bucket", p->bucket_bytes, 1,
+				     "a smaller --reduce-bucket-size needs less")) ||
+	    (err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.bucket_bf16",
+				     p->bucket_bf16_bytes, 1,
 				     "a smaller --reduce-bucket-size needs less")) ||
 	    (err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.norm", s->plan.norm_bytes, 1,
 				     NULL)))
@@ -441,6 +448,7 @@ void mb_state_release(struct mb_state *s)
 	mb_hostbuf_release(&s->adam_m);
 	mb_hostbuf_release(&s->adam_v);
 	mb_hostbuf_release(&s->staging);
+	mb_hostbuf_release(&s->grads_bf16);
 	free(s->offset);
 	free(s->spans);
 	mb_plan_release(&s->plan);
@@ -450,16 +458,44 @@ void mb_state_release(struct mb_state *s)
 /* ---- backward ---- */
 
 /*
- * The backward stand-in: gradients made on the device bucket by bucket and
- * copied to the host fp32 grads; the gradient norm taken on the device from
- * each bucket, as DeepSpeed takes it of the grads in the backward, read back
- * once at the end and summed in order into *norm.
+ * The backward stand-in, bucket by bucket: gradients made on the device in
+ * fp32 (BUF) and rounded to bf16, as a bf16 model's are. ZeRO-1/2 round them
+ * through their reduce bucket (BF16) and copy them out in fp32, as
+ * DeepSpeed's .float() of the grad before its copy to the host. ZeRO-3
+ * casts them into its resident reduce bucket, copies them to the host's bf16
+ * grads and back (stage3.py's partition_grads), widens them there and copies
+ * them out in fp32. The gradient norm is taken on the device from the fp32
+ * grads, read back once at the end and summed in order into *norm.
  */
+static int backward_bucket(struct mb_state *s, cl_mem buf, cl_mem bf16, uint64_t off,
+			   uint64_t len, cl_mem sums, uint64_t k)
+{
+	bool z3 = s->set.plan.stage == 3;
+	cl_mem out = z3 ? s->ds_buffer : bf16; /* ZeRO-3: the resident bucket */
+	int err;
+
+	if ((err = mb_rng_fill(s->cl, buf, 0, len, s->set.seed, STREAM_GRADS + s->steps_done, off,
+			       GRAD_SCALE)) ||
+	    (err = mb_ns_cast_bf16(&s->ns, buf, 0, out, 0, len, NULL)))
+		return err;
+	if (z3 && ((err = host_copy(s, false, s->cl->compute, out, 0, &s->grads_bf16, 2 * off,
+				    2 * len, 0, NULL, NULL, K_D2H, NULL, "bf16 gradients to the host")) ||
+		   (err = host_copy(s, true, s->cl->compute, bf16, 0, &s->grads_bf16, 2 * off,
+				    2 * len, 0, NULL, NULL, K_H2D, NULL,
+				    "bf16 gradients back to the device"))))
+		return err;
+	if ((err = mb_ns_widen_bf16(&s->ns, bf16, 0, buf, 0, len)) ||
+	    (err = mb_ns_sumsq(&s->ns, buf, 0, len, sums, k * MB_NS_PARTIALS)))
+		return err;
+	return host_copy(s, false, s->cl->compute, buf, 0, &s->grads, 4 * off, 4 * len, 0, NULL,
+			 NULL, K_D2H, NULL, "gradients to the host");
+}
+
 static int backward(struct mb_state *s, double *norm)
 {
 	uint64_t n = s->model->numel_total, bucket = s->plan.bucket_elems, off, len, k = 0, i;
 	float *partial = malloc(s->plan.norm_bytes);
-	cl_mem buf, sums = NULL;
+	cl_mem buf = NULL, bf16 = NULL, sums = NULL;
 	double sum = 0;
 	int err;
 
@@ -468,21 +504,17 @@ static int backward(struct mb_state *s, double *norm)
 			       (unsigned long long)(s->plan.norm_bytes / sizeof(float)));
 	mb_ledger_phase(s->ledger, "backward");
 	if ((err = mb_ledger_alloc(s->ledger, s->plan.bucket_bytes, "bwd.bucket", &buf)) ||
+	    (err = mb_ledger_alloc(s->ledger, s->plan.bucket_bf16_bytes, "bwd.bucket_bf16",
+				   &bf16)) ||
 	    (err = mb_ledger_alloc(s->ledger, s->plan.norm_bytes, "bwd.norm", &sums))) {
+		mb_ledger_free(s->ledger, bf16);
 		mb_ledger_free(s->ledger, buf);
 		free(partial);
 		return err;
 	}
 	for (off = 0; off < n && !err; off += len, k++) {
 		len = n - off < bucket ? n - off : bucket;
-		err = mb_rng_fill(s->cl, buf, 0, len, s->set.seed, STREAM_GRADS + s->steps_done,
-				  off, GRAD_SCALE);
-		if (!err)
-			err = mb_ns_sumsq(&s->ns, buf, 0, len, sums, k * MB_NS_PARTIALS);
-		if (!err)
-			err = host_copy(s, false, s->cl->compute, buf, 0, &s->grads, 4 * off,
-					4 * len, 0, NULL, NULL, K_D2H, NULL,
-					"gradients to the host");
+		err = backward_bucket(s, buf, bf16, off, len, sums, k);
 	}
 	if (!err && k)
 		err = mb_cl_check(s->cl,
@@ -496,6 +528,7 @@ static int backward(struct mb_state *s, double *norm)
 		sum += partial[i];
 	*norm = sqrt(sum);
 	mb_ledger_free(s->ledger, sums);
+	mb_ledger_free(s->ledger, bf16);
 	mb_ledger_free(s->ledger, buf);
 	free(partial);
 	return err;
@@ -1047,8 +1080,8 @@ uint64_t mb_state_checksum(struct mb_state *s)
 
 uint64_t mb_state_pinned_bytes(const struct mb_state *s)
 {
-	const struct mb_hostbuf *bufs[] = { &s->master, &s->grads,  &s->momentum,
-					    &s->adam_m, &s->adam_v, &s->staging };
+	const struct mb_hostbuf *bufs[] = { &s->master, &s->grads,   &s->momentum,  &s->adam_m,
+					    &s->adam_v, &s->staging, &s->grads_bf16 };
 	uint64_t sum = 0;
 	size_t i;
 

@@ -28,6 +28,22 @@ static struct mb_model micro;
 /* mb_step.c's scale of the initial parameters */
 #define PARAM_SCALE_OF_TEST 0.02f
 
+/* bf16 to fp32, exactly. */
+static float from_bf16(uint16_t h)
+{
+	uint32_t bits = (uint32_t)h << 16;
+	float x;
+
+	memcpy(&x, &bits, sizeof(x));
+	return x;
+}
+
+/* Gradient I of step 0 under seed 5: stream 1 of the seed, by flat index, in bf16. */
+static float grad0(uint64_t i)
+{
+	return from_bf16(mb_bf16(1e-3f * mb_uniform(5, 1, i)));
+}
+
 static int setup(void **state)
 {
 	if (mb_config_load_file(&micro, "tests/data/good/micro.json", 0)) {
@@ -108,9 +124,9 @@ static void one_step_is_muon_and_adamw(void **state)
 		uint64_t off = st.offset[i], n = mb_param_numel(p), k;
 		float *u = malloc(4 * n);
 
-		/* the gradient of step 0 is stream 1 of the seed, by flat index */
+		/* the gradient of step 0 (grad0) */
 		for (k = 0; k < n; k++) {
-			float g = 1e-3f * mb_uniform(5, 1, off + k);
+			float g = grad0(off + k);
 			float m = (1.0f - o.muon_beta) * g; /* from a zero momentum */
 
 			u[k] = (1.0f - o.muon_beta) * g + o.muon_beta * m;
@@ -120,11 +136,11 @@ static void one_step_is_muon_and_adamw(void **state)
 			assert_muon_update(&st, i, u, p0);
 			/* and the momentum went back to its place */
 			assert_true(((float *)st.momentum.ptr)[st.state_offset[i]] ==
-				    (1.0f - o.muon_beta) * (1e-3f * mb_uniform(5, 1, off)));
+				    (1.0f - o.muon_beta) * grad0(off));
 		} else {
 			/* AdamW's first step: m^ = g, v^ = g^2, p -= lr g / (|g| + eps) */
 			for (k = 0; k < n; k++) {
-				float g = 1e-3f * mb_uniform(5, 1, off + k);
+				float g = grad0(off + k);
 				double want = p0[off + k] - o.adam_lr * g / (fabs(g) + o.adam_eps);
 				float got = ((float *)st.master.ptr)[off + k];
 
@@ -182,16 +198,6 @@ static void every_stage_and_variant_agree(void **state)
 	free(r);
 }
 
-/* bf16 to fp32, exactly. */
-static float from_bf16(uint16_t h)
-{
-	uint32_t bits = (uint32_t)h << 16;
-	float x;
-
-	memcpy(&x, &bits, sizeof(x));
-	return x;
-}
-
 /*
  * The momentum in bf16 (ZeRO-3's default): fp32 math, the momentum stored
  * rounded to nearest even, the Nesterov update from the stored value; the
@@ -229,7 +235,7 @@ static void bf16_momentum(void **state)
 		mom = mb_hostbuf_at(&st.momentum, 2 * st.state_offset[i], NULL);
 		u = malloc(4 * n);
 		for (k = 0; k < n; k++) {
-			float g = 1e-3f * mb_uniform(5, 1, off + k);
+			float g = grad0(off + k);
 			uint16_t h = mb_bf16((1.0f - o.muon_beta) * g); /* from a zero momentum */
 
 			assert_int_equal(mom[k], h);
@@ -255,11 +261,12 @@ static void bf16_momentum(void **state)
 				bf16_sum = r->checksum;
 			assert_true(r->checksum == bf16_sum);
 			assert_int_equal(r->own_peak_step_bytes, r->plan_peak_step_bytes);
-			/* half the momentum's pinned bytes */
+			/* half the momentum's pinned bytes (and ZeRO-3's bf16 grads) */
 			if (mb_variant_pins((enum mb_variant)v))
 				assert_int_equal(r->pinned_host_bytes,
 						 4 * micro.numel_total + 2 * micro.numel_total +
-							 2 * micro.numel_muon);
+							 2 * micro.numel_muon +
+							 (stage == 3 ? 2 * micro.numel_total : 0));
 		}
 	assert_true(bf16_sum != fp32_sum);
 	free(r);
@@ -369,9 +376,9 @@ static void grads_clipped_as_deepspeed_does(void **state)
 	size_t i, j;
 
 	(void)state;
-	/* the gradients of step 0: stream 1 of the seed, by flat index */
+	/* the gradients of step 0 */
 	for (k = 0; k < micro.numel_total; k++) {
-		double g = 1e-3f * mb_uniform(5, 1, k);
+		double g = grad0(k);
 
 		want += g * g;
 	}
@@ -439,9 +446,10 @@ static void reduce_bucket_sets_the_backward_peak(void **state)
 	want = r->checksum;
 	s.step.plan.reduce_bucket_elems = 1000;
 	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
-	/* the bucket shrinks; each of its 132 pieces has a norm's 64 partial sums */
+	/* the bucket and its bf16 twin shrink; each of its 132 pieces has a norm's 64
+	 * partial sums */
 	assert_int_equal(whole - r->own_peak_backward_bytes,
-			 4 * (micro.numel_total - 1000) - 4 * 64 * (132 - 1));
+			 (4 + 2) * (micro.numel_total - 1000) - 4 * 64 * (132 - 1));
 	assert_true(r->checksum == want); /* the same gradients, in more pieces */
 	free(r);
 }
@@ -671,8 +679,10 @@ static void memory_limit_fails_cleanly(void **state)
 	struct mb_run_settings s = settings(2, MB_BOTH);
 
 	(void)state;
-	/* room for the params and the backward, not for one batch of everything */
+	/* room for the params and the backward (in small buckets), not for one batch of
+	 * everything */
 	s.step.plan.gather_budget_bytes = 512 << 20;
+	s.step.plan.reduce_bucket_elems = 16384;
 	s.device_mem_limit = 1 << 20;
 	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), -MB_EFAIL);
 	assert_non_null(strstr(mb_errmsg(), "step 1: batch 1 of 1 (14 matrices, 768 KiB; a "
