@@ -193,6 +193,11 @@ static void bucket_and_ds_buffer(void **state)
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
 	assert_int_equal(p.bucket_elems, tiny.numel_total); /* 5e8 is more than tiny */
 	assert_int_equal(p.bucket_bytes, 4 * tiny.numel_total);
+	assert_int_equal(p.bucket_bf16_bytes, 2 * tiny.numel_total);
+	/* ZeRO-1/2's grads go out once, in fp32 */
+	assert_int_equal(p.bwd_d2h_bytes, 4 * tiny.numel_total);
+	assert_int_equal(p.bwd_h2d_bytes, 0);
+	assert_int_equal(p.host_bytes[MB_HOST_GRADS_BF16], 0);
 	mb_plan_release(&p);
 	s.reduce_bucket_elems = 1000;
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
@@ -204,6 +209,10 @@ static void bucket_and_ds_buffer(void **state)
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
 	assert_string_equal(p.ds_buffer, "ds.ipg_bucket");
 	assert_int_equal(p.ds_buffer_bytes, 2000);
+	/* and its grads go out in bf16, back in, and out in fp32 (partition_grads) */
+	assert_int_equal(p.host_bytes[MB_HOST_GRADS_BF16], 2 * tiny.numel_total);
+	assert_int_equal(p.bwd_d2h_bytes, (2 + 4) * tiny.numel_total);
+	assert_int_equal(p.bwd_h2d_bytes, 2 * tiny.numel_total);
 	assert_int_equal(p.peak_step_bytes_sync, p.resident_bytes + 2000 + p.apply_bytes_sync +
 							 p.ns_workspace_bytes);
 	mb_plan_release(&p);
