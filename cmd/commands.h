@@ -20,12 +20,17 @@ int mb_cmd_compare(const struct mb_args *args);
 int mb_cmd_plot(const struct mb_args *args);
 
 struct mb_csv_row;
+struct mb_table;
 
 /*
- * mb_csv_read, saying on stderr when PATH holds no runs (a bandwidth
- * calibration among results files): it is skipped.
+ * The NFILES results FILES gathered into tables (mb_results_add; release
+ * with mb_results_release), read a row at a time: the memory is that of the
+ * tables' cells, whatever the files' lengths. Says on stderr when a file
+ * holds no runs (a bandwidth calibration among results files): it is
+ * skipped. *nrows: the rows read.
  */
-int mb_read_runs(const char *path, struct mb_csv_row **rows, size_t *n);
+int mb_gather_files(char *const *files, int nfiles, struct mb_table **tables, size_t *ntables,
+		    size_t *nrows);
 
 /* The tables of report for N ROWS, in FORMAT (md, csv or json), to stdout. */
 int mb_report_rows(const struct mb_csv_row *rows, size_t n, const char *format);

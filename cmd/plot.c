@@ -30,7 +30,7 @@ static void spread(const struct mb_cell *c, bool apply, double *lo, double *hi)
 
 	*lo = *hi = apply ? c->apply_mean_s : c->iter_mean_s;
 	for (i = 0; i < c->nruns; i++) {
-		double v = apply ? c->runs[i]->apply_mean_s : c->runs[i]->iter_mean_s;
+		double v = apply ? c->apply_runs_s[i] : c->iter_runs_s[i];
 
 		*lo = v < *lo ? v : *lo;
 		*hi = v > *hi ? v : *hi;
@@ -83,6 +83,9 @@ static void gp_string(FILE *f, const char *text)
 static int write_script(const char *path, const char *data, const char *image,
 			const struct mb_table *t)
 {
+	/* one colour a quantity across both panels: iteration, apply, H2D, momentum, NS, D2H */
+	static const char *const colours[] = { "#4c72b0", "#dd8452", "#55a868",
+					       "#c44e52", "#8172b3", "#937860" };
 	const char *ext = strrchr(image, '.');
 	bool png = ext && !strcmp(ext, ".png");
 	FILE *f = fopen(path, "w");
@@ -106,13 +109,17 @@ static int write_script(const char *path, const char *data, const char *image,
 	fprintf(f, "set style data histograms\nset style histogram errorbars gap 2 lw 1\n");
 	fprintf(f, "plot ");
 	gp_string(f, data);
-	fprintf(f, " using 2:3:4:xtic(1) title 'iteration', '' using 5:6:7 title 'Muon apply'\n");
+	fprintf(f, " using 2:3:4:xtic(1) title 'iteration' lc rgb '%s', '' using 5:6:7 title "
+		   "'Muon apply' lc rgb '%s'\n",
+		colours[0], colours[1]);
 	fprintf(f, "set title 'Muon apply by phase (device time; writeback not hidden)'\n");
 	fprintf(f, "set style histogram rowstacked\nset boxwidth 0.6\n");
 	fprintf(f, "plot ");
 	gp_string(f, data);
-	fprintf(f, " using 8:xtic(1) title 'H2D', '' using 9 title 'momentum', '' using 10 "
-		   "title 'Newton-Schulz', '' using 11 title 'D2H'\n");
+	fprintf(f, " using 8:xtic(1) title 'H2D' lc rgb '%s', '' using 9 title 'momentum' lc rgb "
+		   "'%s', '' using 10 title 'Newton-Schulz' lc rgb '%s', '' using 11 title 'D2H' "
+		   "lc rgb '%s'\n",
+		colours[2], colours[3], colours[4], colours[5]);
 	fprintf(f, "unset multiplot\n");
 	if (fclose(f))
 		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
@@ -156,25 +163,24 @@ static size_t ok_cells(const struct mb_table *t)
 int mb_cmd_plot(const struct mb_args *args)
 {
 	char data[4096], script[4096];
-	struct mb_csv_row *rows = NULL;
 	struct mb_table *tables = NULL;
 	size_t n = 0, nt = 0;
 	const char *ext;
-	int i, err = 0;
+	int err = 0;
 
 	if (!args->nfiles)
 		return mb_bad_input("plot needs results files: muonbench plot FILE.csv... -o "
 				    "chart.svg");
-	ext = args->image ? strrchr(args->image, '.') : NULL;
+	if (!args->image)
+		return mb_bad_input("plot needs -o IMAGE (a .svg or .png file to draw)");
+	ext = strrchr(args->image, '.');
 	if (!ext || (strcmp(ext, ".svg") && strcmp(ext, ".png")))
 		return mb_bad_input("-o: the image must end in .svg or .png, got '%s'",
-				    args->image ? args->image : "");
-	for (i = 0; i < args->nfiles && !err; i++)
-		err = mb_read_runs(args->files[i], &rows, &n);
-	if (!err && !n)
+				    args->image);
+	if ((err = mb_gather_files(args->files, args->nfiles, &tables, &nt, &n)))
+		return err;
+	if (!n)
 		err = mb_bad_input("no rows to plot");
-	if (!err)
-		err = mb_results_gather(rows, n, &tables, &nt);
 	if (!err && nt == 1 && !ok_cells(&tables[0]))
 		err = mb_bad_input("no ok runs to plot: every run in these files failed");
 	if (!err && nt > 1)
@@ -190,6 +196,5 @@ int mb_cmd_plot(const struct mb_args *args)
 			printf("%s (data %s, script %s)\n", args->image, data, script);
 	}
 	mb_results_release(tables, nt);
-	free(rows);
 	return err;
 }

@@ -105,7 +105,7 @@ static void md_cell(const struct mb_table *t, const struct mb_cell *c)
 		return;
 	}
 	for (i = 0; i < c->nruns; i++)
-		printf("%s%s", i ? " / " : "", secs(s, sizeof(s), c->runs[i]->iter_mean_s));
+		printf("%s%s", i ? " / " : "", secs(s, sizeof(s), c->iter_runs_s[i]));
 	printf(" | %s%s", secs(s, sizeof(s), c->iter_mean_s),
 	       change(ch, sizeof(ch), c->iter_mean_s, is_base ? NAN : base->iter_mean_s, is_base));
 	printf(" | %s s%s", secs(s, sizeof(s), c->apply_mean_s),
@@ -114,7 +114,8 @@ static void md_cell(const struct mb_table *t, const struct mb_cell *c)
 	printf(" | %s%s |\n", peak(pk, sizeof(pk), c->peak_bytes),
 	       peak_change(ch, sizeof(ch), c->peak_bytes, is_base ? 0 : base->peak_bytes, is_base));
 	if (c->failed) {
-		printf("| %u | %s | (also a %s run: ", c->stage, c->variant, c->failed->status);
+		printf("| %u | %s | (also %s %s run: ", c->stage, c->variant,
+		       strchr("aeiou", c->failed->status[0]) ? "an" : "a", c->failed->status);
 		mb_print_md_text(c->failed->reason);
 		printf(") | | | |\n");
 	}
@@ -361,31 +362,62 @@ int mb_report_rows(const struct mb_csv_row *rows, size_t n, const char *format)
 	return 0;
 }
 
-int mb_read_runs(const char *path, struct mb_csv_row **rows, size_t *n)
-{
-	size_t before = *n;
-	int err = mb_csv_read(path, rows, n);
+struct gathering {
+	struct mb_table **tables;
+	size_t *ntables, nrows;
+};
 
-	if (!err && *n == before)
-		fprintf(stderr, "muonbench: '%s' holds no runs; skipped\n", path);
-	return err;
+static int add_row(const struct mb_csv_row *row, void *ctx)
+{
+	struct gathering *g = ctx;
+
+	g->nrows++;
+	return mb_results_add(g->tables, g->ntables, row, false);
+}
+
+int mb_gather_files(char *const *files, int nfiles, struct mb_table **tables, size_t *ntables,
+		    size_t *nrows)
+{
+	struct gathering g = { tables, ntables, 0 };
+	size_t before;
+	int i, err = 0;
+
+	*tables = NULL;
+	*ntables = 0;
+	for (i = 0; i < nfiles && !err; i++) {
+		before = g.nrows;
+		err = mb_csv_read_each(files[i], add_row, &g);
+		if (!err && g.nrows == before)
+			fprintf(stderr, "muonbench: '%s' holds no runs; skipped\n", files[i]);
+	}
+	if (err) {
+		mb_results_release(*tables, *ntables);
+		*tables = NULL;
+		*ntables = 0;
+		return err;
+	}
+	mb_results_finish(*tables, *ntables);
+	*nrows = g.nrows;
+	return 0;
 }
 
 int mb_cmd_report(const struct mb_args *args)
 {
-	struct mb_csv_row *rows = NULL;
-	size_t n = 0;
-	int i, err = 0;
+	struct mb_table *tables;
+	size_t n, nt;
+	int err;
 
 	if (!args->nfiles)
 		return mb_bad_input("report needs results files: muonbench report FILE.csv...");
-	for (i = 0; i < args->nfiles && !err; i++)
-		err = mb_read_runs(args->files[i], &rows, &n);
-	if (!err && !n)
+	if ((err = mb_gather_files(args->files, args->nfiles, &tables, &nt, &n)))
+		return err;
+	if (!n)
 		err = mb_bad_input("no rows in %s",
 				   args->nfiles > 1 ? "these files" : args->files[0]);
-	if (!err)
-		err = mb_report_rows(rows, n, args->format);
-	free(rows);
+	else if (!strcmp(args->format, "md"))
+		print_md(tables, nt);
+	else
+		print_flat(tables, nt, !strcmp(args->format, "json"));
+	mb_results_release(tables, nt);
 	return err;
 }

@@ -17,27 +17,48 @@
 
 #include "mb_err.h"
 
-enum type { TEXT, U64, F64, ITER_SAMPLES, APPLY_SAMPLES, VERSION };
+/*
+ * A column's type says how it is written and what the reader accepts: TEXT
+ * anything (ONE_OF, where set, one of its '|'-separated words), HEX16 the
+ * checksum's 16 lowercase hex digits, TIME an ISO 8601 UTC second, U64 a
+ * whole number, SECONDS and RATE a finite number >= 0 or empty (n/a),
+ * FRACTION one in [0, 1] or empty, the samples finite seconds >= 0.
+ */
+enum type {
+	TEXT,
+	HEX16,
+	TIME,
+	U64,
+	SECONDS,
+	RATE,
+	FRACTION,
+	ITER_SAMPLES,
+	APPLY_SAMPLES,
+	VERSION
+};
 
 struct column {
 	const char *name;
 	enum type type;
 	size_t offset, size;
+	const char *one_of;
 };
 
 /* clang-format off */
 #define COL(name, type) \
-	{ #name, type, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name) }
+	{ #name, type, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name), NULL }
+#define WORDS(name, words) \
+	{ #name, TEXT, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name), words }
 /* clang-format on */
 
 #define MB_STR_(x) #x
 #define MB_STR(x)  MB_STR_(x)
 
 static const struct column columns[] = {
-	{ "format_version", VERSION, 0, 0 },
-	COL(status, TEXT),
+	{ "format_version", VERSION, 0, 0, NULL },
+	WORDS(status, "ok|failed|interrupted"),
 	COL(reason, TEXT),
-	COL(timestamp_utc, TEXT),
+	COL(timestamp_utc, TIME),
 	COL(version, TEXT),
 	COL(git_rev, TEXT),
 	COL(host, TEXT),
@@ -49,17 +70,17 @@ static const struct column columns[] = {
 	COL(device_pci, TEXT),
 	COL(device_numa_node, TEXT),
 	COL(tuning, TEXT),
-	COL(tuning_match, TEXT),
+	WORDS(tuning_match, "given|exact|architecture|family|none"),
 	COL(cpus, TEXT),
 	COL(mems, TEXT),
-	COL(binding, TEXT),
+	WORDS(binding, "muonbench|numa auto|inherited"),
 	COL(model, TEXT),
 	COL(source, TEXT),
 	COL(layers, U64),
 	COL(params_total, U64),
 	COL(params_muon, U64),
 	COL(stage, U64),
-	COL(variant, TEXT),
+	WORDS(variant, "master|pin|overlap|both"),
 	COL(run, U64),
 	COL(runs, U64),
 	COL(steps, U64),
@@ -67,37 +88,37 @@ static const struct column columns[] = {
 	COL(measure_last, U64),
 	COL(gather_budget_bytes, U64),
 	COL(sub_group_size_elems, U64),
-	COL(pin_memory, TEXT),
-	COL(writeback_dep, TEXT),
-	COL(param_order, TEXT),
-	COL(momentum_dtype, TEXT),
-	COL(ns_method, TEXT),
+	WORDS(pin_memory, "on|off"),
+	WORDS(writeback_dep, "host|event"),
+	WORDS(param_order, "shape|model"),
+	WORDS(momentum_dtype, "fp32|bf16"),
+	WORDS(ns_method, "gram|standard"),
 	COL(pin_chunk_bytes, U64),
 	COL(reduce_bucket_size, U64),
 	COL(grad_clip, TEXT),
-	COL(params_back, TEXT),
-	COL(zero3_apply, TEXT),
+	WORDS(params_back, "pinned|pageable"),
+	WORDS(zero3_apply, "subgroup|batched"),
 	COL(seed, U64),
 	COL(resume_at, U64),
-	COL(fwd_bwd, TEXT),
+	WORDS(fwd_bwd, "on|off"),
 	COL(seq, U64),
 	COL(micro_batch, U64),
-	COL(iter_mean_s, F64),
-	COL(apply_mean_s, F64),
-	COL(forward_s, F64),
-	COL(backward_s, F64),
-	COL(h2d_s, F64),
-	COL(momentum_s, F64),
-	COL(ns_s, F64),
-	COL(d2h_s, F64),
-	COL(d2h_hidden_frac, F64),
-	COL(host_opt_s, F64),
-	COL(params_h2d_s, F64),
-	COL(host_opt_gbs, F64),
-	COL(memcpy_gbs, F64),
-	COL(h2d_gbs, F64),
-	COL(d2h_gbs, F64),
-	COL(params_h2d_gbs, F64),
+	COL(iter_mean_s, SECONDS),
+	COL(apply_mean_s, SECONDS),
+	COL(forward_s, SECONDS),
+	COL(backward_s, SECONDS),
+	COL(h2d_s, SECONDS),
+	COL(momentum_s, SECONDS),
+	COL(ns_s, SECONDS),
+	COL(d2h_s, SECONDS),
+	COL(d2h_hidden_frac, FRACTION),
+	COL(host_opt_s, SECONDS),
+	COL(params_h2d_s, SECONDS),
+	COL(host_opt_gbs, RATE),
+	COL(memcpy_gbs, RATE),
+	COL(h2d_gbs, RATE),
+	COL(d2h_gbs, RATE),
+	COL(params_h2d_gbs, RATE),
 	COL(peak_device_bytes, U64),
 	COL(peak_forward_bytes, U64),
 	COL(peak_backward_bytes, U64),
@@ -109,8 +130,8 @@ static const struct column columns[] = {
 	COL(peak_forward_own_bytes, U64),
 	COL(peak_backward_own_bytes, U64),
 	COL(peak_step_own_bytes, U64),
-	COL(momentum_pinned, TEXT),
-	COL(checksum, TEXT),
+	WORDS(momentum_pinned, "yes|no"),
+	COL(checksum, HEX16),
 	COL(iter_samples_s, ITER_SAMPLES),
 	COL(apply_samples_s, APPLY_SAMPLES),
 };
@@ -210,12 +231,16 @@ char *mb_csv_format(const struct mb_csv_row *row)
 			sb_printf(&b, "%d", MB_CSV_FORMAT_VERSION);
 			break;
 		case TEXT:
+		case HEX16:
+		case TIME:
 			sb_text(&b, field);
 			break;
 		case U64:
 			sb_printf(&b, "%llu", (unsigned long long)*(const uint64_t *)field);
 			break;
-		case F64:
+		case SECONDS:
+		case RATE:
+		case FRACTION:
 			d = *(const double *)field;
 			if (!isnan(d))
 				sb_printf(&b, "%.6f", d);
@@ -337,21 +362,95 @@ int mb_csv_append(const char *path, const struct mb_csv_row *row)
 
 /* ---- reading ---- */
 
-#define FILE_MAX   (1u << 30)
+/*
+ * The reader holds one record at a time, so that its memory is that of the
+ * longest row, whatever the length of the file: a row the writer writes is
+ * at most a few tens of KiB (1000 samples twice, the texts at their sizes).
+ */
+#define RECORD_MAX (1u << 20)
 #define FIELDS_MAX 256
 
 struct reader {
 	const char *path;
-	char *text; /* the whole file, NUL-terminated; fields are cut in place */
-	size_t len, pos;
+	FILE *f;	 /* the input: a file, or */
+	const char *src; /* SRCLEN bytes in memory */
+	size_t srclen, srcpos;
+	char *text; /* the record being read, NUL-terminated; fields are cut in place */
+	size_t len, alloc, pos;
 	unsigned line;	   /* where the record being read starts */
 	unsigned newlines; /* inside its quoted fields */
 };
 
+static int bad(const struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int bad(const struct reader *r, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return mb_bad_input("%s:%u: %s", r->path, r->line, what);
+}
+
+static int next_byte(struct reader *r)
+{
+	if (r->f)
+		return getc_unlocked(r->f);
+	return r->srcpos < r->srclen ? (unsigned char)r->src[r->srcpos++] : EOF;
+}
+
 /*
- * The next record's fields (RFC 4180: quoted fields may hold commas, quotes
- * and newlines), unquoted in place, into FIELDS. Returns the count; 0 at the
- * end; -1 for an unterminated quote.
+ * The next record's bytes into r->text: through the newline that ends it
+ * outside quotes (a quote opens a quoted field only at the field's start, as
+ * next_record reads it), or to the end of the input. An empty text at the end.
+ */
+static int load_record(struct reader *r)
+{
+	enum { START, PLAIN, QUOTED, QUOTE } st = START;
+	int ch;
+
+	r->len = r->pos = 0;
+	while ((ch = next_byte(r)) != EOF) {
+		if (!ch)
+			return bad(r, "a NUL byte: not a muonbench results file");
+		if (r->len + 2 > r->alloc) {
+			size_t alloc = r->alloc ? 2 * r->alloc : 4096;
+			char *grown;
+
+			if (alloc > RECORD_MAX)
+				return bad(r, "a row over %u bytes: not a muonbench results file",
+					   RECORD_MAX);
+			if (!(grown = realloc(r->text, alloc)))
+				return mb_fail("out of host memory reading '%s'", r->path);
+			r->text = grown;
+			r->alloc = alloc;
+		}
+		r->text[r->len++] = (char)ch;
+		if (ch == '\n' && st != QUOTED)
+			break;
+		if (st == QUOTED)
+			st = ch == '"' ? QUOTE : QUOTED;
+		else if (st == QUOTE && ch == '"')
+			st = QUOTED;
+		else if (ch == ',')
+			st = START;
+		else
+			st = st == START && ch == '"' ? QUOTED : PLAIN;
+	}
+	if (r->f && ferror(r->f))
+		return mb_bad_input("cannot read '%s': %s", r->path, strerror(errno));
+	if (r->text)
+		r->text[r->len] = '\0';
+	return 0;
+}
+
+/*
+ * The record in r->text's fields (RFC 4180: quoted fields may hold commas,
+ * quotes and newlines), unquoted in place, into FIELDS. Returns the count; 0
+ * at the end; -1 for an unterminated quote, -2 for text after a closing
+ * quote, -3 for a last record without its newline.
  */
 static int next_record(struct reader *r, char **fields, int max)
 {
@@ -396,21 +495,8 @@ static int next_record(struct reader *r, char **fields, int max)
 		/* past the newline before OUT (which may be P) ends the field */
 		r->pos = (size_t)(p - r->text) + (*p == '\n');
 		*out = '\0';
-		return n;
+		return r->pos == r->len ? n : -2;
 	}
-}
-
-static int bad(const struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int bad(const struct reader *r, const char *fmt, ...)
-{
-	char what[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	return mb_bad_input("%s:%u: %s", r->path, r->line, what);
 }
 
 static int parse_samples(const struct reader *r, const char *name, const char *text, double *out,
@@ -424,13 +510,89 @@ static int parse_samples(const struct reader *r, const char *name, const char *t
 			return bad(r, "column '%s': more than %d samples", name, MB_CSV_STEPS_MAX);
 		out[(*n)++] = strtod(text, &end);
 		if (end == text || (*end && *end != ';') || !isfinite(out[*n - 1]) ||
-		    isspace((unsigned char)*text))
-			return bad(
-				r,
-				"column '%s': expected finite numbers separated by ';', found '%.40s'",
-				name, text);
+		    !isdigit((unsigned char)*text) ||
+		    strspn(text, "0123456789.e+-") < (size_t)(end - text))
+			return bad(r,
+				   "column '%s': expected seconds (finite numbers >= 0) separated "
+				   "by ';', found '%.40s'",
+				   name, text);
 		text = *end ? end + 1 : end;
 	}
+	return 0;
+}
+
+/* Whether WORD is one of the '|'-separated words of LIST. */
+static bool one_of(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (;;) {
+		if (!strncmp(list, word, n) && (list[n] == '|' || !list[n]))
+			return true;
+		if (!(list = strchr(list, '|')))
+			return false;
+		list++;
+	}
+}
+
+/* Whether TEXT is as strftime's "%Y-%m-%dT%H:%M:%SZ" writes it (digits where they go). */
+static bool is_timestamp(const char *text)
+{
+	static const char form[] = "dddd-dd-ddTdd:dd:ddZ";
+	size_t i;
+
+	for (i = 0; form[i]; i++)
+		if (form[i] == 'd' ? !isdigit((unsigned char)text[i]) : text[i] != form[i])
+			return false;
+	return !text[i];
+}
+
+static bool is_hex16(const char *text)
+{
+	return strlen(text) == 16 && strspn(text, "0123456789abcdef") == 16;
+}
+
+static int parse_text(const struct reader *r, const struct column *c, const char *text,
+		      void *field)
+{
+	if (strlen(text) >= c->size)
+		return bad(r, "column '%s': longer than %zu bytes", c->name, c->size - 1);
+	if (c->type == TEXT && c->one_of && !one_of(c->one_of, text))
+		return bad(r, "column '%s': expected %s, found '%.40s'", c->name, c->one_of, text);
+	if (c->type == HEX16 && !is_hex16(text))
+		return bad(r, "column '%s': expected 16 hex digits (0-9, a-f), found '%.40s'",
+			   c->name, text);
+	if (c->type == TIME && !is_timestamp(text))
+		return bad(r, "column '%s': expected a UTC time as YYYY-MM-DDTHH:MM:SSZ, found "
+			      "'%.40s'",
+			   c->name, text);
+	memcpy(field, text, strlen(text) + 1);
+	return 0;
+}
+
+static int parse_number(const struct reader *r, const struct column *c, const char *text,
+			double *field)
+{
+	static const char *const what[] = {
+		[SECONDS] = "seconds (a finite number >= 0)",
+		[RATE] = "GB/s (a finite number >= 0)",
+		[FRACTION] = "a fraction (a number from 0 to 1)",
+	};
+	char *end;
+	double d;
+
+	if (!*text) {
+		*field = NAN; /* the writer's empty field: n/a */
+		return 0;
+	}
+	d = strtod(text, &end);
+	/* decimal as the writer writes it: no sign, no hex, no inf or nan */
+	if (*end || !isdigit((unsigned char)*text) || text[strspn(text, "0123456789.e+-")] ||
+	    !isfinite(d) ||
+	    (c->type == FRACTION && d > 1))
+		return bad(r, "column '%s': expected %s or nothing, found '%.40s'", c->name,
+			   what[c->type], text);
+	*field = d;
 	return 0;
 }
 
@@ -446,10 +608,9 @@ static int parse_field(const struct reader *r, const struct column *c, const cha
 	case VERSION:
 		return 0;
 	case TEXT:
-		if (strlen(text) >= c->size)
-			return bad(r, "column '%s': longer than %zu bytes", c->name, c->size - 1);
-		memcpy(field, text, strlen(text) + 1);
-		return 0;
+	case HEX16:
+	case TIME:
+		return parse_text(r, c, text, field);
 	case U64:
 		errno = 0;
 		u = strtoull(text, &end, 10);
@@ -458,14 +619,10 @@ static int parse_field(const struct reader *r, const struct column *c, const cha
 				   c->name, text);
 		*(uint64_t *)field = u;
 		return 0;
-	case F64:
-		*(double *)field = strtod(text, &end);
-		if (!*text)
-			*(double *)field = NAN; /* the writer's empty field */
-		else if (*end || isspace((unsigned char)*text) || !isfinite(*(double *)field))
-			return bad(r, "column '%s': expected a finite number, found '%.40s'",
-				   c->name, text);
-		return 0;
+	case SECONDS:
+	case RATE:
+	case FRACTION:
+		return parse_number(r, c, text, field);
 	case ITER_SAMPLES:
 		return parse_samples(r, c->name, text, field, &row->nsamples);
 	case APPLY_SAMPLES:
@@ -499,22 +656,15 @@ static int map_header(const struct reader *r, char **names, int n, int *where)
 	return 0;
 }
 
-/* What every row the writer writes holds: the figures a reader indexes by. */
+/* What every row the writer writes holds, across its columns. */
 static int check_row(const struct reader *r, const struct mb_csv_row *row)
 {
-	static const char *const variants[] = { "master", "pin", "overlap", "both" };
-	size_t i;
-
 	if (row->stage < 1 || row->stage > 3)
 		return bad(r, "column 'stage': expected 1, 2 or 3, found %llu",
 			   (unsigned long long)row->stage);
-	for (i = 0; i < 4 && strcmp(row->variant, variants[i]); i++)
-		;
-	if (i == 4)
-		return bad(r,
-			   "column 'variant': expected master, pin, overlap or both, found "
-			   "'%.20s'",
-			   row->variant);
+	if (!row->runs || !row->run || row->run > row->runs)
+		return bad(r, "columns 'run', 'runs': expected 1 <= run <= runs, found %llu of %llu",
+			   (unsigned long long)row->run, (unsigned long long)row->runs);
 	if (!row->steps || row->steps > MB_CSV_STEPS_MAX || !row->measure_first ||
 	    row->measure_first > row->measure_last || row->measure_last > row->steps)
 		return bad(r,
@@ -527,41 +677,66 @@ static int check_row(const struct reader *r, const struct mb_csv_row *row)
 	return 0;
 }
 
-static int read_rows(struct reader *r, struct mb_csv_row **rows, size_t *n)
+/* Whether the record in FIELDS (NF of them) is a header line: the start of another file. */
+static bool is_header(char **fields, int nf, const int *where)
 {
-	char *fields[FIELDS_MAX], *names[FIELDS_MAX];
+	return !strcmp(fields[0], "format_version") ||
+	       !strcmp(fields[0], "bandwidth_format_version") ||
+	       (where[0] < nf && !strcmp(fields[where[0]], "format_version"));
+}
+
+/* The next record into FIELDS; its count, 0 at the end, or a negative error. */
+static int read_record(struct reader *r, char **fields, int *nf)
+{
+	int err;
+
+	if ((err = load_record(r)))
+		return err;
+	*nf = next_record(r, fields, FIELDS_MAX);
+	if (*nf == -1)
+		return bad(r, "a quoted field that never ends (a truncated file?)");
+	if (*nf == -2)
+		return bad(r, "text after a closing quote");
+	if (*nf == -3)
+		return bad(r, "the last row has no newline (a truncated file?)");
+	if (*nf > FIELDS_MAX)
+		return bad(r, "more than %d fields: not a muonbench results file", FIELDS_MAX);
+	return 0;
+}
+
+/* Read rows from R into ROW, one at a time, calling EACH(ROW, CTX) for each. */
+static int read_rows(struct reader *r, struct mb_csv_row *row, mb_csv_each_fn each, void *ctx)
+{
+	char *fields[FIELDS_MAX];
 	int where[NCOLUMNS], nnames, nf;
 	size_t c, napply;
 	int err;
 
 	r->line = 1;
-	nnames = next_record(r, names, FIELDS_MAX);
+	if ((err = read_record(r, fields, &nnames)))
+		return err;
 	r->line += r->newlines;
 	r->newlines = 0;
-	if (nnames > FIELDS_MAX)
-		return bad(r, "more than %d columns: not a muonbench results file", FIELDS_MAX);
 	if (nnames <= 0)
 		return bad(r, "not a muonbench results file (no header line)");
-	if (!strcmp(names[0], "bandwidth_format_version"))
+	if (!strcmp(fields[0], "bandwidth_format_version"))
 		return 0; /* a calibration beside the results: no runs in it */
-	if ((err = map_header(r, names, nnames, where)))
+	if ((err = map_header(r, fields, nnames, where)))
 		return err;
 	for (;;) {
-		struct mb_csv_row *row, *grown;
-
 		r->line += 1 + r->newlines;
 		r->newlines = 0;
-		nf = next_record(r, fields, FIELDS_MAX);
+		if ((err = read_record(r, fields, &nf)))
+			return err;
 		if (!nf)
 			return 0;
-		if (nf == -1)
-			return bad(r, "a quoted field that never ends (a truncated file?)");
-		if (nf == -2)
-			return bad(r, "text after a closing quote");
-		if (nf == -3)
-			return bad(r, "the last row has no newline (a truncated file?)");
 		if (nf == 1 && !*fields[0])
 			continue; /* an empty line */
+		if (is_header(fields, nf, where))
+			return bad(r,
+				   "a second header at line %u (two files joined into one?): a "
+				   "results file has one header, on its first line",
+				   r->line);
 		if (nf != nnames)
 			return bad(r,
 				   "expected %d fields as in the header, found %d (a truncated or "
@@ -572,11 +747,6 @@ static int read_rows(struct reader *r, struct mb_csv_row **rows, size_t *n)
 				   "format_version '%s': this muonbench reads version %d only "
 				   "(read the file with the muonbench that wrote it)",
 				   fields[where[0]], MB_CSV_FORMAT_VERSION);
-		grown = realloc(*rows, (*n + 1) * sizeof(**rows));
-		if (!grown)
-			return mb_fail("out of host memory reading '%s'", r->path);
-		*rows = grown;
-		row = &grown[*n];
 		memset(row, 0, sizeof(*row));
 		napply = 0;
 		for (c = 0; c < NCOLUMNS; c++)
@@ -585,56 +755,83 @@ static int read_rows(struct reader *r, struct mb_csv_row **rows, size_t *n)
 		if (napply != row->nsamples)
 			return bad(r, "%zu iteration samples but %zu apply samples", row->nsamples,
 				   napply);
-		if ((err = check_row(r, row)))
+		if ((err = check_row(r, row)) || (err = each(row, ctx)))
 			return err;
-		++*n;
 	}
+}
+
+/* Read R's rows, with one row's memory and one record's. */
+static int read_all(struct reader *r, mb_csv_each_fn each, void *ctx)
+{
+	struct mb_csv_row *row = malloc(sizeof(*row));
+	int err;
+
+	if (!row)
+		return mb_fail("out of host memory reading '%s'", r->path);
+	err = read_rows(r, row, each, ctx);
+	free(row);
+	free(r->text);
+	return err;
+}
+
+struct rows {
+	struct mb_csv_row **rows;
+	size_t *n, alloc;
+};
+
+static int append_row(const struct mb_csv_row *row, void *ctx)
+{
+	struct rows *a = ctx;
+
+	if (*a->n == a->alloc) {
+		size_t alloc = a->alloc ? 2 * a->alloc : 16;
+		struct mb_csv_row *grown = realloc(*a->rows, alloc * sizeof(*grown));
+
+		if (!grown)
+			return mb_fail("out of host memory: %zu rows read", *a->n);
+		*a->rows = grown;
+		a->alloc = alloc;
+	}
+	(*a->rows)[(*a->n)++] = *row;
+	return 0;
+}
+
+int mb_csv_parse_each(const char *text, size_t len, const char *name, mb_csv_each_fn each,
+		      void *ctx)
+{
+	struct reader r = { .path = name, .src = text, .srclen = len };
+
+	return read_all(&r, each, ctx);
 }
 
 int mb_csv_parse(const char *text, size_t len, const char *name, struct mb_csv_row **rows,
 		 size_t *n)
 {
-	struct reader r = { .path = name, .len = len };
+	struct rows a = { rows, n, *n };
+
+	return mb_csv_parse_each(text, len, name, append_row, &a);
+}
+
+int mb_csv_read_each(const char *path, mb_csv_each_fn each, void *ctx)
+{
+	struct reader r = { .path = path };
+	struct stat st;
 	int err;
 
-	if (memchr(text, '\0', len))
-		return mb_bad_input("'%s' is not a muonbench results file (it holds NUL bytes)",
-				    name);
-	/* the fields are cut in place: a copy, NUL-terminated */
-	r.text = malloc(len + 1);
-	if (!r.text)
-		return mb_fail("out of host memory reading '%s'", name);
-	memcpy(r.text, text, len);
-	r.text[len] = '\0';
-	err = read_rows(&r, rows, n);
-	free(r.text);
+	if (!(r.f = fopen(path, "rb")))
+		return mb_bad_input("cannot open '%s': %s", path, strerror(errno));
+	if (fstat(fileno(r.f), &st) || !S_ISREG(st.st_mode)) {
+		fclose(r.f);
+		return mb_bad_input("'%s' is not a results file (not a regular file)", path);
+	}
+	err = read_all(&r, each, ctx);
+	fclose(r.f);
 	return err;
 }
 
 int mb_csv_read(const char *path, struct mb_csv_row **rows, size_t *n)
 {
-	FILE *f = fopen(path, "rb");
-	struct stat st;
-	char *text;
-	size_t len;
-	int err;
+	struct rows a = { rows, n, *n };
 
-	if (!f)
-		return mb_bad_input("cannot open '%s': %s", path, strerror(errno));
-	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size > FILE_MAX) {
-		fclose(f);
-		return mb_bad_input("'%s' is not a results file (not a regular file, or over "
-				    "1 GiB)",
-				    path);
-	}
-	text = malloc((size_t)st.st_size + 1);
-	if (!text) {
-		fclose(f);
-		return mb_fail("out of host memory reading '%s'", path);
-	}
-	len = fread(text, 1, (size_t)st.st_size, f);
-	fclose(f);
-	err = mb_csv_parse(text, len, path, rows, n);
-	free(text);
-	return err;
+	return mb_csv_read_each(path, append_row, &a);
 }

@@ -82,12 +82,33 @@ int mb_csv_check(const char *path);
 int mb_csv_append(const char *path, const struct mb_csv_row *row);
 
 /*
- * Read every row of the results file PATH and append them to *rows (an
- * array of *n, grown with realloc; the caller frees it). A file that is not
- * muonbench results, is from another format_version, or has a malformed row
- * is -MB_EINPUT, saying "PATH:LINE:" and what was expected there. A
- * bandwidth calibration (muonbench bandwidth --format csv) holds no runs: it
- * adds no rows.
+ * Called for each row read, in the file's order. ROW is the reader's, and
+ * valid only during the call: copy what is kept. A non-zero return stops
+ * the reading, and the reader returns it.
+ */
+typedef int (*mb_csv_each_fn)(const struct mb_csv_row *row, void *ctx);
+
+/*
+ * Read the results file PATH one row at a time, calling EACH(row, CTX) for
+ * each: the reader's memory is that of one row, whatever the file's length.
+ * A file that is not muonbench results, is from another format_version,
+ * holds a second header (two files joined), or has a row whose field does
+ * not fit its column's type and range (a status other than ok, failed or
+ * interrupted, a negative time, a checksum not of 16 hex digits, ...) is
+ * -MB_EINPUT, saying "PATH:LINE:", the column, and what was expected there.
+ * A bandwidth calibration (muonbench bandwidth --format csv) holds no runs:
+ * EACH is not called.
+ */
+int mb_csv_read_each(const char *path, mb_csv_each_fn each, void *ctx);
+
+/* The same for LEN bytes of TEXT, called NAME in errors. */
+int mb_csv_parse_each(const char *text, size_t len, const char *name, mb_csv_each_fn each,
+		      void *ctx);
+
+/*
+ * mb_csv_read_each appending every row to *rows (an array of *n, grown with
+ * realloc; the caller frees it). Each row takes sizeof(struct mb_csv_row),
+ * about 20 KiB: for files of many rows, read them with mb_csv_read_each.
  */
 int mb_csv_read(const char *path, struct mb_csv_row **rows, size_t *n);
 

@@ -171,21 +171,13 @@ static struct mb_cell *find_or_add(struct mb_table *t, const struct mb_csv_row *
 	return c;
 }
 
-static int add_run(struct mb_cell *c, const struct mb_csv_row *row)
+static struct mb_csv_row *copy_row(const struct mb_csv_row *row)
 {
-	const struct mb_csv_row **runs;
+	struct mb_csv_row *copy = malloc(sizeof(*copy));
 
-	if (strcmp(row->status, "ok")) {
-		if (!c->failed)
-			c->failed = row;
-		return 0;
-	}
-	runs = realloc(c->runs, (c->nruns + 1) * sizeof(*runs));
-	if (!runs)
-		return mb_fail("out of host memory gathering results");
-	c->runs = runs;
-	c->runs[c->nruns++] = row;
-	return 0;
+	if (copy)
+		*copy = *row;
+	return copy;
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b)
@@ -193,80 +185,142 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
+/* ROW's figures into C's: sums until mb_results_finish, maxima. */
+static void add_figures(struct mb_cell *c, const struct mb_csv_row *r)
+{
+	c->iter_mean_s += r->iter_mean_s;
+	c->apply_mean_s += r->apply_mean_s;
+	c->peak_bytes = max_u64(c->peak_bytes, r->peak_device_bytes);
+	c->peak_forward_bytes = max_u64(c->peak_forward_bytes, r->peak_forward_bytes);
+	c->peak_backward_bytes = max_u64(c->peak_backward_bytes, r->peak_backward_bytes);
+	c->peak_step_bytes = max_u64(c->peak_step_bytes, r->peak_step_bytes);
+	c->own_peak_bytes = max_u64(c->own_peak_bytes, r->peak_device_own_bytes);
+	c->own_peak_forward_bytes = max_u64(c->own_peak_forward_bytes, r->peak_forward_own_bytes);
+	c->own_peak_backward_bytes =
+		max_u64(c->own_peak_backward_bytes, r->peak_backward_own_bytes);
+	c->own_peak_step_bytes = max_u64(c->own_peak_step_bytes, r->peak_step_own_bytes);
+	c->phase.forward_s += r->forward_s;
+	c->phase.backward_s += r->backward_s;
+	c->phase.h2d_s += r->h2d_s;
+	c->phase.momentum_s += r->momentum_s;
+	c->phase.ns_s += r->ns_s;
+	c->phase.d2h_s += r->d2h_s;
+	c->phase.d2h_hidden_frac += r->d2h_hidden_frac;
+	c->phase.host_opt_s += r->host_opt_s;
+	c->phase.params_h2d_s += r->params_h2d_s;
+	c->h2d_gbs += r->h2d_gbs;
+	c->d2h_gbs += r->d2h_gbs;
+	c->params_h2d_gbs += r->params_h2d_gbs;
+}
+
+/* The sums of add_figures into means. */
 static void figures(struct mb_cell *c)
 {
 	double w = c->nruns ? 1.0 / (double)c->nruns : NAN;
-	size_t i;
 
-	for (i = 0; i < c->nruns; i++) {
-		const struct mb_csv_row *r = c->runs[i];
+	c->iter_mean_s *= w;
+	c->apply_mean_s *= w;
+	c->phase.forward_s *= w;
+	c->phase.backward_s *= w;
+	c->phase.h2d_s *= w;
+	c->phase.momentum_s *= w;
+	c->phase.ns_s *= w;
+	c->phase.d2h_s *= w;
+	c->phase.d2h_hidden_frac *= w;
+	c->phase.host_opt_s *= w;
+	c->phase.params_h2d_s *= w;
+	c->h2d_gbs *= w;
+	c->d2h_gbs *= w;
+	c->params_h2d_gbs *= w;
+}
 
-		c->iter_mean_s += w * r->iter_mean_s;
-		c->apply_mean_s += w * r->apply_mean_s;
-		c->peak_bytes = max_u64(c->peak_bytes, r->peak_device_bytes);
-		c->peak_forward_bytes = max_u64(c->peak_forward_bytes, r->peak_forward_bytes);
-		c->peak_backward_bytes = max_u64(c->peak_backward_bytes, r->peak_backward_bytes);
-		c->peak_step_bytes = max_u64(c->peak_step_bytes, r->peak_step_bytes);
-		c->own_peak_bytes = max_u64(c->own_peak_bytes, r->peak_device_own_bytes);
-		c->own_peak_forward_bytes =
-			max_u64(c->own_peak_forward_bytes, r->peak_forward_own_bytes);
-		c->own_peak_backward_bytes =
-			max_u64(c->own_peak_backward_bytes, r->peak_backward_own_bytes);
-		c->own_peak_step_bytes = max_u64(c->own_peak_step_bytes, r->peak_step_own_bytes);
-		c->phase.forward_s += w * r->forward_s;
-		c->phase.backward_s += w * r->backward_s;
-		c->phase.h2d_s += w * r->h2d_s;
-		c->phase.momentum_s += w * r->momentum_s;
-		c->phase.ns_s += w * r->ns_s;
-		c->phase.d2h_s += w * r->d2h_s;
-		c->phase.d2h_hidden_frac += w * r->d2h_hidden_frac;
-		c->phase.host_opt_s += w * r->host_opt_s;
-		c->phase.params_h2d_s += w * r->params_h2d_s;
-		c->h2d_gbs += w * r->h2d_gbs;
-		c->d2h_gbs += w * r->d2h_gbs;
-		c->params_h2d_gbs += w * r->params_h2d_gbs;
+static int add_run(struct mb_cell *c, const struct mb_csv_row *row, bool keep)
+{
+	if (strcmp(row->status, "ok")) {
+		if (!c->failed && !(c->failed = copy_row(row)))
+			return mb_fail("out of host memory gathering results");
+		return 0;
 	}
-	if (!c->nruns)
-		c->iter_mean_s = c->apply_mean_s = NAN;
+	if (c->nruns == c->alloc) {
+		size_t alloc = c->alloc ? 2 * c->alloc : 4;
+		const struct mb_csv_row **runs = NULL;
+		double *iter = realloc(c->iter_runs_s, alloc * sizeof(*iter)), *apply;
+
+		if (iter)
+			c->iter_runs_s = iter;
+		apply = iter ? realloc(c->apply_runs_s, alloc * sizeof(*apply)) : NULL;
+		if (apply)
+			c->apply_runs_s = apply;
+		if (apply && keep && (runs = realloc(c->runs, alloc * sizeof(*runs))))
+			c->runs = runs;
+		if (!apply || (keep && !runs))
+			return mb_fail("out of host memory gathering results");
+		c->alloc = alloc;
+	}
+	if (keep)
+		c->runs[c->nruns] = row;
+	c->iter_runs_s[c->nruns] = row->iter_mean_s;
+	c->apply_runs_s[c->nruns] = row->apply_mean_s;
+	c->nruns++;
+	add_figures(c, row);
+	return 0;
+}
+
+int mb_results_add(struct mb_table **tables, size_t *ntables, const struct mb_csv_row *row,
+		   bool keep)
+{
+	struct mb_table *t = *tables, *grown;
+	struct mb_cell *c;
+	size_t k, nt = *ntables;
+
+	for (k = nt; k > 0 && !comparable(t[k - 1].first, row); k--)
+		; /* from the last: a file's rows come table by table */
+	if (k) {
+		k--;
+	} else {
+		grown = realloc(t, (nt + 1) * sizeof(*t));
+		if (!grown)
+			return mb_fail("out of host memory gathering results");
+		*tables = t = grown;
+		memset(&t[nt], 0, sizeof(t[nt]));
+		if (!(t[nt].first = copy_row(row)))
+			return mb_fail("out of host memory gathering results");
+		k = (*ntables)++;
+	}
+	if (!(c = find_or_add(&t[k], row)))
+		return mb_fail("out of host memory gathering results");
+	return add_run(c, row, keep);
+}
+
+void mb_results_finish(struct mb_table *tables, size_t ntables)
+{
+	size_t k, i;
+
+	for (k = 0; k < ntables; k++) {
+		qsort(tables[k].cells, tables[k].ncells, sizeof(*tables[k].cells), cmp_cell);
+		for (i = 0; i < tables[k].ncells; i++)
+			figures(&tables[k].cells[i]);
+	}
 }
 
 int mb_results_gather(const struct mb_csv_row *rows, size_t n, struct mb_table **tables,
 		      size_t *ntables)
 {
-	struct mb_table *t = NULL, *grown;
-	struct mb_cell *c;
-	size_t i, k, nt = 0;
+	size_t i;
 	int err = 0;
 
-	for (i = 0; i < n && !err; i++) {
-		for (k = 0; k < nt && !comparable(t[k].first, &rows[i]); k++)
-			;
-		if (k == nt) {
-			grown = realloc(t, (nt + 1) * sizeof(*t));
-			if (!grown) {
-				err = mb_fail("out of host memory gathering results");
-				break;
-			}
-			t = grown;
-			memset(&t[nt], 0, sizeof(t[nt]));
-			t[nt++].first = &rows[i];
-		}
-		c = find_or_add(&t[k], &rows[i]);
-		err = c ? add_run(c, &rows[i]) : mb_fail("out of host memory gathering results");
-	}
-	for (k = 0; k < nt; k++) {
-		qsort(t[k].cells, t[k].ncells, sizeof(*t[k].cells), cmp_cell);
-		for (i = 0; i < t[k].ncells; i++)
-			figures(&t[k].cells[i]);
-	}
-	*tables = t;
-	*ntables = nt;
+	*tables = NULL;
+	*ntables = 0;
+	for (i = 0; i < n && !err; i++)
+		err = mb_results_add(tables, ntables, &rows[i], true);
 	if (err) {
-		mb_results_release(t, nt);
+		mb_results_release(*tables, *ntables);
 		*tables = NULL;
 		*ntables = 0;
+		return err;
 	}
-	return err;
+	mb_results_finish(*tables, *ntables);
+	return 0;
 }
 
 const struct mb_cell *mb_results_cell(const struct mb_table *t, unsigned stage, const char *variant)
@@ -284,9 +338,14 @@ void mb_results_release(struct mb_table *tables, size_t ntables)
 	size_t k, i;
 
 	for (k = 0; k < ntables; k++) {
-		for (i = 0; i < tables[k].ncells; i++)
+		for (i = 0; i < tables[k].ncells; i++) {
 			free(tables[k].cells[i].runs);
+			free(tables[k].cells[i].iter_runs_s);
+			free(tables[k].cells[i].apply_runs_s);
+			free((void *)tables[k].cells[i].failed);
+		}
 		free(tables[k].cells);
+		free((void *)tables[k].first);
 	}
 	free(tables);
 }

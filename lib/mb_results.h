@@ -18,9 +18,10 @@
 struct mb_cell {
 	unsigned stage;
 	char variant[16];
-	const struct mb_csv_row **runs; /* the ok ones */
-	size_t nruns;
-	const struct mb_csv_row *failed;  /* a failed or interrupted run, if any */
+	const struct mb_csv_row **runs; /* the ok ones; NULL where added with keep false */
+	size_t nruns, alloc;
+	double *iter_runs_s, *apply_runs_s; /* each ok run's iter_mean_s, apply_mean_s */
+	const struct mb_csv_row *failed;  /* a copy of a failed or interrupted run, if any */
 	double iter_mean_s, apply_mean_s; /* means of the runs' figures */
 	uint64_t peak_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes; /* max */
 	uint64_t own_peak_bytes, own_peak_forward_bytes, own_peak_backward_bytes,
@@ -33,14 +34,30 @@ struct mb_cell {
 };
 
 struct mb_table {
-	const struct mb_csv_row *first; /* its metadata */
+	const struct mb_csv_row *first; /* a copy of its first row: its metadata */
 	struct mb_cell *cells; /* by stage, then variant in master, pin, overlap, both order */
 	size_t ncells;
 };
 
 /*
+ * Add ROW to the tables *tables (*ntables of them; both 0 to begin; release
+ * with mb_results_release), into its table's cell. The tables copy what they
+ * show of ROW (its figures, the first row of a table, a cell's first failed
+ * run), so that their memory is that of their cells and a few numbers a run:
+ * ROW may go once this returns, unless KEEP, which also keeps the pointer
+ * ROW in its cell's runs (the caller keeps ROW alive as long as the tables).
+ * Call mb_results_finish once the last row is added.
+ */
+int mb_results_add(struct mb_table **tables, size_t *ntables, const struct mb_csv_row *row,
+		   bool keep);
+
+/* The cells in order and their figures (the means), after the last mb_results_add. */
+void mb_results_finish(struct mb_table *tables, size_t ntables);
+
+/*
  * Gather the N ROWS into tables (*tables, *ntables; release with
- * mb_results_release). The rows must outlive the tables.
+ * mb_results_release): mb_results_add with KEEP for each, and finish. The
+ * rows must outlive the tables.
  */
 int mb_results_gather(const struct mb_csv_row *rows, size_t n, struct mb_table **tables,
 		      size_t *ntables);

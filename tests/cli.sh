@@ -441,6 +441,38 @@ printf 'name,value\n1,2\n' >"$tmp/notours.csv"
 expect_error "report: not a results file" 2 "notours.csv:1: not a muonbench results file" report "$tmp/notours.csv"
 head -c 2000 "$tmp/all.csv" >"$tmp/cut.csv"
 expect_error "report: a truncated file" 2 "truncated" report "$tmp/cut.csv"
+# A long file: read a row at a time, the memory that of its cells. 24,000
+# rows (20 MB) held whole took 500 MB (20 KiB a row); under a 150 MB address
+# space limit they report. (ASan's shadow memory needs more address space.)
+awk 'NR == 1 { print; next } { row[NR] = $0 } END { for (i = 0; i < 2000; i++) for (r in row) print row[r] }' \
+	results/baseline-tiny.csv >"$tmp/long.csv"
+if ldd "$bin" 2>/dev/null | grep -q libasan; then
+	report ok "report: 24,000 rows under a 150 MB address space # skip under ASan"
+else
+	(ulimit -v 150000 && "$bin" report --format csv "$tmp/long.csv") >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 0 ] && grep -q ',3,both,2000,no,' "$tmp/out" && [ "$(wc -l <"$tmp/out")" -eq 13 ]; then
+		report ok "report: 24,000 rows under a 150 MB address space"
+	else
+		report fail "report: 24,000 rows under a 150 MB address space" "exit $rc: $(cat "$tmp/err")"
+	fi
+fi
+rm -f "$tmp/long.csv"
+# Hand-edited rows: refused by the column's type and range, with FILE:LINE.
+for edit in "iter_mean_s|-5|expected seconds (a finite number >= 0) or nothing, found '-5'" \
+	"status|OK|expected ok|failed|interrupted, found 'OK'" \
+	"status||expected ok|failed|interrupted, found ''" \
+	"checksum|zzzz|expected 16 hex digits (0-9, a-f), found 'zzzz'"; do
+	column=${edit%%|*} rest=${edit#*|}
+	value=${rest%%|*} msg=${rest#*|}
+	awk -F, -v OFS=, -v column="$column" -v value="$value" \
+		'NR == 1 { for (i = 1; i <= NF; i++) if ($i == column) c = i; print; next }
+		 NR == 3 { $c = value } { print }' results/baseline-tiny.csv >"$tmp/edited.csv"
+	expect_error "report: a hand-edited $column '$value' is refused" 2 "edited.csv:3: column '$column': $msg" report "$tmp/edited.csv"
+done
+cat results/baseline-tiny.csv results/baseline-tiny.csv >"$tmp/joined.csv"
+second=$(($(wc -l <results/baseline-tiny.csv) + 1))
+expect_error "report: two files joined into one name the second header" 2 "joined.csv:$second: a second header at line $second (two files joined into one?)" report "$tmp/joined.csv"
 # 5 runs x 10 measured steps: 50 samples a cell, enough to tell 20% from the noise
 "$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master,both --runs 5 --steps 12 --measure 2-11 --out "$tmp/cmp.csv" >/dev/null 2>&1
 expect_output "compare: a file against itself is all ok" "compare: 2 cells matched: 2 ok, 0 faster, 0 slower, 0 changed, 0 REGRESSION; 0 unmatched" compare "$tmp/cmp.csv" "$tmp/cmp.csv"

@@ -48,8 +48,22 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	snprintf(r->device, sizeof(r->device), "GPU, the \"fast\" one");
 	snprintf(r->model, sizeof(r->model), "tiny");
 	snprintf(r->variant, sizeof(r->variant), "both");
+	/* the words and forms the writer writes */
+	snprintf(r->timestamp_utc, sizeof(r->timestamp_utc), "2026-12-01T13:30:20Z");
+	snprintf(r->tuning_match, sizeof(r->tuning_match), "exact");
+	snprintf(r->binding, sizeof(r->binding), "numa auto");
+	snprintf(r->pin_memory, sizeof(r->pin_memory), "on");
+	snprintf(r->writeback_dep, sizeof(r->writeback_dep), "event");
+	snprintf(r->param_order, sizeof(r->param_order), "shape");
+	snprintf(r->momentum_dtype, sizeof(r->momentum_dtype), "bf16");
+	snprintf(r->ns_method, sizeof(r->ns_method), "gram");
+	snprintf(r->params_back, sizeof(r->params_back), "pageable");
+	snprintf(r->fwd_bwd, sizeof(r->fwd_bwd), "off");
+	snprintf(r->momentum_pinned, sizeof(r->momentum_pinned), "yes");
+	snprintf(r->checksum, sizeof(r->checksum), "6f352a9718e7167e");
 	r->stage = 3;
 	r->run = run;
+	r->runs = 2;
 	r->steps = 3;
 	r->measure_first = 2;
 	r->measure_last = 3;
@@ -118,7 +132,8 @@ static void assert_refused(const char *want)
 	struct mb_csv_row *rows = NULL;
 	size_t n = 0;
 
-	assert_int_equal(mb_csv_read(path, &rows, &n), -MB_EINPUT);
+	if (mb_csv_read(path, &rows, &n) != -MB_EINPUT)
+		fail_msg("accepted, want \"%s\"", want);
 	if (!strstr(mb_errmsg(), want))
 		fail_msg("got \"%s\", want \"%s\"", mb_errmsg(), want);
 	assert_non_null(strstr(mb_errmsg(), path));
@@ -188,7 +203,7 @@ static void bad_files(void **state)
 	w.iter_samples_s[1] = INFINITY;
 	line = mb_csv_format(&w);
 	with_header(line);
-	assert_refused("column 'iter_samples_s': expected finite numbers");
+	assert_refused("column 'iter_samples_s': expected seconds (finite numbers >= 0)");
 	free(line);
 	w.iter_samples_s[1] = 0;
 	/* a file cut inside its last field */
@@ -205,11 +220,134 @@ static void bad_files(void **state)
 			 -MB_EINPUT);
 }
 
+/*
+ * A good row (no quotes in it) with the field of COLUMN set to VALUE, after
+ * a header, into the file.
+ */
+static void with_field(const char *column, const char *value)
+{
+	char *header = mb_csv_header(), *line, *out, *h, *f, *hend, *fend;
+	struct mb_csv_row w;
+
+	sample_row(&w, 1);
+	snprintf(w.reason, sizeof(w.reason), "none");
+	snprintf(w.device, sizeof(w.device), "GPU");
+	line = mb_csv_format(&w);
+	out = calloc(1, strlen(line) + strlen(value) + 1);
+	assert_non_null(out);
+	/* the header's names and the row's fields side by side, empty ones included */
+	for (h = header, f = line;; h = hend + 1, f = fend + 1) {
+		hend = h + strcspn(h, ",\n");
+		fend = f + strcspn(f, ",\n");
+		if (strncmp(h, column, (size_t)(hend - h)) || column[hend - h])
+			strncat(out, f, (size_t)(fend - f));
+		else
+			strcat(out, value);
+		strcat(out, *hend == ',' ? "," : "\n");
+		if (*hend != ',')
+			break;
+	}
+	with_header(out);
+	free(out);
+	free(line);
+	free(header);
+}
+
+/* Hand-edited fields: each refused with the line and the column, by the column's type and range. */
+static void edited_fields(void **state)
+{
+	static const struct {
+		const char *column, *value, *want;
+	} cases[] = {
+		{ "iter_mean_s", "-5", ":2: column 'iter_mean_s': expected seconds" },
+		{ "apply_mean_s", "0x10", ":2: column 'apply_mean_s': expected seconds" },
+		{ "h2d_gbs", "-1", ":2: column 'h2d_gbs': expected GB/s" },
+		{ "d2h_hidden_frac", "1.5", ":2: column 'd2h_hidden_frac': expected a fraction" },
+		{ "status", "", ":2: column 'status': expected ok|failed|interrupted, found ''" },
+		{ "status", "OK", ":2: column 'status': expected ok|failed|interrupted, found 'OK'" },
+		{ "checksum", "zzzz", ":2: column 'checksum': expected 16 hex digits" },
+		{ "checksum", "6F352A9718E7167E", ":2: column 'checksum': expected 16 hex digits" },
+		{ "timestamp_utc", "yesterday", ":2: column 'timestamp_utc': expected a UTC time" },
+		{ "pin_memory", "yes", ":2: column 'pin_memory': expected on|off, found 'yes'" },
+		{ "variant", "fast", ":2: column 'variant': expected master|pin|overlap|both" },
+		{ "momentum_dtype", "fp16", ":2: column 'momentum_dtype': expected fp32|bf16" },
+		{ "iter_samples_s", "1;-2;3", ":2: column 'iter_samples_s': expected seconds" },
+		{ "run", "3", ":2: columns 'run', 'runs': expected 1 <= run <= runs, found 3 of 2" },
+		{ "layers", "-1", ":2: column 'layers': expected a whole number, found '-1'" },
+	};
+	struct mb_csv_row *rows = NULL;
+	size_t i, n = 0;
+
+	(void)state;
+	with_field("iter_mean_s", "5"); /* the row itself is good */
+	assert_int_equal(mb_csv_read(path, &rows, &n), 0);
+	assert_int_equal(n, 1);
+	assert_true(rows[0].iter_mean_s == 5);
+	free(rows);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		with_field(cases[i].column, cases[i].value);
+		assert_refused(cases[i].want);
+	}
+}
+
+/* Two results files joined into one (cat a.csv b.csv): the second header is named. */
+static void joined_files(void **state)
+{
+	struct mb_csv_row w;
+	char *header = mb_csv_header(), *line, *text;
+
+	(void)state;
+	sample_row(&w, 1);
+	line = mb_csv_format(&w); /* its reason spans two lines */
+	text = malloc(2 * (strlen(header) + strlen(line)) + 1);
+	assert_non_null(text);
+	sprintf(text, "%s%s%s%s", header, line, header, line);
+	write_text(text);
+	assert_refused(":4: a second header at line 4 (two files joined into one?)");
+	/* a bandwidth calibration joined after results */
+	sprintf(text, "%s%sbandwidth_format_version,size_bytes\n1,4096\n", header, line);
+	write_text(text);
+	assert_refused(":4: a second header at line 4");
+	free(text);
+	free(line);
+	free(header);
+}
+
+/* Rows one at a time: the callback sees each in order, and its error stops the reading. */
+static int count_rows(const struct mb_csv_row *row, void *ctx)
+{
+	unsigned *n = ctx;
+
+	if (row->run != ++*n)
+		return mb_bad_input("row %u out of order", *n);
+	return *n == 3 ? mb_bad_input("stopped at the third") : 0;
+}
+
+static void each_row(void **state)
+{
+	struct mb_csv_row w;
+	unsigned i, n = 0;
+
+	(void)state;
+	unlink(path);
+	for (i = 1; i <= 4; i++) {
+		sample_row(&w, i);
+		w.runs = 4;
+		assert_int_equal(mb_csv_append(path, &w), 0);
+	}
+	assert_int_equal(mb_csv_read_each(path, count_rows, &n), -MB_EINPUT);
+	assert_string_equal(mb_errmsg(), "stopped at the third");
+	assert_int_equal(n, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(round_trip),
 		cmocka_unit_test(bad_files),
+		cmocka_unit_test(edited_fields),
+		cmocka_unit_test(joined_files),
+		cmocka_unit_test(each_row),
 	};
 
 	return cmocka_run_group_tests_name("csv", tests, make_path, remove_path);
