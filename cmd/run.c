@@ -7,6 +7,7 @@
  * and the others still run.
  */
 #define _DEFAULT_SOURCE /* mkstemps */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -117,9 +118,27 @@ static int parse_measure(struct grid *g)
 	return 0;
 }
 
+/*
+ * NAME (a config's, any bytes) as a file name that stays in results/:
+ * letters, digits, '-', '_' and '.' kept, any other byte '_', a leading '.'
+ * too (no hidden files, no ".."); "model" if nothing is left.
+ */
+static void file_name(char *buf, size_t len, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name[i] && i + 1 < len; i++)
+		buf[i] = isalnum((unsigned char)name[i]) || strchr("-_.", name[i]) ? name[i] : '_';
+	buf[i] = '\0';
+	if (buf[0] == '.')
+		buf[0] = '_';
+	if (!buf[0])
+		snprintf(buf, len, "model");
+}
+
 static int default_out(struct grid *g)
 {
-	char stages[8] = "", stamp[32];
+	char stages[8] = "", stamp[32], name[sizeof(g->model.name)];
 	time_t now = time(NULL);
 	size_t i;
 
@@ -133,7 +152,8 @@ static int default_out(struct grid *g)
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
 	if (mkdir("results", 0755) && errno != EEXIST)
 		return mb_bad_input("cannot create the directory 'results': %s", strerror(errno));
-	snprintf(g->out, sizeof(g->out), "results/%s-stage%s-%s.csv", g->model.name, stages, stamp);
+	file_name(name, sizeof(name), g->model.name);
+	snprintf(g->out, sizeof(g->out), "results/%s-stage%s-%s.csv", name, stages, stamp);
 	return 0;
 }
 

@@ -22,6 +22,7 @@
 struct reader {
 	const char *source;
 	unsigned layers_wanted; /* 0: all */
+	bool named;		/* the config gives its "name" */
 };
 
 /*
@@ -364,7 +365,7 @@ static int list_expand_entries(const struct reader *r, struct mb_model *m, const
 	return 0;
 }
 
-static int list_expand(const struct reader *r, const cJSON *root, struct mb_model *m)
+static int list_expand(struct reader *r, const cJSON *root, struct mb_model *m)
 {
 	const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "parameters");
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name"), *item;
@@ -373,8 +374,15 @@ static int list_expand(const struct reader *r, const cJSON *root, struct mb_mode
 
 	if (!cJSON_IsArray(list) || !n)
 		return mb_bad_input("%s: \"parameters\" must be a non-empty list", r->source);
-	if (name && cJSON_IsString(name))
+	if (name && cJSON_IsString(name)) {
+		/* cut, two models would share a name, and pool in report */
+		if (!*name->valuestring || strlen(name->valuestring) >= sizeof(m->name))
+			return mb_bad_input("%s: \"name\" must be 1 to %zu bytes, got %zu",
+					    r->source, sizeof(m->name) - 1,
+					    strlen(name->valuestring));
 		snprintf(m->name, sizeof(m->name), "%s", name->valuestring);
+		r->named = true;
+	}
 	entries = calloc((size_t)n, sizeof(*entries));
 	if (!entries)
 		return mb_fail("out of host memory reading %s", r->source);
@@ -394,7 +402,7 @@ static int list_expand(const struct reader *r, const cJSON *root, struct mb_mode
  * without ".json", or the directory's name for a Hugging Face "config.json"
  * (".../Qwen3-4B/config.json" is "Qwen3-4B").
  */
-static void default_name(struct mb_model *m, const char *source)
+static size_t default_name(struct mb_model *m, const char *source)
 {
 	const char *base = strrchr(source, '/'), *dir;
 	size_t n;
@@ -406,26 +414,28 @@ static void default_name(struct mb_model *m, const char *source)
 		n = (size_t)(base - 1 - dir);
 		if (n && strncmp(dir, ".", n) && strncmp(dir, "..", n)) {
 			snprintf(m->name, sizeof(m->name), "%.*s", (int)n, dir);
-			return;
+			return n;
 		}
 	}
 	n = strlen(base);
 	if (n > 5 && !strcmp(base + n - 5, ".json"))
 		n -= 5;
 	snprintf(m->name, sizeof(m->name), "%.*s", (int)n, base);
+	return n;
 }
 
 int mb_config_parse(struct mb_model *m, const char *text, size_t len, const char *source,
 		    unsigned layers)
 {
 	struct reader r = { .source = source, .layers_wanted = layers };
+	size_t name_len;
 	cJSON *root;
 	int err;
 
 	memset(m, 0, sizeof(*m));
 	if ((err = mb_json_parse(text, len, source, &root)))
 		return err;
-	default_name(m, source);
+	name_len = default_name(m, source);
 	snprintf(m->source, sizeof(m->source), "%s", source);
 	if (!cJSON_IsObject(root))
 		err = mb_bad_input("%s: a model config must be a JSON object, got %s", source,
@@ -441,6 +451,10 @@ int mb_config_parse(struct mb_model *m, const char *text, size_t len, const char
 				   "Hugging Face keys (hidden_size, ...)",
 				   source);
 	cJSON_Delete(root);
+	if (!err && !r.named && name_len >= sizeof(m->name))
+		err = mb_bad_input("%s: the model's name, from the file's, is %zu bytes, over %zu: "
+				   "give the config a shorter \"name\"",
+				   source, name_len, sizeof(m->name) - 1);
 	if (err)
 		mb_model_release(m);
 	return err;

@@ -129,6 +129,35 @@ static bool unicode_escape(struct cursor *c)
 	return true;
 }
 
+/*
+ * After a byte >= 0x80 in a string (at c->pos): one whole UTF-8 character
+ * (RFC 3629: shortest form, no surrogates, at most U+10FFFF). JSON text is
+ * UTF-8, and what muonbench prints of it (plan --format json) must stay so.
+ */
+static bool utf8_char(struct cursor *c)
+{
+	static const char expected[] = "UTF-8 text (the file must be UTF-8)";
+	int ch = peek(c), lo = 0x80, hi = 0xbf, more, b;
+
+	if (ch >= 0xc2 && ch <= 0xdf)
+		more = 1;
+	else if (ch >= 0xe0 && ch <= 0xef)
+		more = 2, lo = ch == 0xe0 ? 0xa0 : 0x80, hi = ch == 0xed ? 0x9f : 0xbf;
+	else if (ch >= 0xf0 && ch <= 0xf4)
+		more = 3, lo = ch == 0xf0 ? 0x90 : 0x80, hi = ch == 0xf4 ? 0x8f : 0xbf;
+	else
+		return fail(c, expected);
+	for (b = 1; b <= more; b++) {
+		int next = c->pos + (size_t)b < c->len ? (unsigned char)c->text[c->pos + (size_t)b]
+						      : -1;
+
+		if (next < (b == 1 ? lo : 0x80) || next > (b == 1 ? hi : 0xbf))
+			return fail(c, expected);
+	}
+	c->pos += (size_t)more + 1;
+	return true;
+}
+
 static bool string(struct cursor *c)
 {
 	int ch;
@@ -141,6 +170,11 @@ static bool string(struct cursor *c)
 		if (ch < 0x20)
 			return fail(c, "a printable character (control characters in "
 				       "strings must be escaped)");
+		if (ch >= 0x80) {
+			if (!utf8_char(c))
+				return false;
+			continue;
+		}
 		c->pos++;
 		if (ch == '"')
 			return true;
@@ -283,8 +317,8 @@ static int syntax_error(const char *source, struct cursor *c)
 
 	position(c->text, c->errpos, &line, &col);
 	describe(c, found, sizeof(found));
-	return mb_bad_input("%s:%zu:%zu: expected %s, found %s", source, line, col, c->expected,
-			    found);
+	return mb_bad_input("%s:%zu:%zu: expected %s, found %s at byte offset %zu", source, line,
+			    col, c->expected, found, c->errpos);
 }
 
 int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out)

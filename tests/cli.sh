@@ -582,6 +582,31 @@ fi
 expect_error "run: bad variant" 2 "--variant: invalid variant list 'master,fast'" run --variant master,fast
 expect_error "run: measure past the steps" 2 "--measure: invalid range '2-9'" run --steps 7 --measure 2-9
 expect_error "run: a stage twice" 2 "--stage: stage 2 twice in '2,2'" run --stage 2,2
+# A config's name is not a path: the default file stays in results/, its name sanitized.
+mkdir -p "$tmp/w/a/b"
+printf '{"name": "../../t/pwned", "parameters": [{"name": "w", "shape": [64, 64]}]}\n' >"$tmp/w/pwn.json"
+abs_bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+(cd "$tmp/w/a/b" && "$abs_bin" run --config "$tmp/w/pwn.json" --fwd-bwd off --stage 2 --variant master --runs 1 --steps 2 --quiet) >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && [ ! -e "$tmp/w/t" ] && [ "$(find "$tmp/w" -name '*.csv' | wc -l)" -eq 1 ] &&
+	find "$tmp/w/a/b/results" -maxdepth 1 -name '_._.._t_pwned-stage2-*.csv' | grep -q . &&
+	grep -q "^Results: results/_._.._t_pwned-stage2-" "$tmp/out"; then
+	report ok "run: a config named '../../t/pwned' writes results/_._.._t_pwned-stage2-*.csv"
+else
+	report fail "run: a config named '../../t/pwned' writes results/_._.._t_pwned-stage2-*.csv" "exit $rc: $(find "$tmp/w") $(tail -3 "$tmp/out")"
+fi
+# A config's name: UTF-8 (refused otherwise, at its byte), and no longer than a results file keeps.
+printf '{"name": "caf\303\251 \342\202\254", "parameters": [{"name": "w", "shape": [64, 64]}]}\n' >"$tmp/utf8.json"
+"$bin" plan --config "$tmp/utf8.json" --format json >"$tmp/out" 2>"$tmp/err"
+if python3 -c 'import json, sys; assert json.load(open(sys.argv[1], encoding="utf-8"))["model"] == "caf\u00e9 \u20ac"' "$tmp/out" 2>>"$tmp/err"; then
+	report ok "plan --format json: a UTF-8 name is valid JSON text, the name unchanged"
+else
+	report fail "plan --format json: a UTF-8 name is valid JSON text, the name unchanged" "$(cat "$tmp/err" "$tmp/out")"
+fi
+printf '{"name": "caf\351", "parameters": [{"name": "w", "shape": [64, 64]}]}\n' >"$tmp/latin1.json"
+expect_error "plan: a name in Latin-1, not UTF-8, is refused at its byte" 2 "latin1.json:1:14: expected UTF-8 text (the file must be UTF-8), found byte 0xe9 at byte offset 13" plan --config "$tmp/latin1.json"
+printf '{"name": "%s", "parameters": [{"name": "w", "shape": [64, 64]}]}\n' "$(printf '%0100d' 0)" >"$tmp/long.json"
+expect_error "plan: a 100-byte name is refused, not cut to pool with another" 2 "long.json: \"name\" must be 1 to 63 bytes, got 100" plan --config "$tmp/long.json"
 expect_error "run: unwritable output" 2 "cannot open '/proc/muonbench.csv' for appending results" run --model tiny --out /proc/muonbench.csv
 printf 'name,value\n' >"$tmp/other.csv"
 expect_error "run: a file that is not ours" 2 "already holds something other than muonbench results" run --model tiny --out "$tmp/other.csv"

@@ -289,6 +289,10 @@ static const struct {
 	{ "lone-surrogate.json", "lone-surrogate.json:1:34: expected \\u and a low surrogate "
 				 "after a high surrogate, found '\"'" },
 	{ "nul-escape.json", "nul-escape.json:1:28: expected a character other than \\u0000" },
+	{ "utf8-surrogate.json", "utf8-surrogate.json:1:28: expected UTF-8 text (the file must be "
+				 "UTF-8), found byte 0xed at byte offset 27" },
+	{ "utf8-overlong.json", "utf8-overlong.json:1:28: expected UTF-8 text (the file must be "
+				"UTF-8), found byte 0xc0 at byte offset 27" },
 	{ "duplicate-key.json", "duplicate-key.json: parameters[0]: duplicate key \"shape\"" },
 	{ "top-level-list.json", "a model config must be a JSON object, got a list" },
 	{ "not-a-config.json", "not a model config: expected a \"parameters\" list or Hugging "
