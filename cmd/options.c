@@ -3,6 +3,7 @@
  */
 #include "options.h"
 
+#include <ctype.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,7 +342,9 @@ static int set_value(struct mb_args *args, const struct option *o, const char *v
 		char *end;
 		double d = strtod(value, &end);
 
-		if (!*value || *end || !(d >= (double)o->min && d <= (double)o->max))
+		/* decimal, as the whole numbers are: no space, sign, hex, inf or nan */
+		if (!isdigit((unsigned char)*value) || value[strspn(value, "0123456789.eE+-")] ||
+		    *end || !(d >= (double)o->min && d <= (double)o->max))
 			return mb_bad_input("%s: invalid number '%s' (expected %llu to %llu)", what,
 					    value, (unsigned long long)o->min,
 					    (unsigned long long)o->max);
@@ -458,6 +461,9 @@ static int parse_option(struct mb_args *args, int argc, char **argv, int *i)
 		else
 			return mb_bad_input("option '--%s' needs a value (%s)", o->name, o->arg);
 	}
+	/* the last would win silently: a script's default hiding the value meant */
+	if (args->given & (1ull << (o - options)))
+		return mb_bad_input("option '--%s' given twice: give it once", o->name);
 	args->given |= 1ull << (o - options);
 	return set_option(args, o, value);
 }

@@ -610,6 +610,9 @@ int mb_cmd_run(const struct mb_args *args)
 	g->run.step.grad_clip = args->grad_clip;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	/* a closed terminal or ssh session: as SIGTERM, unless ignored (nohup) */
+	if (signal(SIGHUP, on_signal) == SIG_IGN)
+		signal(SIGHUP, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN); /* past a file size limit, a write fails: the fallback takes over
 				   */
 	if (!(err = setup(g))) {

@@ -530,6 +530,9 @@ int mb_cmd_tune(const struct mb_args *args)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	/* a closed terminal or ssh session: as SIGTERM, unless ignored (nohup) */
+	if (signal(SIGHUP, on_signal) == SIG_IGN)
+		signal(SIGHUP, SIG_IGN);
 	printf("# CLBlast tuning for '%s' (%s, driver %s)\n\n", t->dev.name, t->dev.platform_name,
 	       t->dev.driver);
 	printf("Indirect GEMM tuned at %llux%llux%llu, direct at %llux%llux%llu (Newton-Schulz's "

@@ -75,6 +75,10 @@ expect_error "size with --opt=value" 2 "--gather-budget: invalid size '-1'" plan
 expect_error "budget below the largest matrix" 2 "'model.layers.0.mlp.gate_proj.weight' (9728x2560) needs 190 MiB (199229440 bytes) of grads + momentum; raise --gather-budget" plan --gather-budget 64Mi
 expect_error "pin chunk below a page" 2 "--pin-chunk: size '1Ki' is out of range" plan --pin-chunk 1Ki
 expect_error "sub-group size zero" 2 "--sub-group-size: number '0' is out of range" plan --stage 3 --sub-group-size 0
+expect_error "threshold in hex" 2 "--threshold: invalid number '0x10' (expected 0 to 1000)" compare --threshold 0x10 results/baseline-tiny.csv results/baseline-tiny.csv
+expect_error "threshold with a leading space" 2 "--threshold: invalid number ' 3' (expected 0 to 1000)" compare --threshold " 3" results/baseline-tiny.csv results/baseline-tiny.csv
+expect_error "an option given twice" 2 "option '--layers' given twice: give it once" plan --layers 1 --layers 2
+expect_error "an option given twice, once with =" 2 "option '--stage' given twice: give it once" plan --stage 1 --stage=2
 expect_error "layers zero" 2 "--layers: number '0' is out of range" plan --layers 0
 expect_error "more layers than the model" 2 "builtin tiny: cannot keep 3 layers, the model has 2" plan --model tiny --layers 3
 expect_error "unknown model" 2 "unknown model 'qwen5' (known: llama-3.1-8b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, tiny; or --config FILE)" plan --model qwen5
@@ -243,10 +247,10 @@ for case in 200Ki:params.bf16 500Ki:fwd. 800Ki:bwd. 2Mi:; do
 		report fail "run: out of device memory at '$buffer' (limit $limit)" "exit $rc, status '$status': $(cat "$tmp/err")"
 	fi
 done
-# Ctrl-C or a kill: the runs that finished are in a valid file; a run cut
+# Ctrl-C, a kill or a hangup: the runs that finished are in a valid file; a run cut
 # short (if the signal came mid-run rather than between runs) is marked
 # interrupted
-for sig in INT TERM; do
+for sig in INT TERM HUP; do
 	"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant all --runs 1000 --steps 5 --out "$tmp/int-$sig.csv" >/dev/null 2>"$tmp/err" &
 	pid=$!
 	sleep 3
