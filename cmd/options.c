@@ -660,15 +660,20 @@ static void print_options(FILE *out, enum mb_command command)
 
 		if (!(o->commands & ON(command)))
 			continue;
-		snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
+		snprintf(left, sizeof(left), "%s%s%s%s", o->name[1] ? "--" : "-", o->name,
+			 o->arg ? " " : "",
 			 o->arg ? o->arg : "");
 		n = (size_t)snprintf(text, sizeof(text), "%s", o->help);
 		if (o->kind == CHOICE && strcmp(o->arg, o->choices) && n < sizeof(text))
 			n += (size_t)snprintf(text + n, sizeof(text) - n, ": %s", o->choices);
 		if (o->def && n < sizeof(text))
 			snprintf(text + n, sizeof(text) - n, " (default: %s)", o->def);
-		fprintf(out, "  %-21s ", left);
-		print_wrapped(out, 3 + (strlen(left) > 21 ? strlen(left) : 21), 24, text);
+		/* a name too long for its column: the text under it, not run into it */
+		if (strlen(left) > 21)
+			fprintf(out, "  %s\n%*s", left, 24, "");
+		else
+			fprintf(out, "  %-21s ", left);
+		print_wrapped(out, 24, 24, text);
 	}
 }
 

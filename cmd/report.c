@@ -61,21 +61,22 @@ static const char *peak_change(char *buf, size_t len, uint64_t x, uint64_t base,
 static void md_header(const struct mb_table *t)
 {
 	const struct mb_csv_row *r = t->first;
-	char a[32], b[32], budget[32], chunk[32];
+	char a[32], b[32], budget[32], chunk[32], sub[32];
 
 	printf("# %s on '%s' (%s, driver %s)\n\n", r->model, r->device, r->platform, r->driver);
 	printf("CLBlast parameters: %s (%s).\n", r->tuning, r->tuning_match);
-	printf("Host %s (%s), CPUs %s, memory nodes %s (%s). Model %s: %llu layers, %s "
+	printf("Host %s (%s), CPUs %s, memory nodes %s (%s). Model %s: %llu layer%s, %s "
 	       "parameters, %s Muon. Steps %llu-%llu of %llu per run; gather budget %s; "
-	       "sub-group %llu; pin_memory %s (chunks of %s); writeback %s; parameter order %s; "
-	       "momentum %s; Newton-Schulz %s; params back %s; ZeRO-3 apply %s; forward/backward "
-	       "%s (seq %llu x %llu); seed %llu.\n\n",
+	       "sub-group %s elements; pin_memory %s (chunks of %s); writeback %s; "
+	       "parameter order %s; momentum %s; Newton-Schulz %s; params back %s; ZeRO-3 apply "
+	       "%s; forward/backward %s (seq %llu x %llu); seed %llu.\n\n",
 	       r->host, r->cpu_model, r->cpus, r->mems, r->binding, r->source,
-	       (unsigned long long)r->layers, mb_fmt_count(a, sizeof(a), r->params_total),
+	       (unsigned long long)r->layers, r->layers == 1 ? "" : "s",
+	       mb_fmt_count(a, sizeof(a), r->params_total),
 	       mb_fmt_count(b, sizeof(b), r->params_muon), (unsigned long long)r->measure_first,
 	       (unsigned long long)r->measure_last, (unsigned long long)r->steps,
 	       mb_fmt_bytes_iec(budget, sizeof(budget), r->gather_budget_bytes),
-	       (unsigned long long)r->sub_group_size_elems, r->pin_memory,
+	       mb_fmt_count(sub, sizeof(sub), r->sub_group_size_elems), r->pin_memory,
 	       mb_fmt_bytes_iec(chunk, sizeof(chunk), r->pin_chunk_bytes), r->writeback_dep,
 	       r->param_order,
 	       strcmp(mb_results_momentum_setting(r), "auto")

@@ -328,10 +328,9 @@ static int fall_back(struct grid *g)
 		err = mb_csv_append(path, &g->rows[i]);
 	if (err)
 		return err;
-	fprintf(stderr,
-		"muonbench: %s\nmuonbench: all of this invocation's results, its %zu earlier "
-		"row(s) included, now go to '%s'\n",
-		why, g->nrows - 1, path);
+	/* one line now, one at the end (verdict): the run goes on meanwhile */
+	fprintf(stderr, "muonbench: %s; this invocation's results (%zu earlier row%s too) now go to '%s'\n",
+		why, g->nrows - 1, g->nrows == 2 ? "" : "s", path);
 	snprintf(g->given_out, sizeof(g->given_out), "%s", g->out);
 	snprintf(g->out, sizeof(g->out), "%s", path);
 	g->fallback = true;
@@ -553,17 +552,24 @@ static int verdict(const struct grid *g)
 		g->cl.tuning_why);
 	for (d = 0; d < MB_NMOM_DTYPES; d++)
 		for (ns = 0; ns < MB_NS_NMETHODS; ns++)
-			if (g->checked_math[d][ns])
+			if (g->checked_math[d][ns] == 1) /* nothing to compare it with */
 				fprintf(out,
-					"Final state, %s momentum, %s Newton-Schulz: %s over %u run%s "
+					"Final state, %s momentum, %s Newton-Schulz: one run, no other "
+					"to compare (checksum %016llx); step-phase peak %s the "
+					"plan.\n",
+					mb_momentum_dtype_name(d), mb_ns_method_names[ns],
+					(unsigned long long)g->checksum[d][ns],
+					g->mismatched ? "checked against" : "as predicted by");
+			else if (g->checked_math[d][ns])
+				fprintf(out,
+					"Final state, %s momentum, %s Newton-Schulz: %s over %u runs "
 					"(checksum %016llx); step-phase peak %s the plan.\n",
 					mb_momentum_dtype_name(d), mb_ns_method_names[ns],
 					g->mismatched ? "MISMATCH" : "bitwise identical",
-					g->checked_math[d][ns],
-					g->checked_math[d][ns] == 1 ? "" : "s",
-					(unsigned long long)g->checksum[d][ns],
+					g->checked_math[d][ns], (unsigned long long)g->checksum[d][ns],
 					g->mismatched ? "checked against" : "as predicted by");
-	if (g->fallback) /* said here, so that a failure below is said too */
+	/* the fallback said once more at the end: on its own line where another error ends it */
+	if (g->fallback && (g->interrupted || stop || g->mismatched || g->failed || g->incomplete))
 		fprintf(stderr,
 			"muonbench: the results could not be written to '%s'; they are in '%s'\n",
 			g->given_out, g->out);
@@ -580,7 +586,9 @@ static int verdict(const struct grid *g)
 			"are n/a (empty in '%s'; see above)",
 			g->incomplete, g->out);
 	if (g->fallback)
-		return mb_fail("the results are in the fallback file '%s'", g->out);
+		return mb_fail("the results could not be written to '%s'; they are in the fallback "
+			       "file '%s'",
+			       g->given_out, g->out);
 	return 0;
 }
 

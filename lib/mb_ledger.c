@@ -41,6 +41,33 @@ static void snapshot_top(struct mb_ledger *l)
 	}
 }
 
+/* What makes the buffer TAG smaller, by its prefix: "" where no option does. */
+static const char *remedy(const char *tag)
+{
+	static const struct {
+		const char *prefix, *remedy;
+	} remedies[] = {
+		{ "params.bf16", "; the bf16 params stay on the device all run: fewer --layers, or "
+				 "a device with more memory" },
+		{ "bwd.bucket", "; a smaller --reduce-bucket-size makes the bucket smaller" },
+		{ "bwd.norm", "; a smaller --reduce-bucket-size makes the bucket smaller" },
+		{ "fwd.", "; a shorter --seq, a smaller --micro-batch, or --fwd-bwd off" },
+		{ "bwd.", "; a shorter --seq, a smaller --micro-batch, or --fwd-bwd off" },
+		{ "ns.workspace", "; the largest matrix sizes it: another --ns-method (gram and "
+				  "standard differ), or a device with more memory" },
+		{ "apply.batch", "; a smaller --gather-budget makes the batches smaller" },
+		{ "apply.subgroup", "; a smaller --sub-group-size makes the sub-groups smaller" },
+		{ "apply.update", "; a smaller --gather-budget (ZeRO-1/2) or --sub-group-size "
+				  "(ZeRO-3)" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(remedies) / sizeof(remedies[0]); i++)
+		if (!strncmp(tag, remedies[i].prefix, strlen(remedies[i].prefix)))
+			return remedies[i].remedy;
+	return "";
+}
+
 static int refuse(const struct mb_ledger *l, uint64_t bytes, const char *tag, const char *why)
 {
 	char a[32], b[32];
@@ -49,9 +76,9 @@ static int refuse(const struct mb_ledger *l, uint64_t bytes, const char *tag, co
 	return mb_fail_kind(
 		MB_KIND_DEVICE_MEMORY,
 		"clCreateBuffer failed on '%s' (%s, %s): CL_MEM_OBJECT_ALLOCATION_FAILURE "
-		"(%s; %s in use)",
+		"(%s; %s in use%s)",
 		l->cl->info.name, tag, mb_fmt_bytes_iec(a, sizeof(a), bytes), why,
-		mb_fmt_bytes_iec(b, sizeof(b), l->current_bytes));
+		mb_fmt_bytes_iec(b, sizeof(b), l->current_bytes), remedy(tag));
 }
 
 static bool is_clblast(const char *tag)

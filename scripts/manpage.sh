@@ -28,6 +28,12 @@ muonbench \- benchmark the CPU-offload data path of the Muon optimizer
 .B muonbench ns
 [\fIoptions\fR]
 .br
+.B muonbench bandwidth
+[\fIoptions\fR]
+.br
+.B muonbench tune
+[\fIoptions\fR]
+.br
 .B muonbench report
 [\fIoptions\fR] \fIFILE.csv\fR...
 .br
@@ -48,7 +54,8 @@ EOF2
 # the commands, as --help lists them: "  NAME  summary" lines after "commands:"
 for c in $("$bin" --help | sed -n '/^commands:/,/^$/s/^  \([a-z]*\) .*/\1/p'); do
 	echo ".SS $c"
-	"$bin" "$c" --help | literal
+	# run's help begins with the list of commands, which COMMANDS is already
+	"$bin" "$c" --help | sed -n "/^usage: muonbench $c /,\$p" | literal
 done
 cat <<'EOF2'
 .SH EXIT STATUS
@@ -58,10 +65,13 @@ success
 .TP
 .B 1
 a run failed (device, driver or host resources), the driver gave no time for a
-phase (the rows are kept, those times empty), or the output could not be written
+phase (the rows are kept, those times empty), the output could not be written
+once the run began, or compare found a regression
 .TP
 .B 2
-bad usage or bad input: an option, a value, a model config; the message names it
+nothing ran: bad usage or bad input (an option, a value, a model config, a
+results file; the message names it), an \-\-out that cannot be opened, no
+OpenCL platform
 .SH ENVIRONMENT
 .TP
 .B OCL_ICD_VENDORS

@@ -247,6 +247,20 @@ for case in 200Ki:params.bf16 500Ki:fwd. 800Ki:bwd. 2Mi:; do
 		report fail "run: out of device memory at '$buffer' (limit $limit)" "exit $rc, status '$status': $(cat "$tmp/err")"
 	fi
 done
+# Out of device memory at a buffer: the message says what makes it smaller.
+for case in "200Ki|on|params.bf16|the bf16 params stay on the device all run: fewer --layers, or a device with more memory" \
+	"500Ki|off|bwd.bucket|a smaller --reduce-bucket-size makes the bucket smaller"; do
+	limit=${case%%|*} rest=${case#*|}
+	fb=${rest%%|*} rest=${rest#*|}
+	buffer=${rest%%|*} remedy=${rest#*|}
+	"$bin" run --config tests/data/good/micro.json --fwd-bwd "$fb" --seq 64 --stage 2 --ns-method standard --variant master --runs 1 --steps 2 --device-mem-limit "$limit" --fit-check off --out "$tmp/oom-r.csv" >/dev/null 2>"$tmp/err"
+	if grep -qF "($buffer, " "$tmp/err" && grep -qF "in use; $remedy)" "$tmp/err" && grep -qF "$remedy" "$tmp/oom-r.csv"; then
+		report ok "run: out of device memory at '$buffer' says what to change"
+	else
+		report fail "run: out of device memory at '$buffer' says what to change" "$(cat "$tmp/err")"
+	fi
+	rm -f "$tmp/oom-r.csv"
+done
 # Ctrl-C, a kill or a hangup: the runs that finished are in a valid file; a run cut
 # short (if the signal came mid-run rather than between runs) is marked
 # interrupted
@@ -292,9 +306,9 @@ if mount -t tmpfs -o size=$((size + room)) muonbench-test "$tmp/disk" 2>/dev/nul
 	if [ "$rc" -eq 1 ] && [ -n "$fallback" ] && [ "$(wc -l <"$tmp/full.csv")" -eq $((before + 1)) ] &&
 		"$bin" report "$tmp/full.csv" >/dev/null 2>&1 &&
 		[ "$(col "$fallback" status | tr '\n' ' ')" = "ok ok ok ok " ] &&
-		grep -qF "No space left on device" "$tmp/err" &&
-		grep -qF "could not be written to '$tmp/disk/full.csv'; they are in '$fallback'" "$tmp/err" &&
-		tail -1 "$tmp/err" | grep -qF "the results are in the fallback file '$fallback'"; then
+		grep -qF "No space left on device; this invocation's results (1 earlier row too) now go to '$fallback'" "$tmp/err" &&
+		[ "$(grep -c '^muonbench: ' "$tmp/err")" -eq 2 ] &&
+		tail -1 "$tmp/err" | grep -qF "the results could not be written to '$tmp/disk/full.csv'; they are in the fallback file '$fallback'"; then
 		report ok "run: an output that fills mid-run keeps whole rows, all rows in the named fallback, exit 1"
 	else
 		report fail "run: an output that fills mid-run keeps whole rows, all rows in the named fallback, exit 1" "exit $rc, $(wc -l <"$tmp/full.csv") lines (had $before): $(cat "$tmp/err")"
@@ -440,6 +454,8 @@ else
 	report fail "report: different knobs are separate tables" "$(grep '^# ' "$tmp/out")"
 fi
 expect_output "report: one CSV row a cell" "1,pthread" report --format csv "$tmp/all.csv"
+expect_output "report: the header counts in words, as plan does" "Model builtin tiny: 1 layer, 1.31 M parameters, 786 K Muon. Steps 2-12 of 12 per run; gather budget 2.00 MiB; sub-group 1.00 B elements;" report results/baseline-tiny.csv
+expect_error "plot: no -o" 2 "plot needs -o IMAGE (a .svg or .png file to draw)" plot results/baseline-tiny.csv
 expect_error "report: no files" 2 "report needs results files" report
 printf 'name,value\n1,2\n' >"$tmp/notours.csv"
 expect_error "report: not a results file" 2 "notours.csv:1: not a muonbench results file" report "$tmp/notours.csv"
@@ -666,7 +682,7 @@ if [ "$rc" -eq 1 ] && [ "$(col "$tmp/mixed.csv" status | tr '\n' ' ')" = "ok fai
 	[ -n "$(col "$tmp/mixed.csv" iter_mean_s | head -1)" ] &&
 	grep -qF "does not fit: the device peak (step phase, CLBlast's temporaries aside) is 22.3 MiB and the --device-mem-limit is 18.6 MiB; would fit: --layers 1" "$tmp/mixed.csv" &&
 	grep -qF "| 3 | master | failed: does not fit: the device peak" "$tmp/out" && grep -q "^| 2 | master | [0-9]" "$tmp/out" &&
-	grep -qF "Final state, fp32 momentum, standard Newton-Schulz: bitwise identical over 1 run (" "$tmp/out"; then
+	grep -qF "Final state, fp32 momentum, standard Newton-Schulz: one run, no other to compare (checksum " "$tmp/out" && ! grep -q "identical over 1 run" "$tmp/out"; then
 	report ok "run: the cell that fits runs, the one that does not is a failed row, exit 1"
 else
 	report fail "run: the cell that fits runs, the one that does not is a failed row, exit 1" "exit $rc: $(cat "$tmp/out" "$tmp/err" "$tmp/mixed.csv")"
