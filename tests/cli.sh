@@ -38,6 +38,15 @@ for c in run plan devices; do
 done
 expect_output "--help lists the commands" "  devices    list the OpenCL platforms and devices" --help
 expect_output "-h is --help" "  --gather-budget SIZE" plan -h
+# a long option name: its text on the next line, not run into it
+"$bin" run --help >"$tmp/help"
+if grep -qx "  --reduce-bucket-size N" "$tmp/help" && grep -qx "  --momentum-dtype fp32|bf16|auto" "$tmp/help" &&
+	! grep -q "^  --[a-z-]* [^ ]* [a-z]" "$tmp/help"; then
+	report ok "run --help: a long option name has its text under it"
+else
+	report fail "run --help: a long option name has its text under it" "$(grep -e '--reduce-bucket-size' -e '--momentum-dtype' "$tmp/help")"
+fi
+expect_output "plot --help shows -o as -o" "  -o IMAGE              the chart to write" plot --help
 expect_output "--version names the revision" "muonbench 0.1.0 (git " --version
 if rev=$(git rev-parse --short=12 HEAD 2>/dev/null); then
 	expect_output "--version is this checkout's revision" "(git $rev" --version
