@@ -47,6 +47,15 @@ else
 	report fail "run --help: a long option name has its text under it" "$(grep -e '--reduce-bucket-size' -e '--momentum-dtype' "$tmp/help")"
 fi
 expect_output "plot --help shows -o as -o" "  -o IMAGE              the chart to write" plot --help
+# the README's package list is what scripts/deps.sh installs
+readme=$(tr '\n' ' ' <README.md | sed 's/.*The packages are `\([^`]*\)`.*/\1/' | tr -s ' ' '\n' | sort | tr '\n' ' ')
+deps=$(sed -n '/^PACKAGES="gcc/,/"$/p' scripts/deps.sh | tr -d '\\"' | sed 's/^PACKAGES=//' | tr -s ' \n' '\n\n' | grep . | sort | tr '\n' ' ')
+if [ -n "$deps" ] && [ "$readme" = "$deps" ]; then
+	report ok "README: the package list is deps.sh's"
+else
+	report fail "README: the package list is deps.sh's" "README: $readme
+deps.sh: $deps"
+fi
 expect_output "--version names the revision" "muonbench 0.1.0 (git " --version
 if rev=$(git rev-parse --short=12 HEAD 2>/dev/null); then
 	expect_output "--version is this checkout's revision" "(git $rev" --version
