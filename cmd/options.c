@@ -461,9 +461,10 @@ static int parse_option(struct mb_args *args, int argc, char **argv, int *i)
 		else
 			return mb_bad_input("option '--%s' needs a value (%s)", o->name, o->arg);
 	}
-	/* the last would win silently: a script's default hiding the value meant */
+	/* the last counts, as in most tools (a script's defaults, then what it changes): said */
 	if (args->given & (1ull << (o - options)))
-		return mb_bad_input("option '--%s' given twice: give it once", o->name);
+		fprintf(stderr, "muonbench: --%s given again: the last, '%s', counts\n", o->name,
+			o->kind == FLAG ? "on" : value);
 	args->given |= 1ull << (o - options);
 	return set_option(args, o, value);
 }

@@ -168,8 +168,8 @@ static void md_model(const struct mb_model *m, const struct mb_plan *p)
 {
 	printf("# Plan: %s, ZeRO stage %u, rank %u of %u\n\n", m->name, p->set.stage, p->set.rank,
 	       p->set.world_size);
-	printf("Model from %s: %u decoder layers, %zu tensors.\n\n", m->source, m->layers,
-	       m->nparams);
+	printf("Model from %s: %u decoder layer%s, %zu tensor%s.\n\n", m->source, m->layers,
+	       m->layers == 1 ? "" : "s", m->nparams, m->nparams == 1 ? "" : "s");
 	printf("| parameters | tensors | elements | |\n|---|---:|---:|---:|\n");
 	md_count_row("total", (long)m->nparams, m->numel_total);
 	md_count_row("Muon (2-D, not embed or lm_head)", (long)m->nparams_muon, m->numel_muon);

@@ -329,7 +329,9 @@ static int fall_back(struct grid *g)
 	if (err)
 		return err;
 	/* one line now, one at the end (verdict): the run goes on meanwhile */
-	fprintf(stderr, "muonbench: %s; this invocation's results (%zu earlier row%s too) now go to '%s'\n",
+	fprintf(stderr,
+		"muonbench: %s; this invocation's results (%zu earlier row%s too) now go to "
+		"'%s'\n",
 		why, g->nrows - 1, g->nrows == 2 ? "" : "s", path);
 	snprintf(g->given_out, sizeof(g->given_out), "%s", g->out);
 	snprintf(g->out, sizeof(g->out), "%s", path);

@@ -663,7 +663,8 @@ static int check_row(const struct reader *r, const struct mb_csv_row *row)
 		return bad(r, "column 'stage': expected 1, 2 or 3, found %llu",
 			   (unsigned long long)row->stage);
 	if (!row->runs || !row->run || row->run > row->runs)
-		return bad(r, "columns 'run', 'runs': expected 1 <= run <= runs, found %llu of %llu",
+		return bad(r,
+			   "columns 'run', 'runs': expected 1 <= run <= runs, found %llu of %llu",
 			   (unsigned long long)row->run, (unsigned long long)row->runs);
 	if (!row->steps || row->steps > MB_CSV_STEPS_MAX || !row->measure_first ||
 	    row->measure_first > row->measure_last || row->measure_last > row->steps)

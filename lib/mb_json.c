@@ -134,9 +134,11 @@ static bool unicode_escape(struct cursor *c)
  * (RFC 3629: shortest form, no surrogates, at most U+10FFFF). JSON text is
  * UTF-8, and what muonbench prints of it (plan --format json) must stay so.
  */
+static const char utf8_expected[] = "UTF-8 text (the file must be UTF-8)";
+
 static bool utf8_char(struct cursor *c)
 {
-	static const char expected[] = "UTF-8 text (the file must be UTF-8)";
+	const char *expected = utf8_expected;
 	int ch = peek(c), lo = 0x80, hi = 0xbf, more, b;
 
 	if (ch >= 0xc2 && ch <= 0xdf)
@@ -317,8 +319,12 @@ static int syntax_error(const char *source, struct cursor *c)
 
 	position(c->text, c->errpos, &line, &col);
 	describe(c, found, sizeof(found));
-	return mb_bad_input("%s:%zu:%zu: expected %s, found %s at byte offset %zu", source, line,
-			    col, c->expected, found, c->errpos);
+	/* a byte that is not text: where it is, for an editor that shows no column */
+	if (c->expected == utf8_expected)
+		return mb_bad_input("%s:%zu:%zu: expected %s, found %s at byte offset %zu", source,
+				    line, col, c->expected, found, c->errpos);
+	return mb_bad_input("%s:%zu:%zu: expected %s, found %s", source, line, col, c->expected,
+			    found);
 }
 
 int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out)

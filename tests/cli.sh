@@ -95,8 +95,15 @@ expect_error "pin chunk below a page" 2 "--pin-chunk: size '1Ki' is out of range
 expect_error "sub-group size zero" 2 "--sub-group-size: number '0' is out of range" plan --stage 3 --sub-group-size 0
 expect_error "threshold in hex" 2 "--threshold: invalid number '0x10' (expected 0 to 1000)" compare --threshold 0x10 results/baseline-tiny.csv results/baseline-tiny.csv
 expect_error "threshold with a leading space" 2 "--threshold: invalid number ' 3' (expected 0 to 1000)" compare --threshold " 3" results/baseline-tiny.csv results/baseline-tiny.csv
-expect_error "an option given twice" 2 "option '--layers' given twice: give it once" plan --layers 1 --layers 2
-expect_error "an option given twice, once with =" 2 "option '--stage' given twice: give it once" plan --stage 1 --stage=2
+"$bin" plan --model tiny --layers 2 --stage 1 --layers 1 --stage=3 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "^# Plan: tiny, ZeRO stage 3," "$tmp/out" && grep -q "^Model from builtin tiny: 1 decoder layer, 14 tensors" "$tmp/out" &&
+	grep -qx "muonbench: --layers given again: the last, '1', counts" "$tmp/err" &&
+	grep -qx "muonbench: --stage given again: the last, '3', counts" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 2 ]; then
+	report ok "an option given twice: the last counts, and that is said"
+else
+	report fail "an option given twice: the last counts, and that is said" "exit $rc: $(cat "$tmp/err") $(head -3 "$tmp/out")"
+fi
 expect_error "layers zero" 2 "--layers: number '0' is out of range" plan --layers 0
 expect_error "more layers than the model" 2 "builtin tiny: cannot keep 3 layers, the model has 2" plan --model tiny --layers 3
 expect_error "unknown model" 2 "unknown model 'qwen5' (known: llama-3.1-8b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, tiny; or --config FILE)" plan --model qwen5
@@ -149,7 +156,7 @@ expect_error "ns: bad shape" 2 "--shape: invalid shape '12' in '12,3x4' (expecte
 expect_error "ns: zero dimension" 2 "--shape: invalid shape '0x4'" ns --shape 0x4
 expect_error "ns: no such device" 2 "--device 'no-such-device': no device's name contains it" ns --device no-such-device
 expect_error "ns: device index out of range" 2 "--device 9: platform 0 has no device 9" ns --device 9
-expect_error "ns: over the memory limit" 1 "(ns.workspace, 1.00 MiB): CL_MEM_OBJECT_ALLOCATION_FAILURE (over the --device-mem-limit of 512 KiB; 0 B in use)" ns --shape 256x256 --device-mem-limit 512Ki
+expect_error "ns: over the memory limit" 1 "(ns.workspace, 1.00 MiB): CL_MEM_OBJECT_ALLOCATION_FAILURE (over the --device-mem-limit of 512 KiB; 0 B in use; the largest matrix sizes it: another --ns-method" ns --shape 256x256 --device-mem-limit 512Ki
 # A driver that gives no event time (queues without profiling): every time
 # is n/a in the table, empty in CSV, null in JSON, never 0; the check still
 # runs; why on stderr, one line; exit 1.
@@ -598,6 +605,13 @@ if grep -q "<svg" "$tmp/chart.svg" && grep -q "ZeRO-2 both" "$tmp/chart.dat" && 
 	report ok "plot: the image, its data and its gnuplot script"
 else
 	report fail "plot: the image, its data and its gnuplot script"
+fi
+# one colour a quantity across both panels: six quantities, six colours, each once
+if [ "$(grep -o "title '[^']*' lc rgb '#[0-9a-f]*'" "$tmp/chart.gp" | wc -l)" -eq 6 ] &&
+	[ "$(grep -o "lc rgb '#[0-9a-f]*'" "$tmp/chart.gp" | sort -u | wc -l)" -eq 6 ]; then
+	report ok "plot: each quantity has a colour of its own across the panels"
+else
+	report fail "plot: each quantity has a colour of its own across the panels" "$(grep plot "$tmp/chart.gp")"
 fi
 # text from a results file never reaches gnuplot's shell
 sed "s/,micro,/,micro\`touch $(printf '%s' "$tmp" | sed 's/[\/&]/\\&/g')\/pwned\`,/" "$tmp/cmp.csv" >"$tmp/evil.csv"

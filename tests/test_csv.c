@@ -17,6 +17,7 @@
 
 #include "mb_csv.h"
 #include "mb_err.h"
+#include "mb_results.h"
 
 static char path[64];
 
@@ -340,6 +341,46 @@ static void each_row(void **state)
 	assert_int_equal(n, 3);
 }
 
+/*
+ * Rows added one at a time from one buffer, as report reads them: the tables
+ * keep what they show (copies, and each run's two means), not the rows.
+ */
+static void gathered_by_copy(void **state)
+{
+	struct mb_table *tables = NULL;
+	const struct mb_cell *c;
+	struct mb_csv_row row;
+	size_t nt = 0;
+	unsigned i;
+
+	(void)state;
+	for (i = 1; i <= 3; i++) {
+		sample_row(&row, i);
+		row.runs = 3;
+		snprintf(row.status, sizeof(row.status), "%s", i == 2 ? "interrupted" : "ok");
+		snprintf(row.reason, sizeof(row.reason), "run %u", i);
+		row.iter_mean_s = i;
+		row.apply_mean_s = 10 * i;
+		row.peak_device_bytes = 100 * i;
+		assert_int_equal(mb_results_add(&tables, &nt, &row, false), 0);
+		memset(&row, 0xa5, sizeof(row)); /* the reader's buffer, reused */
+	}
+	mb_results_finish(tables, nt);
+	assert_int_equal(nt, 1);
+	assert_string_equal(tables[0].first->reason, "run 1");
+	c = mb_results_cell(&tables[0], 3, "both");
+	assert_non_null(c);
+	assert_null(c->runs);
+	assert_int_equal(c->nruns, 2);
+	assert_true(c->iter_runs_s[0] == 1 && c->iter_runs_s[1] == 3);
+	assert_true(c->apply_runs_s[0] == 10 && c->apply_runs_s[1] == 30);
+	assert_true(c->iter_mean_s == 2 && c->apply_mean_s == 20);
+	assert_int_equal(c->peak_bytes, 300);
+	assert_string_equal(c->failed->status, "interrupted");
+	assert_string_equal(c->failed->reason, "run 2");
+	mb_results_release(tables, nt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +389,7 @@ int main(void)
 		cmocka_unit_test(edited_fields),
 		cmocka_unit_test(joined_files),
 		cmocka_unit_test(each_row),
+		cmocka_unit_test(gathered_by_copy),
 	};
 
 	return cmocka_run_group_tests_name("csv", tests, make_path, remove_path);
