@@ -51,6 +51,9 @@ static const char *remedy(const char *tag)
 				 "a device with more memory" },
 		{ "bwd.bucket", "; a smaller --reduce-bucket-size makes the bucket smaller" },
 		{ "bwd.norm", "; a smaller --reduce-bucket-size makes the bucket smaller" },
+		{ "ds.ipg_bucket", "; a smaller --reduce-bucket-size makes the bucket smaller" },
+		{ "ds.temp_grad_buffer", "; the largest parameter sizes it: a device with more "
+					 "memory" },
 		{ "fwd.", "; a shorter --seq, a smaller --micro-batch, or --fwd-bwd off" },
 		{ "bwd.", "; a shorter --seq, a smaller --micro-batch, or --fwd-bwd off" },
 		{ "ns.workspace", "; the largest matrix sizes it: another --ns-method (gram and "
