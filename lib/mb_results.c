@@ -278,6 +278,10 @@ int mb_results_add(struct mb_table **tables, size_t *ntables, const struct mb_cs
 	if (k) {
 		k--;
 	} else {
+		if (nt == MB_RESULTS_TABLES_MAX)
+			return mb_bad_input("more than %d tables (rows of as many devices, hosts, "
+					    "bindings, models or knobs): too many to report together",
+					    MB_RESULTS_TABLES_MAX);
 		grown = realloc(t, (nt + 1) * sizeof(*t));
 		if (!grown)
 			return mb_fail("out of host memory gathering results");

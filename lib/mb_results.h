@@ -40,13 +40,21 @@ struct mb_table {
 };
 
 /*
+ * The most tables one gathering holds: each keeps a copy of a row and up to
+ * 12 cells, so that the memory stays bounded (about 250 MB at most) and a
+ * row is compared with at most this many tables.
+ */
+#define MB_RESULTS_TABLES_MAX 1000
+
+/*
  * Add ROW to the tables *tables (*ntables of them; both 0 to begin; release
  * with mb_results_release), into its table's cell. The tables copy what they
  * show of ROW (its figures, the first row of a table, a cell's first failed
  * run), so that their memory is that of their cells and a few numbers a run:
  * ROW may go once this returns, unless KEEP, which also keeps the pointer
  * ROW in its cell's runs (the caller keeps ROW alive as long as the tables).
- * Call mb_results_finish once the last row is added.
+ * Call mb_results_finish once the last row is added. A row that would make
+ * table MB_RESULTS_TABLES_MAX + 1 is -MB_EINPUT.
  */
 int mb_results_add(struct mb_table **tables, size_t *ntables, const struct mb_csv_row *row,
 		   bool keep);

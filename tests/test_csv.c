@@ -381,6 +381,27 @@ static void gathered_by_copy(void **state)
 	mb_results_release(tables, nt);
 }
 
+/* A table a row (a host each): bounded, refused past MB_RESULTS_TABLES_MAX. */
+static void too_many_tables(void **state)
+{
+	struct mb_table *tables = NULL;
+	struct mb_csv_row row;
+	size_t nt = 0;
+	int i, err = 0;
+
+	(void)state;
+	sample_row(&row, 1);
+	for (i = 0; i <= MB_RESULTS_TABLES_MAX && !err; i++) {
+		snprintf(row.host, sizeof(row.host), "host%d", i);
+		err = mb_results_add(&tables, &nt, &row, false);
+	}
+	assert_int_equal(err, -MB_EINPUT);
+	assert_int_equal(i, MB_RESULTS_TABLES_MAX + 1);
+	assert_int_equal(nt, MB_RESULTS_TABLES_MAX);
+	assert_non_null(strstr(mb_errmsg(), "more than 1000 tables"));
+	mb_results_release(tables, nt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -390,6 +411,7 @@ int main(void)
 		cmocka_unit_test(joined_files),
 		cmocka_unit_test(each_row),
 		cmocka_unit_test(gathered_by_copy),
+		cmocka_unit_test(too_many_tables),
 	};
 
 	return cmocka_run_group_tests_name("csv", tests, make_path, remove_path);
