@@ -23,18 +23,47 @@ void mb_print_csv_text(const char *text)
 	putchar('"');
 }
 
+/* The length of the UTF-8 character at S (RFC 3629), or 0 where S is not one. */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	for (i = 1; i < n; i++, lo = 0x80, hi = 0xbf)
+		if (s[i] < lo || s[i] > hi) /* the NUL that ends TEXT stops it too */
+			return 0;
+	return n;
+}
+
 void mb_print_json_text(const char *text)
 {
-	putchar('"');
-	for (; *text; text++) {
-		unsigned char c = (unsigned char)*text;
+	const unsigned char *s = (const unsigned char *)text;
+	size_t n;
 
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
+	putchar('"');
+	while (*s) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if (*s < 0x20)
+			printf("\\u%04x", *s);
+		else if (*s < 0x80)
+			putchar(*s);
+		else if ((n = utf8_len(s))) {
+			fwrite(s, 1, n, stdout);
+			s += n;
+			continue;
+		} else { /* not UTF-8 (a file's or a driver's name): the JSON text stays valid */
+			fputs("\\ufffd", stdout);
+		}
+		s++;
 	}
 	putchar('"');
 }

@@ -12,7 +12,11 @@
 /* TEXT as a CSV field: quoted when it holds a comma, a quote or a newline. */
 void mb_print_csv_text(const char *text);
 
-/* TEXT as a JSON string, quotes included. */
+/*
+ * TEXT as a JSON string, quotes included; a byte that is not part of a UTF-8
+ * character is written \ufffd (the replacement character), so that the
+ * output is valid JSON text whatever TEXT holds.
+ */
 void mb_print_json_text(const char *text);
 
 /* TEXT inside a Markdown table cell: '|' escaped, line breaks as spaces. */

@@ -100,7 +100,7 @@ static void md_cell(const struct mb_table *t, const struct mb_cell *c)
 
 	printf("| %u | %s | ", c->stage, c->variant);
 	if (!c->nruns) {
-		printf("failed: ");
+		printf("%s: ", c->failed ? c->failed->status : "failed");
 		mb_print_md_text(c->failed ? c->failed->reason : "no runs");
 		printf(" | | | |\n");
 		return;

@@ -515,6 +515,17 @@ for edit in "iter_mean_s|-5|expected seconds (a finite number >= 0) or nothing, 
 		 NR == 3 { $c = value } { print }' results/baseline-tiny.csv >"$tmp/edited.csv"
 	expect_error "report: a hand-edited $column '$value' is refused" 2 "edited.csv:3: column '$column': $msg" report "$tmp/edited.csv"
 done
+awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "status") s = i; if ($i == "reason") r = i }; print; next }
+	{ print } NR == 3 { $s = "interrupted"; $r = "stopped by a signal after 3 of 12 steps"; print }
+	NR == 4 { $s = "interrupted"; $r = "stopped by a signal after 5 of 12 steps"; print }' results/baseline-tiny.csv >"$tmp/int.csv"
+"$bin" report "$tmp/int.csv" >"$tmp/out" 2>&1
+if grep -qF "| 1 | pin | (also an interrupted run: stopped by a signal after 3 of 12 steps) |" "$tmp/out"; then
+	report ok "report: also an interrupted run"
+else
+	report fail "report: also an interrupted run" "$(grep '| 1 | pin' "$tmp/out")"
+fi
+sed -n '1p;2p;6p' "$tmp/int.csv" >"$tmp/int-only.csv"
+expect_output "report: a cell whose run was interrupted says interrupted, not failed" "| 1 | overlap | interrupted: stopped by a signal after 5 of 12 steps |" report "$tmp/int-only.csv"
 cat results/baseline-tiny.csv results/baseline-tiny.csv >"$tmp/joined.csv"
 second=$(($(wc -l <results/baseline-tiny.csv) + 1))
 expect_error "report: two files joined into one name the second header" 2 "joined.csv:$second: a second header at line $second (two files joined into one?)" report "$tmp/joined.csv"
@@ -658,6 +669,14 @@ fi
 printf '{"name": "caf\351", "parameters": [{"name": "w", "shape": [64, 64]}]}\n' >"$tmp/latin1.json"
 expect_error "plan: a name in Latin-1, not UTF-8, is refused at its byte" 2 "latin1.json:1:14: expected UTF-8 text (the file must be UTF-8), found byte 0xe9 at byte offset 13" plan --config "$tmp/latin1.json"
 printf '{"name": "%s", "parameters": [{"name": "w", "shape": [64, 64]}]}\n' "$(printf '%0100d' 0)" >"$tmp/long.json"
+mkdir "$tmp/latin1"
+printf '{"parameters": [{"name": "w", "shape": [64, 64]}]}\n' >"$tmp/latin1/caf$(printf '\351').json"
+"$bin" plan --config "$tmp/latin1/caf$(printf '\351').json" --format json >"$tmp/out" 2>"$tmp/err"
+if python3 -c 'import json, sys; assert json.load(open(sys.argv[1], encoding="utf-8"))["model"] == "caf\ufffd"' "$tmp/out" 2>>"$tmp/err"; then
+	report ok "plan --format json: a name from a Latin-1 file name is valid JSON text, the byte as U+FFFD"
+else
+	report fail "plan --format json: a name from a Latin-1 file name is valid JSON text, the byte as U+FFFD" "$(cat "$tmp/err")"
+fi
 expect_error "plan: a 100-byte name is refused, not cut to pool with another" 2 "long.json: \"name\" must be 1 to 63 bytes, got 100" plan --config "$tmp/long.json"
 expect_error "run: unwritable output" 2 "cannot open '/proc/muonbench.csv' for appending results" run --model tiny --out /proc/muonbench.csv
 printf 'name,value\n' >"$tmp/other.csv"
