@@ -86,7 +86,8 @@ man: $(BUILD)/muonbench.1
 
 # The main job on a CPU-only machine: the tiny model cut to one layer, in four
 # batches, a 128-token forward/backward, stages 2 and 3, every variant, 3 runs
-# of 7 steps (on 2 CPU cores: about 25 s with a shipped tuning, about a minute without).
+# of 7 steps (on 2 CPU cores: 30 s to a minute with a shipped tuning, 52 s measured on
+# cores shared with other jobs; longer without).
 run: $(BIN)
 	$(BIN) run --model tiny --layers 1 --gather-budget 2Mi --seq 128 --stage 2,3 --variant all
 
