@@ -37,7 +37,7 @@ ALL_LDLIBS = -fopenmp $(PKG_LIBS) -lm $(LDLIBS)
 LIB_SRC = $(wildcard lib/*.c)
 CMD_SRC = $(wildcard cmd/*.c)
 TEST_SRC = $(wildcard tests/test_*.c)
-EMBEDDED = $(sort $(wildcard configs/*.json kernels/*.cl tuning/*.json))
+EMBEDDED = $(sort $(wildcard configs/*.json kernels/*.cl tuning/*.json profiles/*.json))
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/embedded.o
 CMD_OBJ = $(CMD_SRC:%.c=$(BUILD)/%.o)

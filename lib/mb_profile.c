@@ -1,0 +1,318 @@
+/*
+ * mb_profile: the device profile's fields, its reader, setter and writer.
+ */
+#include "mb_profile.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_embedded.h"
+#include "mb_err.h"
+#include "mb_json.h"
+
+enum kind {
+	TEXT, /* char[], at most its size - 1 */
+	RATE, /* double, positive and finite */
+	TIME, /* double, zero or more, finite */
+	BOOL,
+};
+
+struct field {
+	const char *key;
+	enum kind kind;
+	size_t offset, size;
+	const char *unit; /* for errors: "GB/s" */
+};
+
+#define AT(f) offsetof(struct mb_profile, f), sizeof(((struct mb_profile *)0)->f)
+
+static const struct field fields[] = {
+	{ "name", TEXT, AT(name), "" },
+	{ "device", TEXT, AT(device), "" },
+	{ "h2d_pinned_gbs", RATE, AT(h2d_pinned_gbs), "GB/s" },
+	{ "d2h_pinned_gbs", RATE, AT(d2h_pinned_gbs), "GB/s" },
+	{ "both_pinned_gbs", RATE, AT(both_pinned_gbs), "GB/s" },
+	{ "h2d_pageable_gbs", RATE, AT(h2d_pageable_gbs), "GB/s" },
+	{ "d2h_pageable_gbs", RATE, AT(d2h_pageable_gbs), "GB/s" },
+	{ "both_pageable_gbs", RATE, AT(both_pageable_gbs), "GB/s" },
+	{ "pageable_holds_host", BOOL, AT(pageable_holds_host), "" },
+	{ "ns_gram_gflops", RATE, AT(ns_gram_gflops), "GFLOP/s" },
+	{ "ns_standard_gflops", RATE, AT(ns_standard_gflops), "GFLOP/s" },
+	{ "momentum_gbs", RATE, AT(momentum_gbs), "GB/s" },
+	{ "fwd_bwd_gflops", RATE, AT(fwd_bwd_gflops), "GFLOP/s" },
+	{ "host_opt_gbs", RATE, AT(host_opt_gbs), "GB/s" },
+	{ "memcpy_gbs", RATE, AT(memcpy_gbs), "GB/s" },
+	{ "command_overhead_us", TIME, AT(command_overhead_us), "us" },
+};
+
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+const char *mb_profile_key(size_t i)
+{
+	return i < NFIELDS ? fields[i].key : NULL;
+}
+
+static const struct field *find(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < NFIELDS; i++)
+		if (!strcmp(fields[i].key, key))
+			return &fields[i];
+	return NULL;
+}
+
+static void *at(struct mb_profile *p, const struct field *f)
+{
+	return (char *)p + f->offset;
+}
+
+/* A number of field F's kind: why not, or NULL. */
+static const char *check_number(const struct field *f, double d)
+{
+	if (f->kind == RATE && !(isfinite(d) && d > 0))
+		return "must be a positive number";
+	if (f->kind == TIME && !(isfinite(d) && d >= 0))
+		return "must be a number no less than 0";
+	return NULL;
+}
+
+struct reader {
+	const char *source, *text;
+	size_t len;
+	const cJSON *root;
+};
+
+/* "SOURCE:LINE:COL: KEY: what" at V (or "SOURCE: KEY: what" if V cannot be found). */
+__attribute__((format(printf, 4, 5))) static int bad(const struct reader *r, const cJSON *v,
+						     const char *key, const char *fmt, ...)
+{
+	struct mb_json_span s;
+	char what[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (v && mb_json_where(r->text, r->len, r->root, v, &s))
+		return mb_bad_input("%s:%zu:%zu: %s: %s", r->source, s.line, s.col, key, what);
+	return mb_bad_input("%s: %s: %s", r->source, key, what);
+}
+
+static int read_field(const struct reader *r, struct mb_profile *p, const struct field *f,
+		      const cJSON *v)
+{
+	const char *why;
+
+	switch (f->kind) {
+	case TEXT:
+		if (!cJSON_IsString(v))
+			return bad(r, v, f->key, "must be a string, got %s", mb_json_type_name(v));
+		if (strlen(v->valuestring) >= f->size)
+			return bad(r, v, f->key, "longer than %zu bytes", f->size - 1);
+		snprintf(at(p, f), f->size, "%s", v->valuestring);
+		return 0;
+	case BOOL:
+		if (!cJSON_IsBool(v))
+			return bad(r, v, f->key, "must be true or false, got %s",
+				   mb_json_type_name(v));
+		*(bool *)at(p, f) = cJSON_IsTrue(v);
+		return 0;
+	case RATE:
+	case TIME:
+		if (!cJSON_IsNumber(v))
+			return bad(r, v, f->key, "must be a number (%s), got %s", f->unit,
+				   mb_json_type_name(v));
+		if ((why = check_number(f, v->valuedouble)))
+			return bad(r, v, f->key, "%s (%s), got %.17g", why, f->unit,
+				   v->valuedouble);
+		*(double *)at(p, f) = v->valuedouble;
+		return 0;
+	}
+	return 0;
+}
+
+static int read_version(const struct reader *r, const cJSON *v)
+{
+	if (!v)
+		return mb_bad_input("%s: missing key \"format_version\" (this muonbench reads "
+				    "version %d)",
+				    r->source, MB_PROFILE_FORMAT_VERSION);
+	if (!cJSON_IsNumber(v) || v->valuedouble != MB_PROFILE_FORMAT_VERSION)
+		return bad(r, v, "format_version",
+			   "a profile of another version (this muonbench reads version %d)",
+			   MB_PROFILE_FORMAT_VERSION);
+	return 0;
+}
+
+static int read_tree(const struct reader *r, struct mb_profile *p)
+{
+	bool seen[NFIELDS] = { false };
+	const struct field *f;
+	const cJSON *v;
+	size_t i;
+	int err;
+
+	if (!cJSON_IsObject(r->root))
+		return mb_bad_input("%s: a device profile must be a JSON object, got %s", r->source,
+				    mb_json_type_name(r->root));
+	if ((err = read_version(r, cJSON_GetObjectItemCaseSensitive(r->root, "format_version"))))
+		return err;
+	cJSON_ArrayForEach(v, r->root) {
+		if (!strcmp(v->string, "format_version") || !strcmp(v->string, "note"))
+			continue; /* the note is for people: a string or a list of them */
+		if (!(f = find(v->string)))
+			return bad(r, v, v->string, "not a key of a device profile");
+		if (seen[f - fields])
+			return bad(r, v, v->string, "given twice");
+		seen[f - fields] = true;
+		if ((err = read_field(r, p, f, v)))
+			return err;
+	}
+	for (i = 0; i < NFIELDS; i++)
+		if (!seen[i])
+			return mb_bad_input("%s: missing key \"%s\"", r->source, fields[i].key);
+	return 0;
+}
+
+int mb_profile_parse(struct mb_profile *p, const char *text, size_t len, const char *source)
+{
+	struct reader r = { .source = source, .text = text, .len = len };
+	cJSON *root;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	if ((err = mb_json_parse(text, len, source, &root)))
+		return err;
+	r.root = root;
+	err = read_tree(&r, p);
+	cJSON_Delete(root);
+	return err;
+}
+
+/* The shipped profiles' names, "a, b", into BUF. */
+static const char *shipped(char *buf, size_t len)
+{
+	const struct mb_embedded_file *e;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (e = mb_embedded_files; e->path; e++) {
+		const char *base = e->path + strlen("profiles/");
+
+		if (strncmp(e->path, "profiles/", strlen("profiles/")) || n >= len)
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, "%s%.*s", n ? ", " : "",
+				      (int)(strlen(base) - strlen(".json")), base);
+	}
+	return buf;
+}
+
+int mb_profile_load(struct mb_profile *p, const char *name)
+{
+	const struct mb_embedded_file *e;
+	char path[320], names[256];
+	size_t n = strlen(name), len;
+	char *text;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	if (strchr(name, '/') || (n > 5 && !strcmp(name + n - 5, ".json"))) {
+		if ((err = mb_json_read_file(name, "device profile", &text, &len)))
+			return err;
+		err = mb_profile_parse(p, text, len, name);
+		free(text);
+		return err;
+	}
+	snprintf(path, sizeof(path), "profiles/%s.json", name);
+	if (!(e = mb_embedded_find(path)))
+		return mb_bad_input("no device profile '%s' (shipped: %s; or give a FILE.json)",
+				    name, shipped(names, sizeof(names)));
+	return mb_profile_parse(p, e->data, e->size, path);
+}
+
+int mb_profile_set(struct mb_profile *p, const char *key, const char *value, const char *what)
+{
+	const struct field *f = find(key);
+	const char *why;
+	char *end;
+	double d;
+
+	if (!f)
+		return mb_bad_input("%s: no profile field '%s'", what, key);
+	switch (f->kind) {
+	case TEXT:
+		if (strlen(value) >= f->size)
+			return mb_bad_input("%s: longer than %zu bytes", what, f->size - 1);
+		snprintf(at(p, f), f->size, "%s", value);
+		return 0;
+	case BOOL:
+		if (!strcmp(value, "on") || !strcmp(value, "true"))
+			*(bool *)at(p, f) = true;
+		else if (!strcmp(value, "off") || !strcmp(value, "false"))
+			*(bool *)at(p, f) = false;
+		else
+			return mb_bad_input("%s: invalid value '%s' (expected on or off)", what,
+					    value);
+		return 0;
+	case RATE:
+	case TIME:
+		d = strtod(value, &end);
+		if (!*value || *end)
+			return mb_bad_input("%s: invalid number '%s' (%s)", what, value, f->unit);
+		if ((why = check_number(f, d)))
+			return mb_bad_input("%s: %s (%s), got '%s'", what, why, f->unit, value);
+		*(double *)at(p, f) = d;
+		return 0;
+	}
+	return 0;
+}
+
+double mb_profile_get(const struct mb_profile *p, const char *key)
+{
+	const struct field *f = find(key);
+
+	if (!f || f->kind == TEXT)
+		return NAN;
+	if (f->kind == BOOL)
+		return *(const bool *)((const char *)p + f->offset);
+	return *(const double *)((const char *)p + f->offset);
+}
+
+static void write_text(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
+}
+
+void mb_profile_write(FILE *out, const struct mb_profile *p)
+{
+	const char *base = (const char *)p;
+	size_t i;
+
+	fprintf(out, "{\n  \"format_version\": %d", MB_PROFILE_FORMAT_VERSION);
+	for (i = 0; i < NFIELDS; i++) {
+		const struct field *f = &fields[i];
+
+		fprintf(out, ",\n  \"%s\": ", f->key);
+		if (f->kind == TEXT)
+			write_text(out, base + f->offset);
+		else if (f->kind == BOOL)
+			fputs(*(const bool *)(base + f->offset) ? "true" : "false", out);
+		else
+			fprintf(out, "%.17g", *(const double *)(base + f->offset));
+	}
+	fprintf(out, "\n}\n");
+}

@@ -1,0 +1,78 @@
+/*
+ * mb_profile: what a device and its host can do, as the model of the step
+ * (mb_predict) needs it: copy rates, compute rates, host rates. A small
+ * versioned JSON file (profiles/reference.json is one, README "Predict"
+ * documents the keys); read here, the cJSON tree deleted here.
+ *
+ * Every field is declared once in mb_profile.c (key, kind, what it means);
+ * the same table reads, checks, sets and writes them, so a profile that is
+ * written reads back the same, bit for bit.
+ *
+ * Rates are in 10^9 units a second, as muonbench bandwidth and ns print
+ * them: GB/s of bytes moved (an H2D and a D2H at once count the bytes of
+ * both), GFLOP/s counted as mb_ns_flops counts.
+ */
+#ifndef MB_PROFILE_H
+#define MB_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define MB_PROFILE_FORMAT_VERSION 1
+
+struct mb_profile {
+	char name[64];	  /* "reference", or the device's cache key */
+	char device[256]; /* what it describes, for people */
+
+	/* host <-> device copies, one direction at a time */
+	double h2d_pinned_gbs, d2h_pinned_gbs;
+	double h2d_pageable_gbs, d2h_pageable_gbs;
+	/* an H2D and a D2H at once, the bytes of both a second */
+	double both_pinned_gbs, both_pageable_gbs;
+	/* a pageable copy returns to the host only once it is done (the driver stages it) */
+	bool pageable_holds_host;
+
+	double ns_gram_gflops, ns_standard_gflops; /* Newton-Schulz, by method */
+	double momentum_gbs; /* device elementwise kernels: momentum, casts, the backward's fill */
+	double fwd_bwd_gflops; /* the synthetic forward/backward's GEMMs */
+
+	double host_opt_gbs; /* the host optimizer's bytes read and written (mb_hostopt_bytes) */
+	double memcpy_gbs;   /* the host's streaming passes: clipping, the ZeRO-3 cast */
+
+	double command_overhead_us; /* added to each device command; 0: none */
+};
+
+/* The key of field I, in the file's order (for help and tests); NULL past the last. */
+const char *mb_profile_key(size_t i);
+
+/*
+ * Parse LEN bytes of TEXT (SOURCE names it in errors) into *p. A missing
+ * key, an unknown one, a value of the wrong type, a rate that is not
+ * positive and finite, or a format_version other than
+ * MB_PROFILE_FORMAT_VERSION is -MB_EINPUT, "SOURCE:LINE:COL: KEY: what"
+ * where the value is in the text ("SOURCE: missing key" where it is not).
+ */
+int mb_profile_parse(struct mb_profile *p, const char *text, size_t len, const char *source);
+
+/*
+ * Load the profile NAME: a file path (one with a '/' or ending in .json),
+ * else the shipped profiles/NAME.json. Errors as mb_profile_parse's; an
+ * unknown name lists the shipped ones.
+ */
+int mb_profile_load(struct mb_profile *p, const char *name);
+
+/*
+ * Set the field KEY to VALUE, which is checked as the file's would be
+ * ("on"/"off", "true"/"false" for a bool); WHAT names it in errors
+ * ("--h2d-gbs"). -MB_EINPUT for an unknown key or a bad value.
+ */
+int mb_profile_set(struct mb_profile *p, const char *key, const char *value, const char *what);
+
+/* The value of the numeric field KEY, or NaN for no such field (a bool reads 0 or 1). */
+double mb_profile_get(const struct mb_profile *p, const char *key);
+
+/* Write *p as JSON to OUT, every number exactly (%.17g): it parses back equal. */
+void mb_profile_write(FILE *out, const struct mb_profile *p);
+
+#endif
