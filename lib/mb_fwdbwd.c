@@ -421,3 +421,35 @@ uint64_t mb_fwdbwd_bytes(const struct mb_model *m, uint64_t tokens, uint64_t *la
 		*forward = fwd;
 	return sum;
 }
+
+void mb_fwdbwd_flops(const struct mb_model *m, uint64_t tokens, double *forward, double *backward,
+		     size_t *nforward, size_t *nbackward)
+{
+	const struct mb_param *head = NULL;
+	size_t i;
+
+	*forward = *backward = 0;
+	*nforward = *nbackward = 0;
+	for (i = 0; i < m->nparams; i++) {
+		const struct mb_param *w = &m->params[i];
+		double one = 2.0 * (double)tokens * (double)w->rows * (double)w->cols;
+
+		if (w->ndim == 2 && w->layer < 0 &&
+		    (strstr(w->name, "lm_head") || (!head && strstr(w->name, "embed"))))
+			head = w;
+		if (!in_pass(w))
+			continue;
+		*forward += one;
+		*backward += 3 * one; /* the forward again, dX, dW */
+		*nforward += 1;
+		*nbackward += 3;
+	}
+	if (head) {
+		double one = 2.0 * (double)tokens * (double)head->rows * (double)head->cols;
+
+		*forward += one;
+		*backward += 2 * one;
+		*nforward += 1;
+		*nbackward += 2;
+	}
+}

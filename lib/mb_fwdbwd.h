@@ -61,4 +61,15 @@ int mb_fwdbwd_reserve(const struct mb_model *m, uint64_t tokens, const struct mb
 uint64_t mb_fwdbwd_bytes(const struct mb_model *m, uint64_t tokens, uint64_t *largest,
 			 const char **largest_tag, uint64_t *forward);
 
+/*
+ * The FLOPs of the pass for TOKENS tokens, 2 m n k a GEMM, as mb_fwdbwd_run
+ * issues them: into *forward the forward's (Y = X Wᵀ of every layer's
+ * matrices and the head), into *backward the backward's (dX and dW of each,
+ * and each layer's forward again, from its checkpoint); the GEMM calls of
+ * each into *nforward and *nbackward (a GEMM cut into token chunks counts
+ * once). Needs no device.
+ */
+void mb_fwdbwd_flops(const struct mb_model *m, uint64_t tokens, double *forward, double *backward,
+		     size_t *nforward, size_t *nbackward);
+
 #endif

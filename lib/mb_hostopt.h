@@ -44,6 +44,16 @@ void mb_hostopt_adamw(float *p, const float *g, float *m, float *v, uint16_t *st
 /* STAGING = bf16(P) over N elements: the host cast of a copy_ to bf16 device params. */
 void mb_hostopt_cast(const float *p, uint16_t *staging, uint64_t n);
 
+/*
+ * Bytes the host optimizer reads and writes in a step over MUON and ADAMW
+ * elements: Muon reads p and u and writes p and bf16; AdamW reads p, g, m,
+ * v and writes p, m, v and bf16 (what host_opt_gbs is counted in).
+ */
+static inline double mb_hostopt_bytes(uint64_t muon, uint64_t adamw)
+{
+	return 14.0 * (double)muon + 30.0 * (double)adamw;
+}
+
 /* A 64-bit checksum of BYTES at P, continuing from H (start with 0). */
 uint64_t mb_checksum(const void *p, uint64_t bytes, uint64_t h);
 

@@ -53,13 +53,6 @@ static void add_phase(struct mb_phase_times *sum, const struct mb_phase_times *p
 	sum->params_h2d_s += w * p->params_h2d_s;
 }
 
-/* Bytes the host optimizer reads and writes in a step: Muon reads p and u and
- * writes p and bf16; AdamW reads p, g, m, v and writes p, m, v and bf16. */
-static double host_opt_bytes(const struct mb_model *m)
-{
-	return 14.0 * (double)m->numel_muon + 30.0 * (double)m->numel_adamw;
-}
-
 /* Divide the sums of the measured steps by their number (NaN for none). */
 static void means(struct mb_run_result *r, unsigned measured)
 {
@@ -151,7 +144,7 @@ int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const
 		r->checksum = mb_state_checksum(&st);
 		r->pinned_host_bytes = mb_state_pinned_bytes(&st);
 		r->momentum_pinned = st.momentum.pinned;
-		r->host_opt_gbs = host_opt_bytes(m) / r->phase.host_opt_s / 1e9;
+		r->host_opt_gbs = mb_hostopt_bytes(m->numel_muon, m->numel_adamw) / r->phase.host_opt_s / 1e9;
 		r->memcpy_gbs = memcpy_gbs(st.master.ptr, st.master.bytes);
 		r->h2d_gbs = gbs(st.plan.apply_h2d_bytes, r->phase.h2d_s);
 		r->d2h_gbs = gbs(st.plan.apply_d2h_bytes, r->phase.d2h_s);
