@@ -18,6 +18,7 @@ int mb_cmd_tune(const struct mb_args *args);
 int mb_cmd_report(const struct mb_args *args);
 int mb_cmd_compare(const struct mb_args *args);
 int mb_cmd_plot(const struct mb_args *args);
+int mb_cmd_predict(const struct mb_args *args);
 
 struct mb_csv_row;
 struct mb_table;

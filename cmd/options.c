@@ -24,8 +24,9 @@ enum kind {
 
 #define ON(c)	    (1u << (c))
 #define ALL	    ((1u << MB_NCOMMANDS) - 1)
-#define MODEL_CMDS  (ON(MB_CMD_RUN) | ON(MB_CMD_PLAN))
-#define SHAPE_CMDS  (MODEL_CMDS | ON(MB_CMD_TUNE)) /* the model's shapes, not its plan */
+#define MODEL_CMDS  (ON(MB_CMD_RUN) | ON(MB_CMD_PLAN) | ON(MB_CMD_PREDICT))
+#define STEP_CMDS   (ON(MB_CMD_RUN) | ON(MB_CMD_PREDICT)) /* the variants' step, run or modelled */
+#define SHAPE_CMDS  (MODEL_CMDS | ON(MB_CMD_TUNE))	  /* the model's shapes, not its plan */
 #define DEVICE_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_NS))
 #define MEMORY_CMDS (DEVICE_CMDS | ON(MB_CMD_BANDWIDTH) | ON(MB_CMD_TUNE)) /* bind, allocate */
 
@@ -59,7 +60,7 @@ static const struct option options[] = {
 	{ "layers", "N", COUNT, AT(layers), NULL, 1, 1u << 16, NULL, SHAPE_CMDS,
 	  "keep only the first N decoder layers" },
 	{ "stage", "S", TEXT, AT(stages), "2", 0, 0, NULL, MODEL_CMDS,
-	  "ZeRO stage: 1, 2 or 3 (run takes a list: 2,3)" },
+	  "ZeRO stage: 1, 2 or 3 (run and predict take a list: 2,3)" },
 	{ "gather-budget", "SIZE", SIZE, AT(gather_budget), "512Mi", 1, UINT64_MAX, NULL,
 	  MODEL_CMDS, "stage 1/2: most bytes of grads + momentum gathered in one Muon batch" },
 	{ "sub-group-size", "N", COUNT, AT(sub_group_size), "1e9", 1, UINT64_MAX, NULL, MODEL_CMDS,
@@ -99,17 +100,17 @@ static const struct option options[] = {
 	{ "pin-chunk", "SIZE", SIZE, AT(pin_chunk), "2Gi", 4096, UINT64_MAX, NULL, MODEL_CMDS,
 	  "most bytes of one pinned chunk of a host buffer, cut between parameters (also "
 	  "at most the device's largest allocation)" },
-	{ "variant", "V", TEXT, AT(variants), "all", 0, 0, NULL, ON(MB_CMD_RUN),
+	{ "variant", "V", TEXT, AT(variants), "all", 0, 0, NULL, STEP_CMDS,
 	  "master, pin, overlap, both, or all; a list runs each (pin,both)" },
 	{ "runs", "R", COUNT, AT(runs), "3", 1, 1000, NULL, ON(MB_CMD_RUN),
 	  "runs of each stage and variant" },
 	{ "steps", "S", COUNT, AT(steps), "7", 1, 1000, NULL, ON(MB_CMD_RUN), "steps of each run" },
 	{ "measure", "A-B", TEXT, AT(measure), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
 	  "the steps whose mean is a run's figure (default: 2-6, cut to the steps run)" },
-	{ "pin-memory", "on|off", CHOICE, AT(pin_memory), "on", 0, 0, "on|off", ON(MB_CMD_RUN),
+	{ "pin-memory", "on|off", CHOICE, AT(pin_memory), "on", 0, 0, "on|off", STEP_CMDS,
 	  "offload_optimizer.pin_memory: pin the buffers that cross the bus" },
 	{ "writeback-dep", "host|event", CHOICE, AT(writeback_dep), "host", 0, 0, "host|event",
-	  ON(MB_CMD_RUN),
+	  STEP_CMDS,
 	  "overlapped writeback waits for the compute on the host, or through an event "
 	  "wait list" },
 	{ "fwd-bwd", "on|off", CHOICE, AT(fwd_bwd), "on", 0, 0, "on|off", MODEL_CMDS,
@@ -147,7 +148,7 @@ static const struct option options[] = {
 	  "the rank planned, 0 to W-1" },
 	{ "format", "FMT", CHOICE, AT(format), "md", 0, 0, "md|csv|json",
 	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN) | ON(MB_CMD_BANDWIDTH) |
-		  ON(MB_CMD_NS),
+		  ON(MB_CMD_NS) | ON(MB_CMD_PREDICT),
 	  "output: Markdown tables, CSV rows or JSON" },
 	{ "shape", "RxC,...", TEXT, AT(shapes), NULL, 0, 0, NULL, ON(MB_CMD_NS) | ON(MB_CMD_TUNE),
 	  "matrix shapes to orthogonalize (default: ns " MB_NS_DEFAULT_SHAPES
@@ -203,13 +204,39 @@ static const struct option options[] = {
 	  ON(MB_CMD_COMPARE), "compare results from different devices or drivers" },
 	{ "o", "IMAGE", TEXT, AT(image), NULL, 0, 0, NULL, ON(MB_CMD_PLOT),
 	  "the chart to write: IMAGE.svg or IMAGE.png (with IMAGE.dat and IMAGE.gp beside)" },
-	{ "help", NULL, FLAG, AT(help), NULL, 0, 0, NULL, ALL, "print this help and exit" },
+	{ "profile", "NAME|FILE", TEXT, AT(profile), "reference", 0, 0, NULL, ON(MB_CMD_PREDICT),
+	  "the device profile: a shipped one (reference: the reference change's machine, "
+	  "README \"Predict\") or a profile FILE.json" },
+#define PREDICT_OPTION(id, name, key, key2, help) \
+	{ name,                                   \
+	  "X[,X...]",                             \
+	  TEXT,                                   \
+	  AT(profile_flags[MB_PF_##id]),          \
+	  NULL,                                   \
+	  0,                                      \
+	  0,                                      \
+	  NULL,                                   \
+	  ON(MB_CMD_PREDICT),                     \
+	  help "; a list sweeps it" },
+	MB_PREDICT_FLAGS(PREDICT_OPTION)
+#undef PREDICT_OPTION
+		{ "help", NULL, FLAG, AT(help), NULL, 0, 0, NULL, ALL, "print this help and exit" },
 	{ "version", NULL, FLAG, AT(version), NULL, 0, 0, NULL, ALL,
 	  "print the version and the git revision and exit" },
 };
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
-_Static_assert(NOPTIONS <= 64, "struct mb_args' given has a bit per option");
+_Static_assert(NOPTIONS <= MB_OPTIONS_MAX, "struct mb_args' given has a bit per option");
+
+static void set_given(struct mb_args *args, size_t i)
+{
+	args->given[i / 64] |= 1ull << (i % 64);
+}
+
+static bool is_given(const struct mb_args *args, size_t i)
+{
+	return args->given[i / 64] & (1ull << (i % 64));
+}
 
 struct command {
 	const char *name, *summary, *description;
@@ -292,6 +319,20 @@ static const struct command commands[MB_NCOMMANDS] = {
 			  "variant, with the spread of the runs, and stacked bars of the apply's "
 			  "phases. The data and the gnuplot script are written beside the image, "
 			  "to edit and draw again." },
+	[MB_CMD_PREDICT] = { "predict",
+			     "what a run would measure, from a device profile, without a device",
+			     "Runs the step's schedule as a discrete-event model (the compute "
+			     "queue, the copy queue and the host thread; the plan's batches or "
+			     "sub-groups; the variants' pinning and overlap, as run enqueues and "
+			     "waits) on the device that a profile describes: copy rates pinned, "
+			     "pageable and both ways at once, whether pageable copies hold the "
+			     "host, Newton-Schulz GFLOP/s, the elementwise kernels', the "
+			     "forward/backward's and the host's rates. Prints the reference's "
+			     "tables (iteration, Muon apply, the plan's peak device memory, the "
+			     "change against master) and the time of each phase, for each stage "
+			     "and variant asked. Options set any field of the profile; a list "
+			     "(--pageable-gbs 5,10,20,40) sweeps it, a table for each value. "
+			     "Needs no device." },
 	[MB_CMD_NS] = { "ns", "time Newton-Schulz on the device against its own GEMMs",
 			"Runs Newton-Schulz on fresh random matrices of each shape and prints "
 			"the median time over the reps with its min and max (device time "
@@ -462,10 +503,10 @@ static int parse_option(struct mb_args *args, int argc, char **argv, int *i)
 			return mb_bad_input("option '--%s' needs a value (%s)", o->name, o->arg);
 	}
 	/* the last counts, as in most tools (a script's defaults, then what it changes): said */
-	if (args->given & (1ull << (o - options)))
+	if (is_given(args, (size_t)(o - options)))
 		fprintf(stderr, "muonbench: --%s given again: the last, '%s', counts\n", o->name,
 			o->kind == FLAG ? "on" : value);
-	args->given |= 1ull << (o - options);
+	set_given(args, (size_t)(o - options));
 	return set_option(args, o, value);
 }
 
@@ -507,7 +548,7 @@ static int ds_apply(struct mb_args *args, const struct mb_dsconfig *ds,
 		return 0;
 	if (!o)
 		return mb_fail("--ds-config: %s names no option '--%s'", s->key, s->option);
-	if (args->given & (1ull << (o - options)))
+	if (is_given(args, (size_t)(o - options)))
 		*use = DS_GIVEN;
 	else if (!(o->commands & ON(args->command)))
 		*use = DS_NOT_TAKEN;
@@ -622,7 +663,7 @@ bool mb_args_given(const struct mb_args *args, const char *name)
 {
 	const struct option *o = find(name, strlen(name));
 
-	return o && (args->given & (1ull << (o - options)));
+	return o && is_given(args, (size_t)(o - options));
 }
 
 /*

@@ -23,11 +23,55 @@ enum mb_command {
 	MB_CMD_REPORT,
 	MB_CMD_COMPARE,
 	MB_CMD_PLOT,
+	MB_CMD_PREDICT,
 	MB_NCOMMANDS
 };
 
 /* The shapes ns times without --shape (the three-way table uses them). */
 #define MB_NS_DEFAULT_SHAPES "256x768,1024x1024,1024x3072"
+
+/* The most options the table may hold (struct mb_args' given has a bit for each). */
+#define MB_OPTIONS_MAX 128
+
+/*
+ * predict's options that set fields of the device profile, once for the
+ * option table and predict.c: X(id, option, first key, second key or NULL,
+ * help); the value of option ID is args->profile_flags[MB_PF_ID]. A value may be a list, which
+ * sweeps the field.
+ */
+#define MB_PREDICT_FLAGS(X)                                                                  \
+	X(H2D, "h2d-gbs", "h2d_pinned_gbs", NULL, "GB/s of an H2D copy from pinned memory")  \
+	X(D2H, "d2h-gbs", "d2h_pinned_gbs", NULL, "GB/s of a D2H copy to pinned memory")     \
+	X(BOTH, "both-gbs", "both_pinned_gbs", NULL,                                         \
+	  "GB/s of a pinned H2D and D2H at once, the bytes of both")                         \
+	X(PAGEABLE, "pageable-gbs", "h2d_pageable_gbs", "d2h_pageable_gbs",                  \
+	  "GB/s of a pageable copy, either way")                                             \
+	X(PAGEABLE_H2D, "pageable-h2d-gbs", "h2d_pageable_gbs", NULL,                        \
+	  "GB/s of an H2D copy from pageable "                                               \
+	  "memory")                                                                          \
+	X(PAGEABLE_D2H, "pageable-d2h-gbs", "d2h_pageable_gbs", NULL,                        \
+	  "GB/s of a D2H copy to pageable "                                                  \
+	  "memory")                                                                          \
+	X(PAGEABLE_BOTH, "pageable-both-gbs", "both_pageable_gbs", NULL,                     \
+	  "GB/s of an H2D and a D2H at once when either is pageable")                        \
+	X(HOLDS, "pageable-holds-host", "pageable_holds_host", NULL,                         \
+	  "on: the host that enqueues a pageable copy waits for it to finish; on|off")       \
+	X(NS, "ns-gflops", NULL, NULL, "GFLOP/s of Newton-Schulz by --ns-method")            \
+	X(MOMENTUM, "momentum-gbs", "momentum_gbs", NULL,                                    \
+	  "GB/s of the device's elementwise kernels (momentum, casts, the backward's fill)") \
+	X(FWD_BWD, "fwd-bwd-gflops", "fwd_bwd_gflops", NULL,                                 \
+	  "GFLOP/s of the forward/backward's GEMMs")                                         \
+	X(HOST_OPT, "host-opt-gbs", "host_opt_gbs", NULL,                                    \
+	  "GB/s the host optimizer reads and writes")                                        \
+	X(MEMCPY, "memcpy-gbs", "memcpy_gbs", NULL,                                          \
+	  "GB/s of the host's streaming passes (clipping, the ZeRO-3 cast)")                 \
+	X(OVERHEAD, "overhead-us", "command_overhead_us", NULL,                              \
+	  "microseconds added to each device "                                               \
+	  "command")
+
+#define MB_PREDICT_ENUM(id, name, key, key2, help) MB_PF_##id,
+enum mb_predict_flag { MB_PREDICT_FLAGS(MB_PREDICT_ENUM) MB_PREDICT_NFLAGS };
+#undef MB_PREDICT_ENUM
 
 /* What the command line asked for, defaults filled in. */
 struct mb_args {
@@ -80,10 +124,14 @@ struct mb_args {
 
 	const char *image; /* plot: -o */
 
+	const char *profile;			      /* predict: a shipped name or a file */
+	const char *profile_flags[MB_PREDICT_NFLAGS]; /* predict: --h2d-gbs ... */
+
 	char **files; /* report, compare, plot: the results files, in argv */
 	int nfiles;
 
-	uint64_t given; /* bit i: option i of the table was on the command line */
+	/* bit i % 64 of word i / 64: option i of the table was on the command line */
+	uint64_t given[MB_OPTIONS_MAX / 64];
 
 	/* --ds-config: a DeepSpeed config JSON, and the values it gave TEXT and CHOICE options */
 	const char *ds_config;

@@ -63,40 +63,6 @@ struct grid {
 	unsigned checked_math[MB_NMOM_DTYPES][MB_NS_NMETHODS];
 };
 
-/*
- * The variants of --variant, each once, in the order master, pin, overlap,
- * both: master first in each stage, as the base of the changes.
- */
-static int parse_variants(struct grid *g)
-{
-	const char *p = g->args->variants;
-	unsigned chosen = 0, v;
-	size_t len;
-
-	do {
-		len = strcspn(p, ",");
-		for (v = 0; v < MB_NVARIANTS; v++)
-			if (strlen(mb_variant_names[v]) == len &&
-			    !strncmp(p, mb_variant_names[v], len))
-				break;
-		if (len == 3 && !strncmp(p, "all", 3))
-			chosen = (1u << MB_NVARIANTS) - 1;
-		else if (v < MB_NVARIANTS)
-			chosen |= 1u << v;
-		else
-			return mb_bad_input(
-				"--variant: invalid variant list '%s' (expected master, "
-				"pin, overlap, both or all, or a list of them)",
-				g->args->variants);
-		p += len;
-	} while (*p++ == ',');
-	g->nvariants = 0;
-	for (v = 0; v < MB_NVARIANTS; v++)
-		if (chosen & (1u << v))
-			g->variants[g->nvariants++] = v;
-	return 0;
-}
-
 static int parse_measure(struct grid *g)
 {
 	const struct mb_args *a = g->args;
@@ -499,7 +465,8 @@ static int setup(struct grid *g)
 {
 	int err;
 
-	if ((err = mb_setup_stages(g->args, g->stages, &g->nstages)) || (err = parse_variants(g)) ||
+	if ((err = mb_setup_stages(g->args, g->stages, &g->nstages)) ||
+	    (err = mb_setup_variants(g->args, g->variants, &g->nvariants)) ||
 	    (err = parse_measure(g)))
 		return err;
 	if (g->args->resume_at && g->args->resume_at >= g->args->steps)

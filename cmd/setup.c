@@ -14,6 +14,7 @@
 #include "mb_clock.h"
 #include "mb_config.h"
 #include "mb_err.h"
+#include "mb_step.h"
 #include "mb_tuning.h"
 
 int mb_setup_model(const struct mb_args *args, struct mb_model *m)
@@ -260,4 +261,34 @@ int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n)
 			return 0;
 		p += 2;
 	}
+}
+
+int mb_setup_variants(const struct mb_args *args, unsigned *variants, size_t *n)
+{
+	const char *p = args->variants;
+	unsigned chosen = 0, v;
+	size_t len;
+
+	do {
+		len = strcspn(p, ",");
+		for (v = 0; v < MB_NVARIANTS; v++)
+			if (strlen(mb_variant_names[v]) == len &&
+			    !strncmp(p, mb_variant_names[v], len))
+				break;
+		if (len == 3 && !strncmp(p, "all", 3))
+			chosen = (1u << MB_NVARIANTS) - 1;
+		else if (v < MB_NVARIANTS)
+			chosen |= 1u << v;
+		else
+			return mb_bad_input(
+				"--variant: invalid variant list '%s' (expected master, "
+				"pin, overlap, both or all, or a list of them)",
+				args->variants);
+		p += len;
+	} while (*p++ == ',');
+	*n = 0;
+	for (v = 0; v < MB_NVARIANTS; v++)
+		if (chosen & (1u << v))
+			variants[(*n)++] = v;
+	return 0;
 }

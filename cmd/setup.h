@@ -25,6 +25,13 @@ void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct m
 /* The stages of --stage (1 to 3 of them, each once) into STAGES. */
 int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n);
 
+/*
+ * The variants of --variant (MB_NVARIANTS at most), each once, in the order
+ * master, pin, overlap, both: master first in each stage, as the base of
+ * the changes.
+ */
+int mb_setup_variants(const struct mb_args *args, unsigned *variants, size_t *n);
+
 /* The device selection of --platform and --device. */
 void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel);
 

@@ -1,0 +1,383 @@
+/*
+ * predict: the model of the step (mb_predict) for each stage and variant
+ * asked, from a device profile (--profile, then the options that set its
+ * fields), as the reference's tables, CSV rows or JSON. One option's list
+ * sweeps its field: the cells are predicted for each value.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "mb_err.h"
+#include "mb_num.h"
+#include "mb_plan.h"
+#include "mb_predict.h"
+#include "mb_profile.h"
+#include "print.h"
+#include "setup.h"
+
+#define GIB	   (1ull << 30)
+#define SWEEP_MAX  64
+#define NCELLS_MAX (3 * MB_NVARIANTS)
+
+/* predict's options that set profile fields, and the fields they set */
+struct flag {
+	const char *option, *key, *key2;
+};
+
+#define FLAG_ENTRY(id, name, key, key2, help) [MB_PF_##id] = { name, key, key2 },
+static const struct flag flags[MB_PREDICT_NFLAGS] = { MB_PREDICT_FLAGS(FLAG_ENTRY) };
+#undef FLAG_ENTRY
+
+/* Set flag F's fields of *P to VALUE; --ns-gflops sets METHOD's rate. */
+static int set_flag(struct mb_profile *p, size_t f, const char *value, enum mb_ns_method method)
+{
+	const char *key = flags[f].key;
+	char what[64];
+	int err;
+
+	snprintf(what, sizeof(what), "--%s", flags[f].option);
+	if (f == MB_PF_NS)
+		key = method == MB_NS_GRAM ? "ns_gram_gflops" : "ns_standard_gflops";
+	if ((err = mb_profile_set(p, key, value, what)))
+		return err;
+	return flags[f].key2 ? mb_profile_set(p, flags[f].key2, value, what) : 0;
+}
+
+struct sweep {
+	int flag; /* -1: none */
+	char copy[512];
+	const char *values[SWEEP_MAX];
+	size_t n;
+};
+
+/* Split LIST (of flag F) into S's values. */
+static int split(struct sweep *s, size_t f, const char *list)
+{
+	char *p;
+
+	if (strlen(list) >= sizeof(s->copy))
+		return mb_bad_input("--%s: the list '%.40s...' is too long", flags[f].option, list);
+	snprintf(s->copy, sizeof(s->copy), "%s", list);
+	s->flag = (int)f;
+	s->n = 0;
+	for (p = s->copy;; p++) {
+		if (s->n == SWEEP_MAX)
+			return mb_bad_input("--%s: more than %d values in '%s'", flags[f].option,
+					    SWEEP_MAX, list);
+		s->values[s->n++] = p;
+		if (!(p = strchr(p, ',')))
+			return 0;
+		*p = '\0';
+	}
+}
+
+/*
+ * The profile of --profile with the options' fields set into *base, and the
+ * sweep (the one option given a list) into *s, each of its values checked.
+ */
+static int build_profile(const struct mb_args *args, enum mb_ns_method method,
+			 struct mb_profile *base, struct sweep *s)
+{
+	struct mb_profile scratch;
+	size_t f, i;
+	int err;
+
+	s->flag = -1;
+	if ((err = mb_profile_load(base, args->profile)))
+		return err;
+	for (f = 0; f < MB_PREDICT_NFLAGS; f++) {
+		const char *v = args->profile_flags[f];
+
+		if (!v)
+			continue;
+		if (!strchr(v, ',')) {
+			if ((err = set_flag(base, f, v, method)))
+				return err;
+			continue;
+		}
+		if (s->flag >= 0)
+			return mb_bad_input("--%s and --%s both give a list: predict sweeps one "
+					    "field at a time",
+					    flags[s->flag].option, flags[f].option);
+		if ((err = split(s, f, v)))
+			return err;
+	}
+	for (i = 0; s->flag >= 0 && i < s->n; i++) {
+		scratch = *base;
+		if ((err = set_flag(&scratch, (size_t)s->flag, s->values[i], method)))
+			return err;
+	}
+	return 0;
+}
+
+struct cell {
+	unsigned stage;
+	enum mb_variant variant;
+	struct mb_step_times t;
+	uint64_t peak_step_bytes, peak_device_own_bytes;
+};
+
+struct grid {
+	const struct mb_args *args;
+	struct mb_model model;
+	unsigned stages[3], variants[MB_NVARIANTS];
+	size_t nstages, nvariants;
+	struct mb_plan plans[3];
+	struct mb_step_settings set[3];
+	struct cell cells[NCELLS_MAX];
+	size_t ncells;
+};
+
+static void step_settings(const struct mb_args *args, unsigned stage, struct mb_step_settings *s)
+{
+	struct mb_optim optim = MB_OPTIM_DEFAULTS;
+
+	memset(s, 0, sizeof(*s));
+	mb_setup_plan_settings(args, stage, &s->plan);
+	s->pin_memory = !strcmp(args->pin_memory, "on");
+	s->writeback_event = !strcmp(args->writeback_dep, "event");
+	s->optim = optim;
+	s->fwd_bwd = !strcmp(args->fwd_bwd, "on");
+	s->tokens = args->seq * args->micro_batch;
+}
+
+static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t m = a > b ? a : b;
+
+	return m > c ? m : c;
+}
+
+/* Every cell of G on the device *P describes. */
+static int predict_cells(struct grid *g, const struct mb_profile *p)
+{
+	size_t i, j;
+	int err;
+
+	g->ncells = 0;
+	for (i = 0; i < g->nstages; i++) {
+		const struct mb_plan *plan = &g->plans[i];
+
+		for (j = 0; j < g->nvariants; j++) {
+			struct cell *c = &g->cells[g->ncells++];
+
+			c->stage = g->stages[i];
+			c->variant = g->variants[j];
+			g->set[i].variant = c->variant;
+			if ((err = mb_predict_step(&g->model, plan, &g->set[i], p, &c->t)))
+				return err;
+			c->peak_step_bytes = mb_variant_overlaps(c->variant)
+						     ? plan->peak_step_bytes_overlap
+						     : plan->peak_step_bytes_sync;
+			c->peak_device_own_bytes = max3(plan->peak_forward_bytes,
+							plan->peak_backward_bytes,
+							c->peak_step_bytes);
+		}
+	}
+	return 0;
+}
+
+/* ---- Markdown ---- */
+
+static const char *secs(char *buf, size_t len, double s)
+{
+	if (isnan(s))
+		snprintf(buf, len, "n/a");
+	else
+		snprintf(buf, len, s >= 1 ? "%.2f" : "%.3g", s);
+	return buf;
+}
+
+/* " (-33%)" against BASE, or "" when there is none (NaN). */
+static const char *change(char *buf, size_t len, double x, double base)
+{
+	buf[0] = '\0';
+	if (base > 0 && isfinite(x))
+		snprintf(buf, len, " (%+.0f%%)", 100 * (x - base) / base);
+	return buf;
+}
+
+static const char *peak(char *buf, size_t len, uint64_t bytes)
+{
+	return bytes >= GIB ? mb_fmt_gib(buf, len, bytes) : mb_fmt_bytes_iec(buf, len, bytes);
+}
+
+/* Master of C's stage, unless C is master or there is none. */
+static const struct cell *base_of(const struct grid *g, const struct cell *c)
+{
+	size_t i;
+
+	if (c->variant == MB_MASTER)
+		return NULL;
+	for (i = 0; i < g->ncells; i++)
+		if (g->cells[i].stage == c->stage && g->cells[i].variant == MB_MASTER)
+			return &g->cells[i];
+	return NULL;
+}
+
+static void md_tables(const struct grid *g)
+{
+	char a[32], b[32], c1[32], c2[32], pk[32];
+	size_t i;
+
+	printf("| ZeRO | Variant | Iteration mean | Muon apply mean | Peak device memory (plan) "
+	       "| step peak (plan) |\n|---|---|---|---|---|---|\n");
+	for (i = 0; i < g->ncells; i++) {
+		const struct cell *c = &g->cells[i], *base = base_of(g, c);
+
+		printf("| %u | %s | %s%s | %s s%s | %s | ", c->stage, mb_variant_names[c->variant],
+		       secs(a, sizeof(a), c->t.iter_s),
+		       change(c1, sizeof(c1), c->t.iter_s, base ? base->t.iter_s : NAN),
+		       secs(b, sizeof(b), c->t.apply_s),
+		       change(c2, sizeof(c2), c->t.apply_s, base ? base->t.apply_s : NAN),
+		       peak(pk, sizeof(pk), c->peak_device_own_bytes));
+		printf("%s |\n", peak(pk, sizeof(pk), c->peak_step_bytes));
+	}
+	printf("\nPhases (s): the run's, device spans summed by kind; D2H hidden is the part of "
+	       "the D2H the compute queue was busy too.\n\n");
+	printf("| ZeRO | Variant | forward | backward | H2D | momentum | NS | D2H | D2H hidden | "
+	       "host opt | params H2D |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+	for (i = 0; i < g->ncells; i++) {
+		const struct mb_phase_times *p = &g->cells[i].t.phase;
+		double v[] = { p->forward_s,	p->backward_s, p->h2d_s,
+			       p->momentum_s,	p->ns_s,       p->d2h_s,
+			       p->d2h_hidden_s, p->host_opt_s, p->params_h2d_s };
+		size_t k;
+
+		printf("| %u | %s |", g->cells[i].stage, mb_variant_names[g->cells[i].variant]);
+		for (k = 0; k < sizeof(v) / sizeof(v[0]); k++)
+			printf(" %s |", secs(a, sizeof(a), v[k]));
+		printf("\n");
+	}
+}
+
+static void md_profile(const struct mb_profile *p)
+{
+	printf("Profile '%s' (%s): H2D %g / D2H %g GB/s pinned (%g both at once), %g / %g "
+	       "pageable (%g), pageable copies %s the host; Newton-Schulz %g GFLOP/s gram, %g "
+	       "standard; elementwise kernels %g GB/s; forward/backward %g GFLOP/s; host "
+	       "optimizer %g GB/s, memcpy %g GB/s; %g us a command.\n\n",
+	       p->name, p->device, p->h2d_pinned_gbs, p->d2h_pinned_gbs, p->both_pinned_gbs,
+	       p->h2d_pageable_gbs, p->d2h_pageable_gbs, p->both_pageable_gbs,
+	       p->pageable_holds_host ? "hold" : "do not hold", p->ns_gram_gflops,
+	       p->ns_standard_gflops, p->momentum_gbs, p->fwd_bwd_gflops, p->host_opt_gbs,
+	       p->memcpy_gbs, p->command_overhead_us);
+}
+
+/* ---- CSV, JSON ---- */
+
+static void print_cells(const struct grid *g, const struct mb_profile *p, const char *option,
+			const char *value, bool json, bool *first)
+{
+	size_t i;
+
+	for (i = 0; i < g->ncells; i++) {
+		const struct cell *c = &g->cells[i];
+		const struct mb_phase_times *ph = &c->t.phase;
+		struct mb_field f[] = {
+			MB_FIELD_T("profile", p->name),
+			MB_FIELD_T("model", g->model.name),
+			MB_FIELD_T("sweep_option", option),
+			MB_FIELD_T("sweep_value", value),
+			MB_FIELD_N("stage", c->stage),
+			MB_FIELD_T("variant", mb_variant_names[c->variant]),
+			MB_FIELD_F("iter_mean_s", c->t.iter_s),
+			MB_FIELD_F("apply_mean_s", c->t.apply_s),
+			MB_FIELD_N("peak_step_bytes", c->peak_step_bytes),
+			MB_FIELD_N("peak_device_own_bytes", c->peak_device_own_bytes),
+			MB_FIELD_F("forward_s", ph->forward_s),
+			MB_FIELD_F("backward_s", ph->backward_s),
+			MB_FIELD_F("h2d_s", ph->h2d_s),
+			MB_FIELD_F("momentum_s", ph->momentum_s),
+			MB_FIELD_F("ns_s", ph->ns_s),
+			MB_FIELD_F("d2h_s", ph->d2h_s),
+			MB_FIELD_F("d2h_hidden_frac",
+				   ph->d2h_s > 0 ? ph->d2h_hidden_s / ph->d2h_s : NAN),
+			MB_FIELD_F("host_opt_s", ph->host_opt_s),
+			MB_FIELD_F("params_h2d_s", ph->params_h2d_s),
+		};
+
+		mb_print_record(f, sizeof(f) / sizeof(f[0]), json, *first);
+		*first = false;
+	}
+}
+
+static int setup_grid(struct grid *g, const struct mb_args *args)
+{
+	size_t i;
+	int err;
+
+	if ((err = mb_setup_stages(args, g->stages, &g->nstages)) ||
+	    (err = mb_setup_variants(args, g->variants, &g->nvariants)) ||
+	    (err = mb_setup_model(args, &g->model)))
+		return err;
+	for (i = 0; i < g->nstages; i++) {
+		step_settings(args, g->stages[i], &g->set[i]);
+		if ((err = mb_plan_build(&g->plans[i], &g->model, &g->set[i].plan))) {
+			while (i-- > 0)
+				mb_plan_release(&g->plans[i]);
+			mb_model_release(&g->model);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void release_grid(struct grid *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->nstages; i++)
+		mb_plan_release(&g->plans[i]);
+	mb_model_release(&g->model);
+}
+
+int mb_cmd_predict(const struct mb_args *args)
+{
+	bool json = !strcmp(args->format, "json"), md = !strcmp(args->format, "md"), first = true;
+	struct mb_profile base, p;
+	struct sweep sw;
+	struct grid *g;
+	size_t i, n;
+	int err;
+
+	if (!(g = calloc(1, sizeof(*g))))
+		return mb_fail("out of host memory");
+	g->args = args;
+	if ((err = setup_grid(g, args))) {
+		free(g);
+		return err;
+	}
+	if ((err = build_profile(args, g->set[0].plan.ns_method, &base, &sw)))
+		goto out;
+	n = sw.flag >= 0 ? sw.n : 1;
+	if (md)
+		printf("# Predicted: %s (%s), %u layers, %s\n\n", g->model.name, g->model.source,
+		       g->model.layers, "from the device profile below, with no device");
+	for (i = 0; i < n && !err; i++) {
+		p = base;
+		if (sw.flag >= 0)
+			set_flag(&p, (size_t)sw.flag, sw.values[i], g->set[0].plan.ns_method);
+		if ((err = predict_cells(g, &p)))
+			break;
+		if (!md) {
+			print_cells(g, &p, sw.flag >= 0 ? flags[sw.flag].option : "",
+				    sw.flag >= 0 ? sw.values[i] : "", json, &first);
+			continue;
+		}
+		if (sw.flag >= 0)
+			printf("%s## --%s %s\n\n", i ? "\n" : "", flags[sw.flag].option,
+			       sw.values[i]);
+		md_profile(&p);
+		md_tables(g);
+	}
+	if (!md && !err)
+		mb_print_records_end(json, !first);
+out:
+	release_grid(g);
+	free(g);
+	return err;
+}
