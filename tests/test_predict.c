@@ -1,0 +1,400 @@
+/*
+ * The model of the step (mb_predict) against schedules worked out by hand,
+ * the device profile's reader and writer (mb_profile), and the shipped
+ * reference profile against the reference change's own tables.
+ *
+ * The hand-worked model: two Muon matrices of 1000 x 1000 (1e6 elements,
+ * 4e6 bytes in fp32) and nothing else; a gather budget of 8e6 bytes, so
+ * that each ZeRO-2 batch is one matrix; no forward/backward. The profile's
+ * rates make every piece a round number of seconds: a 4e6-byte pinned copy
+ * 1 s either way, a pageable one 2 s, the fp32 momentum kernel (16 bytes an
+ * element) 1 s, Newton-Schulz (30 GFLOP on a square 1000 x 1000) 3 s.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mb_config.h"
+#include "mb_err.h"
+#include "mb_ns.h"
+#include "mb_plan.h"
+#include "mb_predict.h"
+#include "mb_profile.h"
+
+static const char two_matrices[] = "{\"parameters\": ["
+				   "{\"name\": \"a.weight\", \"shape\": [1000, 1000]},"
+				   "{\"name\": \"b.weight\", \"shape\": [1000, 1000]}]}";
+
+static struct mb_profile hand_profile(void)
+{
+	struct mb_profile p = {
+		.name = "hand",
+		.device = "worked by hand",
+		.h2d_pinned_gbs = 0.004,
+		.d2h_pinned_gbs = 0.004,
+		.both_pinned_gbs = 1, /* no contention */
+		.h2d_pageable_gbs = 0.002,
+		.d2h_pageable_gbs = 0.002,
+		.both_pageable_gbs = 1,
+		.ns_gram_gflops = 10,
+		.ns_standard_gflops = 10,
+		.momentum_gbs = 0.016,
+		.fwd_bwd_gflops = 1,
+		.host_opt_gbs = 0.028, /* 14 bytes x 2e6: 1 s */
+		.memcpy_gbs = 0.016,   /* the clipping pass, 8 bytes x 2e6: 1 s */
+	};
+	return p;
+}
+
+/* Predict VARIANT at STAGE for the two matrices under profile P. */
+static struct mb_step_times predict(unsigned stage, enum mb_variant variant, bool event,
+				    const struct mb_profile *p)
+{
+	struct mb_step_settings set = {
+		.plan = { .stage = stage,
+			  .gather_budget_bytes = 8000000,
+			  .sub_group_size = 2000000,
+			  .world_size = 1,
+			  .momentum_dtype = mb_momentum_dtype_default(stage),
+			  .params_back = mb_params_back_default(stage),
+			  .ns_method = MB_NS_GRAM },
+		.variant = variant,
+		.pin_memory = true,
+		.writeback_event = event,
+	};
+	struct mb_step_times t;
+	struct mb_model m;
+	struct mb_plan plan;
+
+	assert_int_equal(mb_config_parse(&m, two_matrices, strlen(two_matrices), "two", 0), 0);
+	assert_int_equal(mb_plan_build(&plan, &m, &set.plan), 0);
+	assert_int_equal(plan.ngroups, stage == 3 ? 1 : 2);
+	assert_int_equal(mb_predict_step(&m, &plan, &set, p, &t), 0);
+	mb_plan_release(&plan);
+	mb_model_release(&m);
+	return t;
+}
+
+#define assert_secs(x, want) assert_true(fabs((x) - (want)) < 1e-9)
+
+/* The backward: fill 0.5 s, norm 0.5 s, D2H of 8e6 bytes 2 s, and a pageable read of the
+ * 64 partial sums; the host optimizer 2 s (1 s and the clipping's 1 s); params back 1 s. */
+static double outside_apply_zero2(void)
+{
+	return 3 + 4.0 * MB_NS_PARTIALS / 2e6 + 2 + 1;
+}
+
+/*
+ * Synchronous writeback, each batch in turn: H2D grads 1, momentum (pageable
+ * for master) 2, momentum kernel 1, Newton-Schulz 3, D2H update 1 and
+ * momentum 2: 10 s a batch; pin: 8 s.
+ */
+static void sync_by_hand(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+
+	(void)state;
+	t = predict(2, MB_MASTER, false, &p);
+	assert_secs(t.apply_s, 20);
+	assert_secs(t.iter_s, 20 + outside_apply_zero2());
+	assert_secs(t.phase.h2d_s, 6);
+	assert_secs(t.phase.momentum_s, 2);
+	assert_secs(t.phase.ns_s, 6);
+	assert_secs(t.phase.d2h_s, 6);
+	assert_secs(t.phase.d2h_hidden_s, 0);
+	assert_secs(t.phase.host_opt_s, 2);
+	assert_secs(t.phase.params_h2d_s, 1);
+	assert_secs(t.phase.backward_s, 3 + 4.0 * MB_NS_PARTIALS / 2e6);
+	assert_secs(t.phase.forward_s, 0);
+
+	t = predict(2, MB_PIN, false, &p);
+	assert_secs(t.apply_s, 16);
+	assert_secs(t.phase.h2d_s, 4);
+	assert_secs(t.phase.d2h_s, 4);
+}
+
+/*
+ * Overlapped, both: batch 0 computes 0-6 (H2D 0-2, kernel 2-3, NS 3-6) and
+ * batch 1 6-12; batch 0's writeback waits on the host for its compute and
+ * runs 6-8 on the copy queue, hidden behind batch 1; batch 1's 12-14, after
+ * the last compute: 14 s. Overlap alone: the momentum pageable, batch 0
+ * 0-7, batch 1 7-14, writebacks 7-10 (hidden) and 14-17: 17 s.
+ */
+static void overlap_by_hand(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+
+	(void)state;
+	t = predict(2, MB_BOTH, false, &p);
+	assert_secs(t.apply_s, 14);
+	assert_secs(t.phase.d2h_s, 4);
+	assert_secs(t.phase.d2h_hidden_s, 2);
+	t = predict(2, MB_OVERLAP, false, &p);
+	assert_secs(t.apply_s, 17);
+	assert_secs(t.phase.d2h_hidden_s, 3);
+	/* an event wait list instead of the host's wait: the same timeline here */
+	t = predict(2, MB_BOTH, true, &p);
+	assert_secs(t.apply_s, 14);
+	assert_secs(t.phase.d2h_hidden_s, 2);
+}
+
+/*
+ * Both at once capped at 0.004 GB/s, half the two rates' sum: batch 0's
+ * D2H (6-8 alone) and batch 1's H2D share the link, each at half its rate:
+ * the grads both ways 6-8, the momentum both ways 8-10; batch 1's kernel
+ * 10-11, NS 11-14, its writeback 14-16.
+ */
+static void shared_link_by_hand(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+
+	(void)state;
+	p.both_pinned_gbs = 0.004;
+	t = predict(2, MB_BOTH, false, &p);
+	assert_secs(t.apply_s, 16);
+	assert_secs(t.phase.h2d_s, 2 + 4);
+	assert_secs(t.phase.d2h_s, 4 + 2);
+	assert_secs(t.phase.d2h_hidden_s, 4);
+}
+
+/*
+ * Pageable copies that hold the host, overlap alone, Newton-Schulz 1 s.
+ * Without the hold: batch 0 0-5 (H2D 0-3, kernel 3-4, NS 4-5), batch 1
+ * 5-10, batch 0's writeback 5-8, batch 1's 10-13: 13 s. With it, the host
+ * is held in batch 0's momentum H2D until 3, in batch 1's (6-8) until 8;
+ * only then does it queue batch 0's writeback: update 8-9, momentum 9-11
+ * (held); batch 1's computed at 10, its writeback 11-12 and 12-14: 14 s.
+ */
+static void pageable_holds_host_by_hand(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+
+	(void)state;
+	p.ns_gram_gflops = 30;
+	t = predict(2, MB_OVERLAP, false, &p);
+	assert_secs(t.apply_s, 13);
+	p.pageable_holds_host = true;
+	t = predict(2, MB_OVERLAP, false, &p);
+	assert_secs(t.apply_s, 14);
+	/* synchronous: the host waits anyway, the hold changes nothing */
+	t = predict(2, MB_MASTER, false, &p);
+	assert_secs(t.apply_s, 2 * (1 + 2 + 1 + 1 + 1 + 2));
+}
+
+/*
+ * ZeRO-3, one sub-group of both matrices, bf16 momentum: the gather (grads
+ * 1 + 1, momentum 4e6 bytes pageable 2, momentum kernel 24e6 bytes 1.5, the
+ * bf16 cast 12e6 bytes 0.75: 6.25 s), then per matrix NS 3 and writeback
+ * (update 1, bf16 momentum pageable 1). Master: 6.25 + 2 x 5 = 16.25 s.
+ * Overlap: NS 6.25-9.25 and 9.25-12.25; the first writeback 9.25-11.25,
+ * the second 12.25-14.25. The host optimizer adds the cast of params back
+ * pageable (12e6 bytes, 0.75 s); params back pageable 2 s.
+ */
+static void zero3_by_hand(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+	double outside = 3 + 4.0 * MB_NS_PARTIALS / 2e6 + 2.75 + 2;
+
+	(void)state;
+	t = predict(3, MB_MASTER, false, &p);
+	assert_secs(t.apply_s, 16.25);
+	assert_secs(t.iter_s, 16.25 + outside);
+	assert_secs(t.phase.momentum_s, 2.25);
+	assert_secs(t.phase.host_opt_s, 2.75);
+	assert_secs(t.phase.params_h2d_s, 2);
+	t = predict(3, MB_OVERLAP, false, &p);
+	assert_secs(t.apply_s, 14.25);
+	assert_secs(t.phase.d2h_hidden_s, 2);
+}
+
+/* 0.5 s a command: master's six commands a batch take 3 s more each. */
+static void command_overhead(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+
+	(void)state;
+	p.command_overhead_us = 500000;
+	t = predict(2, MB_MASTER, false, &p);
+	assert_secs(t.apply_s, 26);
+}
+
+/* ---- the profile's reader and writer ---- */
+
+static const char good[] =
+	"{\n  \"format_version\": 1,\n  \"name\": \"x\",\n  \"device\": \"y \\\"z\\\"\",\n"
+	"  \"note\": [\"for people\"],\n"
+	"  \"h2d_pinned_gbs\": 43, \"d2h_pinned_gbs\": 57, \"both_pinned_gbs\": 100,\n"
+	"  \"h2d_pageable_gbs\": 10.1, \"d2h_pageable_gbs\": 0.1, \"both_pageable_gbs\": 20,\n"
+	"  \"pageable_holds_host\": true, \"ns_gram_gflops\": 104887.123456789,\n"
+	"  \"ns_standard_gflops\": 3e4, \"momentum_gbs\": 500, \"fwd_bwd_gflops\": 30770,\n"
+	"  \"host_opt_gbs\": 100, \"memcpy_gbs\": 200, \"command_overhead_us\": 0\n}\n";
+
+static void profile_round_trip(void **state)
+{
+	struct mb_profile a, b;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(mb_profile_parse(&a, good, strlen(good), "good.json"), 0);
+	assert_string_equal(a.device, "y \"z\"");
+	assert_true(a.pageable_holds_host);
+	assert_true(a.d2h_pageable_gbs == 0.1);
+	assert_non_null(f = open_memstream(&text, &len));
+	mb_profile_write(f, &a);
+	fclose(f);
+	assert_int_equal(mb_profile_parse(&b, text, len, "written"), 0);
+	assert_memory_equal(&a, &b, sizeof(a));
+	free(text);
+	/* flags set fields, checked as the file's */
+	assert_int_equal(mb_profile_set(&a, "h2d_pageable_gbs", "5", "--pageable-gbs"), 0);
+	assert_true(mb_profile_get(&a, "h2d_pageable_gbs") == 5);
+	assert_int_equal(mb_profile_set(&a, "pageable_holds_host", "off", "--x"), 0);
+	assert_true(mb_profile_get(&a, "pageable_holds_host") == 0);
+	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "-1", "--momentum-gbs"), -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: must be a positive number"));
+	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "1x", "--momentum-gbs"), -MB_EINPUT);
+	assert_true(isnan(mb_profile_get(&a, "nope")));
+	/* the shipped one, and every key in the table */
+	assert_int_equal(mb_profile_load(&a, "reference"), 0);
+	assert_string_equal(a.name, "reference");
+	assert_int_equal(mb_profile_load(&a, "nope"), -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "shipped: reference"));
+	assert_string_equal(mb_profile_key(0), "name");
+	assert_null(mb_profile_key(16));
+}
+
+/* GOOD with FROM replaced by TO must be refused, the message holding WANT. */
+static void refused(const char *from, const char *to, const char *want)
+{
+	char text[sizeof(good) + 64];
+	const char *at = strstr(good, from);
+	struct mb_profile p;
+
+	assert_non_null(at);
+	snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - good), good, to, at + strlen(from));
+	assert_int_equal(mb_profile_parse(&p, text, strlen(text), "bad.json"), -MB_EINPUT);
+	if (!strstr(mb_errmsg(), want))
+		fail_msg("'%s' for '%s' -> '%s': want '%s'", mb_errmsg(), from, to, want);
+}
+
+static void bad_profiles(void **state)
+{
+	(void)state;
+	refused("\"h2d_pinned_gbs\": 43, ", "", "bad.json: missing key \"h2d_pinned_gbs\"");
+	refused("\"momentum_gbs\": 500", "\"momentum_gbs\": -500",
+		"bad.json:9:46: momentum_gbs: must be a positive number (GB/s), got -500");
+	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 0", "memcpy_gbs: must be a positive");
+	refused("\"command_overhead_us\": 0", "\"command_overhead_us\": -1",
+		"command_overhead_us: must be a number no less than 0");
+	refused("\"format_version\": 1", "\"format_version\": 2",
+		"bad.json:2:21: format_version: a profile of another version");
+	refused("\"format_version\": 1,", "", "missing key \"format_version\"");
+	refused("\"name\": \"x\"", "\"name\": 3", "bad.json:3:11: name: must be a string");
+	refused("\"pageable_holds_host\": true", "\"pageable_holds_host\": 1",
+		"pageable_holds_host: must be true or false");
+	refused("\"ns_standard_gflops\": 3e4", "\"ns_standard_glops\": 3e4",
+		"bad.json:9:24: ns_standard_glops: not a key of a device profile");
+	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 200, \"memcpy_gbs\": 2",
+		"memcpy_gbs: given twice");
+	refused("{", "[", "bad.json:");
+}
+
+/* ---- the reference ---- */
+
+struct row {
+	unsigned stage;
+	enum mb_variant variant;
+	double iter_s, apply_s; /* the reference's (muon-offload-pr.txt) */
+};
+
+static const struct row reference[] = {
+	{ 2, MB_MASTER, 8.54, 5.13 },  { 2, MB_PIN, 5.94, 2.82 },  { 2, MB_OVERLAP, 7.12, 3.85 },
+	{ 2, MB_BOTH, 5.68, 2.35 },    { 3, MB_MASTER, 7.65, 3.79 }, { 3, MB_PIN, 6.28, 2.57 },
+	{ 3, MB_OVERLAP, 6.56, 2.91 }, { 3, MB_BOTH, 6.28, 2.22 },
+};
+
+/*
+ * profiles/reference.json, fitted on the ZeRO-2 master row alone, against
+ * the other seven (issue 15): the Muon apply within 4% on every row but
+ * overlap-only, which comes in short (pageable copies that hold the host,
+ * which the plain account leaves out); the iteration within 10% on all.
+ */
+static void reproduces_the_reference(void **state)
+{
+	struct mb_step_settings set = { .pin_memory = true, .fwd_bwd = true, .tokens = 2048 };
+	struct mb_profile p;
+	struct mb_model m;
+	struct mb_plan plan;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(mb_profile_load(&p, "reference"), 0);
+	assert_int_equal(mb_config_load_builtin(&m, "qwen3-4b", 0), 0);
+	for (i = 0; i < sizeof(reference) / sizeof(reference[0]); i++) {
+		const struct row *r = &reference[i];
+		struct mb_step_times t;
+		double da, di;
+
+		set.plan = (struct mb_plan_settings){
+			.stage = r->stage,
+			.gather_budget_bytes = 512ull << 20,
+			.sub_group_size = 1000000000,
+			.reduce_bucket_elems = 500000000,
+			.tokens = 2048,
+			.world_size = 1,
+			.momentum_dtype = mb_momentum_dtype_default(r->stage),
+			.params_back = mb_params_back_default(r->stage),
+			.pin_chunk_bytes = 2ull << 30,
+			.ns_method = MB_NS_GRAM,
+		};
+		set.variant = r->variant;
+		assert_int_equal(mb_plan_build(&plan, &m, &set.plan), 0);
+		assert_int_equal(mb_predict_step(&m, &plan, &set, &p, &t), 0);
+		mb_plan_release(&plan);
+		da = 100 * (t.apply_s - r->apply_s) / r->apply_s;
+		di = 100 * (t.iter_s - r->iter_s) / r->iter_s;
+		print_message("ZeRO-%u %-7s apply %.2f s (%+.1f%%), iteration %.2f s (%+.1f%%)\n",
+			      r->stage, mb_variant_names[r->variant], t.apply_s, da, t.iter_s, di);
+		if (r->stage == 2 && r->variant == MB_MASTER) {
+			assert_true(fabs(da) < 0.1 && fabs(di) < 0.1); /* the fit */
+		} else if (r->variant == MB_OVERLAP) {
+			assert_true(da < -4 && da > -12);
+		} else {
+			assert_true(fabs(da) < 4);
+		}
+		assert_true(fabs(di) < 10);
+	}
+	mb_model_release(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(sync_by_hand),
+		cmocka_unit_test(overlap_by_hand),
+		cmocka_unit_test(shared_link_by_hand),
+		cmocka_unit_test(pageable_holds_host_by_hand),
+		cmocka_unit_test(zero3_by_hand),
+		cmocka_unit_test(command_overhead),
+		cmocka_unit_test(profile_round_trip),
+		cmocka_unit_test(bad_profiles),
+		cmocka_unit_test(reproduces_the_reference),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
