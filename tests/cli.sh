@@ -893,6 +893,38 @@ else
 	report fail "--ds-config: bf16.enabled false is --momentum-dtype fp32, said once; the command line wins" "exit $rc: $(cat "$tmp/err" "$tmp/err-bf16")"
 fi
 
+# predict: the reference's table from profiles/reference.json, with no device.
+expect_output "predict: the reference's ZeRO-2 master row, fitted" "| 2 | master | 8.54 | 5.13 s |" predict --profile reference --model qwen3-4b --stage 2,3 --variant all
+expect_output "predict: ZeRO-2 both" "| 2 | both | 5.72 (-33%) | 2.31 s (-55%) |" predict --stage 2,3
+expect_output "predict: ZeRO-3 master" "| 3 | master | 7.84 | 3.69 s |" predict --stage 2,3
+expect_output "predict: a sweep prints a table for each value" "## --pageable-gbs 40" predict --pageable-gbs 5,10,20,40
+expect_output "predict: json has the run's names" '"apply_mean_s": ' predict --format json --variant both
+"$bin" predict --stage 2,3 --format csv --pageable-gbs 5,10 >"$tmp/pcsv"
+if [ "$(wc -l <"$tmp/pcsv")" -eq 17 ] && head -1 "$tmp/pcsv" | grep -q "^profile,model,sweep_option,sweep_value,stage,variant,iter_mean_s,apply_mean_s,peak_step_bytes," &&
+	grep -q "^reference,qwen3-4b,pageable-gbs,5,3,overlap," "$tmp/pcsv"; then
+	report ok "predict: csv is a header and a row per value, stage and variant"
+else
+	report fail "predict: csv is a header and a row per value, stage and variant" "$(cat "$tmp/pcsv")"
+fi
+# slower pageable copies slow master, not both
+m5=$(awk -F, '$5 == 2 && $6 == "master" { print $8 }' "$tmp/pcsv" | head -1)
+m10=$(awk -F, '$5 == 2 && $6 == "master" { print $8 }' "$tmp/pcsv" | tail -1)
+b5=$(awk -F, '$5 == 2 && $6 == "both" { print $8 }' "$tmp/pcsv" | head -1)
+b10=$(awk -F, '$5 == 2 && $6 == "both" { print $8 }' "$tmp/pcsv" | tail -1)
+if awk -v a="$m5" -v b="$m10" -v c="$b5" -v d="$b10" 'BEGIN { exit !(a > b + 1 && c == d) }'; then
+	report ok "predict: the pageable rate moves master, not both"
+else
+	report fail "predict: the pageable rate moves master, not both" "master $m5 $m10, both $b5 $b10"
+fi
+expect_error "predict: a rate must be positive" 2 "--h2d-gbs: must be a positive number (GB/s), got '-1'" predict --h2d-gbs -1
+expect_error "predict: a bad value in a sweep" 2 "--pageable-gbs: invalid number 'x' (GB/s)" predict --pageable-gbs 5,x
+expect_error "predict: one sweep at a time" 2 "--h2d-gbs and --d2h-gbs both give a list" predict --h2d-gbs 1,2 --d2h-gbs 3,4
+expect_error "predict: an unknown profile" 2 "no device profile 'nope' (shipped: reference" predict --profile nope
+printf '{"format_version": 2}\n' >"$tmp/v2.json"
+expect_error "predict: a profile of another version" 2 "$tmp/v2.json:1:20: format_version: a profile of another version" predict --profile "$tmp/v2.json"
+expect_error "predict: holds-host is on or off" 2 "--pageable-holds-host: invalid value 'maybe' (expected on or off)" predict --pageable-holds-host maybe
+expect_error "predict takes no device" 2 "option '--device' does not apply to 'muonbench predict'" predict --device 0
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]
