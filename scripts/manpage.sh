@@ -23,6 +23,9 @@ muonbench \- benchmark the CPU-offload data path of the Muon optimizer
 .B muonbench plan
 [\fIoptions\fR]
 .br
+.B muonbench predict
+[\fIoptions\fR]
+.br
 .B muonbench devices
 .br
 .B muonbench ns
