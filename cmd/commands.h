@@ -19,6 +19,12 @@ int mb_cmd_report(const struct mb_args *args);
 int mb_cmd_compare(const struct mb_args *args);
 int mb_cmd_plot(const struct mb_args *args);
 int mb_cmd_predict(const struct mb_args *args);
+int mb_cmd_profile(const struct mb_args *args);
+
+struct mb_cl_device_info;
+
+/* Where the cache keeps device D's profile (what profile writes and run reads). */
+void mb_profile_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len);
 
 struct mb_csv_row;
 struct mb_table;

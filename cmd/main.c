@@ -33,6 +33,8 @@ static int dispatch(const struct mb_args *args)
 		return mb_cmd_plot(args);
 	case MB_CMD_PREDICT:
 		return mb_cmd_predict(args);
+	case MB_CMD_PROFILE:
+		return mb_cmd_profile(args);
 	case MB_CMD_RUN:
 	default:
 		return mb_cmd_run(args);

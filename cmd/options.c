@@ -27,7 +27,7 @@ enum kind {
 #define MODEL_CMDS  (ON(MB_CMD_RUN) | ON(MB_CMD_PLAN) | ON(MB_CMD_PREDICT))
 #define STEP_CMDS   (ON(MB_CMD_RUN) | ON(MB_CMD_PREDICT)) /* the variants' step, run or modelled */
 #define SHAPE_CMDS  (MODEL_CMDS | ON(MB_CMD_TUNE))	  /* the model's shapes, not its plan */
-#define DEVICE_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_NS))
+#define DEVICE_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_NS) | ON(MB_CMD_PROFILE))
 #define MEMORY_CMDS (DEVICE_CMDS | ON(MB_CMD_BANDWIDTH) | ON(MB_CMD_TUNE)) /* bind, allocate */
 
 struct option {
@@ -139,9 +139,10 @@ static const struct option options[] = {
 	  "auto: run and allocate on the NUMA node of the device's PCI slot, where the "
 	  "driver gives its PCI address and sysfs its node; else say so and leave the "
 	  "binding as it is" },
-	{ "out", "FILE", TEXT, AT(out), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
-	  "append the results to FILE (default: a new "
-	  "results/MODEL-stageS-UTCTIME.csv)" },
+	{ "out", "FILE", TEXT, AT(out), NULL, 0, 0, NULL, ON(MB_CMD_RUN) | ON(MB_CMD_PROFILE),
+	  "run: append the results to FILE (default: a new "
+	  "results/MODEL-stageS-UTCTIME.csv); profile: write the profile to FILE (default: the "
+	  "cache, under the device's key)" },
 	{ "world-size", "W", COUNT, AT(world_size), "1", 1, 1u << 20, NULL, ON(MB_CMD_PLAN),
 	  "ranks sharing the optimizer state" },
 	{ "rank", "R", COUNT, AT(rank), "0", 0, (1u << 20) - 1, NULL, ON(MB_CMD_PLAN),
@@ -150,7 +151,8 @@ static const struct option options[] = {
 	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN) | ON(MB_CMD_BANDWIDTH) |
 		  ON(MB_CMD_NS) | ON(MB_CMD_PREDICT),
 	  "output: Markdown tables, CSV rows or JSON" },
-	{ "shape", "RxC,...", TEXT, AT(shapes), NULL, 0, 0, NULL, ON(MB_CMD_NS) | ON(MB_CMD_TUNE),
+	{ "shape", "RxC,...", TEXT, AT(shapes), NULL, 0, 0, NULL,
+	  ON(MB_CMD_NS) | ON(MB_CMD_TUNE) | ON(MB_CMD_PROFILE),
 	  "matrix shapes to orthogonalize (default: ns " MB_NS_DEFAULT_SHAPES
 	  "; tune the model's)" },
 	{ "ns-method", "gram|standard", CHOICE, AT(ns_method), "gram", 0, 0, "gram|standard",
@@ -162,7 +164,7 @@ static const struct option options[] = {
 	{ "batch", "N", COUNT, AT(batch), "1", 1, 1u << 16, NULL, ON(MB_CMD_NS),
 	  "matrices of each shape in one timed run" },
 	{ "reps", "N", COUNT, AT(reps), "5", 1, 1u << 16, NULL,
-	  ON(MB_CMD_NS) | ON(MB_CMD_BANDWIDTH),
+	  ON(MB_CMD_NS) | ON(MB_CMD_BANDWIDTH) | ON(MB_CMD_PROFILE),
 	  "timed runs of each shape or copy, after a warm-up" },
 	{ "sizes", "LIST", TEXT, AT(sizes), "4Ki..1Gi", 0, 0, NULL, ON(MB_CMD_BANDWIDTH),
 	  "copy sizes: sizes and doubling ranges A..B, comma-separated (4Ki..1Mi,256Mi)" },
@@ -333,6 +335,21 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "and variant asked. Options set any field of the profile; a list "
 			     "(--pageable-gbs 5,10,20,40) sweeps it, a table for each value. "
 			     "Needs no device." },
+	[MB_CMD_PROFILE] = { "profile", "measure the device profile that predict and run use",
+			     "Measures a device profile on the selected device in under a minute "
+			     "with the benchmark's own instruments: 64 MiB copies each way and "
+			     "both at once, pinned (by the device's events) and pageable (by the "
+			     "host clock, which a caller waits), whether the driver holds the "
+			     "host in a pageable copy (its events well faster than the host's "
+			     "wait, against pinned), Newton-Schulz by each method on --shape "
+			     "(default "
+			     "512x1536"
+			     "), the forward/backward's rate from its GEMMs "
+			     "alone, the momentum kernel by its events, the host optimizer's "
+			     "loops, memcpy and a 4 KiB copy's latency. Prints it as JSON and "
+			     "keeps it in the cache under the device's key, beside its tuning "
+			     "($XDG_CACHE_HOME/muonbench/profile-KEY.json), or in --out FILE; "
+			     "run shows each cell's prediction from it." },
 	[MB_CMD_NS] = { "ns", "time Newton-Schulz on the device against its own GEMMs",
 			"Runs Newton-Schulz on fresh random matrices of each shape and prints "
 			"the median time over the reps with its min and max (device time "

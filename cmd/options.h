@@ -24,6 +24,7 @@ enum mb_command {
 	MB_CMD_COMPARE,
 	MB_CMD_PLOT,
 	MB_CMD_PREDICT,
+	MB_CMD_PROFILE,
 	MB_NCOMMANDS
 };
 

@@ -3,10 +3,12 @@
  */
 #include "mb_profile.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mb_embedded.h"
 #include "mb_err.h"
@@ -315,4 +317,24 @@ void mb_profile_write(FILE *out, const struct mb_profile *p)
 			fprintf(out, "%.17g", *(const double *)(base + f->offset));
 	}
 	fprintf(out, "\n}\n");
+}
+
+int mb_profile_save(const char *path, const struct mb_profile *p)
+{
+	char tmp[4200];
+	FILE *f;
+	int bad;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
+	if (!(f = fopen(tmp, "w")))
+		return mb_fail("cannot write '%s': %s", tmp, strerror(errno));
+	mb_profile_write(f, p);
+	bad = ferror(f);
+	if (fclose(f) || bad || rename(tmp, path)) {
+		int e = errno;
+
+		unlink(tmp);
+		return mb_fail("cannot write '%s': %s", path, strerror(e));
+	}
+	return 0;
 }

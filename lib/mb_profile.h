@@ -75,4 +75,11 @@ double mb_profile_get(const struct mb_profile *p, const char *key);
 /* Write *p as JSON to OUT, every number exactly (%.17g): it parses back equal. */
 void mb_profile_write(FILE *out, const struct mb_profile *p);
 
+/*
+ * Write *p to PATH (its directories must exist) through a temporary file
+ * renamed into place, so that a reader never sees half a profile.
+ * -MB_EFAIL naming the file.
+ */
+int mb_profile_save(const char *path, const struct mb_profile *p);
+
 #endif

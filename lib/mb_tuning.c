@@ -176,8 +176,7 @@ char *mb_tuning_format(const struct mb_tuning *t)
 	return text;
 }
 
-/* Make the directories that PATH's file lies in. */
-static int make_dirs(const char *path)
+int mb_tuning_make_dirs(const char *path)
 {
 	char dir[4096], *slash;
 
@@ -199,7 +198,7 @@ int mb_tuning_save(const char *path, const struct mb_tuning *t)
 
 	if (!text)
 		return mb_fail("out of host memory formatting a tuning file");
-	err = make_dirs(path);
+	err = mb_tuning_make_dirs(path);
 	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
 	if (!err && !(f = fopen(tmp, "w")))
 		err = mb_fail("cannot write '%s': %s", tmp, strerror(errno));
@@ -373,9 +372,8 @@ static void key_slug(const struct mb_cl_device_info *d, char *buf, size_t len)
 			buf[i] = '_';
 }
 
-/* $XDG_CACHE_HOME/muonbench/PREFIX-KEY.SUFFIX for device D. */
-static void cache_file(const struct mb_cl_device_info *d, const char *prefix, const char *suffix,
-		       char *buf, size_t len)
+void mb_tuning_cache_file(const struct mb_cl_device_info *d, const char *prefix, const char *suffix,
+			  char *buf, size_t len)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	char slug[512];
@@ -390,7 +388,7 @@ static void cache_file(const struct mb_cl_device_info *d, const char *prefix, co
 
 void mb_tuning_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len)
 {
-	cache_file(d, "clblast", "json", buf, len);
+	mb_tuning_cache_file(d, "clblast", "json", buf, len);
 }
 
 int mb_tuning_find(const struct mb_cl_device_info *d, struct mb_tuning *t, char *source, size_t len,
@@ -467,7 +465,7 @@ int mb_tuning_verdict(const struct mb_cl_device_info *d, const struct mb_tuning 
 	size_t n;
 	FILE *f;
 
-	cache_file(d, "verified", "txt", path, sizeof(path));
+	mb_tuning_cache_file(d, "verified", "txt", path, sizeof(path));
 	verdict_key(t, source, key, sizeof(key));
 	if (!(f = fopen(path, "r")))
 		return -1;
@@ -488,9 +486,9 @@ int mb_tuning_record_verdict(const struct mb_cl_device_info *d, const struct mb_
 	int err;
 	FILE *f;
 
-	cache_file(d, "verified", "txt", path, sizeof(path));
+	mb_tuning_cache_file(d, "verified", "txt", path, sizeof(path));
 	verdict_key(t, source, key, sizeof(key));
-	if ((err = make_dirs(path)))
+	if ((err = mb_tuning_make_dirs(path)))
 		return err;
 	if (!(f = fopen(path, "a")))
 		return mb_fail("cannot write '%s': %s", path, strerror(errno));

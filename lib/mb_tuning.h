@@ -96,6 +96,17 @@ int mb_tuning_apply(const struct mb_tuning *t, const struct mb_cl *cl);
 int mb_tuning_read_tuner(const char *path, struct mb_tuning_kernel *k, double *best_ms, char *gemm,
 			 size_t gemm_len);
 
+/*
+ * $XDG_CACHE_HOME/muonbench/PREFIX-KEY.SUFFIX (else ~/.cache/muonbench/):
+ * where the cache keeps what belongs to device D (KEY: its platform, name
+ * and driver), a tuning or a device profile.
+ */
+void mb_tuning_cache_file(const struct mb_cl_device_info *d, const char *prefix, const char *suffix,
+			  char *buf, size_t len);
+
+/* Make the directories that PATH's file lies in; -MB_EFAIL naming the one that fails. */
+int mb_tuning_make_dirs(const char *path);
+
 /* Where the cache keeps device D's tuning: $XDG_CACHE_HOME/muonbench/clblast-KEY.json. */
 void mb_tuning_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len);
 

@@ -1,0 +1,63 @@
+/*
+ * profile: measure a device profile (mb_profile_measure) on the device that
+ * --platform and --device select, print it, and keep it in the cache under
+ * the device's key, beside its tuning (or in --out FILE), where
+ * `predict --profile FILE` and run find it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "mb_err.h"
+#include "mb_num.h"
+#include "mb_profile_measure.h"
+#include "mb_tuning.h"
+#include "setup.h"
+
+#define COPY_BYTES	  (64ull << 20)
+#define ELEMENTWISE_ELEMS (16ull << 20)
+#define PROFILE_SHAPE	  "512x1536"
+
+void mb_profile_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len)
+{
+	mb_tuning_cache_file(d, "profile", "json", buf, len);
+}
+
+int mb_cmd_profile(const struct mb_args *args)
+{
+	struct mb_profile_measure_settings s = { .copy_bytes = COPY_BYTES,
+						 .elementwise_elems = ELEMENTWISE_ELEMS,
+						 .reps = (unsigned)args->reps,
+						 .seed = args->seed };
+	struct mb_shape shape;
+	struct mb_profile p;
+	struct mb_host host;
+	struct mb_cl cl;
+	char path[4096];
+	size_t n;
+	int err;
+
+	if ((err = mb_parse_shapes("--shape", args->shapes ? args->shapes : PROFILE_SHAPE, &shape,
+				   1, &n)))
+		return err;
+	s.ns_rows = shape.rows;
+	s.ns_cols = shape.cols;
+	if ((err = mb_setup_binding(args, &host)) || (err = mb_setup_device(args, &cl)))
+		return err;
+	err = mb_profile_measure(&cl, &s, &p);
+	if (args->out)
+		snprintf(path, sizeof(path), "%s", args->out);
+	else
+		mb_profile_cache_path(&cl.info, path, sizeof(path));
+	mb_cl_release(&cl);
+	if (err)
+		return err;
+	if (!args->out && (err = mb_tuning_make_dirs(path)))
+		return err;
+	if ((err = mb_profile_save(path, &p)))
+		return err;
+	mb_profile_write(stdout, &p);
+	fprintf(stderr, "muonbench: profile of '%s' saved to %s (muonbench predict --profile %s)\n",
+		p.name, path, path);
+	return 0;
+}

@@ -1,0 +1,188 @@
+/*
+ * mb_profile_measure: a device profile from the benchmark's own measurements.
+ */
+#include "mb_profile_measure.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_bandwidth.h"
+#include "mb_clock.h"
+#include "mb_err.h"
+#include "mb_hostopt.h"
+#include "mb_ledger.h"
+#include "mb_ns.h"
+#include "mb_nsbench.h"
+
+#define TINY_COPY  4096
+#define HOLD_RATIO 1.5
+
+/* The device's rate, else the host clock's. */
+static double rate_of(const struct mb_bw_result *r)
+{
+	return isfinite(r->device_gbs.median) && r->device_gbs.median > 0 ? r->device_gbs.median
+									  : r->host_gbs.median;
+}
+
+static int copies(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
+		  struct mb_profile *p)
+{
+	struct mb_bw_result r[2][MB_BW_NDIRS], tiny;
+	struct mb_bw_buffers *b;
+	double ratio[2];
+	int pinned, d, err = 0;
+
+	for (pinned = 0; pinned < 2 && !err; pinned++) {
+		if ((err = mb_bw_buffers_new(cl, s->copy_bytes, pinned, &b)))
+			return err;
+		for (d = 0; d < MB_BW_NDIRS && !err; d++)
+			err = mb_bw_measure(b, s->copy_bytes, d, s->reps, &r[pinned][d]);
+		if (!err && pinned)
+			err = mb_bw_measure(b, TINY_COPY, MB_BW_H2D, s->reps, &tiny);
+		mb_bw_buffers_free(b);
+	}
+	if (err)
+		return err;
+	p->h2d_pinned_gbs = rate_of(&r[1][MB_BW_H2D]);
+	p->d2h_pinned_gbs = rate_of(&r[1][MB_BW_D2H]);
+	p->both_pinned_gbs = rate_of(&r[1][MB_BW_BOTH]);
+	p->h2d_pageable_gbs = r[0][MB_BW_H2D].host_gbs.median;
+	p->d2h_pageable_gbs = r[0][MB_BW_D2H].host_gbs.median;
+	p->both_pageable_gbs = r[0][MB_BW_BOTH].host_gbs.median;
+	for (pinned = 0; pinned < 2; pinned++)
+		ratio[pinned] =
+			rate_of(&r[pinned][MB_BW_H2D]) / r[pinned][MB_BW_H2D].host_gbs.median;
+	p->pageable_holds_host = ratio[0] > HOLD_RATIO * ratio[1];
+	p->memcpy_gbs = r[0][MB_BW_H2D].memcpy_gbs;
+	p->command_overhead_us = 1e6 * TINY_COPY / (1e9 * tiny.host_gbs.median);
+	return 0;
+}
+
+static int newton_schulz(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
+			 struct mb_profile *p)
+{
+	struct mb_nsbench_settings ns_set = { .batch = 1, .reps = s->reps, .seed = s->seed };
+	struct mb_nsbench_result r;
+	struct mb_ledger ledger;
+	struct mb_ns ns;
+	int k, err;
+
+	mb_ledger_init(&ledger, cl, 0);
+	if ((err = mb_ns_init(&ns, cl, &ledger)))
+		goto out;
+	for (k = 0; k < MB_NS_NMETHODS && !err; k++) {
+		ns.method = (enum mb_ns_method)k;
+		if ((err = mb_ns_reserve(&ns, &s->ns_rows, &s->ns_cols, 1)) ||
+		    (err = mb_nsbench_run(&ns, &ns_set, s->ns_rows, s->ns_cols, 0, &r)))
+			break;
+		if (!isfinite(r.gflops) || r.gflops <= 0) {
+			err = mb_fail("Newton-Schulz on '%s' was not timed: %s", cl->info.name,
+				      r.no_time);
+			break;
+		}
+		if (ns.method == MB_NS_GRAM) {
+			p->ns_gram_gflops = r.gflops;
+		} else {
+			p->ns_standard_gflops = r.gflops;
+			p->fwd_bwd_gflops = (double)r.flops / r.gemm_s.median / 1e9;
+		}
+	}
+	mb_ns_release(&ns);
+out:
+	mb_ledger_release(&ledger);
+	return err;
+}
+
+/* The fp32 momentum kernel over N elements: 16 bytes an element, by its events. */
+static int momentum(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
+		    struct mb_profile *p)
+{
+	double *t = calloc(s->reps, sizeof(*t)), a, b;
+	cl_mem grad = NULL, mom = NULL;
+	cl_event first, last;
+	struct mb_ledger ledger;
+	struct mb_ns ns;
+	unsigned i;
+	int err;
+
+	if (!t)
+		return mb_fail("out of host memory");
+	mb_ledger_init(&ledger, cl, 0);
+	if ((err = mb_ns_init(&ns, cl, &ledger)) ||
+	    (err = mb_ledger_alloc(&ledger, 4 * s->elementwise_elems, "profile.grad", &grad)) ||
+	    (err = mb_ledger_alloc(&ledger, 4 * s->elementwise_elems, "profile.mom", &mom)))
+		goto out;
+	for (i = 0; i <= s->reps && !err; i++) { /* the first is the warm-up */
+		if ((err = mb_ns_momentum(&ns, grad, 0, mom, 0, s->elementwise_elems, 0.95f, &first,
+					  &last)))
+			break;
+		err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "the momentum kernel");
+		if (!err && i)
+			err = mb_cl_event_span(cl, first, "the momentum kernel", &a, &b);
+		if (!err && i)
+			t[i - 1] = b - a;
+		clReleaseEvent(first);
+		clReleaseEvent(last);
+	}
+	if (!err) {
+		struct mb_spread sp = mb_spread_of(t, s->reps);
+
+		p->momentum_gbs = 16.0 * (double)s->elementwise_elems / sp.median / 1e9;
+	}
+out:
+	mb_ledger_free(&ledger, grad);
+	mb_ledger_free(&ledger, mom);
+	mb_ns_release(&ns);
+	mb_ledger_release(&ledger);
+	free(t);
+	return err;
+}
+
+/* The host optimizer's loops over N Muon and N AdamW elements, as a step runs them. */
+static int host_optimizer(const struct mb_profile_measure_settings *s, struct mb_profile *p)
+{
+	uint64_t n = s->elementwise_elems;
+	struct mb_optim o = MB_OPTIM_DEFAULTS;
+	float *buf = calloc(4 * n, sizeof(float));
+	uint16_t *staging = calloc(n, sizeof(uint16_t));
+	double best = INFINITY, t;
+	unsigned i;
+
+	if (!buf || !staging) {
+		free(buf);
+		free(staging);
+		return mb_fail("out of host memory for %llu elements", (unsigned long long)n);
+	}
+	for (i = 0; i <= s->reps; i++) {
+		t = mb_now_s();
+#pragma omp parallel
+		{
+			mb_hostopt_muon(buf, buf + n, staging, n, &o);
+			mb_hostopt_adamw(buf + n, buf, buf + 2 * n, buf + 3 * n, staging, n, i + 1,
+					 &o);
+		}
+		t = mb_now_s() - t;
+		if (i && t < best)
+			best = t;
+	}
+	p->host_opt_gbs = mb_hostopt_bytes(n, n) / best / 1e9;
+	free(buf);
+	free(staging);
+	return 0;
+}
+
+int mb_profile_measure(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
+		       struct mb_profile *p)
+{
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "%.63s", cl->info.name);
+	snprintf(p->device, sizeof(p->device), "%.100s (%.60s, driver %.60s), measured",
+		 cl->info.name, cl->info.platform_name, cl->info.driver);
+	if ((err = copies(cl, s, p)) || (err = newton_schulz(cl, s, p)) ||
+	    (err = momentum(cl, s, p)) || (err = host_optimizer(s, p)))
+		return err;
+	return 0;
+}

@@ -1,0 +1,43 @@
+/*
+ * mb_profile_measure: a device profile (mb_profile) measured on the device
+ * at hand, in well under a minute on a CPU device, with the benchmark's own
+ * instruments: the copies of mb_bandwidth, Newton-Schulz and its GEMMs of
+ * mb_nsbench, the momentum kernel by its events, the host optimizer's own
+ * loops (mb_hostopt) by the host clock.
+ *
+ *   copies      COPY_BYTES each way, pinned and pageable, and both ways at
+ *               once: pinned by the device's events (the host clock where
+ *               the driver gives none), pageable by the host clock (what a
+ *               caller waits, staging included);
+ *   holds host  when a pageable copy's events time it well faster (1.5x)
+ *               than the host waits for it, against the same ratio pinned:
+ *               the driver stages it on the host's thread;
+ *   NS          the median GFLOP/s of each method on NS_SHAPE; the
+ *               forward/backward's rate is its GEMMs' alone (standard);
+ *   overhead    the host clock of a 4 KiB pinned H2D.
+ */
+#ifndef MB_PROFILE_MEASURE_H
+#define MB_PROFILE_MEASURE_H
+
+#include <stdint.h>
+
+#include "mb_cl.h"
+#include "mb_profile.h"
+
+struct mb_profile_measure_settings {
+	uint64_t copy_bytes;	    /* of each copy */
+	uint64_t ns_rows, ns_cols;  /* the shape Newton-Schulz is timed on */
+	uint64_t elementwise_elems; /* of the momentum kernel and the host optimizer */
+	unsigned reps;
+	uint64_t seed;
+};
+
+/*
+ * Measure the device CL (and this host) into *p, named by the device. A
+ * failed command is -MB_EFAIL; a driver that gives no event time makes the
+ * host clock stand in, said in p->device.
+ */
+int mb_profile_measure(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
+		       struct mb_profile *p);
+
+#endif
