@@ -87,8 +87,10 @@ man: $(BUILD)/muonbench.1
 # The main job on a CPU-only machine: the tiny model cut to one layer, in four
 # batches, a 128-token forward/backward, stages 2 and 3, every variant, 3 runs
 # of 7 steps (on 2 CPU cores: 30 s to a minute with a shipped tuning, 52 s measured on
-# cores shared with other jobs; longer without).
+# cores shared with other jobs; longer without), each cell beside its prediction from the
+# device's profile (measured first, in seconds, if there is none).
 run: $(BIN)
+	$(BIN) profile --if-missing >/dev/null
 	$(BIN) run --model tiny --layers 1 --gather-budget 2Mi --seq 128 --stage 2,3 --variant all
 
 # Newton-Schulz against its own GEMMs on the default device (about a minute on a CPU).
@@ -98,7 +100,7 @@ bench: $(BIN)
 # The committed baseline that CI checks (see README, "The baseline"): the tiny
 # model, one layer, every stage and variant; `make baseline` writes it anew.
 BASELINE = results/baseline-tiny.csv
-BASELINE_ARGS = --model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --stage 1,2,3 \
+BASELINE_ARGS = --model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --stage 1,2,3 --profile off \
 		--variant all --runs 1 --steps 12 --measure 2-12
 
 baseline: $(BIN)

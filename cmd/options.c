@@ -206,9 +206,13 @@ static const struct option options[] = {
 	  ON(MB_CMD_COMPARE), "compare results from different devices or drivers" },
 	{ "o", "IMAGE", TEXT, AT(image), NULL, 0, 0, NULL, ON(MB_CMD_PLOT),
 	  "the chart to write: IMAGE.svg or IMAGE.png (with IMAGE.dat and IMAGE.gp beside)" },
-	{ "profile", "NAME|FILE", TEXT, AT(profile), "reference", 0, 0, NULL, ON(MB_CMD_PREDICT),
-	  "the device profile: a shipped one (reference: the reference change's machine, "
-	  "README \"Predict\") or a profile FILE.json" },
+	{ "profile", "NAME|FILE", TEXT, AT(profile), NULL, 0, 0, NULL, STEP_CMDS,
+	  "the device profile the model predicts from: a shipped one (reference: the reference "
+	  "change's machine, README \"muonbench predict\") or a FILE.json; run: off predicts "
+	  "nothing (default: predict reference; run the device's own, which muonbench profile "
+	  "measured, if any)" },
+	{ "if-missing", NULL, FLAG, AT(if_missing), NULL, 0, 0, NULL, ON(MB_CMD_PROFILE),
+	  "measure only when the file is not there yet (make run uses it)" },
 #define PREDICT_OPTION(id, name, key, key2, help) \
 	{ name,                                   \
 	  "X[,X...]",                             \

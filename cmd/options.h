@@ -125,7 +125,9 @@ struct mb_args {
 
 	const char *image; /* plot: -o */
 
-	const char *profile;			      /* predict: a shipped name or a file */
+	const char *profile; /* predict, run: a shipped name or a file; NULL: the command's default
+			      */
+	bool if_missing;     /* profile: only when there is none */
 	const char *profile_flags[MB_PREDICT_NFLAGS]; /* predict: --h2d-gbs ... */
 
 	char **files; /* report, compare, plot: the results files, in argv */

@@ -86,7 +86,7 @@ static int build_profile(const struct mb_args *args, enum mb_ns_method method,
 	int err;
 
 	s->flag = -1;
-	if ((err = mb_profile_load(base, args->profile)))
+	if ((err = mb_profile_load(base, args->profile ? args->profile : "reference")))
 		return err;
 	for (f = 0; f < MB_PREDICT_NFLAGS; f++) {
 		const char *v = args->profile_flags[f];

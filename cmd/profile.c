@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "mb_err.h"
@@ -42,6 +43,25 @@ int mb_cmd_profile(const struct mb_args *args)
 		return err;
 	s.ns_rows = shape.rows;
 	s.ns_cols = shape.cols;
+	if (args->if_missing) {
+		struct mb_cl_device_info d;
+		struct mb_cl_select sel;
+
+		mb_setup_device_select(args, &sel);
+		if ((err = mb_cl_find(&sel, &d)))
+			return err;
+		if (args->out)
+			snprintf(path, sizeof(path), "%s", args->out);
+		else
+			mb_profile_cache_path(&d, path, sizeof(path));
+		if (!access(path, F_OK)) {
+			fprintf(stderr,
+				"muonbench: the profile of '%s' is %s (remove it to measure "
+				"again)\n",
+				d.name, path);
+			return 0;
+		}
+	}
 	if ((err = mb_setup_binding(args, &host)) || (err = mb_setup_device(args, &cl)))
 		return err;
 	err = mb_profile_measure(&cl, &s, &p);

@@ -236,6 +236,61 @@ static void md_bus(const struct mb_table *t)
 	}
 }
 
+/* "0.118 / 0.106 (+11%)": measured, predicted, the residual; bold past 25%. */
+static const char *beside(char *buf, size_t len, double measured, double predicted)
+{
+	char m[32], p[32];
+	double r = 100 * (measured / predicted - 1);
+
+	if (isnan(measured) || isnan(predicted) || !(predicted > 0)) {
+		snprintf(buf, len, "%s / %s", secs(m, sizeof(m), measured),
+			 secs(p, sizeof(p), predicted));
+		return buf;
+	}
+	snprintf(buf, len, fabs(r) > 25 ? "%s / %s (**%+.0f%%**)" : "%s / %s (%+.0f%%)",
+		 secs(m, sizeof(m), measured), secs(p, sizeof(p), predicted), r);
+	return buf;
+}
+
+/* Each cell beside the model's prediction (mb_predict), where the run had a profile. */
+static void md_predicted(const struct mb_table *t)
+{
+	const struct mb_csv_row *with = NULL;
+	char v[10][96];
+	size_t i;
+
+	for (i = 0; i < t->ncells && !with; i++)
+		if (t->cells[i].nruns && t->cells[i].runs[0]->profile[0])
+			with = t->cells[i].runs[0];
+	if (!with)
+		return;
+	printf("\nMeasured / predicted (s) from the device profile %s, and the residual "
+	       "(measured over predicted); **past 25%%**: the device does something the model does "
+	       "not know:\n\n"
+	       "| ZeRO | Variant | iteration | Muon apply | forward | backward | H2D | momentum | NS "
+	       "| D2H | host optimizer | params H2D |\n"
+	       "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+	       with->profile);
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+		const struct mb_csv_row *r = c->nruns ? c->runs[0] : NULL;
+
+		if (!r || !r->profile[0])
+			continue;
+		printf("| %u | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c->stage,
+		       c->variant, beside(v[0], 96, c->iter_mean_s, r->pred_iter_s),
+		       beside(v[1], 96, c->apply_mean_s, r->pred_apply_s),
+		       beside(v[2], 96, c->phase.forward_s, r->pred_forward_s),
+		       beside(v[3], 96, c->phase.backward_s, r->pred_backward_s),
+		       beside(v[4], 96, c->phase.h2d_s, r->pred_h2d_s),
+		       beside(v[5], 96, c->phase.momentum_s, r->pred_momentum_s),
+		       beside(v[6], 96, c->phase.ns_s, r->pred_ns_s),
+		       beside(v[7], 96, c->phase.d2h_s, r->pred_d2h_s),
+		       beside(v[8], 96, c->phase.host_opt_s, r->pred_host_opt_s),
+		       beside(v[9], 96, c->phase.params_h2d_s, r->pred_params_h2d_s));
+	}
+}
+
 static bool any_ran(const struct mb_table *t)
 {
 	size_t i;
@@ -277,6 +332,7 @@ static void print_md(const struct mb_table *t, size_t nt)
 		md_main(&t[k]);
 		md_phase_peaks(&t[k]);
 		md_phase_times(&t[k]);
+		md_predicted(&t[k]);
 		md_bus(&t[k]);
 	}
 }

@@ -24,6 +24,7 @@
 #include "mb_fit.h"
 #include "mb_host.h"
 #include "mb_num.h"
+#include "mb_predict.h"
 #include "mb_run.h"
 #include "setup.h"
 #include "version.h"
@@ -61,6 +62,9 @@ struct grid {
 	/* of the first ok run with each momentum dtype and method: the math differs between them */
 	uint64_t checksum[MB_NMOM_DTYPES][MB_NS_NMETHODS];
 	unsigned checked_math[MB_NMOM_DTYPES][MB_NS_NMETHODS];
+	/* the device profile each cell is predicted from (mb_predict); none: profile_src "" */
+	struct mb_profile profile;
+	char profile_src[512];
 };
 
 static int parse_measure(struct grid *g)
@@ -182,6 +186,46 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	snprintf(row->fwd_bwd, sizeof(row->fwd_bwd), "%s", a->fwd_bwd);
 	row->seq = a->seq;
 	row->micro_batch = a->micro_batch;
+	row->pred_iter_s = row->pred_apply_s = NAN;
+	row->pred_forward_s = row->pred_backward_s = row->pred_h2d_s = row->pred_momentum_s = NAN;
+	row->pred_ns_s = row->pred_d2h_s = row->pred_d2h_hidden_frac = row->pred_host_opt_s = NAN;
+	row->pred_params_h2d_s = NAN;
+}
+
+/* The model's prediction of the cell now in g->run into *t; false if there is no profile. */
+static int predict_cell(const struct grid *g, struct mb_step_times *t, bool *have)
+{
+	struct mb_plan plan;
+	int err;
+
+	*have = false;
+	if (!g->profile_src[0])
+		return 0;
+	if ((err = mb_plan_build(&plan, &g->model, &g->run.step.plan)))
+		return err;
+	err = mb_predict_step(&g->model, &plan, &g->run.step, &g->profile, t);
+	mb_plan_release(&plan);
+	*have = !err;
+	return err;
+}
+
+static void fill_prediction(const struct grid *g, struct mb_csv_row *row,
+			    const struct mb_step_times *t)
+{
+	const struct mb_phase_times *p = &t->phase;
+
+	snprintf(row->profile, sizeof(row->profile), "%s", g->profile_src);
+	row->pred_iter_s = t->iter_s;
+	row->pred_apply_s = t->apply_s;
+	row->pred_forward_s = p->forward_s;
+	row->pred_backward_s = p->backward_s;
+	row->pred_h2d_s = p->h2d_s;
+	row->pred_momentum_s = p->momentum_s;
+	row->pred_ns_s = p->ns_s;
+	row->pred_d2h_s = p->d2h_s;
+	row->pred_d2h_hidden_frac = p->d2h_s > 0 ? p->d2h_hidden_s / p->d2h_s : 0;
+	row->pred_host_opt_s = p->host_opt_s;
+	row->pred_params_h2d_s = p->params_h2d_s;
 }
 
 static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
@@ -324,13 +368,20 @@ static int run_cell(struct grid *g)
 {
 	struct mb_csv_row *row = malloc(sizeof(*row));
 	struct mb_run_result *r = malloc(sizeof(*r));
+	struct mb_step_times pred;
 	unsigned i;
+	bool predicted;
 	int err = 0, run_err;
 
 	if (!row || !r) {
 		free(row);
 		free(r);
 		return mb_fail("out of host memory for a results row");
+	}
+	if ((err = predict_cell(g, &pred, &predicted))) {
+		free(row);
+		free(r);
+		return err;
 	}
 	for (i = 0; i < g->args->runs && !stop && !err; i++) {
 		g->cell_run = i + 1;
@@ -339,6 +390,8 @@ static int run_cell(struct grid *g)
 		fill_meta(g, row);
 		row->run = i + 1;
 		fill_results(row, r);
+		if (predicted)
+			fill_prediction(g, row, &pred);
 		if (run_err) {
 			snprintf(row->status, sizeof(row->status), "failed");
 			snprintf(row->reason, sizeof(row->reason), "%s", mb_errmsg());
@@ -461,6 +514,33 @@ static int check_plans(struct grid *g)
 	return 0;
 }
 
+/*
+ * The profile each cell is predicted from: --profile's (off: none), else the
+ * device's own in the cache, if muonbench profile made one.
+ */
+static int load_profile(struct grid *g)
+{
+	const char *name = g->args->profile;
+	char path[4096];
+
+	if (name && !strcmp(name, "off"))
+		return 0;
+	if (!name) {
+		mb_profile_cache_path(&g->cl.info, path, sizeof(path));
+		if (access(path, F_OK)) {
+			if (g->tty) /* a hint for people; scripts' stderr stays as it was */
+				fprintf(stderr,
+					"muonbench: no device profile for '%s' yet (muonbench "
+					"profile measures one): the cells are not predicted\n",
+					g->cl.info.name);
+			return 0;
+		}
+		name = path;
+	}
+	snprintf(g->profile_src, sizeof(g->profile_src), "%.511s", name);
+	return mb_profile_load(&g->profile, name);
+}
+
 static int setup(struct grid *g)
 {
 	int err;
@@ -481,6 +561,8 @@ static int setup(struct grid *g)
 		return err;
 	g->out_existed = !access(g->out, F_OK);
 	if ((err = mb_csv_check(g->out)) || (err = mb_setup_device(g->args, &g->cl)))
+		return err;
+	if ((err = load_profile(g)))
 		return err;
 	snprintf(g->fit.name, sizeof(g->fit.name), "%s", g->cl.info.name);
 	g->fit.global_mem_bytes = g->cl.info.global_mem_bytes;

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MB_CSV_FORMAT_VERSION 9
+#define MB_CSV_FORMAT_VERSION 10
 #define MB_CSV_STEPS_MAX      1000
 
 struct mb_csv_row {
@@ -58,6 +58,13 @@ struct mb_csv_row {
 		peak_step_own_bytes;
 	char momentum_pinned[4];
 	char checksum[24];
+
+	/* the model's prediction of the cell (mb_predict) from a device profile: where the
+	 * profile came from ("" and NaN figures when there was none), and its figures */
+	char profile[512];
+	double pred_iter_s, pred_apply_s;
+	double pred_forward_s, pred_backward_s, pred_h2d_s, pred_momentum_s, pred_ns_s, pred_d2h_s,
+		pred_d2h_hidden_frac, pred_host_opt_s, pred_params_h2d_s;
 
 	size_t nsamples; /* steps run */
 	double iter_samples_s[MB_CSV_STEPS_MAX], apply_samples_s[MB_CSV_STEPS_MAX];

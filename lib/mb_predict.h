@@ -42,7 +42,9 @@
 #include "mb_step.h"
 
 /*
- * Predict one step of model M under plan PLAN (built from SET->plan) and
+ * Predict one step of model M (a step after the first: ZeRO-3's first makes
+ * its momentum on the device instead of copying it, and the run measures
+ * from the second) under plan PLAN (built from SET->plan) and
  * step settings SET, on the device PROF describes, into *t: iter_s and
  * apply_s as the host clock would read them, and every phase of t->phase as
  * the run times it (device spans summed by kind, d2h_hidden_s the D2H time

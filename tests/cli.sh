@@ -925,6 +925,25 @@ expect_error "predict: a profile of another version" 2 "$tmp/v2.json:1:20: forma
 expect_error "predict: holds-host is on or off" 2 "--pageable-holds-host: invalid value 'maybe' (expected on or off)" predict --pageable-holds-host maybe
 expect_error "predict takes no device" 2 "option '--device' does not apply to 'muonbench predict'" predict --device 0
 
+# run beside its prediction: the profile named (or the device's cached one) fills the pred_
+# columns and report's "Measured / predicted" table; --profile off leaves them empty.
+printf '{"format_version": 1, "name": "t", "device": "cli", "h2d_pinned_gbs": 10, "d2h_pinned_gbs": 10, "both_pinned_gbs": 20, "h2d_pageable_gbs": 5, "d2h_pageable_gbs": 5, "both_pageable_gbs": 10, "pageable_holds_host": false, "ns_gram_gflops": 20, "ns_standard_gflops": 20, "momentum_gbs": 10, "fwd_bwd_gflops": 20, "host_opt_gbs": 10, "memcpy_gbs": 10, "command_overhead_us": 5}\n' >"$tmp/cli-profile.json"
+# shellcheck disable=SC2086
+"$bin" run $micro --stage 2 --variant master,both --profile "$tmp/cli-profile.json" --out "$tmp/pred.csv" >"$tmp/pred.md" 2>/dev/null
+# shellcheck disable=SC2086
+"$bin" run $micro --stage 2 --variant master --profile off --out "$tmp/nopred.csv" >/dev/null 2>&1
+# shellcheck disable=SC2086
+"$bin" predict --config tests/data/good/micro.json --gather-budget 128Ki --fwd-bwd off --stage 2 --variant master --profile "$tmp/cli-profile.json" --format csv >"$tmp/pred-alone.csv"
+if [ "$(col "$tmp/pred.csv" profile | head -1)" = "$tmp/cli-profile.json" ] &&
+	[ "$(col "$tmp/pred.csv" pred_apply_s | head -1)" = "$(col "$tmp/pred-alone.csv" apply_mean_s | awk '{ printf "%.6f", $1 }')" ] &&
+	[ "$(col "$tmp/pred.csv" pred_apply_s | wc -l)" -eq 4 ] &&
+	grep -q "^| 2 | master | .* / .* (.*%.*) | .* / .* (.*%.*) |" "$tmp/pred.md" &&
+	[ -z "$(col "$tmp/nopred.csv" pred_apply_s)" ] && [ -z "$(col "$tmp/nopred.csv" profile)" ]; then
+	report ok "run: each cell beside its prediction from --profile; --profile off predicts nothing"
+else
+	report fail "run: each cell beside its prediction from --profile; --profile off predicts nothing" "$(cat "$tmp/pred.csv" "$tmp/pred-alone.csv" "$tmp/pred.md")"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]

@@ -77,6 +77,9 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	r->iter_samples_s[0] = 1.5;
 	r->iter_samples_s[2] = 0.25;
 	r->apply_samples_s[1] = 2;
+	snprintf(r->profile, sizeof(r->profile), "profiles/reference.json");
+	r->pred_iter_s = NAN;
+	r->pred_apply_s = 2.25;
 }
 
 static void write_text(const char *text)
@@ -107,6 +110,9 @@ static void round_trip(void **state)
 	assert_int_equal(rows[0].run, 1);
 	assert_int_equal(rows[1].run, 2);
 	assert_int_equal(rows[1].params_total, 4022468096ull);
+	assert_string_equal(rows[1].profile, "profiles/reference.json");
+	assert_true(isnan(rows[1].pred_iter_s));
+	assert_true(rows[1].pred_apply_s == 2.25);
 	assert_int_equal(rows[1].peak_step_bytes, UINT64_MAX);
 	assert_true(rows[1].iter_mean_s == 8.54);
 	assert_true(isnan(rows[1].apply_mean_s));
@@ -161,15 +167,15 @@ static void bad_files(void **state)
 	assert_refused(":1: missing column 'reason'");
 	with_header("1,ok,,2026\n");
 	assert_refused(
-		":2: expected 79 fields as in the header, found 4 (a truncated or edited row?)");
+		":2: expected 91 fields as in the header, found 4 (a truncated or edited row?)");
 	sample_row(&w, 1);
 	line = mb_csv_format(&w);
-	line[0] = '8'; /* an older format_version */
-	with_header(line);
-	assert_refused(":2: format_version '8': this muonbench reads version 9 only");
-	line[0] = '7'; /* an older one still */
-	with_header(line);
-	assert_refused(":2: format_version '7': this muonbench reads version 9 only");
+	line[1] = '9'; /* the row starts "10,": an older format_version in its place */
+	with_header(line + 1);
+	assert_refused(":2: format_version '9': this muonbench reads version 10 only");
+	line[1] = '8'; /* an older one still */
+	with_header(line + 1);
+	assert_refused(":2: format_version '8': this muonbench reads version 10 only");
 	free(line);
 	/* a truncated quoted field: the file ends inside the reason */
 	line = mb_csv_format(&w);
