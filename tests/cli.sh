@@ -944,6 +944,16 @@ else
 	report fail "run: each cell beside its prediction from --profile; --profile off predicts nothing" "$(cat "$tmp/pred.csv" "$tmp/pred-alone.csv" "$tmp/pred.md")"
 fi
 
+# profile: a measured profile that predict reads back; --if-missing leaves it be.
+if "$bin" profile --reps 1 --shape 64x128 --out "$tmp/measured.json" >"$tmp/measured.out" 2>"$tmp/err" &&
+	cmp -s "$tmp/measured.json" "$tmp/measured.out" &&
+	"$bin" predict --model tiny --profile "$tmp/measured.json" >/dev/null 2>>"$tmp/err" &&
+	"$bin" profile --if-missing --out "$tmp/measured.json" 2>&1 >/dev/null | grep -q "remove it to measure again"; then
+	report ok "profile: measured, written, read back by predict; --if-missing keeps it"
+else
+	report fail "profile: measured, written, read back by predict; --if-missing keeps it" "$(cat "$tmp/err" "$tmp/measured.out")"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]
