@@ -58,6 +58,8 @@ enum mb_command {
 	X(HOLDS, "pageable-holds-host", "pageable_holds_host", NULL,                         \
 	  "on: the host that enqueues a pageable copy waits for it to finish; on|off")       \
 	X(NS, "ns-gflops", NULL, NULL, "GFLOP/s of Newton-Schulz by --ns-method")            \
+	X(FILL, "fill-gbs", "fill_gbs", NULL,                                                \
+	  "GB/s of the backward stand-in's gradient fill (a PRNG), bytes written")           \
 	X(MOMENTUM, "momentum-gbs", "momentum_gbs", NULL,                                    \
 	  "GB/s of the device's elementwise kernels (momentum, casts, the backward's fill)") \
 	X(FWD_BWD, "fwd-bwd-gflops", "fwd_bwd_gflops", NULL,                                 \

@@ -280,7 +280,7 @@ static void backward(struct sim *s, struct mb_phase_times *p)
 
 	for (off = 0; off < n && bucket; off += len, k++) {
 		len = n - off < bucket ? n - off : bucket;
-		kernel(s, NONE, elementwise_s(s, 4.0 * (double)len)); /* the fill */
+		kernel(s, NONE, 4.0 * (double)len / (1e9 * s->prof->fill_gbs)); /* the fill */
 		kernel(s, NONE, elementwise_s(s, 4.0 * (double)len)); /* the norm's partial sums */
 		enqueue(s, COMPUTE, D2H, grads_pageable(s), NONE, 4.0 * (double)len, 0);
 	}

@@ -10,8 +10,8 @@
  * (which enqueues, waits for events and does the host optimizer's work).
  *
  *   forward    the synthetic forward/backward's GEMMs at fwd_bwd_gflops;
- *   backward   per gradient bucket a fill and a norm kernel (momentum_gbs,
- *              4 bytes an element each) and the D2H of the bucket;
+ *   backward   per gradient bucket the fill (fill_gbs) and the norm's kernel
+ *              (momentum_gbs), 4 bytes an element each, and the bucket's D2H;
  *   apply      per batch (ZeRO-1/2) or sub-group (ZeRO-3): the grads and
  *              momentum H2D, the momentum kernel (reads grads and momentum,
  *              writes both), ZeRO-3's bf16 cast of the grads, Newton-Schulz

@@ -14,6 +14,8 @@
  *               the driver stages it on the host's thread;
  *   NS          the median GFLOP/s of each method on NS_SHAPE; the
  *               forward/backward's rate is its GEMMs' alone (standard);
+ *   kernels     the momentum kernel by its events, the backward's gradient
+ *               fill by the host clock;
  *   overhead    the host clock of a 4 KiB pinned H2D.
  */
 #ifndef MB_PROFILE_MEASURE_H
