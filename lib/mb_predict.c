@@ -279,10 +279,18 @@ static void backward(struct sim *s, struct mb_phase_times *p)
 	double t0 = s->host;
 
 	for (off = 0; off < n && bucket; off += len, k++) {
+		double e = (double)(n - off < bucket ? n - off : bucket);
+
 		len = n - off < bucket ? n - off : bucket;
-		kernel(s, NONE, 4.0 * (double)len / (1e9 * s->prof->fill_gbs)); /* the fill */
-		kernel(s, NONE, elementwise_s(s, 4.0 * (double)len)); /* the norm's partial sums */
-		enqueue(s, COMPUTE, D2H, grads_pageable(s), NONE, 4.0 * (double)len, 0);
+		kernel(s, NONE, 4 * e / (1e9 * s->prof->fill_gbs)); /* the fp32 grads, made */
+		kernel(s, NONE, elementwise_s(s, 6 * e));	    /* rounded to bf16 */
+		if (s->plan->set.stage == 3) { /* to the host's bf16 grads and back */
+			enqueue(s, COMPUTE, D2H, grads_pageable(s), NONE, 2 * e, 0);
+			enqueue(s, COMPUTE, H2D, grads_pageable(s), NONE, 2 * e, 0);
+		}
+		kernel(s, NONE, elementwise_s(s, 6 * e)); /* widened to fp32 */
+		kernel(s, NONE, elementwise_s(s, 4 * e)); /* the norm's partial sums */
+		enqueue(s, COMPUTE, D2H, grads_pageable(s), NONE, 4 * e, 0);
 	}
 	if (k) /* the partial sums, a blocking read into malloc'd memory */
 		host_wait(s, enqueue(s, COMPUTE, D2H, true, NONE, 4.0 * MB_NS_PARTIALS * (double)k,
@@ -400,6 +408,8 @@ static void apply_batch(struct apply *a, const struct mb_plan_group *g)
 
 	make_room(a);
 	u.computed = gather(a, g);
+	if (a->s->plan->set.stage == 3) /* ZeRO-3's bf16 copy of the batch's grads */
+		kernel(a->s, K_MOMENTUM, elementwise_s(a->s, 6 * (double)g->gathered_numel));
 	for (k = g->first; k < g->end; k++)
 		u.computed = orthogonalize(a, k);
 	push(a, &u);
@@ -430,10 +440,10 @@ static void apply(struct sim *s)
 	size_t gi;
 
 	for (gi = 0; gi < s->plan->ngroups; gi++) {
-		if (s->plan->set.stage == 3)
-			apply_subgroup(&a, &s->plan->groups[gi]);
-		else
+		if (mb_plan_batched(&s->plan->set))
 			apply_batch(&a, &s->plan->groups[gi]);
+		else
+			apply_subgroup(&a, &s->plan->groups[gi]);
 	}
 	flush(&a);
 }

@@ -10,9 +10,11 @@
  * (which enqueues, waits for events and does the host optimizer's work).
  *
  *   forward    the synthetic forward/backward's GEMMs at fwd_bwd_gflops;
- *   backward   per gradient bucket the fill (fill_gbs) and the norm's kernel
- *              (momentum_gbs), 4 bytes an element each, and the bucket's D2H;
- *   apply      per batch (ZeRO-1/2) or sub-group (ZeRO-3): the grads and
+ *   backward   per gradient bucket the fp32 fill (fill_gbs), the rounding to
+ *              bf16 (ZeRO-3: D2H to the host's bf16 grads and back), the
+ *              widening, the norm's kernel (momentum_gbs, by their bytes)
+ *              and the bucket's fp32 D2H;
+ *   apply      per batch (ZeRO-1/2, ZeRO-3 batched) or sub-group (ZeRO-3): the grads and
  *              momentum H2D, the momentum kernel (reads grads and momentum,
  *              writes both), ZeRO-3's bf16 cast of the grads, Newton-Schulz
  *              per matrix (mb_ns_flops at the method's GFLOP/s), the

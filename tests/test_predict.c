@@ -85,11 +85,22 @@ static struct mb_step_times predict(unsigned stage, enum mb_variant variant, boo
 
 #define assert_secs(x, want) assert_true(fabs((x) - (want)) < 1e-9)
 
-/* The backward: fill 0.5 s, norm 0.5 s, D2H of 8e6 bytes 2 s, and a pageable read of the
- * 64 partial sums; the host optimizer 2 s (1 s and the clipping's 1 s); params back 1 s. */
+/*
+ * The backward, one bucket of 2e6 elements: the fill 0.5 s, the rounding
+ * to bf16 and the widening back (6 bytes an element each) 0.75 s each, the
+ * norm 0.5 s, the fp32 D2H of 8e6 bytes 2 s (ZeRO-3: the bf16 grads to the
+ * host and back too, 4e6 bytes each way, 1 s each), and a pageable read of
+ * the 64 partial sums.
+ */
+static double backward_s(unsigned stage)
+{
+	return 0.5 + 0.75 + 0.75 + 0.5 + 2 + (stage == 3 ? 2 : 0) + 4.0 * MB_NS_PARTIALS / 2e6;
+}
+
+/* The backward, the host optimizer 2 s (1 s and the clipping's 1 s), params back 1 s. */
 static double outside_apply_zero2(void)
 {
-	return 3 + 4.0 * MB_NS_PARTIALS / 2e6 + 2 + 1;
+	return backward_s(2) + 2 + 1;
 }
 
 /*
@@ -113,7 +124,7 @@ static void sync_by_hand(void **state)
 	assert_secs(t.phase.d2h_hidden_s, 0);
 	assert_secs(t.phase.host_opt_s, 2);
 	assert_secs(t.phase.params_h2d_s, 1);
-	assert_secs(t.phase.backward_s, 3 + 4.0 * MB_NS_PARTIALS / 2e6);
+	assert_secs(t.phase.backward_s, backward_s(2));
 	assert_secs(t.phase.forward_s, 0);
 
 	t = predict(2, MB_PIN, false, &p);
@@ -206,7 +217,7 @@ static void zero3_by_hand(void **state)
 {
 	struct mb_profile p = hand_profile();
 	struct mb_step_times t;
-	double outside = 3 + 4.0 * MB_NS_PARTIALS / 2e6 + 2.75 + 2;
+	double outside = backward_s(3) + 2.75 + 2;
 
 	(void)state;
 	t = predict(3, MB_MASTER, false, &p);
@@ -215,6 +226,7 @@ static void zero3_by_hand(void **state)
 	assert_secs(t.phase.momentum_s, 2.25);
 	assert_secs(t.phase.host_opt_s, 2.75);
 	assert_secs(t.phase.params_h2d_s, 2);
+	assert_secs(t.phase.backward_s, backward_s(3));
 	t = predict(3, MB_OVERLAP, false, &p);
 	assert_secs(t.apply_s, 14.25);
 	assert_secs(t.phase.d2h_hidden_s, 2);
@@ -334,7 +346,9 @@ static const struct row reference[] = {
  * profiles/reference.json, fitted on the ZeRO-2 master row alone, against
  * the other seven (issue 15): the Muon apply within 4% on every row but
  * overlap-only, which comes in short (pageable copies that hold the host,
- * which the plain account leaves out); the iteration within 10% on all.
+ * which the plain account leaves out); the iteration within 5% under ZeRO-2
+ * and 12% under ZeRO-3, whose backward stand-in moves its bf16 grads to the
+ * host and back (0.33 s here) and whose params go back pageable.
  */
 static void reproduces_the_reference(void **state)
 {
@@ -379,7 +393,7 @@ static void reproduces_the_reference(void **state)
 		} else {
 			assert_true(fabs(da) < 4);
 		}
-		assert_true(fabs(di) < 10);
+		assert_true(fabs(di) < (r->stage == 3 ? 12 : 5));
 	}
 	mb_model_release(&m);
 }
