@@ -86,8 +86,8 @@ static void md_header(const struct mb_table *t)
 	       strcmp(mb_results_params_back_setting(r), "auto")
 		       ? r->params_back
 		       : "pinned for ZeRO-1/2, pageable for ZeRO-3 (auto)",
-	       r->zero3_apply, r->fwd_bwd, (unsigned long long)r->seq, (unsigned long long)r->micro_batch,
-	       (unsigned long long)r->seed);
+	       r->zero3_apply, r->fwd_bwd, (unsigned long long)r->seq,
+	       (unsigned long long)r->micro_batch, (unsigned long long)r->seed);
 }
 
 /* One row of the main or breakdown table. */
@@ -255,14 +255,14 @@ static const char *beside(char *buf, size_t len, double measured, double predict
 /* Each cell beside the model's prediction (mb_predict), where the run had a profile. */
 static void md_predicted(const struct mb_table *t)
 {
-	const struct mb_csv_row *with = NULL;
+	const char *profile = t->first->profile[0] ? t->first->profile : "of the runs";
+	bool any = false;
 	char v[10][96];
 	size_t i;
 
-	for (i = 0; i < t->ncells && !with; i++)
-		if (t->cells[i].nruns && t->cells[i].runs[0]->profile[0])
-			with = t->cells[i].runs[0];
-	if (!with)
+	for (i = 0; i < t->ncells; i++)
+		any |= t->cells[i].nruns && t->cells[i].predicted;
+	if (!any)
 		return;
 	printf("\nMeasured / predicted (s) from the device profile %s, and the residual "
 	       "(measured over predicted); **past 25%%**: the device does something the model does "
@@ -270,24 +270,23 @@ static void md_predicted(const struct mb_table *t)
 	       "| ZeRO | Variant | iteration | Muon apply | forward | backward | H2D | momentum | NS "
 	       "| D2H | host optimizer | params H2D |\n"
 	       "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-	       with->profile);
+	       profile);
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
-		const struct mb_csv_row *r = c->nruns ? c->runs[0] : NULL;
 
-		if (!r || !r->profile[0])
+		if (!c->nruns || !c->predicted)
 			continue;
 		printf("| %u | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c->stage,
-		       c->variant, beside(v[0], 96, c->iter_mean_s, r->pred_iter_s),
-		       beside(v[1], 96, c->apply_mean_s, r->pred_apply_s),
-		       beside(v[2], 96, c->phase.forward_s, r->pred_forward_s),
-		       beside(v[3], 96, c->phase.backward_s, r->pred_backward_s),
-		       beside(v[4], 96, c->phase.h2d_s, r->pred_h2d_s),
-		       beside(v[5], 96, c->phase.momentum_s, r->pred_momentum_s),
-		       beside(v[6], 96, c->phase.ns_s, r->pred_ns_s),
-		       beside(v[7], 96, c->phase.d2h_s, r->pred_d2h_s),
-		       beside(v[8], 96, c->phase.host_opt_s, r->pred_host_opt_s),
-		       beside(v[9], 96, c->phase.params_h2d_s, r->pred_params_h2d_s));
+		       c->variant, beside(v[0], 96, c->iter_mean_s, c->pred_iter_s),
+		       beside(v[1], 96, c->apply_mean_s, c->pred_apply_s),
+		       beside(v[2], 96, c->phase.forward_s, c->pred.forward_s),
+		       beside(v[3], 96, c->phase.backward_s, c->pred.backward_s),
+		       beside(v[4], 96, c->phase.h2d_s, c->pred.h2d_s),
+		       beside(v[5], 96, c->phase.momentum_s, c->pred.momentum_s),
+		       beside(v[6], 96, c->phase.ns_s, c->pred.ns_s),
+		       beside(v[7], 96, c->phase.d2h_s, c->pred.d2h_s),
+		       beside(v[8], 96, c->phase.host_opt_s, c->pred.host_opt_s),
+		       beside(v[9], 96, c->phase.params_h2d_s, c->pred.params_h2d_s));
 	}
 }
 

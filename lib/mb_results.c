@@ -211,6 +211,20 @@ static void add_figures(struct mb_cell *c, const struct mb_csv_row *r)
 	c->h2d_gbs += r->h2d_gbs;
 	c->d2h_gbs += r->d2h_gbs;
 	c->params_h2d_gbs += r->params_h2d_gbs;
+	if (c->predicted || !r->profile[0])
+		return;
+	c->predicted = true;
+	c->pred_iter_s = r->pred_iter_s;
+	c->pred_apply_s = r->pred_apply_s;
+	c->pred.forward_s = r->pred_forward_s;
+	c->pred.backward_s = r->pred_backward_s;
+	c->pred.h2d_s = r->pred_h2d_s;
+	c->pred.momentum_s = r->pred_momentum_s;
+	c->pred.ns_s = r->pred_ns_s;
+	c->pred.d2h_s = r->pred_d2h_s;
+	c->pred.d2h_hidden_frac = r->pred_d2h_hidden_frac;
+	c->pred.host_opt_s = r->pred_host_opt_s;
+	c->pred.params_h2d_s = r->pred_params_h2d_s;
 }
 
 /* The sums of add_figures into means. */
@@ -279,9 +293,10 @@ int mb_results_add(struct mb_table **tables, size_t *ntables, const struct mb_cs
 		k--;
 	} else {
 		if (nt == MB_RESULTS_TABLES_MAX)
-			return mb_bad_input("more than %d tables (rows of as many devices, hosts, "
-					    "bindings, models or knobs): too many to report together",
-					    MB_RESULTS_TABLES_MAX);
+			return mb_bad_input(
+				"more than %d tables (rows of as many devices, hosts, "
+				"bindings, models or knobs): too many to report together",
+				MB_RESULTS_TABLES_MAX);
 		grown = realloc(t, (nt + 1) * sizeof(*t));
 		if (!grown)
 			return mb_fail("out of host memory gathering results");

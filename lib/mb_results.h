@@ -21,8 +21,8 @@ struct mb_cell {
 	const struct mb_csv_row **runs; /* the ok ones; NULL where added with keep false */
 	size_t nruns, alloc;
 	double *iter_runs_s, *apply_runs_s; /* each ok run's iter_mean_s, apply_mean_s */
-	const struct mb_csv_row *failed;  /* a copy of a failed or interrupted run, if any */
-	double iter_mean_s, apply_mean_s; /* means of the runs' figures */
+	const struct mb_csv_row *failed;    /* a copy of a failed or interrupted run, if any */
+	double iter_mean_s, apply_mean_s;   /* means of the runs' figures */
 	uint64_t peak_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes; /* max */
 	uint64_t own_peak_bytes, own_peak_forward_bytes, own_peak_backward_bytes,
 		own_peak_step_bytes; /* max, without CLBlast's temporaries */
@@ -31,6 +31,14 @@ struct mb_cell {
 			host_opt_s, params_h2d_s;
 	} phase;				 /* means over the runs */
 	double h2d_gbs, d2h_gbs, params_h2d_gbs; /* achieved over the bus: means over the runs */
+	/* the model's prediction of the cell (the pred_ columns) from the first ok run that has
+	 * one (a cell's runs share it); predicted false: none had */
+	bool predicted;
+	double pred_iter_s, pred_apply_s;
+	struct {
+		double forward_s, backward_s, h2d_s, momentum_s, ns_s, d2h_s, d2h_hidden_frac,
+			host_opt_s, params_h2d_s;
+	} pred;
 };
 
 struct mb_table {

@@ -938,6 +938,7 @@ if [ "$(col "$tmp/pred.csv" profile | head -1)" = "$tmp/cli-profile.json" ] &&
 	[ "$(col "$tmp/pred.csv" pred_apply_s | head -1)" = "$(col "$tmp/pred-alone.csv" apply_mean_s | awk '{ printf "%.6f", $1 }')" ] &&
 	[ "$(col "$tmp/pred.csv" pred_apply_s | wc -l)" -eq 4 ] &&
 	grep -q "^| 2 | master | .* / .* (.*%.*) | .* / .* (.*%.*) |" "$tmp/pred.md" &&
+	"$bin" report "$tmp/pred.csv" | grep -q "^| 2 | both | .* / .* (.*%.*) | .* / .* (.*%.*) |" &&
 	[ -z "$(col "$tmp/nopred.csv" pred_apply_s)" ] && [ -z "$(col "$tmp/nopred.csv" profile)" ]; then
 	report ok "run: each cell beside its prediction from --profile; --profile off predicts nothing"
 else
