@@ -54,13 +54,18 @@ static struct mb_profile hand_profile(void)
 	return p;
 }
 
+/* ZeRO-3's apply in predict(): DeepSpeed's sub-groups, or batched (a test sets it). */
+static enum mb_zero3_apply zero3_apply = MB_Z3_SUBGROUP;
+
 /* Predict VARIANT at STAGE for the two matrices under profile P. */
 static struct mb_step_times predict(unsigned stage, enum mb_variant variant, bool event,
 				    const struct mb_profile *p)
 {
 	struct mb_step_settings set = {
 		.plan = { .stage = stage,
-			  .gather_budget_bytes = 8000000,
+			  /* a matrix a batch: 8 bytes an element, 10 batched under ZeRO-3 */
+			  .gather_budget_bytes = stage == 3 ? 10000000 : 8000000,
+			  .zero3_apply = zero3_apply,
 			  .sub_group_size = 2000000,
 			  .world_size = 1,
 			  .momentum_dtype = mb_momentum_dtype_default(stage),
@@ -76,7 +81,7 @@ static struct mb_step_times predict(unsigned stage, enum mb_variant variant, boo
 
 	assert_int_equal(mb_config_parse(&m, two_matrices, strlen(two_matrices), "two", 0), 0);
 	assert_int_equal(mb_plan_build(&plan, &m, &set.plan), 0);
-	assert_int_equal(plan.ngroups, stage == 3 ? 1 : 2);
+	assert_int_equal(plan.ngroups, stage == 3 && zero3_apply == MB_Z3_SUBGROUP ? 1 : 2);
 	assert_int_equal(mb_predict_step(&m, &plan, &set, p, &t), 0);
 	mb_plan_release(&plan);
 	mb_model_release(&m);
@@ -232,6 +237,29 @@ static void zero3_by_hand(void **state)
 	assert_secs(t.phase.d2h_hidden_s, 2);
 }
 
+/*
+ * ZeRO-3 batched, a matrix a batch: each batch gathers its grads (1 s) and
+ * bf16 momentum (1 s), runs the momentum kernel (0.75 s), its bf16 copy of
+ * the grads (0.375 s) and Newton-Schulz (3 s): 6.125 s, then writes back 2 s.
+ * Master: 2 x 8.125 s. Overlap: batch 1 computes 6.125-12.25 while batch
+ * 0's writeback runs 6.125-8.125; batch 1's 12.25-14.25.
+ */
+static void zero3_batched_by_hand(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+
+	(void)state;
+	zero3_apply = MB_Z3_BATCHED;
+	t = predict(3, MB_MASTER, false, &p);
+	assert_secs(t.apply_s, 16.25);
+	assert_secs(t.phase.momentum_s, 2 * (0.75 + 0.375));
+	t = predict(3, MB_OVERLAP, false, &p);
+	assert_secs(t.apply_s, 14.25);
+	assert_secs(t.phase.d2h_hidden_s, 2);
+	zero3_apply = MB_Z3_SUBGROUP;
+}
+
 /* 0.5 s a command: master's six commands a batch take 3 s more each. */
 static void command_overhead(void **state)
 {
@@ -337,7 +365,7 @@ struct row {
 };
 
 static const struct row reference[] = {
-	{ 2, MB_MASTER, 8.54, 5.13 },  { 2, MB_PIN, 5.94, 2.82 },  { 2, MB_OVERLAP, 7.12, 3.85 },
+	{ 2, MB_MASTER, 8.54, 5.13 },  { 2, MB_PIN, 5.94, 2.82 },    { 2, MB_OVERLAP, 7.12, 3.85 },
 	{ 2, MB_BOTH, 5.68, 2.35 },    { 3, MB_MASTER, 7.65, 3.79 }, { 3, MB_PIN, 6.28, 2.57 },
 	{ 3, MB_OVERLAP, 6.56, 2.91 }, { 3, MB_BOTH, 6.28, 2.22 },
 };
@@ -406,6 +434,7 @@ int main(void)
 		cmocka_unit_test(shared_link_by_hand),
 		cmocka_unit_test(pageable_holds_host_by_hand),
 		cmocka_unit_test(zero3_by_hand),
+		cmocka_unit_test(zero3_batched_by_hand),
 		cmocka_unit_test(command_overhead),
 		cmocka_unit_test(profile_round_trip),
 		cmocka_unit_test(bad_profiles),
