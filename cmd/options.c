@@ -349,7 +349,7 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "(default "
 			     "512x1536"
 			     "), the forward/backward's rate from its GEMMs "
-			     "alone, the momentum kernel by its events and the gradient fill by the "
+			     "alone, the momentum kernel and the bf16 cast by their events and the gradient fill by the "
 			     "host clock, the host optimizer's "
 			     "loops, memcpy and a 4 KiB copy's latency. Prints it as JSON and "
 			     "keeps it in the cache under the device's key, beside its tuning "
@@ -725,8 +725,7 @@ static void print_options(FILE *out, enum mb_command command)
 		if (!(o->commands & ON(command)))
 			continue;
 		snprintf(left, sizeof(left), "%s%s%s%s", o->name[1] ? "--" : "-", o->name,
-			 o->arg ? " " : "",
-			 o->arg ? o->arg : "");
+			 o->arg ? " " : "", o->arg ? o->arg : "");
 		n = (size_t)snprintf(text, sizeof(text), "%s", o->help);
 		if (o->kind == CHOICE && strcmp(o->arg, o->choices) && n < sizeof(text))
 			n += (size_t)snprintf(text + n, sizeof(text) - n, ": %s", o->choices);

@@ -60,6 +60,8 @@ enum mb_command {
 	X(NS, "ns-gflops", NULL, NULL, "GFLOP/s of Newton-Schulz by --ns-method")            \
 	X(FILL, "fill-gbs", "fill_gbs", NULL,                                                \
 	  "GB/s of the backward stand-in's gradient fill (a PRNG), bytes written")           \
+	X(CAST, "cast-gbs", "cast_gbs", NULL,                                                \
+	  "GB/s of the device's fp32/bf16 casts (rounding, widening), bytes moved")          \
 	X(MOMENTUM, "momentum-gbs", "momentum_gbs", NULL,                                    \
 	  "GB/s of the device's elementwise kernels (momentum, casts, the backward's fill)") \
 	X(FWD_BWD, "fwd-bwd-gflops", "fwd_bwd_gflops", NULL,                                 \

@@ -233,6 +233,12 @@ static double elementwise_s(const struct sim *s, double bytes)
 	return bytes / (1e9 * s->prof->momentum_gbs);
 }
 
+/* Seconds of a cast between fp32 and bf16 that moves BYTES. */
+static double cast_s(const struct sim *s, double bytes)
+{
+	return bytes / (1e9 * s->prof->cast_gbs);
+}
+
 /* ---- what the host buffers are, as mb_step allocates them ---- */
 
 static bool grads_pageable(const struct sim *s)
@@ -283,12 +289,12 @@ static void backward(struct sim *s, struct mb_phase_times *p)
 
 		len = n - off < bucket ? n - off : bucket;
 		kernel(s, NONE, 4 * e / (1e9 * s->prof->fill_gbs)); /* the fp32 grads, made */
-		kernel(s, NONE, elementwise_s(s, 6 * e));	    /* rounded to bf16 */
+		kernel(s, NONE, cast_s(s, 6 * e));		    /* rounded to bf16 */
 		if (s->plan->set.stage == 3) { /* to the host's bf16 grads and back */
 			enqueue(s, COMPUTE, D2H, grads_pageable(s), NONE, 2 * e, 0);
 			enqueue(s, COMPUTE, H2D, grads_pageable(s), NONE, 2 * e, 0);
 		}
-		kernel(s, NONE, elementwise_s(s, 6 * e)); /* widened to fp32 */
+		kernel(s, NONE, cast_s(s, 6 * e));	  /* widened to fp32 */
 		kernel(s, NONE, elementwise_s(s, 4 * e)); /* the norm's partial sums */
 		enqueue(s, COMPUTE, D2H, grads_pageable(s), NONE, 4 * e, 0);
 	}
@@ -409,7 +415,7 @@ static void apply_batch(struct apply *a, const struct mb_plan_group *g)
 	make_room(a);
 	u.computed = gather(a, g);
 	if (a->s->plan->set.stage == 3) /* ZeRO-3's bf16 copy of the batch's grads */
-		kernel(a->s, K_MOMENTUM, elementwise_s(a->s, 6 * (double)g->gathered_numel));
+		kernel(a->s, K_MOMENTUM, cast_s(a->s, 6 * (double)g->gathered_numel));
 	for (k = g->first; k < g->end; k++)
 		u.computed = orthogonalize(a, k);
 	push(a, &u);
@@ -422,7 +428,7 @@ static void apply_subgroup(struct apply *a, const struct mb_plan_group *g)
 	size_t k;
 
 	gather(a, g);
-	kernel(a->s, K_MOMENTUM, elementwise_s(a->s, 6 * e)); /* the bf16 copy of the grads */
+	kernel(a->s, K_MOMENTUM, cast_s(a->s, 6 * e)); /* the bf16 copy of the grads */
 	for (k = g->first; k < g->end; k++) {
 		memset(&u, 0, sizeof(u));
 		u.first = k;

@@ -12,11 +12,11 @@
  *   forward    the synthetic forward/backward's GEMMs at fwd_bwd_gflops;
  *   backward   per gradient bucket the fp32 fill (fill_gbs), the rounding to
  *              bf16 (ZeRO-3: D2H to the host's bf16 grads and back), the
- *              widening, the norm's kernel (momentum_gbs, by their bytes)
+ *              widening (cast_gbs), the norm's kernel (momentum_gbs)
  *              and the bucket's fp32 D2H;
  *   apply      per batch (ZeRO-1/2, ZeRO-3 batched) or sub-group (ZeRO-3): the grads and
  *              momentum H2D, the momentum kernel (reads grads and momentum,
- *              writes both), ZeRO-3's bf16 cast of the grads, Newton-Schulz
+ *              writes both), ZeRO-3's bf16 cast of the grads (cast_gbs), Newton-Schulz
  *              per matrix (mb_ns_flops at the method's GFLOP/s), the
  *              writeback of each update and of the momentum; synchronously
  *              on the compute queue, or overlapped on the copy queue after

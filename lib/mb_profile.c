@@ -44,6 +44,7 @@ static const struct field fields[] = {
 	{ "ns_standard_gflops", RATE, AT(ns_standard_gflops), "GFLOP/s" },
 	{ "momentum_gbs", RATE, AT(momentum_gbs), "GB/s" },
 	{ "fill_gbs", RATE, AT(fill_gbs), "GB/s" },
+	{ "cast_gbs", RATE, AT(cast_gbs), "GB/s" },
 	{ "fwd_bwd_gflops", RATE, AT(fwd_bwd_gflops), "GFLOP/s" },
 	{ "host_opt_gbs", RATE, AT(host_opt_gbs), "GB/s" },
 	{ "memcpy_gbs", RATE, AT(memcpy_gbs), "GB/s" },

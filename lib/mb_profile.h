@@ -34,8 +34,9 @@ struct mb_profile {
 	bool pageable_holds_host;
 
 	double ns_gram_gflops, ns_standard_gflops; /* Newton-Schulz, by method */
-	double momentum_gbs;   /* device elementwise kernels: momentum, casts, the norm's sums */
+	double momentum_gbs;   /* device elementwise kernels: momentum, the norm's sums */
 	double fill_gbs;       /* the backward stand-in's gradient fill (a PRNG), bytes written */
+	double cast_gbs;       /* the fp32 <-> bf16 casts (rounding, widening), bytes moved */
 	double fwd_bwd_gflops; /* the synthetic forward/backward's GEMMs */
 
 	double host_opt_gbs; /* the host optimizer's bytes read and written (mb_hostopt_bytes) */

@@ -149,6 +149,25 @@ static int momentum(const struct mb_cl *cl, const struct mb_profile_measure_sett
 
 		p->fill_gbs = 4.0 * (double)s->elementwise_elems / sp.median / 1e9;
 	}
+	/* the cast to bf16 (reads 4 bytes, writes 2), by its event */
+	for (i = 0; i <= s->reps && !err; i++) {
+		cl_event ev = NULL;
+
+		if ((err = mb_ns_cast_bf16(&ns, grad, 0, mom, 0, s->elementwise_elems, &ev)) ||
+		    (err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "the bf16 cast")))
+			break;
+		if (i && ev)
+			err = mb_cl_event_span(cl, ev, "the bf16 cast", &a, &b);
+		if (!err && i)
+			t[i - 1] = b - a;
+		if (ev)
+			clReleaseEvent(ev);
+	}
+	if (!err) {
+		struct mb_spread sp = mb_spread_of(t, s->reps);
+
+		p->cast_gbs = 6.0 * (double)s->elementwise_elems / sp.median / 1e9;
+	}
 out:
 	mb_ledger_free(&ledger, grad);
 	mb_ledger_free(&ledger, mom);

@@ -927,7 +927,7 @@ expect_error "predict takes no device" 2 "option '--device' does not apply to 'm
 
 # run beside its prediction: the profile named (or the device's cached one) fills the pred_
 # columns and report's "Measured / predicted" table; --profile off leaves them empty.
-printf '{"format_version": 1, "name": "t", "device": "cli", "h2d_pinned_gbs": 10, "d2h_pinned_gbs": 10, "both_pinned_gbs": 20, "h2d_pageable_gbs": 5, "d2h_pageable_gbs": 5, "both_pageable_gbs": 10, "pageable_holds_host": false, "ns_gram_gflops": 20, "ns_standard_gflops": 20, "momentum_gbs": 10, "fill_gbs": 10, "fwd_bwd_gflops": 20, "host_opt_gbs": 10, "memcpy_gbs": 10, "command_overhead_us": 5}\n' >"$tmp/cli-profile.json"
+printf '{"format_version": 1, "name": "t", "device": "cli", "h2d_pinned_gbs": 10, "d2h_pinned_gbs": 10, "both_pinned_gbs": 20, "h2d_pageable_gbs": 5, "d2h_pageable_gbs": 5, "both_pageable_gbs": 10, "pageable_holds_host": false, "ns_gram_gflops": 20, "ns_standard_gflops": 20, "momentum_gbs": 10, "fill_gbs": 10, "cast_gbs": 10, "fwd_bwd_gflops": 20, "host_opt_gbs": 10, "memcpy_gbs": 10, "command_overhead_us": 5}\n' >"$tmp/cli-profile.json"
 # shellcheck disable=SC2086
 "$bin" run $micro --stage 2 --variant master,both --profile "$tmp/cli-profile.json" --out "$tmp/pred.csv" >"$tmp/pred.md" 2>/dev/null
 # shellcheck disable=SC2086

@@ -47,6 +47,7 @@ static struct mb_profile hand_profile(void)
 		.ns_standard_gflops = 10,
 		.momentum_gbs = 0.016,
 		.fill_gbs = 0.016,
+		.cast_gbs = 0.016,
 		.fwd_bwd_gflops = 1,
 		.host_opt_gbs = 0.028, /* 14 bytes x 2e6: 1 s */
 		.memcpy_gbs = 0.016,   /* the clipping pass, 8 bytes x 2e6: 1 s */
@@ -281,7 +282,7 @@ static const char good[] =
 	"  \"h2d_pageable_gbs\": 10.1, \"d2h_pageable_gbs\": 0.1, \"both_pageable_gbs\": 20,\n"
 	"  \"pageable_holds_host\": true, \"ns_gram_gflops\": 104887.123456789,\n"
 	"  \"ns_standard_gflops\": 3e4, \"momentum_gbs\": 500, \"fwd_bwd_gflops\": 30770,\n"
-	"  \"fill_gbs\": 250,\n"
+	"  \"fill_gbs\": 250, \"cast_gbs\": 125,\n"
 	"  \"host_opt_gbs\": 100, \"memcpy_gbs\": 200, \"command_overhead_us\": 0\n}\n";
 
 static void profile_round_trip(void **state)
@@ -317,7 +318,7 @@ static void profile_round_trip(void **state)
 	assert_int_equal(mb_profile_load(&a, "nope"), -MB_EINPUT);
 	assert_non_null(strstr(mb_errmsg(), "shipped: reference"));
 	assert_string_equal(mb_profile_key(0), "name");
-	assert_null(mb_profile_key(17));
+	assert_null(mb_profile_key(18));
 }
 
 /* GOOD with FROM replaced by TO must be refused, the message holding WANT. */
