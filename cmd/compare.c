@@ -58,18 +58,31 @@ static int same_device(const struct side *b, const struct side *n, bool allow)
 	return 0;
 }
 
-static void print_timing(const struct mb_timing *t, double alpha)
+static void print_timing(const struct mb_timing *t, double threshold_pct)
 {
 	if (!t->nbase || !t->nnew) {
 		printf(" - |");
 		return;
 	}
-	printf(" %.4g -> %.4g (%+.1f%%, p %.2g%s) |", t->base_s, t->new_s, t->change_pct, t->test.p,
-	       t->testable ? "" : "; too few samples to reach alpha");
-	(void)alpha;
+	printf(" %.4g -> %.4g (%+.1f%%, p %.2g", t->base_s, t->new_s, t->change_pct, t->test.p);
+	if (!isnan(t->noise_pct))
+		printf(", base runs %.1f%% apart", t->noise_pct);
+	if (!t->testable)
+		printf("; too few samples to reach alpha");
+	else if (t->significant && t->verdict == MB_SAME && fabs(t->change_pct) > threshold_pct)
+		printf("; within the noise");
+	printf(") |");
 }
 
-static void print_row(const struct mb_compared *c, double alpha)
+/* Why phase T, which moved past its bar or was flagged, does not count, or "". */
+static const char *not_counted(const struct mb_timing *t)
+{
+	if (t->verdict != MB_SAME)
+		return t->counts ? "" : ", not counted: under the phase floor";
+	return !t->testable ? "not flagged: too few samples" : "not flagged: not significant";
+}
+
+static void print_row(const struct mb_compared *c, double threshold_pct)
 {
 	const struct mb_cell *any = c->new_ ? c->new_ : c->base;
 	const char *others = "";
@@ -77,7 +90,10 @@ static void print_row(const struct mb_compared *c, double alpha)
 
 	printf("| %u | %s |", any->stage, any->variant);
 	if (!c->base || !c->new_) {
-		printf(" only in %s | | ", c->base ? "BASE" : "NEW");
+		/* its model, which the knobs the reason names do not say */
+		printf(" only in %s (model ", c->base ? "BASE" : "NEW");
+		mb_print_md_text((c->base ? c->base_table : c->new_table)->first->model);
+		printf(") | | ");
 		mb_print_md_text(c->changed);
 		printf(" | unmatched |\n");
 		return;
@@ -90,21 +106,17 @@ static void print_row(const struct mb_compared *c, double alpha)
 		printf(" | | | %s |\n", mb_verdict_names[c->verdict]);
 		return;
 	}
-	print_timing(&c->timing[0], alpha);
-	print_timing(&c->timing[1], alpha);
-	/* the phases only when they moved; why one that moved does not count */
+	print_timing(&c->timing[0], threshold_pct);
+	print_timing(&c->timing[1], threshold_pct);
+	/* the phases only when they moved past their bar; why one does not count */
 	printf(" ");
 	for (k = 2; k < MB_COMPARE_TIMINGS; k++) {
 		const struct mb_timing *t = &c->timing[k];
 
-		if (t->verdict == MB_SAME)
+		if (t->verdict == MB_SAME && !(fabs(t->change_pct) > t->bar_pct))
 			continue;
 		printf("%s%s %+.0f%% (%s%s)", others, t->name, t->change_pct,
-		       mb_verdict_names[t->verdict],
-		       t->counts	    ? ""
-		       : !t->testable	    ? ", not counted: too few samples"
-		       : t->test.p >= alpha ? ", not counted: not significant"
-					    : ", not counted: under the phase floor");
+		       t->verdict == MB_SAME ? "" : mb_verdict_names[t->verdict], not_counted(t));
 		others = "; ";
 	}
 	if (c->changed[0]) {
@@ -124,6 +136,7 @@ int mb_cmd_compare(const struct mb_args *args)
 	struct mb_compare_settings s = { .alpha = args->alpha,
 					 .threshold_pct = args->threshold,
 					 .phase_floor_pct = args->phase_floor,
+					 .noise_factor = args->noise_factor,
 					 .ratios = args->ratios };
 	struct side base = { 0 }, new_ = { 0 };
 	size_t n = 0, i, count[5] = { 0 }, unmatched = 0;
@@ -140,16 +153,18 @@ int mb_cmd_compare(const struct mb_args *args)
 	    (err = mb_compare(base.tables, base.ntables, new_.tables, new_.ntables, &s, &c, &n)))
 		goto out;
 	printf("# %s against %s\n\n%s, base -> new; two-sided Mann-Whitney U; alpha %g, "
-	       "threshold %g%%.\n\n",
+	       "threshold %g%%. A change is flagged when significant and beyond %g times how "
+	       "far apart the base's runs are (their range over their median; no floor for one "
+	       "run).\n\n",
 	       new_.path, base.path,
 	       s.ratios ? "Medians of each timing over master's median in its own file and stage"
 			: "Medians",
-	       s.alpha, s.threshold_pct);
+	       s.alpha, s.threshold_pct, s.noise_factor);
 	printf("| ZeRO | Variant | iteration %s | Muon apply %s | other changes | verdict |\n"
 	       "|---|---|---|---|---|---|\n",
 	       s.ratios ? "(ratio to master)" : "(s)", s.ratios ? "(ratio to master)" : "(s)");
 	for (i = 0; i < n; i++) {
-		print_row(&c[i], s.alpha);
+		print_row(&c[i], s.threshold_pct);
 		if (!c[i].base || !c[i].new_)
 			unmatched++;
 		else

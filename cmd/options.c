@@ -196,6 +196,9 @@ static const struct option options[] = {
 	{ "phase-floor", "PCT", REAL, AT(phase_floor), "5", 0, 1000, NULL, ON(MB_CMD_COMPARE),
 	  "a phase moves a cell's verdict only when its change is also larger than PCT percent "
 	  "of the cell's Muon apply time (the iteration and the apply always count)" },
+	{ "noise-factor", "X", REAL, AT(noise_factor), "2", 0, 1000, NULL, ON(MB_CMD_COMPARE),
+	  "a change is flagged only when also larger than X times the baseline's run-to-run "
+	  "spread (the range of its runs' medians over their median)" },
 	{ "ratios", NULL, FLAG, AT(ratios), NULL, 0, 0, NULL, ON(MB_CMD_COMPARE),
 	  "compare each timing as a ratio to master's median in the same file and stage "
 	  "(what survives a slower or busier machine)" },

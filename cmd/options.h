@@ -125,6 +125,7 @@ struct mb_args {
 
 	double alpha, threshold; /* compare: significance, and the smallest slowdown in % */
 	double phase_floor;	 /* compare: a phase's smallest change, in % of the apply */
+	double noise_factor;	 /* compare: times the baseline's run-to-run spread */
 	bool allow_device_change, ratios, exact;
 
 	const char *image; /* plot: -o */

@@ -12,54 +12,89 @@
 
 const char *const mb_verdict_names[] = { "ok", "faster", "slower", "changed", "REGRESSION" };
 
+/* The samples of timing K of run R into V (room for MB_CSV_STEPS_MAX). */
+static size_t run_samples(const struct mb_csv_row *r, int k, double *v)
+{
+	/* in the order of the names in test_timing, after iteration and apply */
+	const double per_run[] = { r->forward_s,  r->backward_s, r->h2d_s,	  r->momentum_s,
+				   r->ns_s,	  r->d2h_s,	 r->host_opt_s, r->params_h2d_s };
+	size_t n = 0, s;
+
+	_Static_assert(sizeof(per_run) / sizeof(per_run[0]) == MB_COMPARE_TIMINGS - 2,
+		       "one figure a phase");
+	if (k >= 2) {
+		if (!isnan(per_run[k - 2]))
+			v[n++] = per_run[k - 2];
+		return n;
+	}
+	/* iteration and apply: every measured step */
+	for (s = r->measure_first; s <= r->measure_last && s <= r->nsamples; s++)
+		v[n++] = (k ? r->apply_samples_s : r->iter_samples_s)[s - 1];
+	return n;
+}
+
 /* The samples of timing K of cell C into V (room for MB_CSV_STEPS_MAX x runs). */
 static size_t raw_samples(const struct mb_cell *c, int k, double *v)
 {
-	size_t n = 0, i, s;
+	size_t n = 0, i;
 
-	for (i = 0; i < c->nruns; i++) {
-		const struct mb_csv_row *r = c->runs[i];
-		/* in the order of the names in test_timing, after iteration and apply */
-		const double per_run[] = { r->forward_s,  r->backward_s,  r->h2d_s,
-					   r->momentum_s, r->ns_s,	  r->d2h_s,
-					   r->host_opt_s, r->params_h2d_s };
-
-		_Static_assert(sizeof(per_run) / sizeof(per_run[0]) == MB_COMPARE_TIMINGS - 2,
-			       "one figure a phase");
-
-		if (k >= 2) {
-			if (!isnan(per_run[k - 2]))
-				v[n++] = per_run[k - 2];
-			continue;
-		}
-		/* iteration and apply: every measured step of every run */
-		for (s = r->measure_first; s <= r->measure_last && s <= r->nsamples; s++)
-			v[n++] = (k ? r->apply_samples_s : r->iter_samples_s)[s - 1];
-	}
+	for (i = 0; i < c->nruns; i++)
+		n += run_samples(c->runs[i], k, v + n);
 	return n;
+}
+
+/* Master's median of timing K in table T's stage STAGE (for ratios), or NaN. */
+static double master_median(const struct mb_table *t, unsigned stage, int k)
+{
+	const struct mb_cell *master = mb_results_cell(t, stage, "master");
+	double m, *w;
+
+	if (!master || !master->nruns)
+		return NAN; /* no base for a ratio */
+	w = malloc(MB_CSV_STEPS_MAX * master->nruns * sizeof(*w));
+	if (!w)
+		return NAN;
+	m = mb_spread_of(w, raw_samples(master, k, w)).median;
+	free(w);
+	return m > 0 ? m : NAN;
 }
 
 /* The samples, divided by master's median in table T when RATIOS asks so. */
 static size_t samples(const struct mb_table *t, const struct mb_cell *c, int k, bool ratios,
 		      double *v)
 {
-	const struct mb_cell *master = ratios ? mb_results_cell(t, c->stage, "master") : NULL;
-	size_t n = raw_samples(c, k, v), i, nm;
-	double m, *w;
+	size_t n = raw_samples(c, k, v), i;
+	double m;
 
 	if (!ratios)
 		return n;
-	if (!master || !master->nruns)
-		return 0; /* no base for a ratio */
-	w = malloc(MB_CSV_STEPS_MAX * master->nruns * sizeof(*w));
-	if (!w)
+	if (isnan(m = master_median(t, c->stage, k)))
 		return 0;
-	nm = raw_samples(master, k, w);
-	m = mb_spread_of(w, nm).median;
-	free(w);
 	for (i = 0; i < n; i++)
-		v[i] = m > 0 ? v[i] / m : NAN;
-	return m > 0 ? n : 0;
+		v[i] /= m;
+	return n;
+}
+
+/*
+ * The run-to-run spread of timing K in cell C of table T: the range of its
+ * runs' figures (each run's median of its steps, or its phase figure; as
+ * ratios when RATIOS says so) in percent of their median. NaN with fewer
+ * than two runs. V has room for the cell's samples.
+ */
+static double run_spread_pct(const struct mb_table *t, const struct mb_cell *c, int k,
+			     bool ratios, double *v)
+{
+	double m = ratios ? master_median(t, c->stage, k) : 1, *runs = v + MB_CSV_STEPS_MAX;
+	size_t i, n = 0, ns;
+	struct mb_spread sp;
+
+	for (i = 0; i < c->nruns && !isnan(m); i++)
+		if ((ns = run_samples(c->runs[i], k, v)))
+			runs[n++] = mb_spread_of(v, ns).median / m;
+	if (n < 2)
+		return NAN;
+	sp = mb_spread_of(runs, n);
+	return sp.median > 0 ? 100 * (sp.max - sp.min) / sp.median : NAN;
 }
 
 static int test_timing(const struct mb_compared *c, int k, const struct mb_compare_settings *s,
@@ -74,6 +109,7 @@ static int test_timing(const struct mb_compared *c, int k, const struct mb_compa
 
 	memset(t, 0, sizeof(*t));
 	t->name = names[k];
+	t->noise_pct = run_spread_pct(c->base_table, c->base, k, s->ratios, vb);
 	t->nbase = samples(c->base_table, c->base, k, s->ratios, vb);
 	t->nnew = samples(c->new_table, c->new_, k, s->ratios, vn);
 	if (!t->nbase || !t->nnew)
@@ -92,12 +128,18 @@ static int test_timing(const struct mb_compared *c, int k, const struct mb_compa
 	}
 	t->change_pct = t->base_s > 0 ? 100 * (t->new_s - t->base_s) / t->base_s : 0;
 	t->testable = t->test.p_min < s->alpha;
-	if (t->test.p < s->alpha && t->change_pct > s->threshold_pct)
+	t->significant = t->test.p < s->alpha;
+	/* the noise floor: the change must also pass the baseline's own runs' spread */
+	t->noise_floor_pct = isnan(t->noise_pct) ? 0 : s->noise_factor * t->noise_pct;
+	t->bar_pct = s->threshold_pct > t->noise_floor_pct ? s->threshold_pct : t->noise_floor_pct;
+	if (!t->significant || fabs(t->change_pct) <= t->noise_floor_pct)
+		t->verdict = MB_SAME;
+	else if (t->change_pct > t->bar_pct)
 		t->verdict = MB_REGRESSION;
-	else if (t->test.p < s->alpha && t->change_pct < -s->threshold_pct)
+	else if (t->change_pct < -t->bar_pct)
 		t->verdict = MB_FASTER;
-	else if (t->change_pct > s->threshold_pct)
-		t->verdict = MB_SLOWER;
+	else if (t->change_pct > 0)
+		t->verdict = MB_SLOWER; /* real, but within the threshold */
 	return 0;
 }
 
@@ -192,8 +234,9 @@ static void exact_figures(struct mb_compared *c)
 
 static int compare_cell(struct mb_compared *c, const struct mb_compare_settings *s)
 {
+	/* a cell's samples, or one run's and a figure a run (run_spread_pct) */
 	size_t room = MB_CSV_STEPS_MAX *
-		      (c->base->nruns > c->new_->nruns ? c->base->nruns : c->new_->nruns);
+		      (1 + (c->base->nruns > c->new_->nruns ? c->base->nruns : c->new_->nruns));
 	double *vb = malloc(room * sizeof(double)), *vn = malloc(room * sizeof(double));
 	int k, err = 0;
 

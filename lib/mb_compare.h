@@ -5,8 +5,15 @@
  * Cells are matched by model, stage, variant and every knob. Timings (the
  * iteration and the apply over the per-step samples of the measured steps,
  * each phase over the runs' means) are compared by their medians and a
- * two-sided Mann-Whitney U test: a regression is a slowdown that is both
- * significant (p < alpha) and larger than the threshold. The figures that
+ * two-sided Mann-Whitney U test. A change is flagged only when it is both
+ * significant (p < alpha) and larger than the noise floor: the noise factor
+ * times the baseline's run-to-run spread (the range of its runs' medians
+ * over their median). The test pools the steps of all runs as if each were
+ * independent, but the steps of one run share that run's machine (another
+ * process, the VM's neighbours): a shift of a whole run is significant to
+ * the test and yet is noise, which only the spread between runs shows. A
+ * flagged slowdown beyond the threshold as well is a regression, one within
+ * it is slower; a flagged speed-up beyond the threshold is faster. The figures that
  * the plan and the math fix (parameter counts, pinned host bytes, the
  * plan's step peak, the ledger's peaks without CLBlast's temporaries, the
  * checksum) are compared exactly on any device. Those that CLBlast's
@@ -43,6 +50,7 @@ struct mb_compare_settings {
 	double alpha;		/* significance */
 	double threshold_pct;	/* smallest slowdown that counts */
 	double phase_floor_pct; /* a phase's smallest change that counts, in % of the apply */
+	double noise_factor;	/* a change must pass this times the baseline's run spread */
 	bool ratios; /* timings as ratios to master's median of the same file and stage */
 };
 
@@ -53,7 +61,11 @@ struct mb_timing {
 	double base_s, new_s, change_pct; /* medians */
 	size_t nbase, nnew;
 	struct mb_mwu test;
-	bool testable; /* the sample sizes can reach alpha */
+	double noise_pct;	/* the baseline's run-to-run spread in % (NaN: one run) */
+	double noise_floor_pct; /* noise_factor times that (0 for one run) */
+	double bar_pct;		/* the larger of the threshold and the noise floor */
+	bool testable;		/* the sample sizes can reach alpha */
+	bool significant;	/* p < alpha */
 	bool counts;   /* it may move the cell's verdict (headline, or a phase past the floor) */
 	double base_raw_s, new_raw_s; /* medians in seconds, ratios or not */
 	enum mb_verdict verdict;

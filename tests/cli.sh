@@ -533,21 +533,36 @@ expect_error "report: two files joined into one name the second header" 2 "joine
 "$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master,both --runs 5 --steps 12 --measure 2-11 --out "$tmp/cmp.csv" >/dev/null 2>&1
 expect_output "compare: a file against itself is all ok" "compare: 2 cells matched: 2 ok, 0 faster, 0 slower, 0 changed, 0 REGRESSION; 0 unmatched" compare "$tmp/cmp.csv" "$tmp/cmp.csv"
 expect_output "compare: too few samples is said" "too few samples to reach alpha" compare "$tmp/all.csv" "$tmp/all.csv"
+# A quiet machine's timings, made up so that the tests do not depend on this
+# machine's load: every step of every run within 1% (the runs about 0.5%
+# apart), times K, and times 0.9 + 0.1 x the run when SPREAD is set (5 runs
+# 10% apart each, 33% of their median in all).
+rn=$(head -1 "$tmp/cmp.csv" | tr ',' '\n' | grep -n '^run$' | cut -d: -f1)
+quiet() {
+	awk -F, -v OFS=, -v r="$rn" -v k="$1" -v spread="${2:-}" 'NR == 1 { print; next }
+		{ f = k * (spread ? 0.9 + 0.1 * $r : 1)
+		  for (c = NF - 1; c <= NF; c++) { n = split($c, v, ";"); s = ""
+		    for (i = 1; i <= n; i++) {
+		      x = 0.1 - 0.01 * (c - NF + 1) + 0.0001 * ((i * 7 + $r * 3) % 10)
+		      s = s (i > 1 ? ";" : "") sprintf("%.6f", x * f)
+		    }
+		    $c = s }
+		  print }' "$tmp/cmp.csv"
+}
+quiet 1 >"$tmp/quiet.csv"
 # a planted regression: every step 20% slower
-awk -F, -v OFS=, 'NR == 1 { print; next }
-	{ for (c = NF - 1; c <= NF; c++) { n = split($c, v, ";"); s = "";
-	  for (i = 1; i <= n; i++) s = s (i > 1 ? ";" : "") sprintf("%.6f", v[i] * 1.2); $c = s }
-	  print }' "$tmp/cmp.csv" >"$tmp/slow.csv"
-"$bin" compare "$tmp/cmp.csv" "$tmp/slow.csv" >"$tmp/out" 2>"$tmp/err"
+quiet 1.2 >"$tmp/slow.csv"
+"$bin" compare "$tmp/quiet.csv" "$tmp/slow.csv" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 1 ] && grep -q "2 REGRESSION" "$tmp/out" && grep -q "regression(s) against" "$tmp/err"; then
 	report ok "compare: a planted 20% slowdown is a regression, exit 1"
 else
 	report fail "compare: a planted 20% slowdown is a regression, exit 1" "exit $rc: $(tail -3 "$tmp/out") $(cat "$tmp/err")"
 fi
-expect_output "compare: the same slowdown under a 25% threshold passes" "0 REGRESSION" compare --threshold 25 "$tmp/cmp.csv" "$tmp/slow.csv"
-expect_output "compare: the other way round it is faster" "2 faster" compare "$tmp/slow.csv" "$tmp/cmp.csv"
+expect_output "compare: the same slowdown under a 25% threshold passes" "0 REGRESSION" compare --threshold 25 "$tmp/quiet.csv" "$tmp/slow.csv"
+expect_output "compare: the other way round it is faster" "2 faster" compare "$tmp/slow.csv" "$tmp/quiet.csv"
 expect_output "compare: cells the other file lacks are listed" "only in BASE" compare "$tmp/all.csv" "$tmp/two.csv"
+expect_output "compare: an unmatched cell names its model" "only in BASE (model " compare "$tmp/all.csv" "$tmp/two.csv"
 sd=$(head -1 "$tmp/cmp.csv" | tr ',' '\n' | grep -n '^seed$' | cut -d: -f1)
 awk -F, -v OFS=, -v c="$sd" 'NR > 1 { $c = 7 } { print }' "$tmp/cmp.csv" >"$tmp/seed7.csv"
 "$bin" compare "$tmp/cmp.csv" "$tmp/seed7.csv" >"$tmp/out" 2>"$tmp/err"
@@ -571,13 +586,24 @@ expect_fail() {
 		report fail "$name" "exit $rc: $(tail -3 "$tmp/out") $(cat "$tmp/err")"
 	fi
 }
+# the noise floor: a baseline whose runs are 33% apart, and the same 20%
+# slower: significant, yet within twice the runs' spread
+quiet 1 spread >"$tmp/spread.csv"
+quiet 1.2 spread >"$tmp/spread-slow.csv"
+expect_output "compare: a significant change within the base's run-to-run noise is ok" "apart; within the noise) |  | ok |" compare "$tmp/spread.csv" "$tmp/spread-slow.csv"
+expect_output "compare: the base's spread is shown" "(+20.0%, p " compare "$tmp/spread.csv" "$tmp/spread-slow.csv"
+expect_output "compare: the noise floor is said" "beyond 2 times how far apart the base's runs are" compare "$tmp/spread.csv" "$tmp/spread-slow.csv"
+expect_fail "compare: with no noise factor the same change is a regression" "2 REGRESSION" compare --noise-factor 0 "$tmp/spread.csv" "$tmp/spread-slow.csv"
+expect_fail "compare: a noise factor of 0.2 leaves it a regression" "2 REGRESSION" compare --noise-factor 0.2 "$tmp/spread.csv" "$tmp/spread-slow.csv"
+expect_output "compare: a significant slowdown past the noise, within the threshold, is slower" "2 slower" compare --noise-factor 0.2 --threshold 25 "$tmp/spread.csv" "$tmp/spread-slow.csv"
+expect_fail "compare: a quiet baseline's noise floor lets 20% through" "base runs 0.0% apart) |  | REGRESSION |" compare "$tmp/quiet.csv" "$tmp/slow.csv"
 expect_fail "compare: a run that fails now is a regression" "a run failed: out of memory | REGRESSION |" compare "$tmp/cmp.csv" "$tmp/onefail.csv"
 # a planted phase change: each run's H2D 0.6 ms slower, significant (the runs'
 # figures set apart), but under 5% of the apply
 hc=$(head -1 "$tmp/cmp.csv" | tr ',' '\n' | grep -n '^h2d_s$' | cut -d: -f1)
 rc_=$(head -1 "$tmp/cmp.csv" | tr ',' '\n' | grep -n '^run$' | cut -d: -f1)
-awk -F, -v OFS=, -v c="$hc" -v r="$rc_" -v add=0 'NR > 1 { $c = sprintf("%.6f", $r * 1e-4 + add) } { print }' "$tmp/cmp.csv" >"$tmp/h2d-base.csv"
-awk -F, -v OFS=, -v c="$hc" -v r="$rc_" -v add=6e-4 'NR > 1 { $c = sprintf("%.6f", $r * 1e-4 + add) } { print }' "$tmp/cmp.csv" >"$tmp/h2d.csv"
+awk -F, -v OFS=, -v c="$hc" -v r="$rc_" -v add=0 'NR > 1 { $c = sprintf("%.6f", 3e-4 + ($r - 3) * 1e-6 + add) } { print }' "$tmp/quiet.csv" >"$tmp/h2d-base.csv"
+awk -F, -v OFS=, -v c="$hc" -v r="$rc_" -v add=6e-4 'NR > 1 { $c = sprintf("%.6f", 3e-4 + ($r - 3) * 1e-6 + add) } { print }' "$tmp/quiet.csv" >"$tmp/h2d.csv"
 expect_output "compare: a phase under the floor does not set the verdict" "h2d +200% (REGRESSION, not counted: under the phase floor) | ok |" compare "$tmp/h2d-base.csv" "$tmp/h2d.csv"
 expect_fail "compare: with no floor the same phase is a regression" "h2d +200% (REGRESSION) | REGRESSION |" compare --phase-floor 0 "$tmp/h2d-base.csv" "$tmp/h2d.csv"
 ck=$(head -1 "$tmp/cmp.csv" | tr ',' '\n' | grep -n '^checksum$' | cut -d: -f1)
