@@ -57,17 +57,26 @@ static int dispatch(const struct mb_args *args)
  *
  * libgomp reads OMP_WAIT_POLICY once, in its constructor, before main (a
  * setenv here is too late), so the program runs itself again with the
- * variable set. Not when the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT,
+ * variable set (by the path /proc/self/exe links to, which names the
+ * process muonbench). Not when the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT,
  * nor under valgrind, whose /proc/self/exe is its own tool, which refuses
  * to run. If the exec fails, the run goes on with the runtime's default.
  */
 static void wait_passively(char **argv)
 {
+	char self[4096];
+	ssize_t n;
+
 	if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || !mb_child_possible())
 		return;
 	if (setenv("OMP_WAIT_POLICY", "passive", 1))
 		return;
-	execv("/proc/self/exe", argv);
+	/* by its name, so that ps and pkill see muonbench, not "exe" */
+	if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) > 0) {
+		self[n] = '\0';
+		execv(self, argv);
+	}
+	execv("/proc/self/exe", argv); /* the file was replaced or removed since */
 	unsetenv("OMP_WAIT_POLICY");
 }
 
