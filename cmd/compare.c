@@ -66,7 +66,8 @@ static void print_timing(const struct mb_timing *t, double threshold_pct)
 	}
 	printf(" %.4g -> %.4g (%+.1f%%, p %.2g", t->base_s, t->new_s, t->change_pct, t->test.p);
 	if (!isnan(t->noise_pct))
-		printf(", base runs %.1f%% apart", t->noise_pct);
+		printf(", base %s %.1f%% apart", t->noise_typical ? "file's runs" : "runs",
+		       t->noise_pct);
 	if (!t->testable)
 		printf("; too few samples to reach alpha");
 	else if (t->significant && t->verdict == MB_SAME && fabs(t->change_pct) > threshold_pct)
@@ -154,8 +155,8 @@ int mb_cmd_compare(const struct mb_args *args)
 		goto out;
 	printf("# %s against %s\n\n%s, base -> new; two-sided Mann-Whitney U; alpha %g, "
 	       "threshold %g%%. A change is flagged when significant and beyond %g times how "
-	       "far apart the base's runs are (their range over their median; no floor for one "
-	       "run).\n\n",
+	       "far apart the base's runs are (their range over their median, or the median of "
+	       "that over the base's cells when larger; no floor without two runs).\n\n",
 	       new_.path, base.path,
 	       s.ratios ? "Medians of each timing over master's median in its own file and stage"
 			: "Medians",

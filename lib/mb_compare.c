@@ -97,6 +97,37 @@ static double run_spread_pct(const struct mb_table *t, const struct mb_cell *c, 
 	return sp.median > 0 ? 100 * (sp.max - sp.min) / sp.median : NAN;
 }
 
+/*
+ * The noise of timing K in cell C of table T, in percent: its own runs'
+ * spread, or the median spread of the table's cells when that is larger
+ * (*TYPICAL then set): three runs that happen to agree say less about the
+ * machine than a dozen cells measured in the same session. NaN when no cell
+ * has two runs.
+ */
+static double noise_pct(const struct mb_table *t, const struct mb_cell *c, int k, bool ratios,
+			double *v, bool *typical)
+{
+	double own = run_spread_pct(t, c, k, ratios, v), *all, median;
+	size_t i, n = 0;
+
+	*typical = false;
+	if (!(all = malloc(t->ncells * sizeof(*all))))
+		return own;
+	for (i = 0; i < t->ncells; i++) {
+		double x = run_spread_pct(t, &t->cells[i], k, ratios, v);
+
+		if (!isnan(x))
+			all[n++] = x;
+	}
+	median = mb_spread_of(all, n).median;
+	free(all);
+	if (!isnan(median) && (isnan(own) || median > own)) {
+		*typical = true;
+		return median;
+	}
+	return own;
+}
+
 static int test_timing(const struct mb_compared *c, int k, const struct mb_compare_settings *s,
 		       struct mb_timing *t, double *vb, double *vn)
 {
@@ -109,7 +140,7 @@ static int test_timing(const struct mb_compared *c, int k, const struct mb_compa
 
 	memset(t, 0, sizeof(*t));
 	t->name = names[k];
-	t->noise_pct = run_spread_pct(c->base_table, c->base, k, s->ratios, vb);
+	t->noise_pct = noise_pct(c->base_table, c->base, k, s->ratios, vb, &t->noise_typical);
 	t->nbase = samples(c->base_table, c->base, k, s->ratios, vb);
 	t->nnew = samples(c->new_table, c->new_, k, s->ratios, vn);
 	if (!t->nbase || !t->nnew)

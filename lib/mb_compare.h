@@ -8,7 +8,8 @@
  * two-sided Mann-Whitney U test. A change is flagged only when it is both
  * significant (p < alpha) and larger than the noise floor: the noise factor
  * times the baseline's run-to-run spread (the range of its runs' medians
- * over their median). The test pools the steps of all runs as if each were
+ * over their median, or the median of that over the baseline's cells when
+ * larger). The test pools the steps of all runs as if each were
  * independent, but the steps of one run share that run's machine (another
  * process, the VM's neighbours): a shift of a whole run is significant to
  * the test and yet is noise, which only the spread between runs shows. A
@@ -62,6 +63,7 @@ struct mb_timing {
 	size_t nbase, nnew;
 	struct mb_mwu test;
 	double noise_pct;	/* the baseline's run-to-run spread in % (NaN: one run) */
+	bool noise_typical;	/* that is its file's median spread, larger than its own */
 	double noise_floor_pct; /* noise_factor times that (0 for one run) */
 	double bar_pct;		/* the larger of the threshold and the noise floor */
 	bool testable;		/* the sample sizes can reach alpha */

@@ -596,6 +596,10 @@ expect_output "compare: the noise floor is said" "beyond 2 times how far apart t
 expect_fail "compare: with no noise factor the same change is a regression" "2 REGRESSION" compare --noise-factor 0 "$tmp/spread.csv" "$tmp/spread-slow.csv"
 expect_fail "compare: a noise factor of 0.2 leaves it a regression" "2 REGRESSION" compare --noise-factor 0.2 "$tmp/spread.csv" "$tmp/spread-slow.csv"
 expect_output "compare: a significant slowdown past the noise, within the threshold, is slower" "2 slower" compare --noise-factor 0.2 --threshold 25 "$tmp/spread.csv" "$tmp/spread-slow.csv"
+# a cell whose own runs agree takes its file's median spread when larger
+{ grep -v ',both,' "$tmp/spread.csv"; grep ',both,' "$tmp/quiet.csv"; } >"$tmp/noisyfile.csv"
+{ grep -v ',both,' "$tmp/spread-slow.csv"; grep ',both,' "$tmp/slow.csv"; } >"$tmp/noisyfile-slow.csv"
+expect_output "compare: a quiet cell of a noisy file takes the file's noise" "base file's runs 16.7% apart; within the noise) |  | ok |" compare "$tmp/noisyfile.csv" "$tmp/noisyfile-slow.csv"
 expect_fail "compare: a quiet baseline's noise floor lets 20% through" "base runs 0.0% apart) |  | REGRESSION |" compare "$tmp/quiet.csv" "$tmp/slow.csv"
 expect_fail "compare: a run that fails now is a regression" "a run failed: out of memory | REGRESSION |" compare "$tmp/cmp.csv" "$tmp/onefail.csv"
 # a planted phase change: each run's H2D 0.6 ms slower, significant (the runs'
