@@ -283,14 +283,16 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "variant and every knob must match). Timings: the change of the "
 			     "median and a two-sided Mann-Whitney U test on the per-step "
 			     "samples (iteration, apply) or the runs (each phase); a regression "
-			     "is a slowdown both significant and above the threshold. Exact "
+			     "is a slowdown that is significant and beyond both the threshold "
+			     "and the noise floor (--noise-factor times how far apart the "
+			     "baseline's runs are). Exact "
 			     "figures that the plan and the math fix (parameter counts, pinned "
 			     "bytes, the plan's step peak, the peaks without CLBlast's "
 			     "temporaries, the checksum) are compared on any device; CLBlast's "
 			     "temporaries and the whole peaks only on the same device and "
 			     "tuning, and shown otherwise. Any difference compared is reported, "
-			     "a rise in a peak is a regression. Exits 1 on a regression, 2 on "
-			     "bad input." },
+			     "a rise in a peak is a regression. Exits 1 on a regression or when "
+			     "no cell matched, 2 on bad input." },
 	[MB_CMD_BANDWIDTH] = { "bandwidth", "host-device copy bandwidth, pageable against pinned",
 			       "Times copies of each size host to device (H2D), device to host "
 			       "(D2H) and both at once, from pageable and from pinned host "
