@@ -1,0 +1,66 @@
+#!/bin/sh
+# Are the timings stable from run to run? Runs `make run`'s command (or
+# RUN_ARGS) N times in a row (default 10) and prints, per cell, the
+# coefficient of variation of the Muon apply's run means within each
+# invocation (the largest of them) and across the invocations (of each
+# invocation's mean), and the host optimizer's median and largest figure
+# (the two-level timings of issue 17 were a jump of host_opt_s from 0.0015 s
+# to 0.11 s). The load of the machine is printed before each invocation,
+# since other processes move every timing. Exits 1 when a CV reaches LIMIT
+# percent (default 10).
+# Usage: tests/stability.sh BIN DIR   (N=10 LIMIT=10 RUN_ARGS=... in the environment)
+set -u
+bin=$1
+dir=$2
+n=${N:-10}
+limit=${LIMIT:-10}
+run_args=${RUN_ARGS:---model tiny --layers 1 --gather-budget 2Mi --seq 128 --stage 2,3 --variant all}
+mkdir -p "$dir" || exit 2
+i=1
+while [ "$i" -le "$n" ]; do
+	f="$dir/run$i.csv"
+	if [ ! -s "$f" ]; then
+		echo "stability.sh: run $i of $n, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+		# shellcheck disable=SC2086 # the arguments are a list
+		"$bin" run $run_args --out "$f" >"$dir/run.out" 2>&1 || {
+			cat "$dir/run.out"
+			exit 2
+		}
+	fi
+	i=$((i + 1))
+done
+awk -F, -v limit="$limit" '
+	$1 == "format_version" { for (i = 1; i <= NF; i++) c[$i] = i; file++; next }
+	$c["status"] == "ok" {
+		k = $c["stage"] " " $c["variant"]
+		if (!(k in seen)) { seen[k] = 1; order[++ncells] = k }
+		a = $c["apply_mean_s"]
+		s[k, file] += a; q[k, file] += a * a; m[k, file]++
+		h[k, ++nh[k]] = $c["host_opt_s"]
+	}
+	function cv(sum, sq, n,   mean, var) {
+		if (n < 2) return 0
+		mean = sum / n; var = (sq - n * mean * mean) / (n - 1)
+		return var > 0 ? 100 * sqrt(var) / mean : 0
+	}
+	END {
+		printf "| ZeRO | Variant | apply CV within a run, largest (%%) | apply CV across %d runs (%%) | host_opt_s median | host_opt_s max |\n", file
+		print "|---|---|---|---|---|---|"
+		for (j = 1; j <= ncells; j++) {
+			k = order[j]; worst = 0; S = 0; Q = 0; N = 0
+			for (f = 1; f <= file; f++) {
+				if (!m[k, f]) continue
+				w = cv(s[k, f], q[k, f], m[k, f]); if (w > worst) worst = w
+				mean = s[k, f] / m[k, f]; S += mean; Q += mean * mean; N++
+			}
+			across = cv(S, Q, N)
+			nn = nh[k]
+			for (x = 1; x <= nn; x++) v[x] = h[k, x]
+			for (x = 2; x <= nn; x++) for (y = x; y > 1 && v[y - 1] > v[y]; y--) { t = v[y]; v[y] = v[y - 1]; v[y - 1] = t }
+			med = nn % 2 ? v[(nn + 1) / 2] : (v[nn / 2] + v[nn / 2 + 1]) / 2
+			printf "| %s | %s | %.1f | %.1f | %.5f | %.5f |\n", substr(k, 1, 1), substr(k, 3), worst, across, med, v[nn]
+			if (worst >= limit || across >= limit) bad++
+		}
+		printf "stability.sh: %d of %d cells with a CV of %d%% or more\n", bad, ncells, limit
+		exit bad ? 1 : 0
+	}' "$dir"/run*.csv
