@@ -76,60 +76,79 @@ static size_t samples(const struct mb_table *t, const struct mb_cell *c, int k, 
 }
 
 /*
- * The run-to-run spread of timing K in cell C of table T: the range of its
- * runs' figures (each run's median of its steps, or its phase figure; as
- * ratios when RATIOS says so) in percent of their median. NaN with fewer
- * than two runs. V has room for the cell's samples.
+ * The run-to-run spread of timing K in cell C of table T into *PCT: the
+ * range of its runs' figures (each run's median of its steps, or its phase
+ * figure; as ratios when RATIOS says so) in percent of their median. NaN
+ * with fewer than two runs. Returns 0, or -MB_EFAIL out of host memory.
  */
-static double run_spread_pct(const struct mb_table *t, const struct mb_cell *c, int k,
-			     bool ratios, double *v)
+static int run_spread_pct(const struct mb_table *t, const struct mb_cell *c, int k, bool ratios,
+			  double *pct)
 {
-	double m = ratios ? master_median(t, c->stage, k) : 1, *runs = v + MB_CSV_STEPS_MAX;
+	double m = ratios ? master_median(t, c->stage, k) : 1, *v, *runs;
 	size_t i, n = 0, ns;
 	struct mb_spread sp;
 
-	for (i = 0; i < c->nruns && !isnan(m); i++)
+	*pct = NAN;
+	if (c->nruns < 2 || isnan(m))
+		return 0;
+	if (!(v = malloc((MB_CSV_STEPS_MAX + c->nruns) * sizeof(*v))))
+		return mb_fail("out of host memory comparing results");
+	runs = v + MB_CSV_STEPS_MAX;
+	for (i = 0; i < c->nruns; i++)
 		if ((ns = run_samples(c->runs[i], k, v)))
 			runs[n++] = mb_spread_of(v, ns).median / m;
-	if (n < 2)
-		return NAN;
-	sp = mb_spread_of(runs, n);
-	return sp.median > 0 ? 100 * (sp.max - sp.min) / sp.median : NAN;
+	if (n >= 2) {
+		sp = mb_spread_of(runs, n);
+		if (sp.median > 0)
+			*pct = 100 * (sp.max - sp.min) / sp.median;
+	}
+	free(v);
+	return 0;
 }
 
 /*
- * The noise of timing K in cell C of table T, in percent: its own runs'
- * spread, or the median spread of the table's cells when that is larger
- * (*TYPICAL then set): three runs that happen to agree say less about the
- * machine than a dozen cells measured in the same session. NaN when no cell
- * has two runs.
+ * The median run-to-run spread of timing K over the cells of table T into
+ * *PCT (NaN when no cell has two runs): how noisy the machine was while T
+ * ran. Returns 0, or -MB_EFAIL out of host memory.
  */
-static double noise_pct(const struct mb_table *t, const struct mb_cell *c, int k, bool ratios,
-			double *v, bool *typical)
+static int typical_spread_pct(const struct mb_table *t, int k, bool ratios, double *pct)
 {
-	double own = run_spread_pct(t, c, k, ratios, v), *all, median;
+	double *all = malloc((t->ncells ? t->ncells : 1) * sizeof(*all)), x;
 	size_t i, n = 0;
+	int err = 0;
 
-	*typical = false;
-	if (!(all = malloc(t->ncells * sizeof(*all))))
-		return own;
-	for (i = 0; i < t->ncells; i++) {
-		double x = run_spread_pct(t, &t->cells[i], k, ratios, v);
-
-		if (!isnan(x))
+	*pct = NAN;
+	if (!all)
+		return mb_fail("out of host memory comparing results");
+	for (i = 0; i < t->ncells && !err; i++)
+		if (!(err = run_spread_pct(t, &t->cells[i], k, ratios, &x)) && !isnan(x))
 			all[n++] = x;
-	}
-	median = mb_spread_of(all, n).median;
+	if (!err)
+		*pct = mb_spread_of(all, n).median;
 	free(all);
-	if (!isnan(median) && (isnan(own) || median > own)) {
-		*typical = true;
-		return median;
+	return err;
+}
+
+/*
+ * The noise of timing T (K) of cell C: its baseline runs' spread, or the
+ * typical spread of its baseline file (TYPICAL) when that is larger: three
+ * runs that happen to agree say less about the machine than a dozen cells
+ * measured in the same session.
+ */
+static int noise_of(const struct mb_compared *c, int k, bool ratios, double typical,
+		    struct mb_timing *t)
+{
+	int err = run_spread_pct(c->base_table, c->base, k, ratios, &t->noise_pct);
+
+	if (!err && !isnan(typical) && (isnan(t->noise_pct) || typical > t->noise_pct)) {
+		t->noise_pct = typical;
+		t->noise_typical = true;
 	}
-	return own;
+	return err;
 }
 
 static int test_timing(const struct mb_compared *c, int k, const struct mb_compare_settings *s,
-		       struct mb_timing *t, double *vb, double *vn)
+		       double typical, struct mb_timing *t, double *vb, double *vn)
 {
 	static const char *const names[] = { "iteration", "apply",     "forward", "backward",
 					     "h2d",	  "momentum",  "ns",	  "d2h",
@@ -140,7 +159,8 @@ static int test_timing(const struct mb_compared *c, int k, const struct mb_compa
 
 	memset(t, 0, sizeof(*t));
 	t->name = names[k];
-	t->noise_pct = noise_pct(c->base_table, c->base, k, s->ratios, vb, &t->noise_typical);
+	if ((err = noise_of(c, k, s->ratios, typical, t)))
+		return err;
 	t->nbase = samples(c->base_table, c->base, k, s->ratios, vb);
 	t->nnew = samples(c->new_table, c->new_, k, s->ratios, vn);
 	if (!t->nbase || !t->nnew)
@@ -263,11 +283,12 @@ static void exact_figures(struct mb_compared *c)
 	}
 }
 
-static int compare_cell(struct mb_compared *c, const struct mb_compare_settings *s)
+/* Compare cell C; TYPICAL: its baseline file's spread of each timing. */
+static int compare_cell(struct mb_compared *c, const struct mb_compare_settings *s,
+			const double *typical)
 {
-	/* a cell's samples, or one run's and a figure a run (run_spread_pct) */
 	size_t room = MB_CSV_STEPS_MAX *
-		      (1 + (c->base->nruns > c->new_->nruns ? c->base->nruns : c->new_->nruns));
+		      (c->base->nruns > c->new_->nruns ? c->base->nruns : c->new_->nruns);
 	double *vb = malloc(room * sizeof(double)), *vn = malloc(room * sizeof(double));
 	int k, err = 0;
 
@@ -276,7 +297,7 @@ static int compare_cell(struct mb_compared *c, const struct mb_compare_settings 
 	for (k = 0; k < MB_COMPARE_TIMINGS && !err; k++) {
 		struct mb_timing *t = &c->timing[k];
 
-		err = test_timing(c, k, s, t, vb, vn);
+		err = test_timing(c, k, s, typical[k], t, vb, vn);
 		/* a phase counts only when testable, significant and past the floor */
 		t->counts = k < 2 || (t->testable && t->test.p < s->alpha &&
 				      fabs(t->new_raw_s - t->base_raw_s) >
@@ -364,12 +385,20 @@ static void why_unmatched(const struct mb_table *tables, size_t nt, const struct
 int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table *new_, size_t nnew,
 	       const struct mb_compare_settings *s, struct mb_compared **out, size_t *n)
 {
+	/* each baseline table's typical spread of each timing, once */
+	double *typical = malloc((nbase ? nbase : 1) * MB_COMPARE_TIMINGS * sizeof(*typical));
 	const struct mb_table *bt;
 	size_t k, i;
-	int err = 0;
+	int err = 0, t;
 
 	*out = NULL;
 	*n = 0;
+	if (!typical)
+		return mb_fail("out of host memory comparing results");
+	for (k = 0; k < nbase && !err; k++)
+		for (t = 0; t < MB_COMPARE_TIMINGS && !err; t++)
+			err = typical_spread_pct(&base[k], t, s->ratios,
+						 &typical[k * MB_COMPARE_TIMINGS + t]);
 	for (k = 0; k < nnew && !err; k++)
 		for (i = 0; i < new_[k].ncells && !err; i++) {
 			const struct mb_cell *nc = &new_[k].cells[i];
@@ -382,7 +411,8 @@ int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table 
 					      (*out)[*n - 1].changed,
 					      sizeof((*out)[*n - 1].changed));
 			if (bc && bc->nruns && nc->nruns)
-				err = compare_cell(&(*out)[*n - 1], s);
+				err = compare_cell(&(*out)[*n - 1], s,
+						   typical + (bt - base) * MB_COMPARE_TIMINGS);
 			else if (bc && bc->nruns) /* ran before, fails now */
 				(*out)[*n - 1].verdict = MB_REGRESSION;
 		}
@@ -394,5 +424,6 @@ int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table 
 				why_unmatched(new_, nnew, &base[k], &base[k].cells[i], "NEW",
 					      (*out)[*n - 1].changed,
 					      sizeof((*out)[*n - 1].changed));
+	free(typical);
 	return err;
 }
