@@ -10,7 +10,10 @@
 #
 # Only timings regressing are given two more chances: the cells run again and
 # must regress in each rerun (a few busy seconds on a shared machine moved every cell
-# of a stage by 50% once).
+# of a stage by 50% once). When other processes kept at least BUSY_CPUS
+# (default 0.5) CPUs busy during every rerun, a timing regression in all of
+# them is reported as not judged instead of failing (at a load average of 7
+# from others' builds and benchmarks on 2 cores, all three reruns failed).
 # Then the gate itself is tested on that rerun: a baseline with a planted
 # change of an exact figure must fail, a device-dependent figure must count
 # on the same device and tuning and not on another.
@@ -27,15 +30,34 @@ if [ ! -f "$baseline" ]; then
 	echo "baseline.sh: no '$baseline'; write it with 'make baseline'"
 	exit 1
 fi
+# Jiffies all CPUs spent busy, then those of this shell's finished children.
+busy() {
+	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+	sed 's/.*) //' /proc/$$/stat | awk '{ print $14 + $15 }'
+}
+# How many CPUs other processes kept busy during each rerun, and whether
+# every rerun had at least BUSY_CPUS (default 0.5) of them: a busy machine.
+loads=
+all_busy=1
 # Rerun the cells into FILE (then the run's arguments).
 rerun() {
 	out=$1
 	shift
 	rm -f "$out"
+	# shellcheck disable=SC2046 # two numbers
+	set -- $(busy) "$(date +%s.%N)" "$@"
+	b0=$1 c0=$2 t0=$3
+	shift 3
 	if ! "$bin" run "$@" --out "$out" >"$tmp/out" 2>"$tmp/err"; then
 		cat "$tmp/out" "$tmp/err"
 		exit 1
 	fi
+	# shellcheck disable=SC2046
+	set -- $(busy) "$(date +%s.%N)"
+	load=$(awk -v b=$(($1 - b0)) -v c=$(($2 - c0)) -v t="$3" -v t0="$t0" \
+		-v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - c) / hz / (t - t0) }')
+	loads="$loads${loads:+, }$load"
+	awk -v l="$load" -v min="${BUSY_CPUS:-0.5}" 'BEGIN { exit !(l >= min) }' || all_busy=0
 }
 echo "baseline.sh: rerunning the cells of $baseline"
 rerun "$tmp/new.csv" "$@"
@@ -56,6 +78,16 @@ if ! "$bin" compare --ratios --threshold 50 --exact --allow-device-change "$base
 				break
 			fi
 		done
+		# On a machine that others keep busy, a ratio to master moves by more
+		# than any band (the cells of a stage run one after the other, under
+		# whatever load comes and goes); the exact figures matched: say so loudly
+		# rather than fail on someone else's build.
+		if [ $failed -eq 1 ] && [ $all_busy -eq 1 ]; then
+			echo "baseline.sh: WARNING: timings regressed in all three reruns, but other" \
+				"processes kept $loads CPUs busy meanwhile: timings not judged on a busy" \
+				"machine (the exact figures matched; BUSY_CPUS=99 judges them anyway)"
+			failed=0
+		fi
 	else
 		failed=1
 	fi
