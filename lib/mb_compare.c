@@ -16,8 +16,8 @@ const char *const mb_verdict_names[] = { "ok", "faster", "slower", "changed", "R
 static size_t run_samples(const struct mb_csv_row *r, int k, double *v)
 {
 	/* in the order of the names in test_timing, after iteration and apply */
-	const double per_run[] = { r->forward_s,  r->backward_s, r->h2d_s,	  r->momentum_s,
-				   r->ns_s,	  r->d2h_s,	 r->host_opt_s, r->params_h2d_s };
+	const double per_run[] = { r->forward_s, r->backward_s, r->h2d_s,      r->momentum_s,
+				   r->ns_s,	 r->d2h_s,	r->host_opt_s, r->params_h2d_s };
 	size_t n = 0, s;
 
 	_Static_assert(sizeof(per_run) / sizeof(per_run[0]) == MB_COMPARE_TIMINGS - 2,

@@ -68,7 +68,7 @@ struct mb_timing {
 	double bar_pct;		/* the larger of the threshold and the noise floor */
 	bool testable;		/* the sample sizes can reach alpha */
 	bool significant;	/* p < alpha */
-	bool counts;   /* it may move the cell's verdict (headline, or a phase past the floor) */
+	bool counts; /* it may move the cell's verdict (headline, or a phase past the floor) */
 	double base_raw_s, new_raw_s; /* medians in seconds, ratios or not */
 	enum mb_verdict verdict;
 };
