@@ -586,6 +586,35 @@ expect_fail() {
 		report fail "$name" "exit $rc: $(tail -3 "$tmp/out") $(cat "$tmp/err")"
 	fi
 }
+# OpenMP's threads wait passively: muonbench runs itself again with
+# OMP_WAIT_POLICY=passive, under its own name (ps and pkill see muonbench),
+# unless the user chose a policy. Prints "POLICY COMM" of the running process.
+omp_policy() {
+	env "$@" "$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master --runs 1 --steps 200 --quiet --out "$tmp/omp.csv" >/dev/null 2>&1 &
+	pid=$!
+	i=0 policy=
+	while [ $i -lt 100 ] && [ -z "$policy" ]; do
+		policy=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^OMP_WAIT_POLICY=//p')
+		[ -n "$policy" ] || sleep 0.05
+		i=$((i + 1))
+	done
+	echo "$policy $(cat "/proc/$pid/comm" 2>/dev/null)"
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rm -f "$tmp/omp.csv"
+}
+got=$(omp_policy -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT)
+if [ "$got" = "passive muonbench" ]; then
+	report ok "run: OpenMP waits passively, in a process named muonbench"
+else
+	report fail "run: OpenMP waits passively, in a process named muonbench" "got '$got'"
+fi
+got=$(omp_policy OMP_WAIT_POLICY=active)
+if [ "$got" = "active muonbench" ]; then
+	report ok "run: a user's OMP_WAIT_POLICY is kept"
+else
+	report fail "run: a user's OMP_WAIT_POLICY is kept" "got '$got'"
+fi
 # the noise floor: a baseline whose runs are 33% apart, and the same 20%
 # slower: significant, yet within twice the runs' spread
 quiet 1 spread >"$tmp/spread.csv"
