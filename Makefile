@@ -93,6 +93,15 @@ run: $(BIN)
 	$(BIN) profile --if-missing >/dev/null
 	$(BIN) run --model tiny --layers 1 --gather-budget 2Mi --seq 128 --stage 2,3 --variant all
 
+# The gate's noise floor both ways (tests/noise.sh): ten pairs of identical
+# tiny runs must compare all ok, a planted 25% slowdown must fail; and the
+# apply's spread over ten `make run`s (tests/stability.sh). Minutes each, and
+# only meaningful on a machine that nothing else keeps busy.
+noise: $(BIN)
+	rm -rf build/noise && tests/noise.sh $(BIN) build/noise
+stability: $(BIN)
+	rm -rf build/stability && tests/stability.sh $(BIN) build/stability
+
 # Newton-Schulz against its own GEMMs on the default device (about a minute on a CPU).
 bench: $(BIN)
 	$(BIN) ns
@@ -182,6 +191,6 @@ clean:
 	rm -rf build build-asan build-fuzz
 
 FORCE:
-.PHONY: all deps man run bench baseline test asan fuzz fuzz-deps valgrind install uninstall clean FORCE
+.PHONY: all deps man run bench noise stability baseline test asan fuzz fuzz-deps valgrind install uninstall clean FORCE
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
