@@ -14,10 +14,11 @@
  * process, the VM's neighbours): a shift of a whole run is significant to
  * the test and yet is noise, which only the spread between runs shows. A
  * flagged slowdown beyond the threshold as well is a regression, one within
- * it is slower; a flagged speed-up beyond the threshold is faster. The figures that
- * the plan and the math fix (parameter counts, pinned host bytes, the
- * plan's step peak, the ledger's peaks without CLBlast's temporaries, the
- * checksum) are compared exactly on any device. Those that CLBlast's
+ * it is slower; a flagged speed-up beyond the threshold is faster.
+ *
+ * The figures that the plan and the math fix (parameter counts, pinned host
+ * bytes, the plan's step peak, the ledger's peaks without CLBlast's
+ * temporaries, the checksum) are compared exactly on any device. Those that CLBlast's
  * temporaries enter (their size, the ledger's whole peaks) depend on the
  * device and its tuning: they are compared exactly only when both files ran
  * on the same device under the same tuning, and shown otherwise. Any
@@ -29,8 +30,8 @@
  *
  * A cell's verdict comes from its headline figures, the iteration and the
  * Muon apply (the per-step samples). A phase (a figure a run) moves it only
- * when its sample sizes can reach alpha, its change is significant and
- * beyond the threshold, and the change in seconds is larger than the phase
+ * when its sample sizes can reach alpha, its change is flagged (as a
+ * timing's above) and the change in seconds is larger than the phase
  * floor, a share of the cell's apply time: a 1 ms phase doubling on a busy
  * machine is not a regression of a 100 ms step.
  */
