@@ -9,7 +9,8 @@
 # The runs are kept in DIR, and a pair already there is reused, so that the
 # same runs can be compared again under other settings.
 # Prints the count of each verdict over all pairs and how often the planted
-# slowdown was caught; exits 1 on a false alarm or a miss.
+# slowdown was caught, for all pairs and for those that other processes left
+# alone; exits 1 on a false alarm or a miss.
 # Usage: tests/noise.sh BIN DIR [COMPARE-OPTIONS...]
 set -u
 bin=$1
@@ -83,6 +84,10 @@ verdicts() {
 
 alarms=0
 caught=0
+# the pairs during which other processes kept under QUIET_CPUS (0.1) busy
+quiet=0
+quiet_alarms=0
+quiet_caught=0
 : >"$dir/verdicts"
 i=1
 while [ "$i" -le "$pairs" ]; do
@@ -96,6 +101,14 @@ while [ "$i" -le "$pairs" ]; do
 	rc=$?
 	verdicts "$dir/pair$i.out" >>"$dir/verdicts"
 	bad=$(verdicts "$dir/pair$i.out" | grep -vc '^ok$')
+	calm=0
+	if [ -f "$a.load" ] && [ -f "$b.load" ] &&
+		awk -v x="$(cat "$a.load")" -v y="$(cat "$b.load")" -v q="${QUIET_CPUS:-0.1}" \
+			'BEGIN { exit !(x < q && y < q) }'; then
+		calm=1
+		quiet=$((quiet + 1))
+		[ "$bad" -ne 0 ] && quiet_alarms=$((quiet_alarms + 1))
+	fi
 	echo "noise.sh: pair $i: $bad cell(s) not ok; other processes kept" \
 		"$(cat "$a.load" 2>/dev/null || echo ?) and $(cat "$b.load" 2>/dev/null || echo ?) CPUs busy"
 	if [ "$rc" -ne 0 ] || [ "$bad" -ne 0 ]; then
@@ -110,6 +123,7 @@ while [ "$i" -le "$pairs" ]; do
 	variant=${plant#*,}
 	if [ "$rc" -eq 1 ] && grep -q "^| $stage | $variant |.*| REGRESSION |$" "$dir/pair$i-slow.out"; then
 		caught=$((caught + 1))
+		quiet_caught=$((quiet_caught + calm))
 	else
 		echo "noise.sh: pair $i: the planted 25% slowdown of $plant's apply was missed (exit $rc):"
 		grep "^| $stage | $variant |" "$dir/pair$i-slow.out"
@@ -119,4 +133,5 @@ done
 echo "noise.sh: $pairs pairs of identical runs ($run_args), compare $*:"
 sort "$dir/verdicts" | uniq -c | awk '{ printf "  %s %s\n", $1, $2 }'
 echo "noise.sh: $alarms pair(s) with a false alarm; the planted 25% slowdown of $plant's apply caught in $caught of $pairs"
+echo "noise.sh: of the $quiet pair(s) that other processes left alone (under ${QUIET_CPUS:-0.1} CPUs busy): $quiet_alarms with a false alarm, the planted slowdown caught in $quiet_caught"
 [ "$alarms" -eq 0 ] && [ "$caught" -eq "$pairs" ]
