@@ -363,11 +363,12 @@ static void print_flat(const struct mb_table *t, size_t nt, bool json)
 	else
 		printf("table,device,driver,host,model,stage,variant,runs,failed,iter_mean_s,"
 		       "apply_mean_s,peak_device_bytes,peak_forward_bytes,peak_backward_bytes,"
-		       "peak_step_bytes\n");
+		       "peak_step_bytes,pred_iter_s,pred_apply_s\n");
 	for (k = 0; k < nt; k++)
 		for (i = 0; i < t[k].ncells; i++) {
 			const struct mb_cell *c = &t[k].cells[i];
-			char it[32] = "", ap[32] = ""; /* empty (CSV) or null (JSON) if none ran */
+			/* empty (CSV) or null (JSON) if none ran, or none was predicted */
+			char it[32] = "", ap[32] = "", pit[32] = "", pap[32] = "";
 
 			if (c->nruns) {
 				snprintf(it, sizeof(it), "%.6g", c->iter_mean_s);
@@ -375,6 +376,13 @@ static void print_flat(const struct mb_table *t, size_t nt, bool json)
 			} else if (json) {
 				snprintf(it, sizeof(it), "null");
 				snprintf(ap, sizeof(ap), "null");
+			}
+			if (c->predicted) {
+				snprintf(pit, sizeof(pit), "%.6g", c->pred_iter_s);
+				snprintf(pap, sizeof(pap), "%.6g", c->pred_apply_s);
+			} else if (json) {
+				snprintf(pit, sizeof(pit), "null");
+				snprintf(pap, sizeof(pap), "null");
 			}
 
 			printf(json ? "%s\n  {\"table\": %zu" : "%s%zu",
@@ -384,19 +392,20 @@ static void print_flat(const struct mb_table *t, size_t nt, bool json)
 				printf(", \"stage\": %u, \"variant\": \"%s\", \"runs\": %zu, "
 				       "\"failed\": %s, \"iter_mean_s\": %s, \"apply_mean_s\": %s, "
 				       "\"peak_device_bytes\": %llu, \"peak_forward_bytes\": %llu, "
-				       "\"peak_backward_bytes\": %llu, \"peak_step_bytes\": %llu}",
+				       "\"peak_backward_bytes\": %llu, \"peak_step_bytes\": %llu, "
+				       "\"pred_iter_s\": %s, \"pred_apply_s\": %s}",
 				       c->stage, c->variant, c->nruns, c->failed ? "true" : "false",
 				       it, ap, (unsigned long long)c->peak_bytes,
 				       (unsigned long long)c->peak_forward_bytes,
 				       (unsigned long long)c->peak_backward_bytes,
-				       (unsigned long long)c->peak_step_bytes);
+				       (unsigned long long)c->peak_step_bytes, pit, pap);
 			else
-				printf(",%u,%s,%zu,%s,%s,%s,%llu,%llu,%llu,%llu\n", c->stage,
+				printf(",%u,%s,%zu,%s,%s,%s,%llu,%llu,%llu,%llu,%s,%s\n", c->stage,
 				       c->variant, c->nruns, c->failed ? "yes" : "no", it, ap,
 				       (unsigned long long)c->peak_bytes,
 				       (unsigned long long)c->peak_forward_bytes,
 				       (unsigned long long)c->peak_backward_bytes,
-				       (unsigned long long)c->peak_step_bytes);
+				       (unsigned long long)c->peak_step_bytes, pit, pap);
 		}
 	if (json)
 		printf("\n]\n");

@@ -1005,6 +1005,18 @@ if [ "$(col "$tmp/pred.csv" profile | head -1)" = "$tmp/cli-profile.json" ] &&
 else
 	report fail "run: each cell beside its prediction from --profile; --profile off predicts nothing" "$(cat "$tmp/pred.csv" "$tmp/pred-alone.csv" "$tmp/pred.md")"
 fi
+# report's flat formats carry the prediction: the cell's from its rows, empty or null without
+"$bin" report --format csv "$tmp/pred.csv" >"$tmp/flat.csv" 2>"$tmp/err"
+"$bin" report --format csv "$tmp/nopred.csv" >"$tmp/flat-none.csv" 2>>"$tmp/err"
+"$bin" report --format json "$tmp/pred.csv" >"$tmp/flat.json" 2>>"$tmp/err"
+want=$(col "$tmp/pred.csv" pred_apply_s | head -1 | awk '{ printf "%.6g", $1 }')
+if [ "$(awk -F, 'NR > 1 && $7 == "master" { print $NF }' "$tmp/flat.csv")" = "$want" ] &&
+	[ "$(awk -F, 'NR > 1 { print $(NF - 1) "," $NF }' "$tmp/flat-none.csv")" = "," ] &&
+	python3 -c 'import json, sys; cells = json.load(open(sys.argv[1])); sys.exit(not (len(cells) == 2 and all(c["pred_apply_s"] > 0 and c["pred_iter_s"] >= c["pred_apply_s"] for c in cells)))' "$tmp/flat.json"; then
+	report ok "report --format csv|json: each cell's predicted iteration and apply, empty without one"
+else
+	report fail "report --format csv|json: each cell's predicted iteration and apply, empty without one" "$(cat "$tmp/flat.csv" "$tmp/flat-none.csv" "$tmp/flat.json" "$tmp/err")"
+fi
 
 # profile: a measured profile that predict reads back; --if-missing leaves it be.
 if "$bin" profile --reps 1 --shape 64x128 --out "$tmp/measured.json" >"$tmp/measured.out" 2>"$tmp/err" &&
