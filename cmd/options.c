@@ -328,8 +328,9 @@ static const struct command commands[MB_NCOMMANDS] = {
 	[MB_CMD_PLOT] = { "plot", "a chart of results files, drawn by gnuplot",
 			  "Draws grouped bars of iteration and Muon apply time per stage and "
 			  "variant, with the spread of the runs, and stacked bars of the apply's "
-			  "phases. The data and the gnuplot script are written beside the image, "
-			  "to edit and draw again." },
+			  "phases; given a sweep from predict --format csv, each cell's predicted "
+			  "iteration and apply along the swept field. The data and the gnuplot "
+			  "script are written beside the image, to edit and draw again." },
 	[MB_CMD_PREDICT] = { "predict",
 			     "what a run would measure, from a device profile, without a device",
 			     "Runs the step's schedule as a discrete-event model (the compute "

@@ -1,7 +1,9 @@
 /*
- * plot: a chart of a results table, drawn by gnuplot. The data and the
- * gnuplot script are written beside the image (IMAGE.dat, IMAGE.gp) so that
- * the chart can be edited and drawn again with `gnuplot IMAGE.gp`.
+ * plot: a chart of a results table, or of a `predict --format csv` sweep
+ * (each cell's iteration and apply along the swept field), drawn by gnuplot.
+ * The data and the gnuplot script are written beside the image (IMAGE.dat,
+ * IMAGE.gp) so that the chart can be edited and drawn again with
+ * `gnuplot IMAGE.gp`.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -151,6 +153,209 @@ static int gnuplot(const char *script)
 	return 0;
 }
 
+/* ---- a predict sweep ---- */
+
+/* predict --format csv's first columns: a file that starts so is a sweep. */
+#define SWEEP_HEADER "profile,model,sweep_option,sweep_value,stage,variant,iter_mean_s,apply_mean_s,"
+
+enum { SW_PROFILE, SW_MODEL, SW_OPTION, SW_VALUE, SW_STAGE, SW_VARIANT, SW_ITER, SW_APPLY, SW_N };
+
+/* Split LINE's first SW_N fields (quoted as mb_print_csv_text writes them) in place. */
+static bool split(char *line, char **f)
+{
+	size_t n = 0;
+	char *r = line, *w;
+
+	while (n < SW_N) {
+		f[n++] = w = r;
+		if (*r == '"') {
+			for (r++; *r && !(*r == '"' && r[1] != '"'); r++)
+				*w++ = *r == '"' ? *++r : *r;
+			if (*r++ != '"')
+				return false;
+		} else {
+			while (*r && *r != ',' && *r != '\n')
+				*w++ = *r++;
+		}
+		if (*r != ',' && n < SW_N)
+			return false;
+		*w = '\0';
+		r++;
+	}
+	return true;
+}
+
+/* A cell of the sweep, "ZeRO-2 both", and its points (value, iteration, apply) in file order. */
+struct sweep_cell {
+	char name[48];
+	double pt[64][3];
+	size_t npts;
+};
+
+/* PATH's sweep into CELLS (at most MOST), the option and the model into OPTION and MODEL. */
+static int read_sweep(const char *path, struct sweep_cell *cells, size_t most, size_t *ncells,
+		      char *option, size_t olen, char *model, size_t mlen)
+{
+	FILE *in = fopen(path, "r");
+	char line[4096], *f[SW_N], *end[3], name[48];
+	size_t lineno = 1, k;
+	int err = 0;
+
+	if (!in)
+		return mb_bad_input("cannot read '%s': %s", path, strerror(errno));
+	*ncells = 0;
+	option[0] = model[0] = '\0';
+	if (!fgets(line, sizeof(line), in))
+		err = mb_bad_input("%s: empty", path);
+	while (!err && fgets(line, sizeof(line), in)) {
+		struct sweep_cell *c;
+		double v;
+
+		lineno++;
+		if (!split(line, f) || !*f[SW_OPTION] || !*f[SW_VALUE]) {
+			err = mb_bad_input("%s:%zu: not a row of a predict sweep (no sweep_option "
+					   "or sweep_value)",
+					   path, lineno);
+			break;
+		}
+		if (option[0] && strcmp(option, f[SW_OPTION])) {
+			err = mb_bad_input("%s:%zu: a second swept field ('%s' after '%s'): plot one "
+					   "sweep at a time",
+					   path, lineno, f[SW_OPTION], option);
+			break;
+		}
+		snprintf(option, olen, "%s", f[SW_OPTION]);
+		snprintf(model, mlen, "%s", f[SW_MODEL]);
+		snprintf(name, sizeof(name), "ZeRO-%.4s %.32s", f[SW_STAGE], f[SW_VARIANT]);
+		for (k = 0; k < *ncells && strcmp(cells[k].name, name); k++)
+			;
+		if (k == most || (k < *ncells && cells[k].npts == 64)) {
+			err = mb_bad_input("%s:%zu: more than %zu cells or 64 values to plot", path,
+					   lineno, most);
+			break;
+		}
+		c = &cells[k];
+		if (k == *ncells) {
+			memset(c, 0, sizeof(*c));
+			snprintf(c->name, sizeof(c->name), "%s", name);
+			++*ncells;
+		}
+		v = strtod(f[SW_VALUE], &end[0]);
+		c->pt[c->npts][1] = strtod(f[SW_ITER], &end[1]);
+		c->pt[c->npts][2] = strtod(f[SW_APPLY], &end[2]);
+		if (*end[0] || *end[1] || *end[2]) {
+			err = mb_bad_input("%s:%zu: sweep_value, iter_mean_s and apply_mean_s must "
+					   "be numbers",
+					   path, lineno);
+			break;
+		}
+		c->pt[c->npts++][0] = v;
+	}
+	if (!err && !*ncells)
+		err = mb_bad_input("%s: no rows to plot", path);
+	fclose(in);
+	return err;
+}
+
+/* The cells into DATA: one gnuplot data block (index) a cell. */
+static int write_sweep_data(const char *data, const struct sweep_cell *cells, size_t n)
+{
+	FILE *out = fopen(data, "w");
+	size_t i, k;
+
+	if (!out)
+		return mb_bad_input("cannot write '%s': %s", data, strerror(errno));
+	for (i = 0; i < n; i++) {
+		fprintf(out, "%s# %s\n", i ? "\n\n" : "", cells[i].name);
+		for (k = 0; k < cells[i].npts; k++)
+			fprintf(out, "%.9g %.9g %.9g\n", cells[i].pt[k][0], cells[i].pt[k][1],
+				cells[i].pt[k][2]);
+	}
+	if (fclose(out))
+		return mb_bad_input("cannot write '%s': %s", data, strerror(errno));
+	return 0;
+}
+
+static int write_sweep_script(const char *path, const char *data, const char *image,
+			      const struct sweep_cell *cells, size_t n, const char *option,
+			      const char *model)
+{
+	static const char *const panels[][2] = { { "Iteration", "2" }, { "Muon apply", "3" } };
+	const char *ext = strrchr(image, '.');
+	bool png = ext && !strcmp(ext, ".png");
+	FILE *f = fopen(path, "w");
+	char text[512];
+	size_t i, p;
+
+	if (!f)
+		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
+	fprintf(f, "# muonbench plot of a predict sweep: edit and draw again with gnuplot\n");
+	fprintf(f, "set terminal %s size 1200,500\nset output ", png ? "pngcairo" : "svg");
+	gp_string(f, image);
+	snprintf(text, sizeof(text), "%s, predicted along --%s", model, option);
+	fprintf(f, "\nset multiplot layout 1,2 title ");
+	gp_string(f, text);
+	fprintf(f, "\nset grid\nset key below\nset ylabel 'seconds'\nset yrange [0:*]\nset xlabel ");
+	snprintf(text, sizeof(text), "--%s", option);
+	gp_string(f, text);
+	fprintf(f, "\n");
+	for (p = 0; p < 2; p++) {
+		fprintf(f, "set title '%s (predicted)'\nplot ", panels[p][0]);
+		for (i = 0; i < n; i++) {
+			fprintf(f, "%s", i ? ", " : "");
+			gp_string(f, data);
+			fprintf(f, " index %zu using 1:%s with linespoints lw 2 pt 7 title ", i,
+				panels[p][1]);
+			gp_string(f, cells[i].name);
+		}
+		fprintf(f, "\n");
+	}
+	fprintf(f, "unset multiplot\n");
+	if (fclose(f))
+		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+/* Whether PATH starts with predict's CSV header. */
+static bool is_sweep(const char *path)
+{
+	char line[sizeof(SWEEP_HEADER)];
+	FILE *f = fopen(path, "r");
+	bool yes;
+
+	if (!f)
+		return false;
+	yes = fgets(line, sizeof(line), f) && !strcmp(line, SWEEP_HEADER);
+	fclose(f);
+	return yes;
+}
+
+static int plot_sweep(const struct mb_args *args)
+{
+	char data[4096], script[4096], option[64], model[128];
+	struct sweep_cell *cells;
+	const size_t most = 64;
+	size_t n = 0;
+	int err;
+
+	if (args->nfiles != 1)
+		return mb_bad_input("a predict sweep is plotted alone: one file, not %d",
+				    args->nfiles);
+	cells = malloc(most * sizeof(*cells));
+	if (!cells)
+		return mb_fail("out of host memory for a sweep's %zu cells", most);
+	beside(data, sizeof(data), args->image, ".dat");
+	beside(script, sizeof(script), args->image, ".gp");
+	if (!(err = read_sweep(args->files[0], cells, most, &n, option, sizeof(option), model,
+			       sizeof(model))) &&
+	    !(err = write_sweep_data(data, cells, n)) &&
+	    !(err = write_sweep_script(script, data, args->image, cells, n, option, model)) &&
+	    !(err = gnuplot(script)))
+		printf("%s (data %s, script %s)\n", args->image, data, script);
+	free(cells);
+	return err;
+}
+
 static size_t ok_cells(const struct mb_table *t)
 {
 	size_t i, n = 0;
@@ -177,6 +382,8 @@ int mb_cmd_plot(const struct mb_args *args)
 	if (!ext || (strcmp(ext, ".svg") && strcmp(ext, ".png")))
 		return mb_bad_input("-o: the image must end in .svg or .png, got '%s'",
 				    args->image);
+	if (is_sweep(args->files[0]))
+		return plot_sweep(args);
 	if ((err = mb_gather_files(args->files, args->nfiles, &tables, &nt, &n)))
 		return err;
 	if (!n)

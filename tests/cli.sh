@@ -694,6 +694,20 @@ if [ "$rc" -eq 0 ] && [ ! -e "$tmp/pwned" ] && [ -s "$tmp/it's.svg" ]; then
 else
 	report fail "plot: quotes and backquotes in names and paths stay text" "exit $rc"
 fi
+# a predict sweep: each cell's iteration and apply along the swept field
+"$bin" predict --profile reference --model qwen3-4b --stage 2,3 --variant master,both --pageable-gbs 5,10,20,40 --format csv >"$tmp/sweep.csv"
+"$bin" plot "$tmp/sweep.csv" -o "$tmp/sweep.svg" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "<svg" "$tmp/sweep.svg" && [ "$(grep -c '^# ZeRO-' "$tmp/sweep.dat")" -eq 4 ] &&
+	[ "$(grep -c '^[0-9]' "$tmp/sweep.dat")" -eq 16 ] &&
+	[ "$(awk '/^# ZeRO-2 master/ { on = 1; next } on && NF == 0 { exit } on { print $1 }' "$tmp/sweep.dat" | tr '\n' ' ')" = "5 10 20 40 " ] &&
+	grep -q "set xlabel '--pageable-gbs'" "$tmp/sweep.gp" && grep -q "index 3 using 1:3 .* title 'ZeRO-3 both'" "$tmp/sweep.gp"; then
+	report ok "plot: a predict sweep, a line a cell along the swept field"
+else
+	report fail "plot: a predict sweep, a line a cell along the swept field" "exit $rc: $(cat "$tmp/err" "$tmp/sweep.dat")"
+fi
+"$bin" predict --profile reference --model tiny --stage 2 --variant master --format csv >"$tmp/nosweep.csv"
+expect_error "plot: a prediction without a sweep" 2 "$tmp/nosweep.csv:2: not a row of a predict sweep" plot "$tmp/nosweep.csv" -o "$tmp/x.svg"
 expect_error "plot: an image it cannot draw" 2 "-o: the image must end in .svg or .png, got 'chart.pdf'" plot "$tmp/cmp.csv" -o chart.pdf
 expect_error "plot: tables are not pooled" 2 "these files hold 2 tables" plot "$tmp/cmp.csv" "$tmp/all.csv" -o "$tmp/x.svg"
 env PATH=/nonexistent "$bin" plot "$tmp/cmp.csv" -o "$tmp/nognuplot.svg" >/dev/null 2>"$tmp/err"
