@@ -116,8 +116,16 @@ baseline: $(BIN)
 	rm -f $(BASELINE)
 	$(BIN) run $(BASELINE_ARGS) --out $(BASELINE)
 
-test: $(BIN) $(TESTS)
-	@BASELINE="$(BASELINE)" BASELINE_ARGS="$(BASELINE_ARGS)" tests/run.sh $(BIN) $(TESTS)
+# The binary with the test-only variant row (lib/mb_variant.h, MB_TEST_VARIANT),
+# in a build of its own, for tests/variant_row.sh.
+VARIANT_BIN = $(BUILD)-variant/muonbench
+
+$(VARIANT_BIN): FORCE
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)-variant CFLAGS="-O0 -g -DMB_TEST_VARIANT" $@
+
+test: $(BIN) $(TESTS) $(VARIANT_BIN)
+	@BASELINE="$(BASELINE)" BASELINE_ARGS="$(BASELINE_ARGS)" VARIANT_BIN="$(VARIANT_BIN)" \
+		tests/run.sh $(BIN) $(TESTS)
 
 # Fuzzing (libFuzzer, clang): the config loader, the DeepSpeed-config reader
 # and the results reader, each for FUZZ_SECONDS, from the seeds in tests/fuzz/

@@ -12,6 +12,7 @@
 #include "mb_dsconfig.h"
 #include "mb_err.h"
 #include "mb_num.h"
+#include "mb_variant.h"
 
 enum kind {
 	FLAG,	/* bool, no value */
@@ -101,7 +102,7 @@ static const struct option options[] = {
 	  "most bytes of one pinned chunk of a host buffer, cut between parameters (also "
 	  "at most the device's largest allocation)" },
 	{ "variant", "V", TEXT, AT(variants), "all", 0, 0, NULL, STEP_CMDS,
-	  "master, pin, overlap, both, or all; a list runs each (pin,both)" },
+	  MB_VARIANT_WORDS ", or all; a list runs each (pin,both)" },
 	{ "runs", "R", COUNT, AT(runs), "3", 1, 1000, NULL, ON(MB_CMD_RUN),
 	  "runs of each stage and variant" },
 	{ "steps", "S", COUNT, AT(steps), "7", 1, 1000, NULL, ON(MB_CMD_RUN), "steps of each run" },

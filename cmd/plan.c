@@ -11,6 +11,7 @@
 #include "mb_err.h"
 #include "mb_num.h"
 #include "mb_plan.h"
+#include "mb_variant.h"
 #include "print.h"
 #include "setup.h"
 
@@ -78,6 +79,8 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	F("apply_bytes_overlap", p->apply_bytes_overlap);
 	F("peak_step_bytes_sync", p->peak_step_bytes_sync);
 	F("peak_step_bytes_overlap", p->peak_step_bytes_overlap);
+	F("apply_bytes_pipeline", p->apply_bytes_pipeline);
+	F("peak_step_bytes_pipeline", p->peak_step_bytes_pipeline);
 #undef F
 	return n;
 }
@@ -122,9 +125,11 @@ static void print_json(const struct mb_model *m, const struct mb_plan *p, const 
 
 		printf("%s\n    {\"first\": %zu, \"end\": %zu, \"matrices\": %zu, "
 		       "\"gathered_elems\": %" PRIu64 ", \"rank_elems\": %" PRIu64
-		       ", \"apply_bytes_sync\": %" PRIu64 ", \"apply_bytes_overlap\": %" PRIu64 "}",
+		       ", \"apply_bytes_sync\": %" PRIu64 ", \"apply_bytes_overlap\": %" PRIu64
+		       ", \"apply_bytes_pipeline\": %" PRIu64 "}",
 		       i ? "," : "", g->first, g->end, g->matrices, g->gathered_numel,
-		       g->local_numel, g->apply_bytes_sync, g->apply_bytes_overlap);
+		       g->local_numel, g->apply_bytes_sync, g->apply_bytes_overlap,
+		       g->apply_bytes_pipeline);
 	}
 	printf("%s]\n}\n", p->ngroups ? "\n  " : "");
 }
@@ -180,9 +185,24 @@ static void md_model(const struct mb_model *m, const struct mb_plan *p)
 	}
 }
 
+/* "pinned in all (pin, both, pipeline)": the variants that pin the momentum, or not. */
+static const char *pinned_row(char *buf, size_t size, bool pins)
+{
+	size_t n = (size_t)snprintf(buf, size, "pinned in all (");
+	unsigned v;
+
+	for (v = 0; v < MB_NVARIANTS && n < size; v++)
+		if (mb_variant_pins((enum mb_variant)v) == pins)
+			n += (size_t)snprintf(buf + n, size - n, "%s%s", buf[n - 1] == '(' ? "" : ", ",
+					      mb_variant_name((enum mb_variant)v));
+	if (n < size)
+		snprintf(buf + n, size - n, ")");
+	return buf;
+}
+
 static void md_host(const struct mb_plan *p)
 {
-	char pinned[64], limit[32];
+	char pinned[64], limit[32], row[96];
 	int b;
 
 	printf("\n## Host buffers of this rank\n\n");
@@ -213,8 +233,8 @@ static void md_host(const struct mb_plan *p)
 		}
 		md_bytes_row(mb_host_buffer_names[b], pinned, p->host_bytes[b]);
 	}
-	md_bytes_row("pinned in all (master, overlap)", " |", mb_plan_pinned_bytes(p, false));
-	md_bytes_row("pinned in all (pin, both)", " |", mb_plan_pinned_bytes(p, true));
+	md_bytes_row(pinned_row(row, sizeof(row), false), " |", mb_plan_pinned_bytes(p, false));
+	md_bytes_row(pinned_row(row, sizeof(row), true), " |", mb_plan_pinned_bytes(p, true));
 }
 
 /* The first group's matrices, so that the apply order can be seen. */
@@ -303,13 +323,41 @@ static void md_step(const struct mb_plan *p)
 					      : "5 (4m²n + 2m³)");
 }
 
-static void md_peak_row(const char *what, uint64_t sync, uint64_t overlap)
+/* A row of the peak table: one figure (the same for all) or one per batches alive (1, 2, 3). */
+static void md_peak_row3(const char *what, uint64_t sync, uint64_t overlap, uint64_t pipeline)
 {
-	char a[32], b[32], c[32], d[32];
+	uint64_t v[3] = { sync, overlap, pipeline };
+	char a[32], b[32];
+	int i;
 
-	printf("| %s | %s | %s | %s | %s |\n", what, grouped(a, sizeof(a), sync),
-	       mb_fmt_gib(b, sizeof(b), sync), grouped(c, sizeof(c), overlap),
-	       mb_fmt_gib(d, sizeof(d), overlap));
+	printf("| %s |", what);
+	for (i = 0; i < 3; i++)
+		printf(" %s | %s |", grouped(a, sizeof(a), v[i]), mb_fmt_gib(b, sizeof(b), v[i]));
+	printf("\n");
+}
+
+static void md_peak_row(const char *what, uint64_t all)
+{
+	md_peak_row3(what, all, all, all);
+}
+
+/* The peak table's head: the variants (mb_variant's table) with 1, 2, 3 batches alive. */
+static void md_peak_head(void)
+{
+	unsigned alive, v;
+
+	printf("| part |");
+	for (alive = 1; alive <= 3; alive++) {
+		const char *sep = " ";
+
+		for (v = 0; v < MB_NVARIANTS; v++)
+			if (mb_variant_alive((enum mb_variant)v) == alive) {
+				printf("%s%s", sep, mb_variant_name((enum mb_variant)v));
+				sep = ", ";
+			}
+		printf(" (bytes) | |");
+	}
+	printf("\n|---|---:|---:|---:|---:|---:|---:|\n");
 }
 
 static void md_peak(const struct mb_plan *p)
@@ -317,21 +365,22 @@ static void md_peak(const struct mb_plan *p)
 	char a[32], b[32];
 
 	printf("\n## Predicted peak device memory, step phase\n\n");
-	printf("| part | master, pin (bytes) | | overlap, both (bytes) | |\n"
-	       "|---|---:|---:|---:|---:|\n");
+	md_peak_head();
 	md_peak_row(p->set.stage == 3 ? "resident bf16 params (this rank's share)"
 				      : "resident bf16 params (whole model)",
-		    p->resident_bytes, p->resident_bytes);
+		    p->resident_bytes);
 	if (p->ds_buffer_bytes)
 		md_peak_row(p->set.stage == 3
 				    ? "DeepSpeed's reduce bucket (bf16, --reduce-bucket-size)"
 				    : "temp_grad_buffer_for_gpu_offload (bf16, the largest parameter)",
-			    p->ds_buffer_bytes, p->ds_buffer_bytes);
-	md_peak_row(!mb_plan_batched(&p->set) ? "Muon apply: sub-group + update buffers"
-					      : "Muon apply: batch (+ the one in flight)",
-		    p->apply_bytes_sync, p->apply_bytes_overlap);
-	md_peak_row("Newton-Schulz workspace", p->ns_workspace_bytes, p->ns_workspace_bytes);
-	md_peak_row("**step peak**", p->peak_step_bytes_sync, p->peak_step_bytes_overlap);
+			    p->ds_buffer_bytes);
+	md_peak_row3(!mb_plan_batched(&p->set)
+			     ? "Muon apply: sub-group + update buffers (nothing prefetched)"
+			     : "Muon apply: batch (+ the one in flight, + the next arriving)",
+		     p->apply_bytes_sync, p->apply_bytes_overlap, p->apply_bytes_pipeline);
+	md_peak_row("Newton-Schulz workspace", p->ns_workspace_bytes);
+	md_peak_row3("**step peak**", p->peak_step_bytes_sync, p->peak_step_bytes_overlap,
+		     p->peak_step_bytes_pipeline);
 	printf("\nCLBlast's temporary buffers come on top; their size depends on the "
 	       "device.\n");
 	printf("\n## Predicted peak device memory, forward and backward\n\n");

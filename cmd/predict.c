@@ -169,9 +169,8 @@ static int predict_cells(struct grid *g, const struct mb_profile *p)
 			g->set[i].variant = c->variant;
 			if ((err = mb_predict_step(&g->model, plan, &g->set[i], p, &c->t)))
 				return err;
-			c->peak_step_bytes = mb_variant_overlaps(c->variant)
-						     ? plan->peak_step_bytes_overlap
-						     : plan->peak_step_bytes_sync;
+			c->peak_step_bytes = mb_plan_peak_step_bytes(
+			plan, mb_variant_alive(c->variant));
 			c->peak_device_own_bytes = max3(plan->peak_forward_bytes,
 							plan->peak_backward_bytes,
 							c->peak_step_bytes);
@@ -228,7 +227,7 @@ static void md_tables(const struct grid *g)
 	for (i = 0; i < g->ncells; i++) {
 		const struct cell *c = &g->cells[i], *base = base_of(g, c);
 
-		printf("| %u | %s | %s%s | %s s%s | %s | ", c->stage, mb_variant_names[c->variant],
+		printf("| %u | %s | %s%s | %s s%s | %s | ", c->stage, mb_variant_name(c->variant),
 		       secs(a, sizeof(a), c->t.iter_s),
 		       change(c1, sizeof(c1), c->t.iter_s, base ? base->t.iter_s : NAN),
 		       secs(b, sizeof(b), c->t.apply_s),
@@ -247,7 +246,7 @@ static void md_tables(const struct grid *g)
 			       p->d2h_hidden_s, p->host_opt_s, p->params_h2d_s };
 		size_t k;
 
-		printf("| %u | %s |", g->cells[i].stage, mb_variant_names[g->cells[i].variant]);
+		printf("| %u | %s |", g->cells[i].stage, mb_variant_name(g->cells[i].variant));
 		for (k = 0; k < sizeof(v) / sizeof(v[0]); k++)
 			printf(" %s |", secs(a, sizeof(a), v[k]));
 		printf("\n");
@@ -283,7 +282,7 @@ static void print_cells(const struct grid *g, const struct mb_profile *p, const 
 			MB_FIELD_T("sweep_option", option),
 			MB_FIELD_T("sweep_value", value),
 			MB_FIELD_N("stage", c->stage),
-			MB_FIELD_T("variant", mb_variant_names[c->variant]),
+			MB_FIELD_T("variant", mb_variant_name(c->variant)),
 			MB_FIELD_F("iter_mean_s", c->t.iter_s),
 			MB_FIELD_F("apply_mean_s", c->t.apply_s),
 			MB_FIELD_N("peak_step_bytes", c->peak_step_bytes),

@@ -12,6 +12,7 @@
 #include "mb_err.h"
 #include "mb_num.h"
 #include "mb_results.h"
+#include "mb_variant.h"
 #include "print.h"
 #include <stdbool.h>
 
@@ -90,10 +91,14 @@ static void md_header(const struct mb_table *t)
 	       (unsigned long long)r->micro_batch, (unsigned long long)r->seed);
 }
 
+/* What every cell is compared with, and the reference change's variant. */
+#define BASE	  mb_variant_name(MB_VARIANT_BASE)
+#define REFERENCE mb_variant_name(MB_VARIANT_REFERENCE)
+
 /* One row of the main or breakdown table. */
 static void md_cell(const struct mb_table *t, const struct mb_cell *c)
 {
-	const struct mb_cell *base = mb_results_cell(t, c->stage, "master");
+	const struct mb_cell *base = mb_results_cell(t, c->stage, BASE);
 	bool is_base = base == c || !base || !base->nruns;
 	char s[32], ch[32], pk[32];
 	size_t i;
@@ -135,10 +140,9 @@ static void md_main(const struct mb_table *t)
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
 
-		if (strcmp(c->variant, "master") && strcmp(c->variant, "both"))
+		if (strcmp(c->variant, BASE) && strcmp(c->variant, REFERENCE))
 			continue;
-		if (!mb_results_cell(t, c->stage, "master") ||
-		    !mb_results_cell(t, c->stage, "both"))
+		if (!mb_results_cell(t, c->stage, BASE) || !mb_results_cell(t, c->stage, REFERENCE))
 			continue;
 		if (!any)
 			printf("%s", table_head);
@@ -164,7 +168,7 @@ static void md_phase_peaks(const struct mb_table *t)
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
 
-		if (c->nruns && (!per[c->stage] || !strcmp(c->variant, "both")))
+		if (c->nruns && (!per[c->stage] || !strcmp(c->variant, REFERENCE)))
 			per[c->stage] = c;
 	}
 	printf("\nPeak device memory per phase:\n\n| Phase |");

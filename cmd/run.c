@@ -159,7 +159,7 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	row->params_total = g->model.numel_total;
 	row->params_muon = g->model.numel_muon;
 	row->stage = s->step.plan.stage;
-	snprintf(row->variant, sizeof(row->variant), "%s", mb_variant_names[s->step.variant]);
+	snprintf(row->variant, sizeof(row->variant), "%s", mb_variant_name(s->step.variant));
 	row->runs = a->runs;
 	row->steps = s->steps;
 	row->measure_first = s->measure_first;
@@ -283,7 +283,7 @@ static void on_step(void *ctx, unsigned step)
 	fprintf(stderr,
 		"\r\033[Kstage %u %s, run %u/%llu, step %u/%u; %.0f s elapsed, about %.0f s "
 		"left",
-		g->cell_stage, mb_variant_names[g->cell_variant], g->cell_run,
+		g->cell_stage, mb_variant_name(g->cell_variant), g->cell_run,
 		(unsigned long long)g->args->runs, step, g->run.steps, elapsed, left);
 }
 
@@ -308,7 +308,7 @@ static void check(struct grid *g, const struct mb_run_result *r)
 		fprintf(stderr,
 			"muonbench: stage %u %s: the step-phase peak, %llu bytes without CLBlast's "
 			"temporaries, is not the plan's %llu\n",
-			g->run.step.plan.stage, mb_variant_names[g->run.step.variant],
+			g->run.step.plan.stage, mb_variant_name(g->run.step.variant),
 			(unsigned long long)r->own_peak_step_bytes,
 			(unsigned long long)r->plan_peak_step_bytes);
 		g->mismatched++;
@@ -396,7 +396,7 @@ static int run_cell(struct grid *g)
 			snprintf(row->status, sizeof(row->status), "failed");
 			snprintf(row->reason, sizeof(row->reason), "%s", mb_errmsg());
 			fprintf(stderr, "muonbench: stage %u %s run %u failed: %s\n", g->cell_stage,
-				mb_variant_names[g->cell_variant], i + 1, mb_errmsg());
+				mb_variant_name(g->cell_variant), i + 1, mb_errmsg());
 			g->failed++;
 		} else if (r->interrupted) {
 			snprintf(row->status, sizeof(row->status), "interrupted");
@@ -411,14 +411,14 @@ static int run_cell(struct grid *g)
 				snprintf(row->reason, sizeof(row->reason), "phase timings n/a: %s",
 					 r->timing_error);
 				fprintf(stderr, "muonbench: stage %u %s run %u: %s\n",
-					g->cell_stage, mb_variant_names[g->cell_variant], i + 1,
+					g->cell_stage, mb_variant_name(g->cell_variant), i + 1,
 					row->reason);
 				g->incomplete++;
 			}
 			if (!g->args->quiet)
 				fprintf(stderr,
 					"stage %u %-7s run %u/%llu: iteration %.4f s, apply %.4f s\n",
-					g->cell_stage, mb_variant_names[g->cell_variant], i + 1,
+					g->cell_stage, mb_variant_name(g->cell_variant), i + 1,
 					(unsigned long long)g->args->runs, r->iter_mean_s,
 					r->apply_mean_s);
 		}
@@ -450,7 +450,7 @@ static int unrun_row(struct grid *g, const char *reason)
 	snprintf(row->status, sizeof(row->status), "failed");
 	snprintf(row->reason, sizeof(row->reason), "%s", reason);
 	fprintf(stderr, "muonbench: stage %u %s %s\n", g->cell_stage,
-		mb_variant_names[g->cell_variant], reason);
+		mb_variant_name(g->cell_variant), reason);
 	g->failed++;
 	g->steps_total -= (unsigned long)(g->args->runs * g->args->steps);
 	err = save_row(g, row);
@@ -471,7 +471,7 @@ static int fit_cell(struct grid *g, bool *fits)
 		.plan = s->plan,
 		.pin_memory = s->pin_memory,
 		.pins_momentum = mb_variant_pins(s->variant),
-		.overlap = mb_variant_overlaps(s->variant),
+		.alive = mb_variant_alive(s->variant),
 		.tokens = s->fwd_bwd ? s->tokens : 0,
 	};
 	struct mb_fit_host host;

@@ -271,18 +271,17 @@ int mb_setup_variants(const struct mb_args *args, unsigned *variants, size_t *n)
 
 	do {
 		len = strcspn(p, ",");
-		for (v = 0; v < MB_NVARIANTS; v++)
-			if (strlen(mb_variant_names[v]) == len &&
-			    !strncmp(p, mb_variant_names[v], len))
-				break;
+		int found = mb_variant_find(p, len);
+
+		v = found < 0 ? MB_NVARIANTS : (unsigned)found;
 		if (len == 3 && !strncmp(p, "all", 3))
 			chosen = (1u << MB_NVARIANTS) - 1;
 		else if (v < MB_NVARIANTS)
 			chosen |= 1u << v;
 		else
 			return mb_bad_input(
-				"--variant: invalid variant list '%s' (expected master, "
-				"pin, overlap, both or all, or a list of them)",
+				"--variant: invalid variant list '%s' (expected one of "
+				MB_VARIANT_WORDS " or all, or a list of them)",
 				args->variants);
 		p += len;
 	} while (*p++ == ',');

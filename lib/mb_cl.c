@@ -603,6 +603,9 @@ int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel)
 	cl->copy = clCreateCommandQueue(cl->context, cl->device, props, &st);
 	if ((err = mb_cl_check(cl, st, "clCreateCommandQueue", "copy queue")))
 		goto out_release;
+	cl->prefetch = clCreateCommandQueue(cl->context, cl->device, props, &st);
+	if ((err = mb_cl_check(cl, st, "clCreateCommandQueue", "prefetch queue")))
+		goto out_release;
 	if ((err = build_program(cl)) || (err = stateless_clblast(cl)))
 		goto out_release;
 	return 0;
@@ -616,6 +619,8 @@ void mb_cl_release(struct mb_cl *cl)
 {
 	if (cl->program)
 		clReleaseProgram(cl->program);
+	if (cl->prefetch)
+		clReleaseCommandQueue(cl->prefetch);
 	if (cl->copy)
 		clReleaseCommandQueue(cl->copy);
 	if (cl->compute)

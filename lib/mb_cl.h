@@ -87,6 +87,7 @@ struct mb_cl {
 	cl_device_id device;
 	cl_context context;
 	cl_command_queue compute, copy; /* in order; profiling on unless MUONBENCH_PROFILING=off */
+	cl_command_queue prefetch;	/* the second copy queue: pipeline's next-batch gathers */
 	cl_program program;		/* every kernel source, built once */
 	char tuning[4096]; /* CLBlast's parameters in force: "default", or the tuning's source */
 	char tuning_match[16]; /* how it was chosen (mb_tuning_match_names); "none": default */

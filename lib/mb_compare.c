@@ -2,6 +2,7 @@
  * mb_compare: matching cells, testing timings, diffing the exact figures.
  */
 #include "mb_compare.h"
+#include "mb_variant.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,7 +47,7 @@ static size_t raw_samples(const struct mb_cell *c, int k, double *v)
 /* Master's median of timing K in table T's stage STAGE (for ratios), or NaN. */
 static double master_median(const struct mb_table *t, unsigned stage, int k)
 {
-	const struct mb_cell *master = mb_results_cell(t, stage, "master");
+	const struct mb_cell *master = mb_results_cell(t, stage, mb_variant_name(MB_VARIANT_BASE));
 	double m, *w;
 
 	if (!master || !master->nruns)

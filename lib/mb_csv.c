@@ -2,6 +2,7 @@
  * mb_csv: the column table, and whole-row appends.
  */
 #include "mb_csv.h"
+#include "mb_variant.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -80,7 +81,7 @@ static const struct column columns[] = {
 	COL(params_total, U64),
 	COL(params_muon, U64),
 	COL(stage, U64),
-	WORDS(variant, "master|pin|overlap|both"),
+	WORDS(variant, MB_VARIANT_WORDS),
 	COL(run, U64),
 	COL(runs, U64),
 	COL(steps, U64),

@@ -80,8 +80,7 @@ static void device(const struct mb_model *m, const struct mb_plan *plan,
 		 fb_largest, bucket = plan->bucket_bytes + plan->bucket_bf16_bytes + plan->norm_bytes;
 	const char *fb_tag;
 
-	n->device_peak_bytes = c->overlap ? plan->peak_step_bytes_overlap
-					  : plan->peak_step_bytes_sync;
+	n->device_peak_bytes = mb_plan_peak_step_bytes(plan, c->alive);
 	n->device_peak_phase = "step";
 	largest(&n->device_peak_bytes, &n->device_peak_phase, base + bucket, "backward");
 	largest(&n->device_largest_bytes, &n->device_largest, plan->resident_bytes, "params.bf16");

@@ -55,7 +55,7 @@ struct mb_fit_cell {
 	struct mb_plan_settings plan; /* its world is one rank, as run's */
 	bool pin_memory;	      /* the grads and the staging pinned */
 	bool pins_momentum;	      /* the variant pins the momentum (pin, both) */
-	bool overlap;		      /* the variant overlaps the writeback */
+	unsigned alive;		      /* the variant's batches alive at once (mb_variant_alive) */
 	uint64_t tokens;	      /* of the synthetic forward/backward; 0: off */
 };
 

@@ -193,6 +193,13 @@ static int plan_batches(struct mb_plan *plan, const struct mb_model *m, const ui
 			subgroup++;
 		}
 	}
+	/* pipeline: the previous batch going back, this one, the next arriving */
+	for (k = 0; k < plan->ngroups; k++) {
+		g = &plan->groups[k];
+		n = g->gathered_numel + (k ? g[-1].gathered_numel : 0) +
+		    (k + 1 < plan->ngroups ? g[1].gathered_numel : 0);
+		g->apply_bytes_pipeline = mb_plan_batch_bytes(plan, n);
+	}
 	return 0;
 }
 
@@ -230,6 +237,7 @@ static int plan_sub_groups(struct mb_plan *plan, const struct mb_model *m, const
 			mb_plan_subgroup_bytes(plan, g->gathered_numel) + sizeof(float) * one;
 		g->apply_bytes_overlap =
 			mb_plan_subgroup_bytes(plan, g->gathered_numel) + sizeof(float) * two;
+		g->apply_bytes_pipeline = g->apply_bytes_overlap; /* no prefetch of a sub-group */
 		if (g->local_numel >= plan->set.sub_group_size)
 			g = NULL;
 	}
@@ -295,6 +303,8 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 			plan->apply_bytes_sync = g->apply_bytes_sync;
 		if (g->apply_bytes_overlap > plan->apply_bytes_overlap)
 			plan->apply_bytes_overlap = g->apply_bytes_overlap;
+		if (g->apply_bytes_pipeline > plan->apply_bytes_pipeline)
+			plan->apply_bytes_pipeline = g->apply_bytes_pipeline;
 		for (k = g->first; k < g->end; k++) {
 			i = plan->order[k];
 			p = &m->params[i];
@@ -330,6 +340,8 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 				     plan->apply_bytes_sync + plan->ns_workspace_bytes;
 	plan->peak_step_bytes_overlap = plan->resident_bytes + plan->ds_buffer_bytes +
 					plan->apply_bytes_overlap + plan->ns_workspace_bytes;
+	plan->peak_step_bytes_pipeline = plan->resident_bytes + plan->ds_buffer_bytes +
+					 plan->apply_bytes_pipeline + plan->ns_workspace_bytes;
 }
 
 static int check_settings(const struct mb_plan_settings *s)

@@ -127,6 +127,8 @@ struct mb_plan_group {
 	uint64_t gathered_numel; /* their elements, whole matrices */
 	uint64_t local_numel;	 /* this rank's elements of them */
 	uint64_t apply_bytes_sync, apply_bytes_overlap; /* device bytes at its peak */
+	/* with the next batch arriving too (batched applies; a sub-group: as overlap) */
+	uint64_t apply_bytes_pipeline;
 };
 
 enum mb_host_buffer {
@@ -169,8 +171,9 @@ struct mb_plan {
 	/* DeepSpeed's resident offload buffer, held from the start: its ledger tag and bytes */
 	const char *ds_buffer;
 	uint64_t ds_buffer_bytes;
-	uint64_t apply_bytes_sync, apply_bytes_overlap;
-	uint64_t peak_step_bytes_sync, peak_step_bytes_overlap;
+	/* by how many batches are alive at once: 1 (sync), 2 (overlap), 3 (pipeline) */
+	uint64_t apply_bytes_sync, apply_bytes_overlap, apply_bytes_pipeline;
+	uint64_t peak_step_bytes_sync, peak_step_bytes_overlap, peak_step_bytes_pipeline;
 
 	/*
 	 * Device bytes of the forward and the backward, CLBlast's temporaries
@@ -240,5 +243,16 @@ uint64_t mb_plan_host_largest_piece(const struct mb_plan *plan, const struct mb_
 
 /* Pinned host bytes with pin_memory on; the momentum only if MOMENTUM_PINNED. */
 uint64_t mb_plan_pinned_bytes(const struct mb_plan *plan, bool momentum_pinned);
+
+/*
+ * The step peak with ALIVE batches of the apply alive at once (a variant's
+ * mb_variant_alive): 1 synchronous, 2 overlapped, 3 with the next prefetched.
+ */
+static inline uint64_t mb_plan_peak_step_bytes(const struct mb_plan *plan, unsigned alive)
+{
+	return alive <= 1 ? plan->peak_step_bytes_sync
+	       : alive == 2 ? plan->peak_step_bytes_overlap
+			    : plan->peak_step_bytes_pipeline;
+}
 
 #endif

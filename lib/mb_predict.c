@@ -6,7 +6,8 @@
  * it: up to the host's time before each enqueue, or until the command the
  * host waits for is done. That is exact, because nothing new reaches the
  * device while the host waits. Each queue is in order, so at most one
- * command runs on each: at most two at once, whose shared copy rate is
+ * command runs on each: at most three at once (compute, copy, and pipeline's
+ * prefetch), whose shared copy rate is
  * worked out between events.
  */
 #include "mb_predict.h"
@@ -20,7 +21,7 @@
 #include "mb_hostopt.h"
 #include "mb_ns.h"
 
-enum queue { COMPUTE, COPY, NQUEUES };
+enum queue { COMPUTE, COPY, PREFETCH, NQUEUES }; /* mb_cl's compute, copy and prefetch */
 enum res { KERNEL, H2D, D2H };
 /* what the run's timeline counts a command as (NONE: not in it) */
 enum kind { NONE, K_H2D, K_MOMENTUM, K_NS, K_D2H, K_PARAMS_H2D };
@@ -62,23 +63,38 @@ static double copy_rate(const struct sim *s, const struct cmd *c)
 }
 
 /*
- * The rate of running command C while O (NULL: none) runs too: bytes or
- * seconds of work a second.
+ * The rate of running command C while the commands of RUN (one a queue,
+ * NULL: none) run too: bytes or seconds of work a second. Copies in one
+ * direction share the link evenly; against the other direction, the pair
+ * is held to the profile's both-ways rate.
  */
-static double rate(const struct sim *s, const struct cmd *c, const struct cmd *o)
+static double rate(const struct sim *s, const struct cmd *c, struct cmd *const run[NQUEUES])
 {
-	double r, ro, both;
+	double r, ro = 0, both;
+	bool pageable = c->pageable, against = false;
+	unsigned same = 1;
+	int q;
 
 	if (c->res == KERNEL)
 		return 1.0;
 	r = copy_rate(s, c);
-	if (!o || o->res == KERNEL || o->fixed > 0)
+	for (q = 0; q < NQUEUES; q++) {
+		const struct cmd *o = run[q];
+
+		if (!o || o == c || o->res == KERNEL || o->fixed > 0)
+			continue;
+		if (o->res == c->res) {
+			same++;
+		} else {
+			against = true;
+			ro = copy_rate(s, o);
+			pageable = pageable || o->pageable;
+		}
+	}
+	r /= same;
+	if (!against)
 		return r;
-	if (o->res == c->res)
-		return r / 2; /* one direction, two queues: the link is shared */
-	ro = copy_rate(s, o);
-	both = 1e9 *
-	       (c->pageable || o->pageable ? s->prof->both_pageable_gbs : s->prof->both_pinned_gbs);
+	both = 1e9 * (pageable ? s->prof->both_pageable_gbs : s->prof->both_pinned_gbs);
 	return both < r + ro ? r * both / (r + ro) : r;
 }
 
@@ -106,8 +122,8 @@ static void start_ready(struct sim *s)
 static int advance(struct sim *s, size_t wait, double until)
 {
 	for (;;) {
-		struct cmd *run[NQUEUES] = { NULL, NULL };
-		double dt = INFINITY, r[NQUEUES] = { 0, 0 };
+		struct cmd *run[NQUEUES] = { NULL };
+		double dt = INFINITY, r[NQUEUES] = { 0 };
 		int q, first = -1;
 
 		start_ready(s);
@@ -121,7 +137,7 @@ static int advance(struct sim *s, size_t wait, double until)
 
 			if (!run[q])
 				continue;
-			r[q] = rate(s, run[q], run[1 - q]);
+			r[q] = rate(s, run[q], run);
 			left = run[q]->fixed > 0 ? run[q]->fixed : run[q]->work / r[q];
 			if (left < dt) {
 				dt = left;
@@ -227,6 +243,12 @@ static size_t kernel(struct sim *s, enum kind kind, double seconds)
 	return enqueue(s, COMPUTE, KERNEL, false, kind, seconds, 0);
 }
 
+/* A kernel that waits on command DEP (1 + index, or 0) of another queue. */
+static size_t kernel_after(struct sim *s, enum kind kind, double seconds, size_t dep)
+{
+	return enqueue(s, COMPUTE, KERNEL, false, kind, seconds, dep);
+}
+
 /* Seconds of an elementwise device kernel that moves BYTES. */
 static double elementwise_s(const struct sim *s, double bytes)
 {
@@ -308,15 +330,16 @@ static void backward(struct sim *s, struct mb_phase_times *p)
 /* ---- the Muon apply, as mb_step's ---- */
 
 struct unit {
+	size_t arrived;		  /* pipeline: 1 + index of its gather's last copy */
 	size_t computed, written; /* 1 + index of the last compute command, of the last read */
 	size_t first, end;	  /* the plan's order[first..end) */
 };
 
 struct apply {
 	struct sim *s;
-	bool overlap;
-	struct unit pending, inflight;
-	bool has_pending, has_inflight;
+	bool overlap, prefetch;
+	struct unit pending, inflight, arriving;
+	bool has_pending, has_inflight, has_arriving;
 };
 
 static uint64_t numel_at(const struct sim *s, size_t k)
@@ -381,20 +404,48 @@ static void flush(struct apply *a)
 	drain(a, &a->pending);
 }
 
-/* Group G's grads and momentum to the device, then the momentum kernel: its command. */
-static size_t gather(struct apply *a, const struct mb_plan_group *g)
+/* Group G's grads and momentum to the device on Q: the last copy's command (0: none). */
+static size_t copy_in(struct apply *a, const struct mb_plan_group *g, enum queue q)
 {
 	struct sim *s = a->s;
 	double e = (double)g->gathered_numel, mb = (double)s->plan->momentum_bytes;
-	size_t k;
+	size_t k, last = 0;
 
 	for (k = g->first; k < g->end; k++)
-		enqueue(s, COMPUTE, H2D, grads_pageable(s), K_H2D, 4.0 * (double)numel_at(s, k), 0);
+		last = enqueue(s, q, H2D, grads_pageable(s), K_H2D, 4.0 * (double)numel_at(s, k),
+			       0);
+	if (g->first == g->end)
+		return last;
+	return enqueue(s, q, H2D, momentum_pageable(s), K_H2D, mb * e, 0);
+}
+
+/* The momentum kernel over G, after command DEP: its command (0: nothing to do). */
+static size_t momentum(struct apply *a, const struct mb_plan_group *g, size_t dep)
+{
+	double e = (double)g->gathered_numel, mb = (double)a->s->plan->momentum_bytes;
+
 	if (g->first == g->end)
 		return 0;
-	enqueue(s, COMPUTE, H2D, momentum_pageable(s), K_H2D, mb * e, 0);
 	/* reads the grads and the momentum, writes the update and the momentum */
-	return kernel(s, K_MOMENTUM, elementwise_s(s, 2 * (4 + mb) * e));
+	return kernel_after(a->s, K_MOMENTUM, elementwise_s(a->s, 2 * (4 + mb) * e), dep);
+}
+
+/* Group G's grads and momentum to the device, then the momentum kernel: its command. */
+static size_t gather(struct apply *a, const struct mb_plan_group *g)
+{
+	copy_in(a, g, COMPUTE);
+	return momentum(a, g, 0);
+}
+
+/* Pipeline: G's gather on the prefetch queue, into a->arriving. */
+static void arrive(struct apply *a, const struct mb_plan_group *g)
+{
+	make_room(a);
+	memset(&a->arriving, 0, sizeof(a->arriving));
+	a->arriving.first = g->first;
+	a->arriving.end = g->end;
+	a->arriving.arrived = copy_in(a, g, PREFETCH);
+	a->has_arriving = true;
 }
 
 static size_t orthogonalize(struct apply *a, size_t k)
@@ -407,13 +458,30 @@ static size_t orthogonalize(struct apply *a, size_t k)
 	return kernel(a->s, K_NS, (double)mb_ns_flops(p->rows, p->cols, method) / (1e9 * gflops));
 }
 
-static void apply_batch(struct apply *a, const struct mb_plan_group *g)
+/* As mb_step's: pipeline's batch arrived while the previous one computed. */
+static void apply_batch(struct apply *a, size_t gi)
 {
+	struct sim *s = a->s;
+	const struct mb_plan_group *g = &s->plan->groups[gi];
 	struct unit u = { .first = g->first, .end = g->end };
 	size_t k;
 
-	make_room(a);
-	u.computed = gather(a, g);
+	if (!a->prefetch) {
+		make_room(a);
+		u.computed = gather(a, g);
+	} else {
+		if (!a->has_arriving)
+			arrive(a, g);
+		u = a->arriving;
+		a->has_arriving = false;
+		if (gi + 1 < s->plan->ngroups)
+			arrive(a, g + 1);
+		else
+			make_room(a);
+		if (!s->set->writeback_event)
+			host_wait(s, u.arrived);
+		u.computed = momentum(a, g, s->set->writeback_event ? u.arrived : 0);
+	}
 	if (a->s->plan->set.stage == 3) /* ZeRO-3's bf16 copy of the batch's grads */
 		kernel(a->s, K_MOMENTUM, cast_s(a->s, 6 * (double)g->gathered_numel));
 	for (k = g->first; k < g->end; k++)
@@ -442,12 +510,15 @@ static void apply_subgroup(struct apply *a, const struct mb_plan_group *g)
 
 static void apply(struct sim *s)
 {
-	struct apply a = { .s = s, .overlap = mb_variant_overlaps(s->set->variant) };
+	struct apply a = { .s = s,
+			   .overlap = mb_variant_overlaps(s->set->variant),
+			   .prefetch = mb_variant_prefetches(s->set->variant) &&
+				       mb_plan_batched(&s->plan->set) };
 	size_t gi;
 
 	for (gi = 0; gi < s->plan->ngroups; gi++) {
 		if (mb_plan_batched(&s->plan->set))
-			apply_batch(&a, &s->plan->groups[gi]);
+			apply_batch(&a, gi);
 		else
 			apply_subgroup(&a, &s->plan->groups[gi]);
 	}

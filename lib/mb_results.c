@@ -12,6 +12,7 @@
 
 #include "mb_err.h"
 #include "mb_plan.h"
+#include "mb_variant.h"
 
 const char *mb_results_momentum_setting(const struct mb_csv_row *r)
 {
@@ -134,13 +135,9 @@ static bool comparable(const struct mb_csv_row *a, const struct mb_csv_row *b)
 
 static int variant_rank(const char *v)
 {
-	static const char *const order[] = { "master", "pin", "overlap", "both" };
-	int i;
+	int i = mb_variant_find(v, strlen(v));
 
-	for (i = 0; i < 4; i++)
-		if (!strcmp(v, order[i]))
-			return i;
-	return 4;
+	return i < 0 ? MB_NVARIANTS : i;
 }
 
 static int cmp_cell(const void *x, const void *y)

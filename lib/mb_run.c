@@ -135,9 +135,8 @@ int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const
 	if (err) {
 		mb_run_result_unrun(r);
 	} else {
-		r->plan_peak_step_bytes = mb_variant_overlaps(s->step.variant)
-						  ? st.plan.peak_step_bytes_overlap
-						  : st.plan.peak_step_bytes_sync;
+		r->plan_peak_step_bytes = mb_plan_peak_step_bytes(
+			&st.plan, mb_variant_alive(s->step.variant));
 		r->clblast_temp_bytes = st.ns.temp_bytes;
 		err = steps(&st, s, stop, r, &measured);
 		means(r, measured);

@@ -22,8 +22,6 @@
 #define STREAM_PARAMS 0
 #define STREAM_GRADS  1 /* + the step number */
 
-const char *const mb_variant_names[MB_NVARIANTS] = { "master", "pin", "overlap", "both" };
-
 /* ---- the timeline: the commands' own events, resolved after a step ---- */
 
 enum kind { K_H2D, K_MOMENTUM, K_NS, K_D2H, K_PARAMS_H2D, K_NKINDS };
@@ -363,7 +361,9 @@ static int reserve_step(struct mb_state *s)
 {
 	const struct mb_model *m = s->model;
 	const struct mb_plan *p = &s->plan;
-	unsigned alive = mb_variant_overlaps(s->set.variant) ? 2 : 1; /* computing, writing back */
+	/* computing, writing back, and (pipeline, batched) arriving */
+	unsigned alive = mb_variant_alive(s->set.variant) - !mb_plan_batched(&s->set.plan) *
+							       mb_variant_prefetches(s->set.variant);
 	uint64_t gathered = p->ngroups ? p->groups[p->largest_group].gathered_numel : 0,
 		 largest = 0;
 	size_t i;
@@ -539,6 +539,7 @@ static int backward(struct mb_state *s, double *norm)
 /* What one batch (ZeRO-1/2) or one matrix (ZeRO-3) writes back, and frees after. */
 struct unit {
 	cl_mem buf;		  /* freed once the writeback is done */
+	cl_event arrived;	  /* pipeline: the marker after its gather on the prefetch queue */
 	cl_event computed;	  /* its last compute command */
 	cl_event written;	  /* its last read */
 	cl_mem grad_src, mom_src; /* updates from grad_src at 0, momentum from mom_src */
@@ -550,8 +551,10 @@ struct apply {
 	struct mb_state *s;
 	struct timeline tl;
 	bool overlap;
+	bool prefetch;		       /* the next batch arrives on the prefetch queue */
 	struct unit pending, inflight; /* computing, writing back */
-	bool has_pending, has_inflight;
+	struct unit arriving;	       /* pipeline: the next batch, its gather enqueued */
+	bool has_pending, has_inflight, has_arriving;
 	cl_mem subgroup;
 };
 
@@ -610,6 +613,8 @@ static int drain(struct apply *a, struct unit *u)
 				  applied(a->s, u->first)->name, u->end - u->first - 1);
 	if (u->written)
 		clReleaseEvent(u->written);
+	if (u->arrived)
+		clReleaseEvent(u->arrived);
 	if (u->computed)
 		clReleaseEvent(u->computed);
 	mb_ledger_free(a->s->ledger, u->buf);
@@ -663,11 +668,14 @@ static void abort_apply(struct apply *a)
 {
 	clFinish(a->s->cl->compute);
 	clFinish(a->s->cl->copy);
+	clFinish(a->s->cl->prefetch);
+	if (a->has_arriving)
+		drain(a, &a->arriving);
 	if (a->has_inflight)
 		drain(a, &a->inflight);
 	if (a->has_pending)
 		drain(a, &a->pending);
-	a->has_inflight = a->has_pending = false;
+	a->has_inflight = a->has_pending = a->has_arriving = false;
 	mb_ledger_free(a->s->ledger, a->subgroup);
 	a->subgroup = NULL;
 }
@@ -682,7 +690,8 @@ static void abort_apply(struct apply *a)
  * copies none: DeepSpeed's _apply_muon_updates_cpu_offload creates that
  * momentum as zeros on the device (the host's is zero as well).
  */
-static int momentum_in(struct apply *a, const struct mb_plan_group *g, cl_mem buf)
+static int momentum_in(struct apply *a, const struct mb_plan_group *g, cl_mem buf,
+		       cl_command_queue q)
 {
 	struct mb_state *s = a->s;
 	uint64_t e = g->gathered_numel;
@@ -690,35 +699,52 @@ static int momentum_in(struct apply *a, const struct mb_plan_group *g, cl_mem bu
 
 	if (s->set.plan.stage == 3 && !s->steps_done)
 		return mb_cl_check(s->cl,
-				   clEnqueueFillBuffer(s->cl->compute, buf, &zero, sizeof(zero), 4 * e,
+				   clEnqueueFillBuffer(q, buf, &zero, sizeof(zero), 4 * e,
 						       s->plan.momentum_bytes * e, 0, NULL, NULL),
 				   "clEnqueueFillBuffer", "the first step's momentum, zeros");
-	return host_copy(s, true, s->cl->compute, buf, 4 * e, &s->momentum,
+	return host_copy(s, true, q, buf, 4 * e, &s->momentum,
 			 mom_byte(s, s->plan.order[g->first]), s->plan.momentum_bytes * e, 0, NULL,
 			 &a->tl, K_H2D, NULL, "momentum to the device");
 }
 
-static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl_event *last)
+/* G's fp32 grads to BUF's first 4E bytes and its momentum after them, on Q. */
+static int copy_in(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl_command_queue q)
 {
 	struct mb_state *s = a->s;
-	uint64_t e = g->gathered_numel, lo = 0, n;
-	cl_event ev, first = NULL;
+	uint64_t lo = 0, n;
+	cl_event ev;
 	size_t k;
 	int err = 0;
 
 	/* each copy timed by its own event: the H2D time is transfer time only */
 	for (k = g->first; k < g->end && !err; k++) {
 		n = mb_param_numel(applied(s, k));
-		if (!(err = device_copy(s, true, s->cl->compute, buf, 4 * lo,
+		if (!(err = device_copy(s, true, q, buf, 4 * lo,
 					f32(&s->grads, s->offset[s->plan.order[k]]), 4 * n, 0, NULL,
 					&ev, applied(s, k)->name)))
 			err = tl_add(&a->tl, ev, NULL, K_H2D);
 		lo += n;
 	}
+	if (err || g->first == g->end)
+		return err;
+	return momentum_in(a, g, buf, q);
+}
+
+/*
+ * Momentum and Nesterov over G's gathered grads and momentum in BUF. *last is
+ * the momentum kernel's event (NULL when the group has no Muon element).
+ */
+static int momentum(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl_event *last)
+{
+	struct mb_state *s = a->s;
+	uint64_t e = g->gathered_numel;
+	cl_event first = NULL;
+	int err;
+
 	*last = NULL;
-	if (err || g->first == g->end ||
-	    (err = momentum_in(a, g, buf)) ||
-	    (err = s->set.plan.momentum_dtype == MB_MOM_BF16
+	if (g->first == g->end)
+		return 0;
+	if ((err = s->set.plan.momentum_dtype == MB_MOM_BF16
 			   ? mb_ns_momentum_bf16(&s->ns, buf, 0, buf, 2 * e, e,
 						 s->set.optim.muon_beta, &first, last)
 			   : mb_ns_momentum(&s->ns, buf, 0, buf, e, e, s->set.optim.muon_beta,
@@ -731,6 +757,15 @@ static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl
 		*last = NULL;
 	}
 	return err;
+}
+
+/* Gather group G to BUF on the compute queue, then its momentum: *last as momentum's. */
+static int gather(struct apply *a, const struct mb_plan_group *g, cl_mem buf, cl_event *last)
+{
+	int err;
+
+	*last = NULL;
+	return (err = copy_in(a, g, buf, a->s->cl->compute)) ? err : momentum(a, g, buf, last);
 }
 
 /*
@@ -774,22 +809,94 @@ static int grads_bf16(struct apply *a, const struct mb_plan_group *g, cl_mem buf
 	return cast ? tl_add(&a->tl, cast, NULL, K_MOMENTUM) : 0;
 }
 
-static int apply_batch(struct apply *a, const struct mb_plan_group *g)
+/* A batch's buffer, after the one two back is gone: *U owns it. */
+static int batch_buffer(struct apply *a, const struct mb_plan_group *g, struct unit *u)
+{
+	int err;
+
+	memset(u, 0, sizeof(*u));
+	u->first = g->first;
+	u->end = g->end;
+	if ((err = make_room(a)) ||
+	    (err = mb_ledger_alloc(a->s->ledger,
+				   mb_plan_batch_bytes(&a->s->plan, g->gathered_numel),
+				   "apply.batch", &u->buf)))
+		return err;
+	u->grad_src = u->mom_src = u->buf;
+	u->mom_at = 4 * g->gathered_numel;
+	return 0;
+}
+
+/*
+ * Pipeline: batch G's gather on the prefetch queue, into a->arriving, ended
+ * by a marker that its compute waits on (on the host, or with
+ * --writeback-dep event in the compute queue).
+ */
+static int arrive(struct apply *a, const struct mb_plan_group *g)
 {
 	struct mb_state *s = a->s;
-	struct unit u = { .first = g->first, .end = g->end };
+	int err;
+
+	if ((err = batch_buffer(a, g, &a->arriving)))
+		return err;
+	a->has_arriving = true;
+	if ((err = copy_in(a, g, a->arriving.buf, s->cl->prefetch)) ||
+	    (err = mb_cl_check(s->cl,
+			       clEnqueueMarkerWithWaitList(s->cl->prefetch, 0, NULL,
+							   &a->arriving.arrived),
+			       "clEnqueueMarkerWithWaitList", "the gather of '%s' and %zu more",
+			       applied(s, g->first)->name, g->end - g->first - 1)))
+		return err;
+	return mb_cl_check(s->cl, clFlush(s->cl->prefetch), "clFlush", "prefetch queue");
+}
+
+/* The compute of U waits for its gather, which arrived on the prefetch queue. */
+static int await_arrival(struct apply *a, struct unit *u)
+{
+	const struct mb_cl *cl = a->s->cl;
+
+	if (!u->arrived)
+		return 0;
+	if (a->s->set.writeback_event)
+		return mb_cl_check(cl,
+				   clEnqueueBarrierWithWaitList(cl->compute, 1, &u->arrived, NULL),
+				   "clEnqueueBarrierWithWaitList", "the gather of '%s' and %zu more",
+				   applied(a->s, u->first)->name, u->end - u->first - 1);
+	return mb_cl_check(cl, clWaitForEvents(1, &u->arrived), "clWaitForEvents",
+			   "the gather of '%s' and %zu more", applied(a->s, u->first)->name,
+			   u->end - u->first - 1);
+}
+
+/*
+ * Batch GI: gathered now on the compute queue, or (pipeline) arrived on the
+ * prefetch queue while the previous batch computed; then, before its own
+ * compute, the next batch's gather is enqueued.
+ */
+static int apply_batch(struct apply *a, size_t gi)
+{
+	struct mb_state *s = a->s;
+	const struct mb_plan_group *g = &s->plan.groups[gi];
+	struct unit u;
 	uint64_t lo = 0;
 	cl_event after = NULL;
 	size_t k;
 	int err;
 
-	if ((err = make_room(a)) ||
-	    (err = mb_ledger_alloc(s->ledger, mb_plan_batch_bytes(&s->plan, g->gathered_numel),
-				   "apply.batch", &u.buf)))
-		return err;
-	u.grad_src = u.mom_src = u.buf;
-	u.mom_at = 4 * g->gathered_numel;
-	err = gather(a, g, u.buf, &u.computed);
+	if (!a->prefetch) {
+		if ((err = batch_buffer(a, g, &u)))
+			return err;
+		err = gather(a, g, u.buf, &u.computed);
+	} else {
+		if (!a->has_arriving && (err = arrive(a, g)))
+			return err;
+		u = a->arriving;
+		a->has_arriving = false;
+		memset(&a->arriving, 0, sizeof(a->arriving));
+		/* the last batch has no next one, but push needs the one two back gone */
+		err = gi + 1 < s->plan.ngroups ? arrive(a, g + 1) : make_room(a);
+		if (!err && !(err = await_arrival(a, &u)))
+			err = momentum(a, g, u.buf, &u.computed);
+	}
 	if (!err && s->set.plan.stage == 3)
 		err = grads_bf16(a, g, u.buf);
 	for (k = g->first; k < g->end && !err; k++) {
@@ -875,7 +982,10 @@ static void explain(const struct mb_state *s, size_t gi)
 
 static int apply(struct mb_state *s, struct timeline *tl)
 {
-	struct apply a = { .s = s, .overlap = mb_variant_overlaps(s->set.variant) };
+	struct apply a = { .s = s,
+			   .overlap = mb_variant_overlaps(s->set.variant),
+			   .prefetch = mb_variant_prefetches(s->set.variant) &&
+				       mb_plan_batched(&s->set.plan) };
 	size_t gi;
 	int err = 0;
 
@@ -885,7 +995,7 @@ static int apply(struct mb_state *s, struct timeline *tl)
 		return err;
 	a.tl = *tl;
 	for (gi = 0; gi < s->plan.ngroups && !err; gi++) {
-		err = mb_plan_batched(&s->set.plan) ? apply_batch(&a, &s->plan.groups[gi])
+		err = mb_plan_batched(&s->set.plan) ? apply_batch(&a, gi)
 						    : apply_subgroup(&a, &s->plan.groups[gi]);
 		if (err)
 			explain(s, gi);

@@ -13,9 +13,11 @@
  *   host opt   Muon's update and AdamW on the host (mb_hostopt), bf16 staging;
  *   params     the bf16 staging to the resident device params.
  *
- * The variant decides two things only: whether the Muon momentum is pinned
- * (pin, both) and whether the writeback overlaps (overlap, both). The math
- * is the same in all four, so their final states are bitwise equal.
+ * The variant (a row of mb_variant's table) decides three things only:
+ * whether the Muon momentum is pinned, whether the writeback overlaps, and
+ * whether the next batch's gather is prefetched on the prefetch queue
+ * (pipeline, batched applies only). The math is the same in all of them, so
+ * their final states are bitwise equal.
  */
 #ifndef MB_STEP_H
 #define MB_STEP_H
@@ -29,20 +31,7 @@
 #include "mb_model.h"
 #include "mb_ns.h"
 #include "mb_plan.h"
-
-enum mb_variant { MB_MASTER, MB_PIN, MB_OVERLAP, MB_BOTH, MB_NVARIANTS };
-
-extern const char *const mb_variant_names[MB_NVARIANTS];
-
-static inline bool mb_variant_pins(enum mb_variant v)
-{
-	return v == MB_PIN || v == MB_BOTH;
-}
-
-static inline bool mb_variant_overlaps(enum mb_variant v)
-{
-	return v == MB_OVERLAP || v == MB_BOTH;
-}
+#include "mb_variant.h"
 
 struct mb_step_settings {
 	struct mb_plan_settings plan; /* stage, gather budget, sub-group size */

@@ -10,6 +10,9 @@ for t in "$@"; do
 done
 tests/cli.sh "$bin" || failed="$failed cli.sh"
 tests/tuning.sh "$bin" || failed="$failed tuning.sh"
+if [ -n "${VARIANT_BIN:-}" ]; then
+	tests/variant_row.sh "$VARIANT_BIN" || failed="$failed variant_row.sh"
+fi
 if [ -n "${BASELINE:-}" ]; then
 	# shellcheck disable=SC2086 # the arguments are a list
 	tests/baseline.sh "$bin" "$BASELINE" $BASELINE_ARGS || failed="$failed baseline.sh"
@@ -19,4 +22,4 @@ if [ -n "$failed" ]; then
 	echo "TESTS FAILED:$failed"
 	exit 1
 fi
-echo "all tests passed ($# unit test programs, cli.sh, tuning.sh${BASELINE:+ and baseline.sh})"
+echo "all tests passed ($# unit test programs, cli.sh, tuning.sh${VARIANT_BIN:+, variant_row.sh}${BASELINE:+ and baseline.sh})"

@@ -292,7 +292,7 @@ static void peaks_as_measured(void **state)
 	/* the sub-group with its bf16 grad copy, and the bf16 reduce bucket (the model) */
 	assert_int_equal(n.device_peak_bytes, 1689348);
 	assert_string_equal(n.device_peak_phase, "step");
-	c.overlap = true;
+	c.alive = 2;
 	assert_int_equal(mb_fit_need(&m, &c, false, &n), 0);
 	assert_int_equal(n.device_peak_bytes, 1738500);
 	c.tokens = 4096;

@@ -14,6 +14,7 @@
 #include "mb_config.h"
 #include "mb_err.h"
 #include "mb_plan.h"
+#include "mb_variant.h"
 
 static struct mb_model tiny;
 
@@ -134,6 +135,10 @@ static void batches_by_hand(void **state)
 	/* largest batch; largest adjacent pair (up0 + {down0 q1}) */
 	assert_int_equal(p.apply_bytes_sync, 8 * 262144);
 	assert_int_equal(p.apply_bytes_overlap, 8 * (196608 + 262144));
+	/* pipeline: the largest three in a row (gate0, up0 + {down0 q1}), each batch's own */
+	assert_int_equal(p.apply_bytes_pipeline, 8 * (196608 + 196608 + 262144));
+	assert_int_equal(p.groups[4].apply_bytes_pipeline, 8 * (262144 + 131072 + 196608));
+	assert_int_equal(p.groups[7].apply_bytes_pipeline, 8 * (196608 + 196608));
 	/* resident bf16 of all 2,098,688 params; workspace of a 768 x 256 matrix */
 	assert_int_equal(p.resident_bytes, 2 * 2098688);
 	assert_int_equal(p.ns_workspace_bytes, 2097152 + 260);
@@ -141,6 +146,14 @@ static void batches_by_hand(void **state)
 	assert_int_equal(p.ds_buffer_bytes, 2 * 1024 * 256);
 	assert_int_equal(p.peak_step_bytes_sync, 4197376 + 524288 + 2097152 + 2097412);
 	assert_int_equal(p.peak_step_bytes_overlap, 4197376 + 524288 + 3670016 + 2097412);
+	assert_int_equal(p.peak_step_bytes_pipeline, 4197376 + 524288 + 5242880 + 2097412);
+	/* by the variants' table: master 1 batch alive, both 2, pipeline 3 */
+	assert_int_equal(mb_plan_peak_step_bytes(&p, mb_variant_alive(MB_MASTER)),
+			 p.peak_step_bytes_sync);
+	assert_int_equal(mb_plan_peak_step_bytes(&p, mb_variant_alive(MB_BOTH)),
+			 p.peak_step_bytes_overlap);
+	assert_int_equal(mb_plan_peak_step_bytes(&p, mb_variant_alive(MB_PIPELINE)),
+			 p.peak_step_bytes_pipeline);
 	mb_plan_release(&p);
 }
 

@@ -1,0 +1,46 @@
+#!/bin/sh
+# Adding a variant is one row of lib/mb_variant.h: a binary built with the
+# test-only row (-DMB_TEST_VARIANT: "twin", pipeline with pageable momentum,
+# a combination no other row has) runs it, ends in master's state, keeps the
+# plan's peak, and report, compare and plot show it. Prints TAP.
+# Usage: tests/variant_row.sh path/to/muonbench-with-the-row   (from the repository root)
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+. tests/tap.sh
+
+micro="--config tests/data/good/micro.json --runs 2 --steps 3 --gather-budget 128Ki --fwd-bwd off --profile off"
+expect_output "variant row: --help lists it" "master|pin|overlap|both|pipeline|twin" run --help
+# shellcheck disable=SC2086 # $micro is a list of options
+expect_output "variant row: it runs and ends in master's state" \
+	"bitwise identical over 8 runs" run $micro --stage 2 --variant master,pin,pipeline,twin --out "$tmp/a.csv"
+grep -qF "step-phase peak as predicted by the plan" "$tmp/out" &&
+	report ok "variant row: its peak is the plan's" ||
+	report fail "variant row: its peak is the plan's" "$(cat "$tmp/out")"
+# pageable momentum like master's, the pipeline's peak (three batches alive)
+if python3 -c 'import csv, sys
+r = {x["variant"]: x for x in csv.DictReader(open(sys.argv[1]))}
+t, p = r["twin"], r["pipeline"]
+assert t["status"] == "ok" and t["momentum_pinned"] == "no", t
+assert t["peak_step_bytes"] == p["peak_step_bytes"] > r["master"]["peak_step_bytes"], (t, p)
+assert t["checksum"] == r["master"]["checksum"]' "$tmp/a.csv"; then
+	report ok "variant row: a row of its own in the results, pageable, pipeline's peak"
+else
+	report fail "variant row: a row of its own in the results, pageable, pipeline's peak" "$(cut -d, -f1-3 "$tmp/a.csv")"
+fi
+expect_output "variant row: report shows it against master" "| 2 | twin | " report "$tmp/a.csv"
+expect_output "variant row: compare matches it" "| 2 | twin | " compare "$tmp/a.csv" "$tmp/a.csv"
+grep -qF "4 cells matched" "$tmp/out" &&
+	report ok "variant row: compare counts it" ||
+	report fail "variant row: compare counts it" "$(cat "$tmp/out")"
+expect_output "variant row: predict models it" "| 2 | twin | " predict --profile reference --model qwen3-4b --stage 2
+"$bin" plot "$tmp/a.csv" -o "$tmp/a.svg" >/dev/null 2>&1 && grep -q "twin" "$tmp/a.svg" &&
+	report ok "variant row: plot draws it" ||
+	report fail "variant row: plot draws it" "$(cat "$tmp/a.svg" 2>/dev/null | head -5)"
+
+echo "1..$n"
+[ "$failed" -eq 0 ] || echo "# $failed of $n failed"
+[ "$failed" -eq 0 ]
