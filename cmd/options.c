@@ -669,6 +669,46 @@ static int apply_ds_config(struct mb_args *args)
 	return err;
 }
 
+/* --stage's list "1,2,3" into args->stage_list: each of 1, 2, 3 at most once. */
+static int parse_stages(struct mb_args *args)
+{
+	const char *p = args->stages;
+	size_t i;
+
+	for (;;) {
+		if (p[0] < '1' || p[0] > '3' || (p[1] && p[1] != ','))
+			return mb_bad_input("--stage: invalid stage list '%s' (expected 1, 2 or 3, "
+					    "or a list such as 2,3)",
+					    args->stages);
+		for (i = 0; i < args->nstages; i++)
+			if (args->stage_list[i] == (unsigned)(p[0] - '0'))
+				return mb_bad_input("--stage: stage %c twice in '%s'", p[0],
+						    args->stages);
+		args->stage_list[args->nstages++] = (unsigned)(p[0] - '0');
+		if (!p[1])
+			return 0;
+		p += 2;
+	}
+}
+
+/* Whether CHOICE option value V is WORD (a command that does not take it: NULL, false). */
+static bool is(const char *v, const char *word)
+{
+	return v && !strcmp(v, word);
+}
+
+/* The values the commands read (struct mb_args' last part), from the strings parsed. */
+static int resolve(struct mb_args *args)
+{
+	args->pin_memory_on = is(args->pin_memory, "on");
+	args->writeback_event = is(args->writeback_dep, "event");
+	args->fwd_bwd_on = is(args->fwd_bwd, "on");
+	args->fit_check_on = is(args->fit_check, "on");
+	args->numa_auto = is(args->numa, "auto");
+	args->nstages = 0;
+	return args->stages && !args->help && !args->version ? parse_stages(args) : 0;
+}
+
 int mb_args_parse(struct mb_args *args, int argc, char **argv)
 {
 	int i, err;
@@ -683,9 +723,9 @@ int mb_args_parse(struct mb_args *args, int argc, char **argv)
 		return mb_bad_input("--model and --config both name a model: give one");
 	if (mb_args_given(args, "config"))
 		args->model = NULL;
-	if (args->ds_config && !args->help && !args->version)
-		return apply_ds_config(args);
-	return 0;
+	if (args->ds_config && !args->help && !args->version && (err = apply_ds_config(args)))
+		return err;
+	return resolve(args);
 }
 
 bool mb_args_given(const struct mb_args *args, const char *name)

@@ -141,6 +141,16 @@ struct mb_args {
 	/* bit i % 64 of word i / 64: option i of the table was on the command line */
 	uint64_t given[MB_OPTIONS_MAX / 64];
 
+	/*
+	 * The options above that the commands read as what they stand for, set
+	 * once parsed (defaults and --ds-config applied): on|off and host|event
+	 * as bools, --stage as its stages in order (0 of them where the command
+	 * takes none).
+	 */
+	bool pin_memory_on, writeback_event, fwd_bwd_on, fit_check_on, numa_auto;
+	unsigned stage_list[3];
+	size_t nstages;
+
 	/* --ds-config: a DeepSpeed config JSON, and the values it gave TEXT and CHOICE options */
 	const char *ds_config;
 	char ds_values[128]; /* (those options point here) */

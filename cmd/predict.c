@@ -137,10 +137,10 @@ static void step_settings(const struct mb_args *args, unsigned stage, struct mb_
 
 	memset(s, 0, sizeof(*s));
 	mb_setup_plan_settings(args, stage, &s->plan);
-	s->pin_memory = !strcmp(args->pin_memory, "on");
-	s->writeback_event = !strcmp(args->writeback_dep, "event");
+	s->pin_memory = args->pin_memory_on;
+	s->writeback_event = args->writeback_event;
 	s->optim = optim;
-	s->fwd_bwd = !strcmp(args->fwd_bwd, "on");
+	s->fwd_bwd = args->fwd_bwd_on;
 	s->tokens = args->seq * args->micro_batch;
 }
 

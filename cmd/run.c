@@ -479,7 +479,7 @@ static int fit_cell(struct grid *g, bool *fits)
 	int ok;
 
 	*fits = true;
-	if (!strcmp(g->args->fit_check, "off"))
+	if (!g->args->fit_check_on)
 		return 0;
 	if (mb_host_mem_available(&host.available_bytes, host.where, sizeof(host.where))) {
 		snprintf(reason, sizeof(reason), "%s", mb_errmsg());
@@ -656,11 +656,11 @@ int mb_cmd_run(const struct mb_args *args)
 	g->run.steps = (unsigned)args->steps;
 	g->run.resume_at = (unsigned)args->resume_at;
 	g->run.device_mem_limit = args->device_mem_limit;
-	g->run.step.pin_memory = !strcmp(args->pin_memory, "on");
-	g->run.step.writeback_event = !strcmp(args->writeback_dep, "event");
+	g->run.step.pin_memory = args->pin_memory_on;
+	g->run.step.writeback_event = args->writeback_event;
 	g->run.step.seed = args->seed;
 	g->run.step.optim = optim;
-	g->run.step.fwd_bwd = !strcmp(args->fwd_bwd, "on");
+	g->run.step.fwd_bwd = args->fwd_bwd_on;
 	g->run.on_step = on_step;
 	g->run.on_step_ctx = g;
 	g->tty = !args->quiet && isatty(STDERR_FILENO);

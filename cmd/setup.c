@@ -32,7 +32,7 @@ void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct m
 	s->sub_group_size = args->sub_group_size;
 	s->pin_chunk_bytes = args->pin_chunk;
 	s->reduce_bucket_elems = args->reduce_bucket_size;
-	s->tokens = strcmp(args->fwd_bwd, "on") ? 0 : args->seq * args->micro_batch;
+	s->tokens = args->fwd_bwd_on ? args->seq * args->micro_batch : 0;
 	s->order = strcmp(args->param_order, "model") ? MB_ORDER_SHAPE : MB_ORDER_MODEL;
 	s->params_back = !strcmp(args->params_back, "auto")	  ? mb_params_back_default(stage)
 			 : !strcmp(args->params_back, "pageable") ? MB_BACK_PAGEABLE
@@ -204,7 +204,7 @@ int mb_setup_binding(const struct mb_args *args, struct mb_host *host)
 	struct mb_cl_select sel;
 	int err;
 
-	if (strcmp(args->numa, "auto")) {
+	if (!args->numa_auto) {
 		if ((err = mb_host_bind(args->cpus, args->membind)))
 			return err;
 		mb_host_describe(host, args->cpus || args->membind ? "muonbench" : "inherited");
@@ -243,24 +243,14 @@ int mb_setup_binding(const struct mb_args *args, struct mb_host *host)
 
 int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n)
 {
-	const char *p = args->stages;
 	size_t i;
 
-	*n = 0;
-	for (;;) {
-		if (p[0] < '1' || p[0] > '3' || (p[1] && p[1] != ','))
-			return mb_bad_input("--stage: invalid stage list '%s' (expected 1, 2 or 3, "
-					    "or a list such as 2,3)",
-					    args->stages);
-		for (i = 0; i < *n; i++)
-			if (stages[i] == (unsigned)(p[0] - '0'))
-				return mb_bad_input("--stage: stage %c twice in '%s'", p[0],
-						    args->stages);
-		stages[(*n)++] = (unsigned)(p[0] - '0');
-		if (!p[1])
-			return 0;
-		p += 2;
-	}
+	if (!args->nstages) /* parsed with the options: never here for a command with --stage */
+		return mb_bad_input("--stage: no stage given");
+	for (i = 0; i < args->nstages; i++)
+		stages[i] = args->stage_list[i];
+	*n = args->nstages;
+	return 0;
 }
 
 int mb_setup_variants(const struct mb_args *args, unsigned *variants, size_t *n)
