@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "mb_err.h"
 #include "mb_num.h"
+#include "mb_phase.h"
 #include "mb_plan.h"
 #include "mb_predict.h"
 #include "mb_profile.h"
@@ -237,13 +238,20 @@ static void md_tables(const struct grid *g)
 	}
 	printf("\nPhases (s): the run's, device spans summed by kind; D2H hidden is the part of "
 	       "the D2H the compute queue was busy too.\n\n");
-	printf("| ZeRO | Variant | forward | backward | H2D | momentum | NS | D2H | D2H hidden | "
-	       "host opt | params H2D |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+#define NAME_(e, f, name, ...) printf(" %s |", name);
+#define VALUE_(e, f, ...)	 p->f,
+	printf("| ZeRO | Variant |");
+	MB_PHASES_TO_D2H(NAME_)
+	printf(" d2h hidden |");
+	MB_PHASES_AFTER_D2H(NAME_)
+	printf("\n|---|---|");
+	for (i = 0; i <= MB_NPHASES; i++)
+		printf("---|");
+	printf("\n");
 	for (i = 0; i < g->ncells; i++) {
 		const struct mb_phase_times *p = &g->cells[i].t.phase;
-		double v[] = { p->forward_s,	p->backward_s, p->h2d_s,
-			       p->momentum_s,	p->ns_s,       p->d2h_s,
-			       p->d2h_hidden_s, p->host_opt_s, p->params_h2d_s };
+		double v[] = { MB_PHASES_TO_D2H(VALUE_) p->d2h_hidden_s,
+			       MB_PHASES_AFTER_D2H(VALUE_) };
 		size_t k;
 
 		printf("| %u | %s |", g->cells[i].stage, mb_variant_name(g->cells[i].variant));
@@ -251,6 +259,8 @@ static void md_tables(const struct grid *g)
 			printf(" %s |", secs(a, sizeof(a), v[k]));
 		printf("\n");
 	}
+#undef NAME_
+#undef VALUE_
 }
 
 static void md_profile(const struct mb_profile *p)
@@ -287,16 +297,12 @@ static void print_cells(const struct grid *g, const struct mb_profile *p, const 
 			MB_FIELD_F("apply_mean_s", c->t.apply_s),
 			MB_FIELD_N("peak_step_bytes", c->peak_step_bytes),
 			MB_FIELD_N("peak_device_own_bytes", c->peak_device_own_bytes),
-			MB_FIELD_F("forward_s", ph->forward_s),
-			MB_FIELD_F("backward_s", ph->backward_s),
-			MB_FIELD_F("h2d_s", ph->h2d_s),
-			MB_FIELD_F("momentum_s", ph->momentum_s),
-			MB_FIELD_F("ns_s", ph->ns_s),
-			MB_FIELD_F("d2h_s", ph->d2h_s),
+#define FIELD_(e, f, ...) MB_FIELD_F(#f, ph->f),
+			MB_PHASES_TO_D2H(FIELD_)
 			MB_FIELD_F("d2h_hidden_frac",
 				   ph->d2h_s > 0 ? ph->d2h_hidden_s / ph->d2h_s : NAN),
-			MB_FIELD_F("host_opt_s", ph->host_opt_s),
-			MB_FIELD_F("params_h2d_s", ph->params_h2d_s),
+			MB_PHASES_AFTER_D2H(FIELD_)
+#undef FIELD_
 		};
 
 		mb_print_record(f, sizeof(f) / sizeof(f[0]), json, *first);

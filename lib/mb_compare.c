@@ -2,6 +2,7 @@
  * mb_compare: matching cells, testing timings, diffing the exact figures.
  */
 #include "mb_compare.h"
+#include "mb_phase.h"
 #include "mb_variant.h"
 
 #include <math.h>
@@ -17,8 +18,9 @@ const char *const mb_verdict_names[] = { "ok", "faster", "slower", "changed", "R
 static size_t run_samples(const struct mb_csv_row *r, int k, double *v)
 {
 	/* in the order of the names in test_timing, after iteration and apply */
-	const double per_run[] = { r->forward_s, r->backward_s, r->h2d_s,      r->momentum_s,
-				   r->ns_s,	 r->d2h_s,	r->host_opt_s, r->params_h2d_s };
+#define FIELD_(e, f, ...) r->f,
+	const double per_run[] = { MB_PHASES(FIELD_) };
+#undef FIELD_
 	size_t n = 0, s;
 
 	_Static_assert(sizeof(per_run) / sizeof(per_run[0]) == MB_COMPARE_TIMINGS - 2,
@@ -151,9 +153,9 @@ static int noise_of(const struct mb_compared *c, int k, bool ratios, double typi
 static int test_timing(const struct mb_compared *c, int k, const struct mb_compare_settings *s,
 		       double typical, struct mb_timing *t, double *vb, double *vn)
 {
-	static const char *const names[] = { "iteration", "apply",     "forward", "backward",
-					     "h2d",	  "momentum",  "ns",	  "d2h",
-					     "host_opt",  "params_h2d" };
+#define NAME_(e, f, name, ...) name,
+	static const char *const names[] = { "iteration", "apply", MB_PHASES(NAME_) };
+#undef NAME_
 
 	_Static_assert(sizeof(names) / sizeof(names[0]) == MB_COMPARE_TIMINGS, "one name a timing");
 	int err;

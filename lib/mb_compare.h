@@ -41,6 +41,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "mb_phase.h"
 #include "mb_results.h"
 #include "mb_stats.h"
 
@@ -56,7 +57,7 @@ struct mb_compare_settings {
 	bool ratios; /* timings as ratios to master's median of the same file and stage */
 };
 
-#define MB_COMPARE_TIMINGS 10
+#define MB_COMPARE_TIMINGS (2 + MB_NPHASES) /* iteration, apply, the phases */
 
 struct mb_timing {
 	const char *name;		  /* "iteration", "apply", "h2d", ... */

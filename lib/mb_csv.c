@@ -2,6 +2,7 @@
  * mb_csv: the column table, and whole-row appends.
  */
 #include "mb_csv.h"
+#include "mb_phase.h"
 #include "mb_variant.h"
 
 #include <ctype.h>
@@ -48,6 +49,9 @@ struct column {
 /* clang-format off */
 #define COL(name, type) \
 	{ #name, type, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name), NULL }
+/* the phases' columns (mb_phase's table): measured, and the model's */
+#define PHASE_COL_(e, f, ...) COL(f, SECONDS),
+#define PRED_COL_(e, f, ...)  COL(pred_##f, SECONDS),
 #define WORDS(name, words) \
 	{ #name, TEXT, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name), words }
 /* clang-format on */
@@ -106,15 +110,9 @@ static const struct column columns[] = {
 	COL(micro_batch, U64),
 	COL(iter_mean_s, SECONDS),
 	COL(apply_mean_s, SECONDS),
-	COL(forward_s, SECONDS),
-	COL(backward_s, SECONDS),
-	COL(h2d_s, SECONDS),
-	COL(momentum_s, SECONDS),
-	COL(ns_s, SECONDS),
-	COL(d2h_s, SECONDS),
+	MB_PHASES_TO_D2H(PHASE_COL_)
 	COL(d2h_hidden_frac, FRACTION),
-	COL(host_opt_s, SECONDS),
-	COL(params_h2d_s, SECONDS),
+	MB_PHASES_AFTER_D2H(PHASE_COL_)
 	COL(host_opt_gbs, RATE),
 	COL(memcpy_gbs, RATE),
 	COL(h2d_gbs, RATE),
@@ -136,15 +134,9 @@ static const struct column columns[] = {
 	COL(profile, TEXT),
 	COL(pred_iter_s, SECONDS),
 	COL(pred_apply_s, SECONDS),
-	COL(pred_forward_s, SECONDS),
-	COL(pred_backward_s, SECONDS),
-	COL(pred_h2d_s, SECONDS),
-	COL(pred_momentum_s, SECONDS),
-	COL(pred_ns_s, SECONDS),
-	COL(pred_d2h_s, SECONDS),
+	MB_PHASES_TO_D2H(PRED_COL_)
 	COL(pred_d2h_hidden_frac, FRACTION),
-	COL(pred_host_opt_s, SECONDS),
-	COL(pred_params_h2d_s, SECONDS),
+	MB_PHASES_AFTER_D2H(PRED_COL_)
 	COL(iter_samples_s, ITER_SAMPLES),
 	COL(apply_samples_s, APPLY_SAMPLES),
 };

@@ -12,6 +12,7 @@
 
 #include "mb_err.h"
 #include "mb_plan.h"
+#include "mb_phase.h"
 #include "mb_variant.h"
 
 const char *mb_results_momentum_setting(const struct mb_csv_row *r)
@@ -196,15 +197,10 @@ static void add_figures(struct mb_cell *c, const struct mb_csv_row *r)
 	c->own_peak_backward_bytes =
 		max_u64(c->own_peak_backward_bytes, r->peak_backward_own_bytes);
 	c->own_peak_step_bytes = max_u64(c->own_peak_step_bytes, r->peak_step_own_bytes);
-	c->phase.forward_s += r->forward_s;
-	c->phase.backward_s += r->backward_s;
-	c->phase.h2d_s += r->h2d_s;
-	c->phase.momentum_s += r->momentum_s;
-	c->phase.ns_s += r->ns_s;
-	c->phase.d2h_s += r->d2h_s;
+#define ADD_(e, f, ...) c->phase.f += r->f;
+	MB_PHASES(ADD_)
+#undef ADD_
 	c->phase.d2h_hidden_frac += r->d2h_hidden_frac;
-	c->phase.host_opt_s += r->host_opt_s;
-	c->phase.params_h2d_s += r->params_h2d_s;
 	c->h2d_gbs += r->h2d_gbs;
 	c->d2h_gbs += r->d2h_gbs;
 	c->params_h2d_gbs += r->params_h2d_gbs;
@@ -213,15 +209,10 @@ static void add_figures(struct mb_cell *c, const struct mb_csv_row *r)
 	c->predicted = true;
 	c->pred_iter_s = r->pred_iter_s;
 	c->pred_apply_s = r->pred_apply_s;
-	c->pred.forward_s = r->pred_forward_s;
-	c->pred.backward_s = r->pred_backward_s;
-	c->pred.h2d_s = r->pred_h2d_s;
-	c->pred.momentum_s = r->pred_momentum_s;
-	c->pred.ns_s = r->pred_ns_s;
-	c->pred.d2h_s = r->pred_d2h_s;
+#define PRED_(e, f, ...) c->pred.f = r->pred_##f;
+	MB_PHASES(PRED_)
+#undef PRED_
 	c->pred.d2h_hidden_frac = r->pred_d2h_hidden_frac;
-	c->pred.host_opt_s = r->pred_host_opt_s;
-	c->pred.params_h2d_s = r->pred_params_h2d_s;
 }
 
 /* The sums of add_figures into means. */
@@ -231,15 +222,10 @@ static void figures(struct mb_cell *c)
 
 	c->iter_mean_s *= w;
 	c->apply_mean_s *= w;
-	c->phase.forward_s *= w;
-	c->phase.backward_s *= w;
-	c->phase.h2d_s *= w;
-	c->phase.momentum_s *= w;
-	c->phase.ns_s *= w;
-	c->phase.d2h_s *= w;
+#define MEAN_(e, f, ...) c->phase.f *= w;
+	MB_PHASES(MEAN_)
+#undef MEAN_
 	c->phase.d2h_hidden_frac *= w;
-	c->phase.host_opt_s *= w;
-	c->phase.params_h2d_s *= w;
 	c->h2d_gbs *= w;
 	c->d2h_gbs *= w;
 	c->params_h2d_gbs *= w;

@@ -2,6 +2,7 @@
  * mb_run: a fresh state, the steps, the means of the measured ones.
  */
 #include "mb_run.h"
+#include "mb_phase.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -42,15 +43,10 @@ static double memcpy_gbs(const void *src, uint64_t bytes)
 
 static void add_phase(struct mb_phase_times *sum, const struct mb_phase_times *p, double w)
 {
-	sum->forward_s += w * p->forward_s;
-	sum->backward_s += w * p->backward_s;
-	sum->h2d_s += w * p->h2d_s;
-	sum->momentum_s += w * p->momentum_s;
-	sum->ns_s += w * p->ns_s;
-	sum->d2h_s += w * p->d2h_s;
+#define ADD_(e, f, ...) sum->f += w * p->f;
+	MB_PHASES(ADD_)
+#undef ADD_
 	sum->d2h_hidden_s += w * p->d2h_hidden_s;
-	sum->host_opt_s += w * p->host_opt_s;
-	sum->params_h2d_s += w * p->params_h2d_s;
 }
 
 /* Divide the sums of the measured steps by their number (NaN for none). */
