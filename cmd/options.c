@@ -20,6 +20,8 @@ enum kind {
 	CHOICE, /* const char *, one of choices */
 	COUNT,	/* uint64_t, a whole number */
 	SIZE,	/* uint64_t, bytes with an optional unit */
+	SIZES,	/* struct mb_u64_list: SIZEs separated by commas (a sweep) */
+	COUNTS, /* struct mb_u64_list: COUNTs separated by commas */
 	REAL,	/* double, in [min, max] */
 };
 
@@ -62,10 +64,14 @@ static const struct option options[] = {
 	  "keep only the first N decoder layers" },
 	{ "stage", "S", TEXT, AT(stages), "2", 0, 0, NULL, MODEL_CMDS,
 	  "ZeRO stage: 1, 2 or 3 (run and predict take a list: 2,3)" },
-	{ "gather-budget", "SIZE", SIZE, AT(gather_budget), "512Mi", 1, UINT64_MAX, NULL,
-	  MODEL_CMDS, "stage 1/2: most bytes of grads + momentum gathered in one Muon batch" },
-	{ "sub-group-size", "N", COUNT, AT(sub_group_size), "1e9", 1, UINT64_MAX, NULL, MODEL_CMDS,
-	  "stage 3: elements in a sub-group (DeepSpeed's sub_group_size)" },
+	{ "gather-budget", "SIZE", SIZES, AT(gather_budgets), "512Mi", 1, UINT64_MAX, NULL,
+	  MODEL_CMDS,
+	  "stage 1/2: most bytes of grads + momentum gathered in one Muon batch; plan and "
+	  "predict sweep a list (128Mi,512Mi,2Gi)" },
+	{ "sub-group-size", "N", COUNTS, AT(sub_group_sizes), "1e9", 1, UINT64_MAX, NULL,
+	  MODEL_CMDS,
+	  "stage 3: elements in a sub-group (DeepSpeed's sub_group_size); plan and predict "
+	  "sweep a list (2.5e8,1e9)" },
 	{ "reduce-bucket-size", "N", COUNT, AT(reduce_bucket_size), "5e8", 1, UINT64_MAX, NULL,
 	  MODEL_CMDS,
 	  "elements of the backward's gradient bucket (DeepSpeed's "
@@ -379,6 +385,37 @@ const char *mb_command_name(enum mb_command c)
 	return commands[c].name;
 }
 
+/* VALUE, a comma-separated list of O's SIZEs or COUNTs, into *LIST. */
+static int parse_list(const struct option *o, const char *value, const char *what,
+		      struct mb_u64_list *list)
+{
+	char one[64];
+	size_t len;
+	int err;
+
+	list->n = 0;
+	for (;;) {
+		len = strcspn(value, ",");
+		if (list->n == MB_LIST_MAX)
+			return mb_bad_input("%s: more than %d values", what, MB_LIST_MAX);
+		if (!len || len >= sizeof(one))
+			return mb_bad_input("%s: invalid list '%s' (expected values separated by "
+					    "commas)",
+					    what, value);
+		memcpy(one, value, len);
+		one[len] = '\0';
+		if ((err = o->kind == SIZES ? mb_parse_size(what, one, o->min, o->max,
+							     &list->v[list->n])
+					    : mb_parse_count(what, one, o->min, o->max,
+							     &list->v[list->n])))
+			return err;
+		list->n++;
+		if (!value[len])
+			return 0;
+		value += len + 1;
+	}
+}
+
 /* Set O's field from VALUE; errors start with WHAT ("--stage"). */
 static int set_value(struct mb_args *args, const struct option *o, const char *value,
 		     const char *what)
@@ -423,6 +460,9 @@ static int set_value(struct mb_args *args, const struct option *o, const char *v
 	}
 	case SIZE:
 		return mb_parse_size(what, value, o->min, o->max, field);
+	case SIZES:
+	case COUNTS:
+		return parse_list(o, value, what, field);
 	}
 	return 0;
 }
@@ -705,6 +745,8 @@ static int resolve(struct mb_args *args)
 	args->fwd_bwd_on = is(args->fwd_bwd, "on");
 	args->fit_check_on = is(args->fit_check, "on");
 	args->numa_auto = is(args->numa, "auto");
+	args->gather_budget = args->gather_budgets.v[0];
+	args->sub_group_size = args->sub_group_sizes.v[0];
 	args->nstages = 0;
 	return args->stages && !args->help && !args->version ? parse_stages(args) : 0;
 }

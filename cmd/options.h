@@ -78,6 +78,13 @@ enum mb_command {
 enum mb_predict_flag { MB_PREDICT_FLAGS(MB_PREDICT_ENUM) MB_PREDICT_NFLAGS };
 #undef MB_PREDICT_ENUM
 
+/* A list option's values (--gather-budget 128Mi,512Mi: a sweep), at least one. */
+#define MB_LIST_MAX 16
+struct mb_u64_list {
+	uint64_t v[MB_LIST_MAX];
+	size_t n;
+};
+
 /* What the command line asked for, defaults filled in. */
 struct mb_args {
 	enum mb_command command;
@@ -86,8 +93,10 @@ struct mb_args {
 	const char *model, *config;
 	uint64_t layers;	     /* 0: all */
 	const char *stages;	     /* "2" or, for run, a list "1,2,3" */
-	uint64_t gather_budget;	     /* bytes */
-	uint64_t sub_group_size;     /* elements */
+	struct mb_u64_list gather_budgets;  /* bytes; more than one: plan and predict sweep */
+	struct mb_u64_list sub_group_sizes; /* elements; likewise */
+	uint64_t gather_budget;		    /* bytes: the first of gather_budgets */
+	uint64_t sub_group_size;	    /* elements: the first of sub_group_sizes */
 	uint64_t pin_chunk;	     /* bytes */
 	uint64_t reduce_bucket_size; /* elements */
 	double grad_clip;	     /* the grads' norm at most; 0: no clipping */

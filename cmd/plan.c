@@ -341,20 +341,28 @@ static void md_peak_row(const char *what, uint64_t all)
 	md_peak_row3(what, all, all, all);
 }
 
-/* The peak table's head: the variants (mb_variant's table) with 1, 2, 3 batches alive. */
+/* The variants (mb_variant's table) with ALIVE batches alive at once: "overlap, both". */
+static void print_alive(unsigned alive)
+{
+	const char *sep = "";
+	unsigned v;
+
+	for (v = 0; v < MB_NVARIANTS; v++)
+		if (mb_variant_alive((enum mb_variant)v) == alive) {
+			printf("%s%s", sep, mb_variant_name((enum mb_variant)v));
+			sep = ", ";
+		}
+}
+
+/* The peak table's head: the variants with 1, 2, 3 batches alive. */
 static void md_peak_head(void)
 {
-	unsigned alive, v;
+	unsigned alive;
 
 	printf("| part |");
 	for (alive = 1; alive <= 3; alive++) {
-		const char *sep = " ";
-
-		for (v = 0; v < MB_NVARIANTS; v++)
-			if (mb_variant_alive((enum mb_variant)v) == alive) {
-				printf("%s%s", sep, mb_variant_name((enum mb_variant)v));
-				sep = ", ";
-			}
+		printf(" ");
+		print_alive(alive);
 		printf(" (bytes) | |");
 	}
 	printf("\n|---|---:|---:|---:|---:|---:|---:|\n");
@@ -400,6 +408,81 @@ static void md_peak(const struct mb_plan *p)
 	       mb_fmt_gib(b, sizeof(b), p->peak_backward_bytes));
 }
 
+/*
+ * A sweep of --gather-budget and --sub-group-size: each point's plan, as one
+ * Markdown table (batches or sub-groups, the largest, the step peak by
+ * batches alive), or a CSV row or JSON object each with every field.
+ */
+static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
+		      const struct mb_plan_settings *base)
+{
+	const char *fmt = args->format;
+	struct field fields[NFIELDS_MAX];
+	struct mb_plan_settings set = *base;
+	char a[32], b[32], c[32], d[32], e[32], f[32];
+	struct mb_plan plan;
+	size_t bi, si, n, k;
+	bool first = true;
+	int err;
+
+	if (!strcmp(fmt, "md")) {
+		printf("# Plan sweep: %s, ZeRO-%u\n\n| --gather-budget | --sub-group-size | "
+		       "groups | largest gathered |",
+		       m->name, base->stage);
+		for (k = 1; k <= 3; k++) {
+			printf(" step peak, %zu alive (", k);
+			print_alive((unsigned)k);
+			printf(") |");
+		}
+		printf("\n|---|---|---:|---:|---:|---:|---:|\n");
+	} else if (!strcmp(fmt, "json"))
+		printf("[");
+	for (bi = 0; bi < args->gather_budgets.n; bi++)
+		for (si = 0; si < args->sub_group_sizes.n; si++) {
+			set.gather_budget_bytes = args->gather_budgets.v[bi];
+			set.sub_group_size = args->sub_group_sizes.v[si];
+			if ((err = mb_plan_build(&plan, m, &set)))
+				return err;
+			n = plan_fields(m, &plan, fields);
+			if (!strcmp(fmt, "csv")) {
+				if (first) {
+					printf("model,source,param_order,ns_method");
+					for (k = 0; k < n; k++)
+						printf(",%s", fields[k].key);
+					printf("\n");
+				}
+				mb_print_csv_text(m->name);
+				putchar(',');
+				mb_print_csv_text(m->source);
+				printf(",%s,%s", mb_param_order_names[plan.set.order],
+				       mb_ns_method_names[plan.set.ns_method]);
+				for (k = 0; k < n; k++)
+					printf(",%" PRIu64, fields[k].value);
+				printf("\n");
+			} else if (!strcmp(fmt, "json")) {
+				printf("%s", first ? "" : ",");
+				print_json(m, &plan, fields, n);
+			} else {
+				printf("| %s | %s | %zu | %s | %s | %s | %s |\n",
+				       mb_fmt_bytes_iec(a, sizeof(a), set.gather_budget_bytes),
+				       mb_fmt_count(b, sizeof(b), set.sub_group_size), plan.ngroups,
+				       mb_fmt_bytes_iec(c, sizeof(c),
+							mb_plan_batch_bytes(
+								&plan,
+								plan.groups[plan.largest_group]
+									.gathered_numel)),
+				       mb_fmt_gib(d, sizeof(d), plan.peak_step_bytes_sync),
+				       mb_fmt_gib(e, sizeof(e), plan.peak_step_bytes_overlap),
+				       mb_fmt_gib(f, sizeof(f), plan.peak_step_bytes_pipeline));
+			}
+			first = false;
+			mb_plan_release(&plan);
+		}
+	if (!strcmp(fmt, "json"))
+		printf("]\n");
+	return 0;
+}
+
 int mb_cmd_plan(const struct mb_args *args)
 {
 	struct field fields[NFIELDS_MAX];
@@ -417,6 +500,11 @@ int mb_cmd_plan(const struct mb_args *args)
 	mb_setup_plan_settings(args, stages[0], &set);
 	if ((err = mb_setup_model(args, &model)))
 		return err;
+	if (args->gather_budgets.n > 1 || args->sub_group_sizes.n > 1) {
+		err = plan_sweep(args, &model, &set);
+		mb_model_release(&model);
+		return err;
+	}
 	if ((err = mb_plan_build(&plan, &model, &set))) {
 		mb_model_release(&model);
 		return err;

@@ -130,6 +130,15 @@ struct grid {
 	struct mb_step_settings set[3];
 	struct cell cells[NCELLS_MAX];
 	size_t ncells;
+	uint64_t budget, sub_group; /* the point of the --gather-budget, --sub-group-size sweep */
+	struct point *points;	    /* every point's cells, for the trade-off table */
+	size_t npoints;
+};
+
+/* One cell at one point of a sweep of the gather budget and the sub-group size. */
+struct point {
+	uint64_t budget, sub_group;
+	struct cell cell;
 };
 
 static void step_settings(const struct mb_args *args, unsigned stage, struct mb_step_settings *s)
@@ -303,6 +312,8 @@ static void print_cells(const struct grid *g, const struct mb_profile *p, const 
 				   ph->d2h_s > 0 ? ph->d2h_hidden_s / ph->d2h_s : NAN),
 			MB_PHASES_AFTER_D2H(FIELD_)
 #undef FIELD_
+			MB_FIELD_N("gather_budget_bytes", g->budget),
+			MB_FIELD_N("sub_group_size_elems", g->sub_group),
 		};
 
 		mb_print_record(f, sizeof(f) / sizeof(f[0]), json, *first);
@@ -312,41 +323,143 @@ static void print_cells(const struct grid *g, const struct mb_profile *p, const 
 
 static int setup_grid(struct grid *g, const struct mb_args *args)
 {
-	size_t i;
+	size_t n = args->gather_budgets.n * args->sub_group_sizes.n;
 	int err;
 
 	if ((err = mb_setup_stages(args, g->stages, &g->nstages)) ||
-	    (err = mb_setup_variants(args, g->variants, &g->nvariants)) ||
-	    (err = mb_setup_model(args, &g->model)))
+	    (err = mb_setup_variants(args, g->variants, &g->nvariants)))
 		return err;
+	if (n > 1 && !(g->points = calloc(n * NCELLS_MAX, sizeof(*g->points))))
+		return mb_fail("out of host memory for %zu points of the sweep", n);
+	if ((err = mb_setup_model(args, &g->model))) {
+		free(g->points);
+		return err;
+	}
+	return 0;
+}
+
+/* Each stage's settings and plan at the sweep's point BUDGET, SUB_GROUP. */
+static int build_plans(struct grid *g, uint64_t budget, uint64_t sub_group)
+{
+	size_t i;
+	int err;
+
+	g->budget = budget;
+	g->sub_group = sub_group;
 	for (i = 0; i < g->nstages; i++) {
-		step_settings(args, g->stages[i], &g->set[i]);
+		step_settings(g->args, g->stages[i], &g->set[i]);
+		g->set[i].plan.gather_budget_bytes = budget;
+		g->set[i].plan.sub_group_size = sub_group;
 		if ((err = mb_plan_build(&g->plans[i], &g->model, &g->set[i].plan))) {
 			while (i-- > 0)
 				mb_plan_release(&g->plans[i]);
-			mb_model_release(&g->model);
 			return err;
 		}
 	}
 	return 0;
 }
 
-static void release_grid(struct grid *g)
+static void release_plans(struct grid *g)
 {
 	size_t i;
 
 	for (i = 0; i < g->nstages; i++)
 		mb_plan_release(&g->plans[i]);
+}
+
+static void release_grid(struct grid *g)
+{
 	mb_model_release(&g->model);
+	free(g->points);
+}
+
+/* The sweep's memory-speed trade-off: every point's cells in one table. */
+static void md_tradeoff(const struct grid *g)
+{
+	char a[32], b[32], c[32], d[32], pk[32];
+	size_t i;
+
+	printf("\n## The trade-off: every point of the sweep\n\n"
+	       "| --gather-budget | --sub-group-size | ZeRO | Variant | Iteration | Muon apply | "
+	       "step peak (plan) |\n|---|---|---|---|---|---|---|\n");
+	for (i = 0; i < g->npoints; i++) {
+		const struct point *p = &g->points[i];
+
+		printf("| %s | %s | %u | %s | %s | %s s | %s |\n",
+		       mb_fmt_bytes_iec(a, sizeof(a), p->budget),
+		       mb_fmt_count(b, sizeof(b), p->sub_group), p->cell.stage,
+		       mb_variant_name(p->cell.variant), secs(c, sizeof(c), p->cell.t.iter_s),
+		       secs(d, sizeof(d), p->cell.t.apply_s),
+		       peak(pk, sizeof(pk), p->cell.peak_step_bytes));
+	}
+}
+
+/* The sweep's point as sweep_option and sweep_value ("" where nothing is swept). */
+static void point_names(const struct mb_args *args, const struct grid *g, char *opt,
+			size_t nopt, char *val, size_t nval)
+{
+	bool gb = args->gather_budgets.n > 1, sg = args->sub_group_sizes.n > 1;
+
+	snprintf(opt, nopt, "%s%s%s", gb ? "gather-budget" : "", gb && sg ? "," : "",
+		 sg ? "sub-group-size" : "");
+	if (gb && sg)
+		snprintf(val, nval, "%llu,%llu", (unsigned long long)g->budget,
+			 (unsigned long long)g->sub_group);
+	else if (gb || sg)
+		snprintf(val, nval, "%llu",
+			 (unsigned long long)(gb ? g->budget : g->sub_group));
+	else
+		val[0] = '\0';
+}
+
+/* The cells of one point: predicted under each profile of the profile sweep, printed. */
+static int predict_point(struct grid *g, const struct mb_profile *base, const struct sweep *sw,
+			 bool md, bool json, bool *first)
+{
+	const struct mb_args *args = g->args;
+	bool knobs = g->points != NULL;
+	char opt[64], val[64];
+	struct mb_profile p;
+	size_t i, k, n = sw->flag >= 0 ? sw->n : 1;
+	int err = 0;
+
+	for (i = 0; i < n && !err; i++) {
+		p = *base;
+		if (sw->flag >= 0)
+			set_flag(&p, (size_t)sw->flag, sw->values[i], g->set[0].plan.ns_method);
+		if ((err = predict_cells(g, &p)))
+			break;
+		for (k = 0; knobs && k < g->ncells; k++)
+			g->points[g->npoints++] = (struct point){ g->budget, g->sub_group,
+								  g->cells[k] };
+		if (!md) {
+			if (knobs)
+				point_names(args, g, opt, sizeof(opt), val, sizeof(val));
+			print_cells(g, &p, knobs ? opt : sw->flag >= 0 ? flags[sw->flag].option : "",
+				    knobs ? val : sw->flag >= 0 ? sw->values[i] : "", json, first);
+			continue;
+		}
+		if (sw->flag >= 0)
+			printf("%s## --%s %s\n\n", *first ? "" : "\n", flags[sw->flag].option,
+			       sw->values[i]);
+		if (knobs)
+			printf("%s## --gather-budget %s --sub-group-size %s\n\n",
+			       *first ? "" : "\n", mb_fmt_bytes_iec(opt, sizeof(opt), g->budget),
+			       mb_fmt_count(val, sizeof(val), g->sub_group));
+		*first = false;
+		md_profile(&p);
+		md_tables(g);
+	}
+	return err;
 }
 
 int mb_cmd_predict(const struct mb_args *args)
 {
 	bool json = !strcmp(args->format, "json"), md = !strcmp(args->format, "md"), first = true;
-	struct mb_profile base, p;
+	struct mb_profile base;
 	struct sweep sw;
 	struct grid *g;
-	size_t i, n;
+	size_t bi, si;
 	int err;
 
 	if (!(g = calloc(1, sizeof(*g))))
@@ -356,29 +469,30 @@ int mb_cmd_predict(const struct mb_args *args)
 		free(g);
 		return err;
 	}
+	if ((err = build_plans(g, args->gather_budget, args->sub_group_size)))
+		goto out;
+	release_plans(g);
 	if ((err = build_profile(args, g->set[0].plan.ns_method, &base, &sw)))
 		goto out;
-	n = sw.flag >= 0 ? sw.n : 1;
+	if (sw.flag >= 0 && g->points) {
+		err = mb_bad_input("--%s and --gather-budget or --sub-group-size give lists: "
+				   "predict sweeps the profile or the knobs, not both",
+				   flags[sw.flag].option);
+		goto out;
+	}
 	if (md)
 		printf("# Predicted: %s (%s), %u layers, %s\n\n", g->model.name, g->model.source,
 		       g->model.layers, "from the device profile below, with no device");
-	for (i = 0; i < n && !err; i++) {
-		p = base;
-		if (sw.flag >= 0)
-			set_flag(&p, (size_t)sw.flag, sw.values[i], g->set[0].plan.ns_method);
-		if ((err = predict_cells(g, &p)))
-			break;
-		if (!md) {
-			print_cells(g, &p, sw.flag >= 0 ? flags[sw.flag].option : "",
-				    sw.flag >= 0 ? sw.values[i] : "", json, &first);
-			continue;
+	for (bi = 0; bi < args->gather_budgets.n && !err; bi++)
+		for (si = 0; si < args->sub_group_sizes.n && !err; si++) {
+			if ((err = build_plans(g, args->gather_budgets.v[bi],
+					       args->sub_group_sizes.v[si])))
+				break;
+			err = predict_point(g, &base, &sw, md, json, &first);
+			release_plans(g);
 		}
-		if (sw.flag >= 0)
-			printf("%s## --%s %s\n\n", i ? "\n" : "", flags[sw.flag].option,
-			       sw.values[i]);
-		md_profile(&p);
-		md_tables(g);
-	}
+	if (md && !err && g->points)
+		md_tradeoff(g);
 	if (!md && !err)
 		mb_print_records_end(json, !first);
 out:

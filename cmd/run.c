@@ -652,6 +652,11 @@ int mb_cmd_run(const struct mb_args *args)
 
 	if (!g)
 		return mb_fail("out of host memory");
+	if (args->gather_budgets.n > 1 || args->sub_group_sizes.n > 1) {
+		free(g);
+		return mb_bad_input("--%s: run takes one value (plan and predict sweep a list)",
+				    args->gather_budgets.n > 1 ? "gather-budget" : "sub-group-size");
+	}
 	g->args = args;
 	g->run.steps = (unsigned)args->steps;
 	g->run.resume_at = (unsigned)args->resume_at;

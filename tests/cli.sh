@@ -974,6 +974,28 @@ expect_output "predict: ZeRO-2 both" "| 2 | both | 5.72 (-33%) | 2.31 s (-55%) |
 expect_output "predict: ZeRO-3 master" "| 3 | master | 8.17 | 3.69 s |" predict --stage 2,3
 expect_output "predict: a sweep prints a table for each value" "## --pageable-gbs 40" predict --pageable-gbs 5,10,20,40
 expect_output "predict: json has the run's names" '"apply_mean_s": ' predict --format json --variant both
+# sweeps of the gather budget and the sub-group size: each point a cell of its own
+expect_output "predict: a knob sweep ends in one trade-off table" "| 2.00 GiB | 1.00 B | 2 | pipeline | 5.12 | 1.71 s | 14.28 GiB |" predict --stage 2 --gather-budget 256Mi,512Mi,2Gi
+"$bin" predict --stage 2,3 --variant both,pipeline --format csv --gather-budget 256Mi,2Gi --sub-group-size 2.5e8,1e9 >"$tmp/ksw"
+if [ "$(wc -l <"$tmp/ksw")" -eq 17 ] && grep -q '^reference,qwen3-4b,"gather-budget,sub-group-size","2147483648,250000000",3,pipeline,' "$tmp/ksw" &&
+	head -1 "$tmp/ksw" | grep -q ",gather_budget_bytes,sub_group_size_elems$"; then
+	report ok "predict: csv has a row per point, stage and variant"
+else
+	report fail "predict: csv has a row per point, stage and variant" "$(cat "$tmp/ksw")"
+fi
+expect_error "predict: the profile and the knobs are not swept together" 2 "predict sweeps the profile or the knobs, not both" predict --pageable-gbs 5,10 --gather-budget 256Mi,2Gi
+expect_output "plan: a sweep is one table" "| 2.00 GiB | 1.00 B | 15 | 1.99 GiB | 10.49 GiB | 12.43 GiB | 14.28 GiB |" plan --stage 2 --gather-budget 256Mi,512Mi,2Gi
+"$bin" plan --stage 3 --zero3-apply batched --gather-budget 256Mi,2Gi --sub-group-size 2.5e8,1e9 --format json >"$tmp/psw.json"
+if python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))
+assert [(x["gather_budget_bytes"], x["sub_group_size_elems"]) for x in p] == [(256 << 20, 250000000), (256 << 20, 10**9), (2 << 30, 250000000), (2 << 30, 10**9)], p
+assert all(x["peak_step_bytes_sync"] < x["peak_step_bytes_overlap"] < x["peak_step_bytes_pipeline"] for x in p)' "$tmp/psw.json"; then
+	report ok "plan: json is a list of the points' plans"
+else
+	report fail "plan: json is a list of the points' plans" "$(head -c 600 "$tmp/psw.json")"
+fi
+expect_error "run: one gather budget" 2 "--gather-budget: run takes one value (plan and predict sweep a list)" run --gather-budget 1Mi,2Mi
+expect_error "plan: a bad value in a sweep" 2 "--sub-group-size" plan --stage 3 --sub-group-size 1e9,x
 "$bin" predict --stage 2,3 --format csv --pageable-gbs 5,10 >"$tmp/pcsv"
 if [ "$(wc -l <"$tmp/pcsv")" -eq 21 ] && head -1 "$tmp/pcsv" | grep -q "^profile,model,sweep_option,sweep_value,stage,variant,iter_mean_s,apply_mean_s,peak_step_bytes," &&
 	grep -q "^reference,qwen3-4b,pageable-gbs,5,3,overlap," "$tmp/pcsv"; then
