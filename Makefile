@@ -121,7 +121,7 @@ baseline: $(BIN)
 VARIANT_BIN = $(BUILD)-variant/muonbench
 
 $(VARIANT_BIN): FORCE
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)-variant CFLAGS="-O0 -g -DMB_TEST_VARIANT" $@
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)-variant CFLAGS="$(CFLAGS) -DMB_TEST_VARIANT" $@
 
 test: $(BIN) $(TESTS) $(VARIANT_BIN)
 	@BASELINE="$(BASELINE)" BASELINE_ARGS="$(BASELINE_ARGS)" VARIANT_BIN="$(VARIANT_BIN)" \
