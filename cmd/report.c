@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "mb_err.h"
 #include "mb_num.h"
+#include "mb_phase.h"
 #include "mb_results.h"
 #include "mb_variant.h"
 #include "print.h"
@@ -197,29 +198,36 @@ static void md_phase_peaks(const struct mb_table *t)
 
 static void md_phase_times(const struct mb_table *t)
 {
-	char v[9][32];
+	char v[2][32];
 	size_t i;
 
-	printf("\nTime per phase (s, means of the measured steps):\n\n"
-	       "| ZeRO | Variant | forward | backward | H2D | momentum | NS | D2H | writeback "
-	       "hidden | host optimizer | params H2D |\n"
-	       "|---|---|---|---|---|---|---|---|---|---|---|\n");
+#define NAME_(e, f, name, ...) printf(" %s |", name);
+#define SECS_(e, f, ...)       printf(" %s |", secs(v[0], 32, c->phase.f));
+	printf("\nTime per phase (s, means of the measured steps):\n\n| ZeRO | Variant |");
+	MB_PHASES_TO_D2H(NAME_)
+	printf(" writeback hidden |");
+	MB_PHASES_AFTER_D2H(NAME_)
+	printf("\n|---|---|");
+	for (i = 0; i <= MB_NPHASES; i++)
+		printf("---|");
+	printf("\n");
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
 
 		if (!c->nruns)
 			continue;
 		if (isnan(c->phase.d2h_hidden_frac))
-			snprintf(v[8], 32, "n/a");
+			snprintf(v[1], 32, "n/a");
 		else
-			snprintf(v[8], 32, "%.0f%%", 100 * c->phase.d2h_hidden_frac);
-		printf("| %u | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c->stage,
-		       c->variant, secs(v[0], 32, c->phase.forward_s),
-		       secs(v[1], 32, c->phase.backward_s), secs(v[2], 32, c->phase.h2d_s),
-		       secs(v[3], 32, c->phase.momentum_s), secs(v[4], 32, c->phase.ns_s),
-		       secs(v[5], 32, c->phase.d2h_s), v[8], secs(v[6], 32, c->phase.host_opt_s),
-		       secs(v[7], 32, c->phase.params_h2d_s));
+			snprintf(v[1], 32, "%.0f%%", 100 * c->phase.d2h_hidden_frac);
+		printf("| %u | %s |", c->stage, c->variant);
+		MB_PHASES_TO_D2H(SECS_)
+		printf(" %s |", v[1]);
+		MB_PHASES_AFTER_D2H(SECS_)
+		printf("\n");
 	}
+#undef NAME_
+#undef SECS_
 }
 
 static void md_bus(const struct mb_table *t)
@@ -261,7 +269,7 @@ static void md_predicted(const struct mb_table *t)
 {
 	const char *profile = t->first->profile[0] ? t->first->profile : "of the runs";
 	bool any = false;
-	char v[10][96];
+	char v[3][96];
 	size_t i;
 
 	for (i = 0; i < t->ncells; i++)
@@ -271,26 +279,26 @@ static void md_predicted(const struct mb_table *t)
 	printf("\nMeasured / predicted (s) from the device profile %s, and the residual "
 	       "(measured over predicted); **past 25%%**: the device does something the model does "
 	       "not know:\n\n"
-	       "| ZeRO | Variant | iteration | Muon apply | forward | backward | H2D | momentum | NS "
-	       "| D2H | host optimizer | params H2D |\n"
-	       "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+	       "| ZeRO | Variant | iteration | Muon apply |",
 	       profile);
+	for (i = 0; i < MB_NPHASES; i++)
+		printf(" %s |", mb_phases[i].name);
+	printf("\n|---|---|---|---|");
+	for (i = 0; i < MB_NPHASES; i++)
+		printf("---|");
+	printf("\n");
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
 
 		if (!c->nruns || !c->predicted)
 			continue;
-		printf("| %u | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c->stage,
-		       c->variant, beside(v[0], 96, c->iter_mean_s, c->pred_iter_s),
-		       beside(v[1], 96, c->apply_mean_s, c->pred_apply_s),
-		       beside(v[2], 96, c->phase.forward_s, c->pred.forward_s),
-		       beside(v[3], 96, c->phase.backward_s, c->pred.backward_s),
-		       beside(v[4], 96, c->phase.h2d_s, c->pred.h2d_s),
-		       beside(v[5], 96, c->phase.momentum_s, c->pred.momentum_s),
-		       beside(v[6], 96, c->phase.ns_s, c->pred.ns_s),
-		       beside(v[7], 96, c->phase.d2h_s, c->pred.d2h_s),
-		       beside(v[8], 96, c->phase.host_opt_s, c->pred.host_opt_s),
-		       beside(v[9], 96, c->phase.params_h2d_s, c->pred.params_h2d_s));
+		printf("| %u | %s | %s | %s |", c->stage, c->variant,
+		       beside(v[0], 96, c->iter_mean_s, c->pred_iter_s),
+		       beside(v[1], 96, c->apply_mean_s, c->pred_apply_s));
+#define BESIDE_(e, f, ...) printf(" %s |", beside(v[2], 96, c->phase.f, c->pred.f));
+		MB_PHASES(BESIDE_)
+#undef BESIDE_
+		printf("\n");
 	}
 }
 
