@@ -19,7 +19,6 @@
 #include "print.h"
 #include "setup.h"
 
-#define GIB	   (1ull << 30)
 #define SWEEP_MAX  64
 #define NCELLS_MAX (3 * MB_NVARIANTS)
 
@@ -179,8 +178,8 @@ static int predict_cells(struct grid *g, const struct mb_profile *p)
 			g->set[i].variant = c->variant;
 			if ((err = mb_predict_step(&g->model, plan, &g->set[i], p, &c->t)))
 				return err;
-			c->peak_step_bytes = mb_plan_peak_step_bytes(
-			plan, mb_variant_alive(c->variant));
+			c->peak_step_bytes =
+				mb_plan_peak_step_bytes(plan, mb_variant_alive(c->variant));
 			c->peak_device_own_bytes = max3(plan->peak_forward_bytes,
 							plan->peak_backward_bytes,
 							c->peak_step_bytes);
@@ -190,29 +189,6 @@ static int predict_cells(struct grid *g, const struct mb_profile *p)
 }
 
 /* ---- Markdown ---- */
-
-static const char *secs(char *buf, size_t len, double s)
-{
-	if (isnan(s))
-		snprintf(buf, len, "n/a");
-	else
-		snprintf(buf, len, s >= 1 ? "%.2f" : "%.3g", s);
-	return buf;
-}
-
-/* " (-33%)" against BASE, or "" when there is none (NaN). */
-static const char *change(char *buf, size_t len, double x, double base)
-{
-	buf[0] = '\0';
-	if (base > 0 && isfinite(x))
-		snprintf(buf, len, " (%+.0f%%)", 100 * (x - base) / base);
-	return buf;
-}
-
-static const char *peak(char *buf, size_t len, uint64_t bytes)
-{
-	return bytes >= GIB ? mb_fmt_gib(buf, len, bytes) : mb_fmt_bytes_iec(buf, len, bytes);
-}
 
 /* Master of C's stage, unless C is master or there is none. */
 static const struct cell *base_of(const struct grid *g, const struct cell *c)
@@ -238,17 +214,17 @@ static void md_tables(const struct grid *g)
 		const struct cell *c = &g->cells[i], *base = base_of(g, c);
 
 		printf("| %u | %s | %s%s | %s s%s | %s | ", c->stage, mb_variant_name(c->variant),
-		       secs(a, sizeof(a), c->t.iter_s),
-		       change(c1, sizeof(c1), c->t.iter_s, base ? base->t.iter_s : NAN),
-		       secs(b, sizeof(b), c->t.apply_s),
-		       change(c2, sizeof(c2), c->t.apply_s, base ? base->t.apply_s : NAN),
-		       peak(pk, sizeof(pk), c->peak_device_own_bytes));
-		printf("%s |\n", peak(pk, sizeof(pk), c->peak_step_bytes));
+		       mb_fmt_secs(a, sizeof(a), c->t.iter_s),
+		       mb_fmt_change(c1, sizeof(c1), c->t.iter_s, base ? base->t.iter_s : NAN),
+		       mb_fmt_secs(b, sizeof(b), c->t.apply_s),
+		       mb_fmt_change(c2, sizeof(c2), c->t.apply_s, base ? base->t.apply_s : NAN),
+		       mb_fmt_peak(pk, sizeof(pk), c->peak_device_own_bytes));
+		printf("%s |\n", mb_fmt_peak(pk, sizeof(pk), c->peak_step_bytes));
 	}
 	printf("\nPhases (s): the run's, device spans summed by kind; D2H hidden is the part of "
 	       "the D2H the compute queue was busy too.\n\n");
 #define NAME_(e, f, name, ...) printf(" %s |", name);
-#define VALUE_(e, f, ...)	 p->f,
+#define VALUE_(e, f, ...)      p->f,
 	printf("| ZeRO | Variant |");
 	MB_PHASES_TO_D2H(NAME_)
 	printf(" d2h hidden |");
@@ -265,7 +241,7 @@ static void md_tables(const struct grid *g)
 
 		printf("| %u | %s |", g->cells[i].stage, mb_variant_name(g->cells[i].variant));
 		for (k = 0; k < sizeof(v) / sizeof(v[0]); k++)
-			printf(" %s |", secs(a, sizeof(a), v[k]));
+			printf(" %s |", mb_fmt_secs(a, sizeof(a), v[k]));
 		printf("\n");
 	}
 #undef NAME_
@@ -308,11 +284,11 @@ static void print_cells(const struct grid *g, const struct mb_profile *p, const 
 			MB_FIELD_N("peak_device_own_bytes", c->peak_device_own_bytes),
 #define FIELD_(e, f, ...) MB_FIELD_F(#f, ph->f),
 			MB_PHASES_TO_D2H(FIELD_)
-			MB_FIELD_F("d2h_hidden_frac",
-				   ph->d2h_s > 0 ? ph->d2h_hidden_s / ph->d2h_s : NAN),
+				MB_FIELD_F("d2h_hidden_frac",
+					   ph->d2h_s > 0 ? ph->d2h_hidden_s / ph->d2h_s : NAN),
 			MB_PHASES_AFTER_D2H(FIELD_)
 #undef FIELD_
-			MB_FIELD_N("gather_budget_bytes", g->budget),
+				MB_FIELD_N("gather_budget_bytes", g->budget),
 			MB_FIELD_N("sub_group_size_elems", g->sub_group),
 		};
 
@@ -388,15 +364,16 @@ static void md_tradeoff(const struct grid *g)
 		printf("| %s | %s | %u | %s | %s | %s s | %s |\n",
 		       mb_fmt_bytes_iec(a, sizeof(a), p->budget),
 		       mb_fmt_count(b, sizeof(b), p->sub_group), p->cell.stage,
-		       mb_variant_name(p->cell.variant), secs(c, sizeof(c), p->cell.t.iter_s),
-		       secs(d, sizeof(d), p->cell.t.apply_s),
-		       peak(pk, sizeof(pk), p->cell.peak_step_bytes));
+		       mb_variant_name(p->cell.variant),
+		       mb_fmt_secs(c, sizeof(c), p->cell.t.iter_s),
+		       mb_fmt_secs(d, sizeof(d), p->cell.t.apply_s),
+		       mb_fmt_peak(pk, sizeof(pk), p->cell.peak_step_bytes));
 	}
 }
 
 /* The sweep's point as sweep_option and sweep_value ("" where nothing is swept). */
-static void point_names(const struct mb_args *args, const struct grid *g, char *opt,
-			size_t nopt, char *val, size_t nval)
+static void point_names(const struct mb_args *args, const struct grid *g, char *opt, size_t nopt,
+			char *val, size_t nval)
 {
 	bool gb = args->gather_budgets.n > 1, sg = args->sub_group_sizes.n > 1;
 
@@ -406,8 +383,7 @@ static void point_names(const struct mb_args *args, const struct grid *g, char *
 		snprintf(val, nval, "%llu,%llu", (unsigned long long)g->budget,
 			 (unsigned long long)g->sub_group);
 	else if (gb || sg)
-		snprintf(val, nval, "%llu",
-			 (unsigned long long)(gb ? g->budget : g->sub_group));
+		snprintf(val, nval, "%llu", (unsigned long long)(gb ? g->budget : g->sub_group));
 	else
 		val[0] = '\0';
 }
@@ -430,13 +406,19 @@ static int predict_point(struct grid *g, const struct mb_profile *base, const st
 		if ((err = predict_cells(g, &p)))
 			break;
 		for (k = 0; knobs && k < g->ncells; k++)
-			g->points[g->npoints++] = (struct point){ g->budget, g->sub_group,
-								  g->cells[k] };
+			g->points[g->npoints++] =
+				(struct point){ g->budget, g->sub_group, g->cells[k] };
 		if (!md) {
 			if (knobs)
 				point_names(args, g, opt, sizeof(opt), val, sizeof(val));
-			print_cells(g, &p, knobs ? opt : sw->flag >= 0 ? flags[sw->flag].option : "",
-				    knobs ? val : sw->flag >= 0 ? sw->values[i] : "", json, first);
+			print_cells(g, &p,
+				    knobs	    ? opt
+				    : sw->flag >= 0 ? flags[sw->flag].option
+						    : "",
+				    knobs	    ? val
+				    : sw->flag >= 0 ? sw->values[i]
+						    : "",
+				    json, first);
 			continue;
 		}
 		if (sw->flag >= 0)

@@ -19,31 +19,6 @@
 
 #define GIB (1ull << 30)
 
-/* Seconds for people: 8.54, 0.612, 0.0312. */
-static const char *secs(char *buf, size_t len, double s)
-{
-	if (isnan(s))
-		snprintf(buf, len, "n/a");
-	else
-		snprintf(buf, len, s >= 1 ? "%.2f" : "%.3g", s);
-	return buf;
-}
-
-/* Bytes as the reference prints them: GiB with two decimals, smaller in smaller units. */
-static const char *peak(char *buf, size_t len, uint64_t bytes)
-{
-	return bytes >= GIB ? mb_fmt_gib(buf, len, bytes) : mb_fmt_bytes_iec(buf, len, bytes);
-}
-
-/* " (-33%)" against BASE, or "" when there is no base or it is the base. */
-static const char *change(char *buf, size_t len, double x, double base, bool is_base)
-{
-	buf[0] = '\0';
-	if (!is_base && !isnan(base) && !isnan(x) && base > 0)
-		snprintf(buf, len, " (%+.0f%%)", 100 * (x - base) / base);
-	return buf;
-}
-
 static const char *peak_change(char *buf, size_t len, uint64_t x, uint64_t base, bool is_base)
 {
 	char d[24];
@@ -112,13 +87,12 @@ static void md_cell(const struct mb_table *t, const struct mb_cell *c)
 		return;
 	}
 	for (i = 0; i < c->nruns; i++)
-		printf("%s%s", i ? " / " : "", secs(s, sizeof(s), c->iter_runs_s[i]));
-	printf(" | %s%s", secs(s, sizeof(s), c->iter_mean_s),
-	       change(ch, sizeof(ch), c->iter_mean_s, is_base ? NAN : base->iter_mean_s, is_base));
-	printf(" | %s s%s", secs(s, sizeof(s), c->apply_mean_s),
-	       change(ch, sizeof(ch), c->apply_mean_s, is_base ? NAN : base->apply_mean_s,
-		      is_base));
-	printf(" | %s%s |\n", peak(pk, sizeof(pk), c->peak_bytes),
+		printf("%s%s", i ? " / " : "", mb_fmt_secs(s, sizeof(s), c->iter_runs_s[i]));
+	printf(" | %s%s", mb_fmt_secs(s, sizeof(s), c->iter_mean_s),
+	       mb_fmt_change(ch, sizeof(ch), c->iter_mean_s, is_base ? NAN : base->iter_mean_s));
+	printf(" | %s s%s", mb_fmt_secs(s, sizeof(s), c->apply_mean_s),
+	       mb_fmt_change(ch, sizeof(ch), c->apply_mean_s, is_base ? NAN : base->apply_mean_s));
+	printf(" | %s%s |\n", mb_fmt_peak(pk, sizeof(pk), c->peak_bytes),
 	       peak_change(ch, sizeof(ch), c->peak_bytes, is_base ? 0 : base->peak_bytes, is_base));
 	if (c->failed) {
 		printf("| %u | %s | (also %s %s run: ", c->stage, c->variant,
@@ -187,10 +161,10 @@ static void md_phase_peaks(const struct mb_table *t)
 			const struct mb_cell *c = per[stage];
 
 			if (c)
-				printf(" %s |", peak(pk, sizeof(pk),
-						     i == 0   ? c->peak_forward_bytes
-						     : i == 1 ? c->peak_backward_bytes
-							      : c->peak_step_bytes));
+				printf(" %s |", mb_fmt_peak(pk, sizeof(pk),
+							    i == 0   ? c->peak_forward_bytes
+							    : i == 1 ? c->peak_backward_bytes
+								     : c->peak_step_bytes));
 		}
 		printf("\n");
 	}
@@ -202,7 +176,7 @@ static void md_phase_times(const struct mb_table *t)
 	size_t i;
 
 #define NAME_(e, f, name, ...) printf(" %s |", name);
-#define SECS_(e, f, ...)       printf(" %s |", secs(v[0], 32, c->phase.f));
+#define SECS_(e, f, ...)       printf(" %s |", mb_fmt_secs(v[0], 32, c->phase.f));
 	printf("\nTime per phase (s, means of the measured steps):\n\n| ZeRO | Variant |");
 	MB_PHASES_TO_D2H(NAME_)
 	printf(" writeback hidden |");
@@ -243,8 +217,8 @@ static void md_bus(const struct mb_table *t)
 
 		if (c->nruns)
 			printf("| %u | %s | %s | %s | %s |\n", c->stage, c->variant,
-			       secs(v[0], 32, c->h2d_gbs), secs(v[1], 32, c->d2h_gbs),
-			       secs(v[2], 32, c->params_h2d_gbs));
+			       mb_fmt_secs(v[0], 32, c->h2d_gbs), mb_fmt_secs(v[1], 32, c->d2h_gbs),
+			       mb_fmt_secs(v[2], 32, c->params_h2d_gbs));
 	}
 }
 
@@ -255,12 +229,12 @@ static const char *beside(char *buf, size_t len, double measured, double predict
 	double r = 100 * (measured / predicted - 1);
 
 	if (isnan(measured) || isnan(predicted) || !(predicted > 0)) {
-		snprintf(buf, len, "%s / %s", secs(m, sizeof(m), measured),
-			 secs(p, sizeof(p), predicted));
+		snprintf(buf, len, "%s / %s", mb_fmt_secs(m, sizeof(m), measured),
+			 mb_fmt_secs(p, sizeof(p), predicted));
 		return buf;
 	}
 	snprintf(buf, len, fabs(r) > 25 ? "%s / %s (**%+.0f%%**)" : "%s / %s (%+.0f%%)",
-		 secs(m, sizeof(m), measured), secs(p, sizeof(p), predicted), r);
+		 mb_fmt_secs(m, sizeof(m), measured), mb_fmt_secs(p, sizeof(p), predicted), r);
 	return buf;
 }
 

@@ -8,6 +8,7 @@
 #include "mb_num.h"
 
 #include <errno.h>
+#include <math.h>
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -365,5 +366,28 @@ const char *mb_fmt_count(char *buf, size_t len, uint64_t n)
 const char *mb_fmt_gib(char *buf, size_t len, uint64_t bytes)
 {
 	snprintf(buf, len, "%.2f GiB", (double)bytes / (double)(1ull << 30));
+	return buf;
+}
+
+const char *mb_fmt_peak(char *buf, size_t len, uint64_t bytes)
+{
+	return bytes >= (1ull << 30) ? mb_fmt_gib(buf, len, bytes)
+				     : mb_fmt_bytes_iec(buf, len, bytes);
+}
+
+const char *mb_fmt_secs(char *buf, size_t len, double s)
+{
+	if (isnan(s))
+		snprintf(buf, len, "n/a");
+	else
+		snprintf(buf, len, s >= 1 ? "%.2f" : "%.3g", s);
+	return buf;
+}
+
+const char *mb_fmt_change(char *buf, size_t len, double x, double base)
+{
+	buf[0] = '\0';
+	if (base > 0 && isfinite(x))
+		snprintf(buf, len, " (%+.0f%%)", 100 * (x - base) / base);
 	return buf;
 }

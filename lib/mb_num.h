@@ -55,6 +55,15 @@ const char *mb_fmt_bytes_iec(char *buf, size_t len, uint64_t bytes);
 /* "12.09 GiB": always in GiB with two decimals, as the reference's tables. */
 const char *mb_fmt_gib(char *buf, size_t len, uint64_t bytes);
 
+/* Bytes as the reference's tables print them: GiB with two decimals, smaller in smaller units. */
+const char *mb_fmt_peak(char *buf, size_t len, uint64_t bytes);
+
+/* Seconds for people: "8.54", "0.612", "0.0312"; "n/a" for NaN. */
+const char *mb_fmt_secs(char *buf, size_t len, double s);
+
+/* " (-33%)": X against BASE; "" where BASE is not positive (NaN: none) or X not finite. */
+const char *mb_fmt_change(char *buf, size_t len, double x, double base);
+
 /* "4.02 B", "751 M", "5.38 K", "12": a count for people. */
 const char *mb_fmt_count(char *buf, size_t len, uint64_t n);
 
