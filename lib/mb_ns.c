@@ -361,38 +361,36 @@ static int check_reserved(const struct mb_ns *ns, uint64_t rows, uint64_t cols)
 		       (unsigned long long)cols);
 }
 
-int mb_ns_cast_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff, uint64_t n,
-		    cl_event *ev)
+/* Enqueue elementwise KERNEL (named NAME, work-groups of LOCAL) on Y[YOFF + i] from X[XOFF + i], i
+ * < N. */
+static int convert(struct mb_ns *ns, cl_kernel kernel, size_t local, const char *name, cl_mem x,
+		   uint64_t xoff, cl_mem y, uint64_t yoff, uint64_t n, cl_event *ev)
 {
 	cl_ulong xo = xoff, yo = yoff, count = n;
-	size_t global = mb_cl_round_up(n, ns->cast_local);
+	size_t global = mb_cl_round_up(n, local);
 	cl_int st;
 
 	if (ev)
 		*ev = NULL;
 	if (!n)
 		return 0;
-	st = set_args(ns->cast_bf16, 5, ARG(x), ARG(xo), ARG(y), ARG(yo), ARG(count));
+	st = set_args(kernel, 5, ARG(x), ARG(xo), ARG(y), ARG(yo), ARG(count));
 	if (st == CL_SUCCESS)
-		st = clEnqueueNDRangeKernel(ns->cl->compute, ns->cast_bf16, 1, NULL, &global,
-					    &ns->cast_local, 0, NULL, ev);
-	return mb_cl_check(ns->cl, st, "cast_bf16", "%llu elements", (unsigned long long)n);
+		st = clEnqueueNDRangeKernel(ns->cl->compute, kernel, 1, NULL, &global, &local, 0,
+					    NULL, ev);
+	return mb_cl_check(ns->cl, st, name, "%llu elements", (unsigned long long)n);
 }
 
-int mb_ns_widen_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff,
-		     uint64_t n)
+int mb_ns_cast_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff, uint64_t n,
+		    cl_event *ev)
 {
-	cl_ulong xo = xoff, yo = yoff, count = n;
-	size_t global = mb_cl_round_up(n, ns->widen_local);
-	cl_int st;
+	return convert(ns, ns->cast_bf16, ns->cast_local, "cast_bf16", x, xoff, y, yoff, n, ev);
+}
 
-	if (!n)
-		return 0;
-	st = set_args(ns->widen_bf16, 5, ARG(x), ARG(xo), ARG(y), ARG(yo), ARG(count));
-	if (st == CL_SUCCESS)
-		st = clEnqueueNDRangeKernel(ns->cl->compute, ns->widen_bf16, 1, NULL, &global,
-					    &ns->widen_local, 0, NULL, NULL);
-	return mb_cl_check(ns->cl, st, "widen_bf16", "%llu elements", (unsigned long long)n);
+int mb_ns_widen_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff, uint64_t n)
+{
+	return convert(ns, ns->widen_bf16, ns->widen_local, "widen_bf16", x, xoff, y, yoff, n,
+		       NULL);
 }
 
 int mb_ns_sumsq(struct mb_ns *ns, cl_mem x, uint64_t off, uint64_t n, cl_mem partial,
@@ -588,8 +586,7 @@ void mb_ns_release(struct mb_ns *ns)
 {
 	cl_kernel *k[] = {
 		&ns->momentum, &ns->momentum_bf16, &ns->cast_bf16, &ns->widen_bf16, &ns->sumsq,
-		&ns->finish,
-		&ns->load,     &ns->store,	   &ns->stamp,	   &ns->diagonal,
+		&ns->finish,   &ns->load,	   &ns->store,	   &ns->stamp,	    &ns->diagonal,
 	};
 	size_t i;
 
