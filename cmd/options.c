@@ -404,10 +404,9 @@ static int parse_list(const struct option *o, const char *value, const char *wha
 					    what, value);
 		memcpy(one, value, len);
 		one[len] = '\0';
-		if ((err = o->kind == SIZES ? mb_parse_size(what, one, o->min, o->max,
-							     &list->v[list->n])
-					    : mb_parse_count(what, one, o->min, o->max,
-							     &list->v[list->n])))
+		if ((err = o->kind == SIZES
+				   ? mb_parse_size(what, one, o->min, o->max, &list->v[list->n])
+				   : mb_parse_count(what, one, o->min, o->max, &list->v[list->n])))
 			return err;
 		list->n++;
 		if (!value[len])

@@ -91,19 +91,19 @@ struct mb_args {
 	bool help, version;
 
 	const char *model, *config;
-	uint64_t layers;	     /* 0: all */
-	const char *stages;	     /* "2" or, for run, a list "1,2,3" */
+	uint64_t layers;		    /* 0: all */
+	const char *stages;		    /* "2" or, for run, a list "1,2,3" */
 	struct mb_u64_list gather_budgets;  /* bytes; more than one: plan and predict sweep */
 	struct mb_u64_list sub_group_sizes; /* elements; likewise */
 	uint64_t gather_budget;		    /* bytes: the first of gather_budgets */
 	uint64_t sub_group_size;	    /* elements: the first of sub_group_sizes */
-	uint64_t pin_chunk;	     /* bytes */
-	uint64_t reduce_bucket_size; /* elements */
-	double grad_clip;	     /* the grads' norm at most; 0: no clipping */
-	const char *param_order;     /* shape|model */
-	const char *momentum_dtype;  /* fp32|bf16|auto */
-	const char *params_back;     /* pinned|pageable|auto */
-	const char *zero3_apply;     /* subgroup|batched */
+	uint64_t pin_chunk;		    /* bytes */
+	uint64_t reduce_bucket_size;	    /* elements */
+	double grad_clip;		    /* the grads' norm at most; 0: no clipping */
+	const char *param_order;	    /* shape|model */
+	const char *momentum_dtype;	    /* fp32|bf16|auto */
+	const char *params_back;	    /* pinned|pageable|auto */
+	const char *zero3_apply;	    /* subgroup|batched */
 	uint64_t world_size, rank;
 	const char *format; /* md, csv, json */
 

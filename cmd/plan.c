@@ -193,7 +193,8 @@ static const char *pinned_row(char *buf, size_t size, bool pins)
 
 	for (v = 0; v < MB_NVARIANTS && n < size; v++)
 		if (mb_variant_pins((enum mb_variant)v) == pins)
-			n += (size_t)snprintf(buf + n, size - n, "%s%s", buf[n - 1] == '(' ? "" : ", ",
+			n += (size_t)snprintf(buf + n, size - n, "%s%s",
+					      buf[n - 1] == '(' ? "" : ", ",
 					      mb_variant_name((enum mb_variant)v));
 	if (n < size)
 		snprintf(buf + n, size - n, ")");
@@ -278,7 +279,8 @@ static void md_apply(const struct mb_model *m, const struct mb_plan *p)
 		       "within %zu sub-group%s of %s elements\n\n",
 		       p->matrices, p->ngroups,
 		       mb_fmt_bytes_iec(a, sizeof(a), p->set.gather_budget_bytes), subgroups,
-		       subgroups == 1 ? "" : "s", mb_fmt_count(b, sizeof(b), p->set.sub_group_size));
+		       subgroups == 1 ? "" : "s",
+		       mb_fmt_count(b, sizeof(b), p->set.sub_group_size));
 		printf("Batched as ZeRO-1/2's apply, a batch never crossing a sub-group's end "
 		       "(--zero3-apply batched; DeepSpeed gathers whole sub-groups): each batch's "
 		       "grads, momentum and bf16 grad copy stay within the budget.\n\n");
@@ -378,10 +380,11 @@ static void md_peak(const struct mb_plan *p)
 				      : "resident bf16 params (whole model)",
 		    p->resident_bytes);
 	if (p->ds_buffer_bytes)
-		md_peak_row(p->set.stage == 3
-				    ? "DeepSpeed's reduce bucket (bf16, --reduce-bucket-size)"
-				    : "temp_grad_buffer_for_gpu_offload (bf16, the largest parameter)",
-			    p->ds_buffer_bytes);
+		md_peak_row(
+			p->set.stage == 3
+				? "DeepSpeed's reduce bucket (bf16, --reduce-bucket-size)"
+				: "temp_grad_buffer_for_gpu_offload (bf16, the largest parameter)",
+			p->ds_buffer_bytes);
 	md_peak_row3(!mb_plan_batched(&p->set)
 			     ? "Muon apply: sub-group + update buffers (nothing prefetched)"
 			     : "Muon apply: batch (+ the one in flight, + the next arriving)",
@@ -466,11 +469,11 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 				printf("| %s | %s | %zu | %s | %s | %s | %s |\n",
 				       mb_fmt_bytes_iec(a, sizeof(a), set.gather_budget_bytes),
 				       mb_fmt_count(b, sizeof(b), set.sub_group_size), plan.ngroups,
-				       mb_fmt_bytes_iec(c, sizeof(c),
-							mb_plan_batch_bytes(
-								&plan,
-								plan.groups[plan.largest_group]
-									.gathered_numel)),
+				       mb_fmt_bytes_iec(
+					       c, sizeof(c),
+					       mb_plan_batch_bytes(&plan,
+								   plan.groups[plan.largest_group]
+									   .gathered_numel)),
 				       mb_fmt_gib(d, sizeof(d), plan.peak_step_bytes_sync),
 				       mb_fmt_gib(e, sizeof(e), plan.peak_step_bytes_overlap),
 				       mb_fmt_gib(f, sizeof(f), plan.peak_step_bytes_pipeline));

@@ -111,16 +111,18 @@ static int write_script(const char *path, const char *data, const char *image,
 	fprintf(f, "set style data histograms\nset style histogram errorbars gap 2 lw 1\n");
 	fprintf(f, "plot ");
 	gp_string(f, data);
-	fprintf(f, " using 2:3:4:xtic(1) title 'iteration' lc rgb '%s', '' using 5:6:7 title "
-		   "'Muon apply' lc rgb '%s'\n",
+	fprintf(f,
+		" using 2:3:4:xtic(1) title 'iteration' lc rgb '%s', '' using 5:6:7 title "
+		"'Muon apply' lc rgb '%s'\n",
 		colours[0], colours[1]);
 	fprintf(f, "set title 'Muon apply by phase (device time; writeback not hidden)'\n");
 	fprintf(f, "set style histogram rowstacked\nset boxwidth 0.6\n");
 	fprintf(f, "plot ");
 	gp_string(f, data);
-	fprintf(f, " using 8:xtic(1) title 'H2D' lc rgb '%s', '' using 9 title 'momentum' lc rgb "
-		   "'%s', '' using 10 title 'Newton-Schulz' lc rgb '%s', '' using 11 title 'D2H' "
-		   "lc rgb '%s'\n",
+	fprintf(f,
+		" using 8:xtic(1) title 'H2D' lc rgb '%s', '' using 9 title 'momentum' lc rgb "
+		"'%s', '' using 10 title 'Newton-Schulz' lc rgb '%s', '' using 11 title 'D2H' "
+		"lc rgb '%s'\n",
 		colours[2], colours[3], colours[4], colours[5]);
 	fprintf(f, "unset multiplot\n");
 	if (fclose(f))
@@ -156,7 +158,8 @@ static int gnuplot(const char *script)
 /* ---- a predict sweep ---- */
 
 /* predict --format csv's first columns: a file that starts so is a sweep. */
-#define SWEEP_HEADER "profile,model,sweep_option,sweep_value,stage,variant,iter_mean_s,apply_mean_s,"
+#define SWEEP_HEADER \
+	"profile,model,sweep_option,sweep_value,stage,variant,iter_mean_s,apply_mean_s,"
 
 enum { SW_PROFILE, SW_MODEL, SW_OPTION, SW_VALUE, SW_STAGE, SW_VARIANT, SW_ITER, SW_APPLY, SW_N };
 
@@ -219,9 +222,10 @@ static int read_sweep(const char *path, struct sweep_cell *cells, size_t most, s
 			break;
 		}
 		if (option[0] && strcmp(option, f[SW_OPTION])) {
-			err = mb_bad_input("%s:%zu: a second swept field ('%s' after '%s'): plot one "
-					   "sweep at a time",
-					   path, lineno, f[SW_OPTION], option);
+			err = mb_bad_input(
+				"%s:%zu: a second swept field ('%s' after '%s'): plot one "
+				"sweep at a time",
+				path, lineno, f[SW_OPTION], option);
 			break;
 		}
 		snprintf(option, olen, "%s", f[SW_OPTION]);
@@ -295,7 +299,8 @@ static int write_sweep_script(const char *path, const char *data, const char *im
 	snprintf(text, sizeof(text), "%s, predicted along --%s", model, option);
 	fprintf(f, "\nset multiplot layout 1,2 title ");
 	gp_string(f, text);
-	fprintf(f, "\nset grid\nset key below\nset ylabel 'seconds'\nset yrange [0:*]\nset xlabel ");
+	fprintf(f,
+		"\nset grid\nset key below\nset ylabel 'seconds'\nset yrange [0:*]\nset xlabel ");
 	snprintf(text, sizeof(text), "--%s", option);
 	gp_string(f, text);
 	fprintf(f, "\n");

@@ -617,7 +617,8 @@ static int verdict(const struct grid *g)
 					"(checksum %016llx); step-phase peak %s the plan.\n",
 					mb_momentum_dtype_name(d), mb_ns_method_names[ns],
 					g->mismatched ? "MISMATCH" : "bitwise identical",
-					g->checked_math[d][ns], (unsigned long long)g->checksum[d][ns],
+					g->checked_math[d][ns],
+					(unsigned long long)g->checksum[d][ns],
 					g->mismatched ? "checked against" : "as predicted by");
 	/* the fallback said once more at the end: on its own line where another error ends it */
 	if (g->fallback && (g->interrupted || stop || g->mismatched || g->failed || g->incomplete))
@@ -655,7 +656,8 @@ int mb_cmd_run(const struct mb_args *args)
 	if (args->gather_budgets.n > 1 || args->sub_group_sizes.n > 1) {
 		free(g);
 		return mb_bad_input("--%s: run takes one value (plan and predict sweep a list)",
-				    args->gather_budgets.n > 1 ? "gather-budget" : "sub-group-size");
+				    args->gather_budgets.n > 1 ? "gather-budget"
+							       : "sub-group-size");
 	}
 	g->args = args;
 	g->run.steps = (unsigned)args->steps;

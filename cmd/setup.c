@@ -270,8 +270,8 @@ int mb_setup_variants(const struct mb_args *args, unsigned *variants, size_t *n)
 			chosen |= 1u << v;
 		else
 			return mb_bad_input(
-				"--variant: invalid variant list '%s' (expected one of "
-				MB_VARIANT_WORDS " or all, or a list of them)",
+				"--variant: invalid variant list '%s' (expected one of " MB_VARIANT_WORDS
+				" or all, or a list of them)",
 				args->variants);
 		p += len;
 	} while (*p++ == ',');

@@ -26,18 +26,7 @@
  * whole number, SECONDS and RATE a finite number >= 0 or empty (n/a),
  * FRACTION one in [0, 1] or empty, the samples finite seconds >= 0.
  */
-enum type {
-	TEXT,
-	HEX16,
-	TIME,
-	U64,
-	SECONDS,
-	RATE,
-	FRACTION,
-	ITER_SAMPLES,
-	APPLY_SAMPLES,
-	VERSION
-};
+enum type { TEXT, HEX16, TIME, U64, SECONDS, RATE, FRACTION, ITER_SAMPLES, APPLY_SAMPLES, VERSION };
 
 struct column {
 	const char *name;
@@ -110,10 +99,8 @@ static const struct column columns[] = {
 	COL(micro_batch, U64),
 	COL(iter_mean_s, SECONDS),
 	COL(apply_mean_s, SECONDS),
-	MB_PHASES_TO_D2H(PHASE_COL_)
-	COL(d2h_hidden_frac, FRACTION),
-	MB_PHASES_AFTER_D2H(PHASE_COL_)
-	COL(host_opt_gbs, RATE),
+	MB_PHASES_TO_D2H(PHASE_COL_) COL(d2h_hidden_frac, FRACTION),
+	MB_PHASES_AFTER_D2H(PHASE_COL_) COL(host_opt_gbs, RATE),
 	COL(memcpy_gbs, RATE),
 	COL(h2d_gbs, RATE),
 	COL(d2h_gbs, RATE),
@@ -134,10 +121,8 @@ static const struct column columns[] = {
 	COL(profile, TEXT),
 	COL(pred_iter_s, SECONDS),
 	COL(pred_apply_s, SECONDS),
-	MB_PHASES_TO_D2H(PRED_COL_)
-	COL(pred_d2h_hidden_frac, FRACTION),
-	MB_PHASES_AFTER_D2H(PRED_COL_)
-	COL(iter_samples_s, ITER_SAMPLES),
+	MB_PHASES_TO_D2H(PRED_COL_) COL(pred_d2h_hidden_frac, FRACTION),
+	MB_PHASES_AFTER_D2H(PRED_COL_) COL(iter_samples_s, ITER_SAMPLES),
 	COL(apply_samples_s, APPLY_SAMPLES),
 };
 
@@ -557,8 +542,7 @@ static bool is_hex16(const char *text)
 	return strlen(text) == 16 && strspn(text, "0123456789abcdef") == 16;
 }
 
-static int parse_text(const struct reader *r, const struct column *c, const char *text,
-		      void *field)
+static int parse_text(const struct reader *r, const struct column *c, const char *text, void *field)
 {
 	if (strlen(text) >= c->size)
 		return bad(r, "column '%s': longer than %zu bytes", c->name, c->size - 1);
@@ -568,8 +552,9 @@ static int parse_text(const struct reader *r, const struct column *c, const char
 		return bad(r, "column '%s': expected 16 hex digits (0-9, a-f), found '%.40s'",
 			   c->name, text);
 	if (c->type == TIME && !is_timestamp(text))
-		return bad(r, "column '%s': expected a UTC time as YYYY-MM-DDTHH:MM:SSZ, found "
-			      "'%.40s'",
+		return bad(r,
+			   "column '%s': expected a UTC time as YYYY-MM-DDTHH:MM:SSZ, found "
+			   "'%.40s'",
 			   c->name, text);
 	memcpy(field, text, strlen(text) + 1);
 	return 0;
@@ -593,8 +578,7 @@ static int parse_number(const struct reader *r, const struct column *c, const ch
 	d = strtod(text, &end);
 	/* decimal as the writer writes it: no sign, no hex, no inf or nan */
 	if (*end || !isdigit((unsigned char)*text) || text[strspn(text, "0123456789.e+-")] ||
-	    !isfinite(d) ||
-	    (c->type == FRACTION && d > 1))
+	    !isfinite(d) || (c->type == FRACTION && d > 1))
 		return bad(r, "column '%s': expected %s or nothing, found '%.40s'", c->name,
 			   what[c->type], text);
 	*field = d;

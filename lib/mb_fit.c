@@ -77,7 +77,8 @@ static void device(const struct mb_model *m, const struct mb_plan *plan,
 		   const struct mb_fit_cell *c, struct mb_fit_need *n)
 {
 	uint64_t base = plan->resident_bytes + plan->ds_buffer_bytes + plan->ns_workspace_bytes,
-		 fb_largest, bucket = plan->bucket_bytes + plan->bucket_bf16_bytes + plan->norm_bytes;
+		 fb_largest,
+		 bucket = plan->bucket_bytes + plan->bucket_bf16_bytes + plan->norm_bytes;
 	const char *fb_tag;
 
 	n->device_peak_bytes = mb_plan_peak_step_bytes(plan, c->alive);
@@ -273,7 +274,8 @@ static void size_arg(char *buf, size_t len, uint64_t bytes)
 
 /*
  * The largest halving of the gather budget (batched: stage 1/2, or 3
- * batched) or of the sub-group size (stage 3) with which C fits, as an option into BUF; false if none.
+ * batched) or of the sub-group size (stage 3) with which C fits, as an option into BUF; false if
+ * none.
  */
 static bool smaller_apply(const struct mb_model *m, const struct mb_fit_cell *c,
 			  const struct mb_fit_host *h, const struct mb_fit_device *d, char *buf,

@@ -151,7 +151,7 @@ static bool utf8_char(struct cursor *c)
 		return fail(c, expected);
 	for (b = 1; b <= more; b++) {
 		int next = c->pos + (size_t)b < c->len ? (unsigned char)c->text[c->pos + (size_t)b]
-						      : -1;
+						       : -1;
 
 		if (next < (b == 1 ? lo : 0x80) || next > (b == 1 ? hi : 0xbf))
 			return fail(c, expected);

@@ -16,20 +16,20 @@
  * X(ENUM, field, name, clock, what). In two parts only because the results
  * file (format 10) has d2h_hidden_frac, derived from d2h, between them.
  */
-#define MB_PHASES_TO_D2H(X)                                                                    \
-	X(FORWARD, forward_s, "forward", "host clock",                                        \
-	  "the synthetic forward's GEMMs, device synchronized; 0 without --fwd-bwd")           \
-	X(BACKWARD, backward_s, "backward", "host clock",                                     \
-	  "the synthetic backward's GEMMs and the backward stand-in's gradient buckets")      \
-	X(H2D, h2d_s, "h2d", "device events", "the apply's gathers: grads and momentum in")    \
-	X(MOMENTUM, momentum_s, "momentum", "device events",                                  \
-	  "momentum and Nesterov, and ZeRO-3's bf16 copy of the grads")                       \
-	X(NS, ns_s, "ns", "device events", "Newton-Schulz on each matrix")                     \
+#define MB_PHASES_TO_D2H(X)                                                                 \
+	X(FORWARD, forward_s, "forward", "host clock",                                      \
+	  "the synthetic forward's GEMMs, device synchronized; 0 without --fwd-bwd")        \
+	X(BACKWARD, backward_s, "backward", "host clock",                                   \
+	  "the synthetic backward's GEMMs and the backward stand-in's gradient buckets")    \
+	X(H2D, h2d_s, "h2d", "device events", "the apply's gathers: grads and momentum in") \
+	X(MOMENTUM, momentum_s, "momentum", "device events",                                \
+	  "momentum and Nesterov, and ZeRO-3's bf16 copy of the grads")                     \
+	X(NS, ns_s, "ns", "device events", "Newton-Schulz on each matrix")                  \
 	X(D2H, d2h_s, "d2h", "device events", "the writeback: update and momentum out")
-#define MB_PHASES_AFTER_D2H(X)                                                                 \
-	X(HOST_OPT, host_opt_s, "host_opt", "host clock",                                     \
-	  "Muon's update and AdamW on the host, the clipping, the bf16 staging")              \
-	X(PARAMS_H2D, params_h2d_s, "params_h2d", "device event",                             \
+#define MB_PHASES_AFTER_D2H(X)                                                   \
+	X(HOST_OPT, host_opt_s, "host_opt", "host clock",                        \
+	  "Muon's update and AdamW on the host, the clipping, the bf16 staging") \
+	X(PARAMS_H2D, params_h2d_s, "params_h2d", "device event",                \
 	  "the bf16 staging to the resident device params")
 #define MB_PHASES(X) MB_PHASES_TO_D2H(X) MB_PHASES_AFTER_D2H(X)
 

@@ -12,9 +12,12 @@
 #include "mb_num.h"
 
 const char *const mb_host_buffer_names[MB_HOST_NBUFFERS] = {
-	[MB_HOST_MASTER] = "master params (fp32)",   [MB_HOST_GRADS] = "grads (fp32)",
-	[MB_HOST_MOMENTUM] = "Muon momentum",	     [MB_HOST_ADAMW] = "AdamW moments (fp32)",
-	[MB_HOST_STAGING] = "staging params (bf16)", [MB_HOST_GRADS_BF16] = "grad partitions (bf16)",
+	[MB_HOST_MASTER] = "master params (fp32)",
+	[MB_HOST_GRADS] = "grads (fp32)",
+	[MB_HOST_MOMENTUM] = "Muon momentum",
+	[MB_HOST_ADAMW] = "AdamW moments (fp32)",
+	[MB_HOST_STAGING] = "staging params (bf16)",
+	[MB_HOST_GRADS_BF16] = "grad partitions (bf16)",
 };
 
 const char *const mb_param_order_names[MB_NORDERS] = { "shape", "model" };

@@ -250,7 +250,7 @@ uint64_t mb_plan_pinned_bytes(const struct mb_plan *plan, bool momentum_pinned);
  */
 static inline uint64_t mb_plan_peak_step_bytes(const struct mb_plan *plan, unsigned alive)
 {
-	return alive <= 1 ? plan->peak_step_bytes_sync
+	return alive <= 1   ? plan->peak_step_bytes_sync
 	       : alive == 2 ? plan->peak_step_bytes_overlap
 			    : plan->peak_step_bytes_pipeline;
 }

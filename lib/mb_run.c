@@ -131,15 +131,16 @@ int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const
 	if (err) {
 		mb_run_result_unrun(r);
 	} else {
-		r->plan_peak_step_bytes = mb_plan_peak_step_bytes(
-			&st.plan, mb_variant_alive(s->step.variant));
+		r->plan_peak_step_bytes =
+			mb_plan_peak_step_bytes(&st.plan, mb_variant_alive(s->step.variant));
 		r->clblast_temp_bytes = st.ns.temp_bytes;
 		err = steps(&st, s, stop, r, &measured);
 		means(r, measured);
 		r->checksum = mb_state_checksum(&st);
 		r->pinned_host_bytes = mb_state_pinned_bytes(&st);
 		r->momentum_pinned = st.momentum.pinned;
-		r->host_opt_gbs = mb_hostopt_bytes(m->numel_muon, m->numel_adamw) / r->phase.host_opt_s / 1e9;
+		r->host_opt_gbs =
+			mb_hostopt_bytes(m->numel_muon, m->numel_adamw) / r->phase.host_opt_s / 1e9;
 		r->memcpy_gbs = memcpy_gbs(st.master.ptr, st.master.bytes);
 		r->h2d_gbs = gbs(st.plan.apply_h2d_bytes, r->phase.h2d_s);
 		r->d2h_gbs = gbs(st.plan.apply_d2h_bytes, r->phase.d2h_s);

@@ -362,8 +362,8 @@ static int reserve_step(struct mb_state *s)
 	const struct mb_model *m = s->model;
 	const struct mb_plan *p = &s->plan;
 	/* computing, writing back, and (pipeline, batched) arriving */
-	unsigned alive = mb_variant_alive(s->set.variant) - !mb_plan_batched(&s->set.plan) *
-							       mb_variant_prefetches(s->set.variant);
+	unsigned alive = mb_variant_alive(s->set.variant) -
+			 !mb_plan_batched(&s->set.plan) * mb_variant_prefetches(s->set.variant);
 	uint64_t gathered = p->ngroups ? p->groups[p->largest_group].gathered_numel : 0,
 		 largest = 0;
 	size_t i;
@@ -415,9 +415,8 @@ int mb_state_init(struct mb_state *s, const struct mb_model *m, const struct mb_
 		goto out_release;
 	init_params(s);
 	if ((err = mb_ledger_alloc(ledger, 2 * m->numel_total, "params.bf16", &s->params)) ||
-	    (s->plan.ds_buffer_bytes &&
-	     (err = mb_ledger_alloc(ledger, s->plan.ds_buffer_bytes, s->plan.ds_buffer,
-				    &s->ds_buffer))))
+	    (s->plan.ds_buffer_bytes && (err = mb_ledger_alloc(ledger, s->plan.ds_buffer_bytes,
+							       s->plan.ds_buffer, &s->ds_buffer))))
 		goto out_release;
 	if ((err = host_copy(s, true, cl->compute, s->params, 0, &s->staging, 0, 2 * m->numel_total,
 			     0, NULL, NULL, K_PARAMS_H2D, NULL, "initial bf16 params")) ||
@@ -467,8 +466,8 @@ void mb_state_release(struct mb_state *s)
  * them out in fp32. The gradient norm is taken on the device from the fp32
  * grads, read back once at the end and summed in order into *norm.
  */
-static int backward_bucket(struct mb_state *s, cl_mem buf, cl_mem bf16, uint64_t off,
-			   uint64_t len, cl_mem sums, uint64_t k)
+static int backward_bucket(struct mb_state *s, cl_mem buf, cl_mem bf16, uint64_t off, uint64_t len,
+			   cl_mem sums, uint64_t k)
 {
 	bool z3 = s->set.plan.stage == 3;
 	cl_mem out = z3 ? s->ds_buffer : bf16; /* ZeRO-3: the resident bucket */
@@ -478,11 +477,11 @@ static int backward_bucket(struct mb_state *s, cl_mem buf, cl_mem bf16, uint64_t
 			       GRAD_SCALE)) ||
 	    (err = mb_ns_cast_bf16(&s->ns, buf, 0, out, 0, len, NULL)))
 		return err;
-	if (z3 && ((err = host_copy(s, false, s->cl->compute, out, 0, &s->grads_bf16, 2 * off,
-				    2 * len, 0, NULL, NULL, K_D2H, NULL, "bf16 gradients to the host")) ||
-		   (err = host_copy(s, true, s->cl->compute, bf16, 0, &s->grads_bf16, 2 * off,
-				    2 * len, 0, NULL, NULL, K_H2D, NULL,
-				    "bf16 gradients back to the device"))))
+	if (z3 &&
+	    ((err = host_copy(s, false, s->cl->compute, out, 0, &s->grads_bf16, 2 * off, 2 * len, 0,
+			      NULL, NULL, K_D2H, NULL, "bf16 gradients to the host")) ||
+	     (err = host_copy(s, true, s->cl->compute, bf16, 0, &s->grads_bf16, 2 * off, 2 * len, 0,
+			      NULL, NULL, K_H2D, NULL, "bf16 gradients back to the device"))))
 		return err;
 	if ((err = mb_ns_widen_bf16(&s->ns, bf16, 0, buf, 0, len)) ||
 	    (err = mb_ns_sumsq(&s->ns, buf, 0, len, sums, k * MB_NS_PARTIALS)))
@@ -702,9 +701,9 @@ static int momentum_in(struct apply *a, const struct mb_plan_group *g, cl_mem bu
 				   clEnqueueFillBuffer(q, buf, &zero, sizeof(zero), 4 * e,
 						       s->plan.momentum_bytes * e, 0, NULL, NULL),
 				   "clEnqueueFillBuffer", "the first step's momentum, zeros");
-	return host_copy(s, true, q, buf, 4 * e, &s->momentum,
-			 mom_byte(s, s->plan.order[g->first]), s->plan.momentum_bytes * e, 0, NULL,
-			 &a->tl, K_H2D, NULL, "momentum to the device");
+	return host_copy(s, true, q, buf, 4 * e, &s->momentum, mom_byte(s, s->plan.order[g->first]),
+			 s->plan.momentum_bytes * e, 0, NULL, &a->tl, K_H2D, NULL,
+			 "momentum to the device");
 }
 
 /* G's fp32 grads to BUF's first 4E bytes and its momentum after them, on Q. */
@@ -860,8 +859,9 @@ static int await_arrival(struct apply *a, struct unit *u)
 	if (a->s->set.writeback_event)
 		return mb_cl_check(cl,
 				   clEnqueueBarrierWithWaitList(cl->compute, 1, &u->arrived, NULL),
-				   "clEnqueueBarrierWithWaitList", "the gather of '%s' and %zu more",
-				   applied(a->s, u->first)->name, u->end - u->first - 1);
+				   "clEnqueueBarrierWithWaitList",
+				   "the gather of '%s' and %zu more", applied(a->s, u->first)->name,
+				   u->end - u->first - 1);
 	return mb_cl_check(cl, clWaitForEvents(1, &u->arrived), "clWaitForEvents",
 			   "the gather of '%s' and %zu more", applied(a->s, u->first)->name,
 			   u->end - u->first - 1);

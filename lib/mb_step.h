@@ -80,8 +80,9 @@ struct mb_state {
 				 */
 	struct mb_span *spans;	/* room for the checksum's */
 	struct mb_hostbuf master, grads, momentum, adam_m, adam_v, staging;
-	struct mb_hostbuf grads_bf16; /* ZeRO-3: the backward's bf16 grads (plan's MB_HOST_GRADS_BF16) */
-	cl_mem params;	  /* resident bf16 */
+	struct mb_hostbuf grads_bf16; /* ZeRO-3: the backward's bf16 grads (plan's
+					 MB_HOST_GRADS_BF16) */
+	cl_mem params;		      /* resident bf16 */
 	cl_mem ds_buffer; /* DeepSpeed's resident offload buffer (plan.ds_buffer), held */
 	uint64_t steps_done;
 };

@@ -18,14 +18,13 @@
 
 /* X(ENUM, name, pins, writeback batches in flight, prefetch, help), SEP between rows */
 #define MB_VARIANTS(X, SEP)                                                                \
-	X(MASTER, "master", false, 0, false, "pageable momentum, synchronous writeback")  \
-	SEP X(PIN, "pin", true, 0, false, "pinned momentum, synchronous writeback")       \
-	SEP X(OVERLAP, "overlap", false, 1, false,                                        \
-	      "pageable momentum, the writeback on the copy queue")                       \
-	SEP X(BOTH, "both", true, 1, false, "pin and overlap: the reference change")      \
-	SEP X(PIPELINE, "pipeline", true, 1, true,                                        \
-	      "both, and the next batch's gather on a second copy queue")                 \
-	MB_TEST_VARIANT_ROW_(X, SEP)
+	X(MASTER, "master", false, 0, false, "pageable momentum, synchronous writeback")   \
+	SEP X(PIN, "pin", true, 0, false, "pinned momentum, synchronous writeback") SEP X( \
+		OVERLAP, "overlap", false, 1, false,                                       \
+		"pageable momentum, the writeback on the copy queue") SEP                  \
+	X(BOTH, "both", true, 1, false, "pin and overlap: the reference change") SEP       \
+	X(PIPELINE, "pipeline", true, 1, true,                                             \
+	  "both, and the next batch's gather on a second copy queue") MB_TEST_VARIANT_ROW_(X, SEP)
 
 /*
  * A row that only tests build (-DMB_TEST_VARIANT, tests/variant_row.sh): a
@@ -39,7 +38,7 @@
 #define MB_TEST_VARIANT_ROW_(X, SEP)
 #endif
 
-#define MB_VARIANT_ENUM_(e, ...) MB_##e,
+#define MB_VARIANT_ENUM_(e, ...)    MB_##e,
 #define MB_VARIANT_NAME_(e, n, ...) n
 enum mb_variant { MB_VARIANTS(MB_VARIANT_ENUM_, ) MB_NVARIANTS };
 

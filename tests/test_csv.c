@@ -272,7 +272,8 @@ static void edited_fields(void **state)
 		{ "h2d_gbs", "-1", ":2: column 'h2d_gbs': expected GB/s" },
 		{ "d2h_hidden_frac", "1.5", ":2: column 'd2h_hidden_frac': expected a fraction" },
 		{ "status", "", ":2: column 'status': expected ok|failed|interrupted, found ''" },
-		{ "status", "OK", ":2: column 'status': expected ok|failed|interrupted, found 'OK'" },
+		{ "status", "OK",
+		  ":2: column 'status': expected ok|failed|interrupted, found 'OK'" },
 		{ "checksum", "zzzz", ":2: column 'checksum': expected 16 hex digits" },
 		{ "checksum", "6F352A9718E7167E", ":2: column 'checksum': expected 16 hex digits" },
 		{ "timestamp_utc", "yesterday", ":2: column 'timestamp_utc': expected a UTC time" },
@@ -280,7 +281,8 @@ static void edited_fields(void **state)
 		{ "variant", "fast", ":2: column 'variant': expected master|pin|overlap|both" },
 		{ "momentum_dtype", "fp16", ":2: column 'momentum_dtype': expected fp32|bf16" },
 		{ "iter_samples_s", "1;-2;3", ":2: column 'iter_samples_s': expected seconds" },
-		{ "run", "3", ":2: columns 'run', 'runs': expected 1 <= run <= runs, found 3 of 2" },
+		{ "run", "3",
+		  ":2: columns 'run', 'runs': expected 1 <= run <= runs, found 3 of 2" },
 		{ "layers", "-1", ":2: column 'layers': expected a whole number, found '-1'" },
 	};
 	struct mb_csv_row *rows = NULL;
@@ -412,12 +414,9 @@ static void too_many_tables(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(round_trip),
-		cmocka_unit_test(bad_files),
-		cmocka_unit_test(edited_fields),
-		cmocka_unit_test(joined_files),
-		cmocka_unit_test(each_row),
-		cmocka_unit_test(gathered_by_copy),
+		cmocka_unit_test(round_trip),	   cmocka_unit_test(bad_files),
+		cmocka_unit_test(edited_fields),   cmocka_unit_test(joined_files),
+		cmocka_unit_test(each_row),	   cmocka_unit_test(gathered_by_copy),
 		cmocka_unit_test(too_many_tables),
 	};
 

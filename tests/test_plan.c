@@ -226,8 +226,8 @@ static void bucket_and_ds_buffer(void **state)
 	assert_int_equal(p.host_bytes[MB_HOST_GRADS_BF16], 2 * tiny.numel_total);
 	assert_int_equal(p.bwd_d2h_bytes, (2 + 4) * tiny.numel_total);
 	assert_int_equal(p.bwd_h2d_bytes, 2 * tiny.numel_total);
-	assert_int_equal(p.peak_step_bytes_sync, p.resident_bytes + 2000 + p.apply_bytes_sync +
-							 p.ns_workspace_bytes);
+	assert_int_equal(p.peak_step_bytes_sync,
+			 p.resident_bytes + 2000 + p.apply_bytes_sync + p.ns_workspace_bytes);
 	mb_plan_release(&p);
 }
 

@@ -168,15 +168,15 @@ static void every_stage_and_variant_agree(void **state)
 	 * a sub-group, each a 10 B an element) */
 	for (stage = 1; stage <= 4; stage++)
 		for (v = 0; v < MB_NVARIANTS; v++) {
-			struct mb_run_settings s = settings(stage < 4 ? stage : 3, (enum mb_variant)v);
+			struct mb_run_settings s =
+				settings(stage < 4 ? stage : 3, (enum mb_variant)v);
 
 			if (stage == 4) {
 				s.step.plan.zero3_apply = MB_Z3_BATCHED;
 				s.step.plan.gather_budget_bytes = 160 << 10;
 			}
 			if (mb_run_once(&micro, &s, &cl, NULL, r))
-				fail_msg("stage %u %s: %s", stage, mb_variant_name(v),
-					 mb_errmsg());
+				fail_msg("stage %u %s: %s", stage, mb_variant_name(v), mb_errmsg());
 			if (!checksum)
 				checksum = r->checksum;
 			if (r->checksum != checksum)
@@ -598,7 +598,7 @@ static void steps_allocate_nothing(void **state)
 			/* the books are logical: the step's peak is the plan's, not the pool's */
 			assert_int_equal(mb_ledger_phase_own_peak(&ledger, "step"),
 					 mb_plan_peak_step_bytes(&st.plan,
-							 mb_variant_alive(s.step.variant)));
+								 mb_variant_alive(s.step.variant)));
 			assert_true(ledger.pool_bytes >= 8 * st.plan.groups[0].gathered_numel);
 			mb_state_release(&st);
 			mb_ledger_release(&ledger);
