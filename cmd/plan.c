@@ -85,8 +85,7 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	return n;
 }
 
-static void print_csv(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
-		      size_t n)
+static void print_csv_header(const struct field *f, size_t n)
 {
 	size_t i;
 
@@ -94,6 +93,13 @@ static void print_csv(const struct mb_model *m, const struct mb_plan *p, const s
 	for (i = 0; i < n; i++)
 		printf(",%s", f[i].key);
 	printf("\n");
+}
+
+static void print_csv_row(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
+			  size_t n)
+{
+	size_t i;
+
 	mb_print_csv_text(m->name);
 	putchar(',');
 	mb_print_csv_text(m->source);
@@ -448,20 +454,9 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 				return err;
 			n = plan_fields(m, &plan, fields);
 			if (!strcmp(fmt, "csv")) {
-				if (first) {
-					printf("model,source,param_order,ns_method");
-					for (k = 0; k < n; k++)
-						printf(",%s", fields[k].key);
-					printf("\n");
-				}
-				mb_print_csv_text(m->name);
-				putchar(',');
-				mb_print_csv_text(m->source);
-				printf(",%s,%s", mb_param_order_names[plan.set.order],
-				       mb_ns_method_names[plan.set.ns_method]);
-				for (k = 0; k < n; k++)
-					printf(",%" PRIu64, fields[k].value);
-				printf("\n");
+				if (first)
+					print_csv_header(fields, n);
+				print_csv_row(m, &plan, fields, n);
 			} else if (!strcmp(fmt, "json")) {
 				printf("%s", first ? "" : ",");
 				print_json(m, &plan, fields, n);
@@ -514,7 +509,8 @@ int mb_cmd_plan(const struct mb_args *args)
 	}
 	n = plan_fields(&model, &plan, fields);
 	if (!strcmp(args->format, "csv")) {
-		print_csv(&model, &plan, fields, n);
+		print_csv_header(fields, n);
+		print_csv_row(&model, &plan, fields, n);
 	} else if (!strcmp(args->format, "json")) {
 		print_json(&model, &plan, fields, n);
 	} else {
