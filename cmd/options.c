@@ -66,12 +66,13 @@ static const struct option options[] = {
 	  "ZeRO stage: 1, 2 or 3 (run and predict take a list: 2,3)" },
 	{ "gather-budget", "SIZE", SIZES, AT(gather_budgets), "512Mi", 1, UINT64_MAX, NULL,
 	  MODEL_CMDS,
-	  "stage 1/2: most bytes of grads + momentum gathered in one Muon batch; plan and "
-	  "predict sweep a list (128Mi,512Mi,2Gi)" },
+	  "stage 1/2 (and 3 under --zero3-apply batched): most bytes of grads + momentum "
+	  "gathered in one Muon batch; a list (128Mi,512Mi,2Gi) is swept: each value a "
+	  "cell of its own" },
 	{ "sub-group-size", "N", COUNTS, AT(sub_group_sizes), "1e9", 1, UINT64_MAX, NULL,
 	  MODEL_CMDS,
-	  "stage 3: elements in a sub-group (DeepSpeed's sub_group_size); plan and predict "
-	  "sweep a list (2.5e8,1e9)" },
+	  "stage 3: elements in a sub-group (DeepSpeed's sub_group_size); a list "
+	  "(2.5e8,1e9) is swept: each value a cell of its own" },
 	{ "reduce-bucket-size", "N", COUNT, AT(reduce_bucket_size), "5e8", 1, UINT64_MAX, NULL,
 	  MODEL_CMDS,
 	  "elements of the backward's gradient bucket (DeepSpeed's "
@@ -110,7 +111,7 @@ static const struct option options[] = {
 	{ "variant", "V", TEXT, AT(variants), "all", 0, 0, NULL, STEP_CMDS,
 	  MB_VARIANT_WORDS ", or all; a list runs each (pin,both)" },
 	{ "runs", "R", COUNT, AT(runs), "3", 1, 1000, NULL, ON(MB_CMD_RUN),
-	  "runs of each stage and variant" },
+	  "runs of each cell (a stage, a variant and a value of each swept list)" },
 	{ "steps", "S", COUNT, AT(steps), "7", 1, 1000, NULL, ON(MB_CMD_RUN), "steps of each run" },
 	{ "measure", "A-B", TEXT, AT(measure), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
 	  "the steps whose mean is a run's figure (default: 2-6, cut to the steps run)" },
@@ -135,6 +136,10 @@ static const struct option options[] = {
 	  "available memory and the device's memory and largest allocation; a cell that "
 	  "cannot fit fails at once, saying what would (off: run it, and fail where memory "
 	  "runs out)" },
+	{ "interleave", "on|off", CHOICE, AT(interleave), "on", 0, 0, "on|off", ON(MB_CMD_RUN),
+	  "the cells take turns, one run each (run 1 of every cell, then run 2, ...), so "
+	  "that a change in the machine's speed during the invocation falls on every cell "
+	  "alike (off: each cell's runs back to back, cell after cell)" },
 	{ "quiet", NULL, FLAG, AT(quiet), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
 	  "no progress on stderr (the progress line shows only on a terminal anyway)" },
 	{ "cpus", "LIST", TEXT, AT(cpus), NULL, 0, 0, NULL, MEMORY_CMDS,
@@ -262,8 +267,9 @@ static const struct command commands[MB_NCOMMANDS] = {
 	[MB_CMD_RUN] = { "run", "run the offload benchmark (the default command)",
 			 "Replays one rank's training step under CPU optimizer offload "
 			 "(backward stand-in, Muon apply, host optimizer, params back) on an "
-			 "OpenCL device, for each stage and variant asked, R runs of S steps "
-			 "each. Writes one CSV row per run and prints the reference's table; "
+			 "OpenCL device, for each cell asked (a stage, a variant and a value of "
+			 "each swept list), R runs of S steps each, the cells taking turns. "
+			 "Writes one CSV row per run and prints the reference's table; "
 			 "checks that every variant ends in the same state, bit for bit. A cell "
 			 "whose plan cannot fit the host or the device fails at once, saying "
 			 "what would fit." },
@@ -743,6 +749,7 @@ static int resolve(struct mb_args *args)
 	args->writeback_event = is(args->writeback_dep, "event");
 	args->fwd_bwd_on = is(args->fwd_bwd, "on");
 	args->fit_check_on = is(args->fit_check, "on");
+	args->interleave_on = is(args->interleave, "on");
 	args->numa_auto = is(args->numa, "auto");
 	args->gather_budget = args->gather_budgets.v[0];
 	args->sub_group_size = args->sub_group_sizes.v[0];

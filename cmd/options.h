@@ -93,7 +93,7 @@ struct mb_args {
 	const char *model, *config;
 	uint64_t layers;		    /* 0: all */
 	const char *stages;		    /* "2" or, for run, a list "1,2,3" */
-	struct mb_u64_list gather_budgets;  /* bytes; more than one: plan and predict sweep */
+	struct mb_u64_list gather_budgets;  /* bytes; more than one: run, plan and predict sweep */
 	struct mb_u64_list sub_group_sizes; /* elements; likewise */
 	uint64_t gather_budget;		    /* bytes: the first of gather_budgets */
 	uint64_t sub_group_size;	    /* elements: the first of sub_group_sizes */
@@ -120,6 +120,7 @@ struct mb_args {
 	uint64_t seq, micro_batch;
 	const char *fwd_bwd;			 /* on|off */
 	const char *fit_check;			 /* on|off */
+	const char *interleave;			 /* on|off */
 	const char *cpus, *membind, *numa, *out; /* numa: auto|off */
 	const char *tuning;			 /* off, auto or a file */
 	const char *time_budget;		 /* tune */
@@ -156,7 +157,7 @@ struct mb_args {
 	 * as bools, --stage as its stages in order (0 of them where the command
 	 * takes none).
 	 */
-	bool pin_memory_on, writeback_event, fwd_bwd_on, fit_check_on, numa_auto;
+	bool pin_memory_on, writeback_event, fwd_bwd_on, fit_check_on, interleave_on, numa_auto;
 	unsigned stage_list[3];
 	size_t nstages;
 

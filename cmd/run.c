@@ -1,6 +1,8 @@
 /*
- * run: the benchmark. For each stage and variant asked, R runs of S steps
- * (mb_run); one CSV row per run, appended as it finishes; the reference's
+ * run: the benchmark. For each cell asked (a stage, a variant, and a value of
+ * each list that --gather-budget and --sub-group-size sweep), R runs of S
+ * steps (mb_run), the cells taking turns run by run unless --interleave off;
+ * one CSV row per run, appended as it finishes; the reference's
  * table on stdout; and the checks: every run ends in the same state, and
  * the step-phase peak of the ledger is what the plan predicted. A cell whose
  * plan cannot fit the host and the device (mb_fit) is a failed row at once,
@@ -37,6 +39,15 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
+/* One cell of the grid: what its rows' figures depend on, and its prediction. */
+struct cell {
+	unsigned stage, variant;
+	uint64_t gather_budget, sub_group_size;
+	bool done;	/* unfit or failed: no more runs */
+	bool predicted; /* pred holds the model's figures */
+	struct mb_step_times pred;
+};
+
 /* What every row of this invocation shares. */
 struct grid {
 	const struct mb_args *args;
@@ -46,6 +57,8 @@ struct grid {
 	struct mb_fit_device fit; /* the device's figures, read once when it was opened */
 	unsigned stages[3], variants[MB_NVARIANTS];
 	size_t nstages, nvariants;
+	struct cell *cells; /* stage by stage, then budget, sub-group size and variant */
+	size_t ncells;
 	struct mb_run_settings run;
 	char out[4096];
 	bool out_existed;     /* else an empty one is removed if nothing could run */
@@ -363,69 +376,56 @@ static int save_row(struct grid *g, const struct mb_csv_row *row)
 	return g->fallback ? -MB_EFAIL : fall_back(g);
 }
 
-/* Run R runs of the cell now in g->run; append a row for each. */
-static int run_cell(struct grid *g)
+/* Run I (1-based) of cell C, which is now in g->run; append its row. */
+static int run_once(struct grid *g, struct cell *c, unsigned i)
 {
 	struct mb_csv_row *row = malloc(sizeof(*row));
 	struct mb_run_result *r = malloc(sizeof(*r));
-	struct mb_step_times pred;
-	unsigned i;
-	bool predicted;
-	int err = 0, run_err;
+	int err, run_err;
 
 	if (!row || !r) {
 		free(row);
 		free(r);
 		return mb_fail("out of host memory for a results row");
 	}
-	if ((err = predict_cell(g, &pred, &predicted))) {
-		free(row);
-		free(r);
-		return err;
-	}
-	for (i = 0; i < g->args->runs && !stop && !err; i++) {
-		g->cell_run = i + 1;
-		run_err = mb_run_once(&g->model, &g->run, &g->cl, &stop, r);
-		clear_progress(g);
-		fill_meta(g, row);
-		row->run = i + 1;
-		fill_results(row, r);
-		if (predicted)
-			fill_prediction(g, row, &pred);
-		if (run_err) {
-			snprintf(row->status, sizeof(row->status), "failed");
-			snprintf(row->reason, sizeof(row->reason), "%s", mb_errmsg());
-			fprintf(stderr, "muonbench: stage %u %s run %u failed: %s\n", g->cell_stage,
-				mb_variant_name(g->cell_variant), i + 1, mb_errmsg());
-			g->failed++;
-		} else if (r->interrupted) {
-			snprintf(row->status, sizeof(row->status), "interrupted");
-			snprintf(row->reason, sizeof(row->reason),
-				 "stopped by a signal after %u of %u steps", r->steps_done,
-				 g->run.steps);
-			g->interrupted++;
-		} else {
-			snprintf(row->status, sizeof(row->status), "ok");
-			check(g, r);
-			if (r->timing_error[0]) { /* the figures are right; some are missing */
-				snprintf(row->reason, sizeof(row->reason), "phase timings n/a: %s",
-					 r->timing_error);
-				fprintf(stderr, "muonbench: stage %u %s run %u: %s\n",
-					g->cell_stage, mb_variant_name(g->cell_variant), i + 1,
-					row->reason);
-				g->incomplete++;
-			}
-			if (!g->args->quiet)
-				fprintf(stderr,
-					"stage %u %-7s run %u/%llu: iteration %.4f s, apply %.4f s\n",
-					g->cell_stage, mb_variant_name(g->cell_variant), i + 1,
-					(unsigned long long)g->args->runs, r->iter_mean_s,
-					r->apply_mean_s);
+	g->cell_run = i;
+	run_err = mb_run_once(&g->model, &g->run, &g->cl, &stop, r);
+	clear_progress(g);
+	fill_meta(g, row);
+	row->run = i;
+	fill_results(row, r);
+	if (c->predicted)
+		fill_prediction(g, row, &c->pred);
+	if (run_err) {
+		snprintf(row->status, sizeof(row->status), "failed");
+		snprintf(row->reason, sizeof(row->reason), "%s", mb_errmsg());
+		fprintf(stderr, "muonbench: stage %u %s run %u failed: %s\n", g->cell_stage,
+			mb_variant_name(g->cell_variant), i, mb_errmsg());
+		g->failed++;
+		c->done = true; /* the other runs of a failed cell would fail alike */
+		g->steps_total -= (unsigned long)((g->args->runs - i) * g->args->steps);
+	} else if (r->interrupted) {
+		snprintf(row->status, sizeof(row->status), "interrupted");
+		snprintf(row->reason, sizeof(row->reason),
+			 "stopped by a signal after %u of %u steps", r->steps_done, g->run.steps);
+		g->interrupted++;
+	} else {
+		snprintf(row->status, sizeof(row->status), "ok");
+		check(g, r);
+		if (r->timing_error[0]) { /* the figures are right; some are missing */
+			snprintf(row->reason, sizeof(row->reason), "phase timings n/a: %s",
+				 r->timing_error);
+			fprintf(stderr, "muonbench: stage %u %s run %u: %s\n", g->cell_stage,
+				mb_variant_name(g->cell_variant), i, row->reason);
+			g->incomplete++;
 		}
-		err = save_row(g, row);
-		if (run_err)
-			break; /* the other runs of a failed cell would fail alike */
+		if (!g->args->quiet)
+			fprintf(stderr,
+				"stage %u %-7s run %u/%llu: iteration %.4f s, apply %.4f s\n",
+				g->cell_stage, mb_variant_name(g->cell_variant), i,
+				(unsigned long long)g->args->runs, r->iter_mean_s, r->apply_mean_s);
 	}
+	err = save_row(g, row);
 	free(row);
 	free(r);
 	return err;
@@ -497,20 +497,46 @@ static int report(const struct grid *g)
 	return g->nrows ? mb_report_rows(g->rows, g->nrows, g->args->format) : 0;
 }
 
-/* Every stage's plan, so that a bad budget is refused before any run. */
-static int check_plans(struct grid *g)
+/*
+ * The cells: each stage, with each value of the lists that its plan reads
+ * (the gather budget where the apply is batched, the sub-group size under
+ * ZeRO-3; the first value elsewhere, which does not change it), and each
+ * variant. Every plan is built once here, so that a bad budget is refused
+ * before any run.
+ */
+static int build_cells(struct grid *g)
 {
+	const struct mb_args *a = g->args;
+	size_t si, bi, gi, vi, nb, ng, n = 0;
 	struct mb_plan_settings set;
 	struct mb_plan plan;
-	size_t i;
 	int err;
 
-	for (i = 0; i < g->nstages; i++) {
-		mb_setup_plan_settings(g->args, g->stages[i], &set);
-		if ((err = mb_plan_build(&plan, &g->model, &set)))
-			return err;
-		mb_plan_release(&plan);
+	g->cells = calloc(g->nstages * a->gather_budgets.n * a->sub_group_sizes.n * g->nvariants,
+			  sizeof(*g->cells));
+	if (!g->cells)
+		return mb_fail("out of host memory for the cells");
+	for (si = 0; si < g->nstages; si++) {
+		mb_setup_plan_settings(a, g->stages[si], &set);
+		nb = mb_plan_batched(&set) ? a->gather_budgets.n : 1;
+		ng = set.stage == 3 ? a->sub_group_sizes.n : 1;
+		for (bi = 0; bi < nb; bi++)
+			for (gi = 0; gi < ng; gi++) {
+				set.gather_budget_bytes = a->gather_budgets.v[bi];
+				set.sub_group_size = a->sub_group_sizes.v[gi];
+				if ((err = mb_plan_build(&plan, &g->model, &set)))
+					return err;
+				mb_plan_release(&plan);
+				for (vi = 0; vi < g->nvariants; vi++)
+					g->cells[n++] = (struct cell){
+						.stage = set.stage,
+						.variant = g->variants[vi],
+						.gather_budget = set.gather_budget_bytes,
+						.sub_group_size = set.sub_group_size,
+					};
+			}
 	}
+	g->ncells = n;
 	return 0;
 }
 
@@ -556,7 +582,7 @@ static int setup(struct grid *g)
 				    (unsigned long long)g->args->steps);
 	if ((err = mb_setup_binding(g->args, &g->host)))
 		return err;
-	if ((err = mb_setup_model(g->args, &g->model)) || (err = check_plans(g)) ||
+	if ((err = mb_setup_model(g->args, &g->model)) || (err = build_cells(g)) ||
 	    (err = default_out(g)))
 		return err;
 	g->out_existed = !access(g->out, F_OK);
@@ -573,22 +599,60 @@ static int setup(struct grid *g)
 	return 0;
 }
 
+/* Cell C's settings into g->run, its plan's knobs as the cell has them. */
+static void select_cell(struct grid *g, const struct cell *c)
+{
+	g->cell_stage = c->stage;
+	g->cell_variant = c->variant;
+	mb_setup_plan_settings(g->args, c->stage, &g->run.step.plan);
+	g->run.step.plan.gather_budget_bytes = c->gather_budget;
+	g->run.step.plan.sub_group_size = c->sub_group_size;
+	g->run.step.variant = c->variant;
+}
+
+/*
+ * The first run of cell C, now in g->run: whether it fits (else its failed
+ * row, and no more runs), and its prediction.
+ */
+static int start_cell(struct grid *g, struct cell *c)
+{
+	bool fits;
+	int err;
+
+	if ((err = fit_cell(g, &fits)))
+		return err;
+	if (!fits) {
+		c->done = true;
+		return 0;
+	}
+	return predict_cell(g, &c->pred, &c->predicted);
+}
+
+/*
+ * Every run of every cell. Interleaved (the default), run 1 of each cell,
+ * then run 2 of each, and so on: a change in the machine's speed during the
+ * invocation falls on every cell alike instead of on the cells that ran
+ * then. Else each cell's runs back to back, cell after cell.
+ */
 static int run_grid(struct grid *g)
 {
-	size_t si, vi;
-	bool fits;
+	unsigned runs = (unsigned)g->args->runs;
+	unsigned rounds = g->args->interleave_on ? runs : 1, per = runs / rounds, r, k, i;
+	struct cell *c;
+	size_t ci;
 	int err = 0;
 
-	for (si = 0; si < g->nstages && !err && !stop; si++) {
-		for (vi = 0; vi < g->nvariants && !err && !stop; vi++) {
-			g->cell_stage = g->stages[si];
-			g->cell_variant = g->variants[vi];
-			mb_setup_plan_settings(g->args, g->cell_stage, &g->run.step.plan);
-			g->run.step.variant = g->cell_variant;
-			if (!(err = fit_cell(g, &fits)) && fits)
-				err = run_cell(g);
+	for (r = 0; r < rounds && !err && !stop; r++)
+		for (ci = 0; ci < g->ncells && !err && !stop; ci++) {
+			c = &g->cells[ci];
+			for (k = 1; k <= per && !c->done && !err && !stop; k++) {
+				i = r * per + k;
+				select_cell(g, c);
+				if (i == 1 && ((err = start_cell(g, c)) || c->done))
+					break;
+				err = run_once(g, c, i);
+			}
 		}
-	}
 	return err;
 }
 
@@ -653,12 +717,6 @@ int mb_cmd_run(const struct mb_args *args)
 
 	if (!g)
 		return mb_fail("out of host memory");
-	if (args->gather_budgets.n > 1 || args->sub_group_sizes.n > 1) {
-		free(g);
-		return mb_bad_input("--%s: run takes one value (plan and predict sweep a list)",
-				    args->gather_budgets.n > 1 ? "gather-budget"
-							       : "sub-group-size");
-	}
 	g->args = args;
 	g->run.steps = (unsigned)args->steps;
 	g->run.resume_at = (unsigned)args->resume_at;
@@ -682,8 +740,7 @@ int mb_cmd_run(const struct mb_args *args)
 	signal(SIGXFSZ, SIG_IGN); /* past a file size limit, a write fails: the fallback takes over
 				   */
 	if (!(err = setup(g))) {
-		g->steps_total =
-			(unsigned long)(g->nstages * g->nvariants * args->runs * args->steps);
+		g->steps_total = (unsigned long)(g->ncells * args->runs * args->steps);
 		err = run_grid(g);
 		if (!err)
 			err = report(g);
@@ -695,6 +752,7 @@ int mb_cmd_run(const struct mb_args *args)
 	}
 	mb_model_release(&g->model);
 	free(g->rows);
+	free(g->cells);
 	free(g);
 	return err;
 }

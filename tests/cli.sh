@@ -994,7 +994,31 @@ assert all(x["peak_step_bytes_sync"] < x["peak_step_bytes_overlap"] < x["peak_st
 else
 	report fail "plan: json is a list of the points' plans" "$(head -c 600 "$tmp/psw.json")"
 fi
-expect_error "run: one gather budget" 2 "--gather-budget: run takes one value (plan and predict sweep a list)" run --gather-budget 1Mi,2Mi
+# run sweeps the lists: a cell for each value its stage's plan reads (the
+# budget under ZeRO-1/2, the sub-group size under ZeRO-3), the cells taking
+# turns run by run; every cell in the same state, its peak the plan's
+sweep="--config tests/data/good/micro.json --fwd-bwd off --runs 2 --steps 3 --stage 2,3 --variant master,both --momentum-dtype fp32 --gather-budget 128Ki,256Ki --sub-group-size 2e4,1e9"
+# shellcheck disable=SC2086 # a list of options
+"$bin" run $sweep --out "$tmp/rsw.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+# shellcheck disable=SC2086
+"$bin" run $sweep --interleave off --out "$tmp/rsw-off.csv" >/dev/null 2>&1
+"$bin" compare "$tmp/rsw.csv" "$tmp/rsw-off.csv" >"$tmp/cmp" 2>&1
+cells() { # FILE: stage, variant, budget and sub-group of each row, in order
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		{ print $c["stage"], $c["variant"], $c["gather_budget_bytes"], $c["sub_group_size_elems"], $c["run"] }' "$1"
+}
+if [ "$rc" -eq 0 ] && grep -q "Final state, fp32 momentum, gram Newton-Schulz: bitwise identical over 16 runs" "$tmp/out" &&
+	[ "$(cells "$tmp/rsw.csv" | cut -d' ' -f5 | tr '\n' ' ')" = "1 1 1 1 1 1 1 1 2 2 2 2 2 2 2 2 " ] &&
+	[ "$(cells "$tmp/rsw-off.csv" | cut -d' ' -f5 | tr '\n' ' ')" = "1 2 1 2 1 2 1 2 1 2 1 2 1 2 1 2 " ] &&
+	[ "$(cells "$tmp/rsw.csv" | sed -n 1,8p | cut -d' ' -f1-4 | tr '\n' ';')" = "2 master 131072 20000;2 both 131072 20000;2 master 262144 20000;2 both 262144 20000;3 master 131072 20000;3 both 131072 20000;3 master 131072 1000000000;3 both 131072 1000000000;" ] &&
+	[ "$(cells "$tmp/rsw.csv" | sort | cut -d' ' -f1-4)" = "$(cells "$tmp/rsw-off.csv" | sort | cut -d' ' -f1-4)" ] &&
+	grep -q "8 cells matched" "$tmp/cmp" &&
+	[ "$(col "$tmp/rsw.csv" peak_step_bytes | sed -n 3p)" = "$("$bin" plan --config tests/data/good/micro.json --fwd-bwd off --momentum-dtype fp32 --gather-budget 256Ki --format csv | col /dev/stdin peak_step_bytes_sync)" ]; then
+	report ok "run: a list of budgets and sub-group sizes sweeps them, a cell a value, the cells taking turns"
+else
+	report fail "run: a list of budgets and sub-group sizes sweeps them, a cell a value, the cells taking turns" "exit $rc: $(cat "$tmp/err" "$tmp/cmp"; cells "$tmp/rsw.csv"; cells "$tmp/rsw-off.csv")"
+fi
 expect_error "plan: a bad value in a sweep" 2 "--sub-group-size" plan --stage 3 --sub-group-size 1e9,x
 "$bin" predict --stage 2,3 --format csv --pageable-gbs 5,10 >"$tmp/pcsv"
 if [ "$(wc -l <"$tmp/pcsv")" -eq 21 ] && head -1 "$tmp/pcsv" | grep -q "^profile,model,sweep_option,sweep_value,stage,variant,iter_mean_s,apply_mean_s,peak_step_bytes," &&
