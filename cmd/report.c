@@ -12,6 +12,7 @@
 #include "mb_err.h"
 #include "mb_num.h"
 #include "mb_phase.h"
+#include "mb_plan.h"
 #include "mb_results.h"
 #include "mb_variant.h"
 #include "print.h"
@@ -302,7 +303,95 @@ static void md_failures(const struct mb_table *t)
 	}
 }
 
-static void print_md(const struct mb_table *t, size_t nt)
+/* A cell of a sweep's trade-off table, and the table that holds it. */
+struct point {
+	const struct mb_table *t;
+	const struct mb_cell *c;
+};
+
+static int point_rank(const struct point *p)
+{
+	int v = mb_variant_find(p->c->variant, strlen(p->c->variant));
+
+	return v < 0 ? MB_NVARIANTS : v;
+}
+
+/* By stage, gather budget, sub-group size, then variant. */
+static int cmp_point(const void *x, const void *y)
+{
+	const struct point *a = x, *b = y;
+	const struct mb_csv_row *ra = a->t->first, *rb = b->t->first;
+
+	if (a->c->stage != b->c->stage)
+		return a->c->stage < b->c->stage ? -1 : 1;
+	if (ra->gather_budget_bytes != rb->gather_budget_bytes)
+		return ra->gather_budget_bytes < rb->gather_budget_bytes ? -1 : 1;
+	if (ra->sub_group_size_elems != rb->sub_group_size_elems)
+		return ra->sub_group_size_elems < rb->sub_group_size_elems ? -1 : 1;
+	return point_rank(a) - point_rank(b);
+}
+
+/* One row of the trade-off table; a knob that the cell's stage does not read is "-". */
+static void md_point(const struct point *p)
+{
+	const struct mb_csv_row *r = p->t->first;
+	bool budget = p->c->stage != 3 ||
+		      !strcmp(r->zero3_apply, mb_zero3_apply_names[MB_Z3_BATCHED]);
+	char a[32] = "-", b[32] = "-", it[32], ap[32], pk[32];
+
+	if (budget)
+		mb_fmt_bytes_iec(a, sizeof(a), r->gather_budget_bytes);
+	if (p->c->stage == 3)
+		mb_fmt_count(b, sizeof(b), r->sub_group_size_elems);
+	printf("| %s | %s | %u | %s | %s | %s s | %s |\n", a, b, p->c->stage, p->c->variant,
+	       mb_fmt_secs(it, sizeof(it), p->c->iter_mean_s),
+	       mb_fmt_secs(ap, sizeof(ap), p->c->apply_mean_s),
+	       mb_fmt_peak(pk, sizeof(pk), p->c->peak_step_bytes));
+}
+
+/*
+ * Where tables are the points of one sweep (the same but for the gather
+ * budget or the sub-group size: run with a list), their cells that ran in
+ * one table after them, the memory-speed trade-off the sweep measured.
+ */
+static int md_tradeoffs(const struct mb_table *t, size_t nt)
+{
+	struct point *p;
+	size_t k, j, i, n, tables;
+
+	for (k = 0; k < nt; k++) {
+		for (j = 0; j < k && !mb_results_same_but_swept(t[j].first, t[k].first); j++)
+			;
+		if (j < k)
+			continue; /* told with its sweep's first table */
+		for (tables = 0, n = 0, j = k; j < nt; j++)
+			if (mb_results_same_but_swept(t[k].first, t[j].first)) {
+				tables++;
+				n += t[j].ncells;
+			}
+		if (tables < 2)
+			continue;
+		if (!(p = malloc(n * sizeof(*p))))
+			return mb_fail("out of host memory for a trade-off table");
+		for (n = 0, j = k; j < nt; j++)
+			for (i = 0; i < t[j].ncells; i++)
+				if (t[j].cells[i].nruns &&
+				    mb_results_same_but_swept(t[k].first, t[j].first))
+					p[n++] = (struct point){ &t[j], &t[j].cells[i] };
+		qsort(p, n, sizeof(*p), cmp_point);
+		printf("\n## The trade-off: %s, every point of the sweep (means of the runs, the "
+		       "step peak measured)\n\n"
+		       "| --gather-budget | --sub-group-size | ZeRO | Variant | Iteration mean | "
+		       "Muon apply mean | Step peak |\n|---|---|---|---|---|---|---|\n",
+		       t[k].first->model);
+		for (i = 0; i < n; i++)
+			md_point(&p[i]);
+		free(p);
+	}
+	return 0;
+}
+
+static int print_md(const struct mb_table *t, size_t nt)
 {
 	size_t k;
 
@@ -320,6 +409,7 @@ static void print_md(const struct mb_table *t, size_t nt)
 		md_predicted(&t[k]);
 		md_bus(&t[k]);
 	}
+	return md_tradeoffs(t, nt);
 }
 
 /* The metadata of a flat row: device, driver, host, model, quoted. */
@@ -406,7 +496,7 @@ int mb_report_rows(const struct mb_csv_row *rows, size_t n, const char *format)
 	if ((err = mb_results_gather(rows, n, &tables, &nt)))
 		return err;
 	if (!strcmp(format, "md"))
-		print_md(tables, nt);
+		err = print_md(tables, nt);
 	else
 		print_flat(tables, nt, !strcmp(format, "json"));
 	mb_results_release(tables, nt);
@@ -466,7 +556,7 @@ int mb_cmd_report(const struct mb_args *args)
 		err = mb_bad_input("no rows in %s",
 				   args->nfiles > 1 ? "these files" : args->files[0]);
 	else if (!strcmp(args->format, "md"))
-		print_md(tables, nt);
+		err = print_md(tables, nt);
 	else
 		print_flat(tables, nt, !strcmp(args->format, "json"));
 	mb_results_release(tables, nt);

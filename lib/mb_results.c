@@ -34,15 +34,20 @@ const char *mb_results_params_back_setting(const struct mb_csv_row *r)
 }
 
 /* The knobs: what a cell's figures depend on, the device aside. */
-#define KNOB(name, text)                                             \
-	{                                                            \
-#name, offsetof(struct mb_csv_row, name), text, NULL \
+#define KNOB(name, text)                                                    \
+	{                                                                   \
+#name, offsetof(struct mb_csv_row, name), text, NULL, false \
+	}
+#define SWEPT(name)                                                         \
+	{                                                                   \
+#name, offsetof(struct mb_csv_row, name), false, NULL, true \
 	}
 static const struct {
 	const char *name;
 	size_t offset;
 	bool text;					   /* else uint64_t */
 	const char *(*setting)(const struct mb_csv_row *); /* text compared, if not the column's */
+	bool swept; /* a list of run, plan, predict sweeps it */
 } knobs[] = {
 	KNOB(model, true),
 	KNOB(layers, false),
@@ -50,19 +55,19 @@ static const struct {
 	KNOB(steps, false),
 	KNOB(measure_first, false),
 	KNOB(measure_last, false),
-	KNOB(gather_budget_bytes, false),
-	KNOB(sub_group_size_elems, false),
+	SWEPT(gather_budget_bytes),
+	SWEPT(sub_group_size_elems),
 	KNOB(pin_memory, true),
 	KNOB(writeback_dep, true),
 	KNOB(param_order, true),
 	{ "momentum_dtype", offsetof(struct mb_csv_row, momentum_dtype), true,
-	  mb_results_momentum_setting },
+	  mb_results_momentum_setting, false },
 	KNOB(ns_method, true),
 	KNOB(pin_chunk_bytes, false),
 	KNOB(reduce_bucket_size, false),
 	KNOB(grad_clip, true),
 	{ "params_back", offsetof(struct mb_csv_row, params_back), true,
-	  mb_results_params_back_setting },
+	  mb_results_params_back_setting, false },
 	KNOB(zero3_apply, true),
 	KNOB(fwd_bwd, true),
 	KNOB(seq, false),
@@ -71,9 +76,11 @@ static const struct {
 	KNOB(resume_at, false),
 };
 #undef KNOB
+#undef SWEPT
 
-size_t mb_results_knob_differences(const struct mb_csv_row *a, const struct mb_csv_row *b,
-				   char *buf, size_t len)
+/* The knobs that differ between A and B, as mb_results_knob_differences; the swept too if ALL. */
+static size_t differences(const struct mb_csv_row *a, const struct mb_csv_row *b, bool all,
+			  char *buf, size_t len)
 {
 	size_t i, n = 0, used = 0;
 
@@ -85,6 +92,8 @@ size_t mb_results_knob_differences(const struct mb_csv_row *a, const struct mb_c
 		uint64_t ua, ub;
 		int w = 0;
 
+		if (knobs[i].swept && !all)
+			continue;
 		if (knobs[i].text) {
 			if (knobs[i].setting) {
 				pa = knobs[i].setting(a);
@@ -111,9 +120,15 @@ size_t mb_results_knob_differences(const struct mb_csv_row *a, const struct mb_c
 	return n;
 }
 
+size_t mb_results_knob_differences(const struct mb_csv_row *a, const struct mb_csv_row *b,
+				   char *buf, size_t len)
+{
+	return differences(a, b, true, buf, len);
+}
+
 bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b)
 {
-	return !mb_results_knob_differences(a, b, NULL, 0);
+	return !differences(a, b, true, NULL, 0);
 }
 
 /*
@@ -127,11 +142,22 @@ bool mb_results_same_device(const struct mb_csv_row *a, const struct mb_csv_row 
 	       !strcmp(a->tuning_match, b->tuning_match);
 }
 
-static bool comparable(const struct mb_csv_row *a, const struct mb_csv_row *b)
+/* Whether A and B ran on the same device, tuning, host and binding. */
+static bool same_place(const struct mb_csv_row *a, const struct mb_csv_row *b)
 {
 	return mb_results_same_device(a, b) && !strcmp(a->host, b->host) &&
 	       !strcmp(a->cpus, b->cpus) && !strcmp(a->mems, b->mems) &&
-	       !strcmp(a->binding, b->binding) && mb_results_same_knobs(a, b);
+	       !strcmp(a->binding, b->binding);
+}
+
+static bool comparable(const struct mb_csv_row *a, const struct mb_csv_row *b)
+{
+	return same_place(a, b) && mb_results_same_knobs(a, b);
+}
+
+bool mb_results_same_but_swept(const struct mb_csv_row *a, const struct mb_csv_row *b)
+{
+	return same_place(a, b) && !differences(a, b, false, NULL, 0);
 }
 
 static int variant_rank(const char *v)

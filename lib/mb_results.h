@@ -99,6 +99,13 @@ const char *mb_results_params_back_setting(const struct mb_csv_row *r);
 bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b);
 
 /*
+ * Whether A and B are points of one sweep: the same device, tuning, host and
+ * binding, and the same knobs but those that a list sweeps (the gather
+ * budget, the sub-group size).
+ */
+bool mb_results_same_but_swept(const struct mb_csv_row *a, const struct mb_csv_row *b);
+
+/*
  * How many knobs (the model among them) differ between A and B, each as
  * "NAME A -> B" into BUF (LEN bytes, "; "-separated; may be NULL with LEN 0).
  */

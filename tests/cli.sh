@@ -1019,6 +1019,16 @@ if [ "$rc" -eq 0 ] && grep -q "Final state, fp32 momentum, gram Newton-Schulz: b
 else
 	report fail "run: a list of budgets and sub-group sizes sweeps them, a cell a value, the cells taking turns" "exit $rc: $(cat "$tmp/err" "$tmp/cmp"; cells "$tmp/rsw.csv"; cells "$tmp/rsw-off.csv")"
 fi
+"$bin" report "$tmp/rsw.csv" >"$tmp/rsw.md"
+"$bin" report "$tmp/all.csv" >"$tmp/all.md"
+if [ "$(grep -c '^## The trade-off: micro, every point of the sweep' "$tmp/rsw.md")" -eq 2 ] &&
+	[ "$(sed -n '/^## The trade-off/,$p' "$tmp/rsw.md" | grep -c '^| [0-9-][^-]')" -eq 8 ] &&
+	grep -q "^| 256 KiB | - | 2 | both | .* | .* s | 897 KiB |$" "$tmp/rsw.md" &&
+	grep -q "^| - | 20.0 K | 3 | master | " "$tmp/rsw.md" && ! grep -q "trade-off" "$tmp/all.md"; then
+	report ok "report: the points of a sweep in one trade-off table (a stage's knob it does not read is -)"
+else
+	report fail "report: the points of a sweep in one trade-off table" "$(sed -n '/^## The trade-off/,$p' "$tmp/rsw.md")"
+fi
 expect_error "plan: a bad value in a sweep" 2 "--sub-group-size" plan --stage 3 --sub-group-size 1e9,x
 "$bin" predict --stage 2,3 --format csv --pageable-gbs 5,10 >"$tmp/pcsv"
 if [ "$(wc -l <"$tmp/pcsv")" -eq 21 ] && head -1 "$tmp/pcsv" | grep -q "^profile,model,sweep_option,sweep_value,stage,variant,iter_mean_s,apply_mean_s,peak_step_bytes," &&
