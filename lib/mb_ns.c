@@ -125,6 +125,7 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 	    (err = mb_cl_kernel(cl, "cast_bf16", &ns->cast_bf16)) ||
 	    (err = mb_cl_kernel(cl, "widen_bf16", &ns->widen_bf16)) ||
 	    (err = mb_cl_kernel(cl, "sumsq_partial", &ns->sumsq)) ||
+	    (err = mb_cl_kernel(cl, "sumsq_runs", &ns->sumsq_runs)) ||
 	    (err = mb_cl_kernel(cl, "norm_finish", &ns->finish)) ||
 	    (err = mb_cl_kernel(cl, "ns_load", &ns->load)) ||
 	    (err = mb_cl_kernel(cl, "ns_store", &ns->store)) ||
@@ -361,10 +362,13 @@ static int check_reserved(const struct mb_ns *ns, uint64_t rows, uint64_t cols)
 		       (unsigned long long)cols);
 }
 
-/* Enqueue elementwise KERNEL (named NAME, work-groups of LOCAL) on Y[YOFF + i] from X[XOFF + i], i
- * < N. */
-static int convert(struct mb_ns *ns, cl_kernel kernel, size_t local, const char *name, cl_mem x,
-		   uint64_t xoff, cl_mem y, uint64_t yoff, uint64_t n, cl_event *ev)
+/*
+ * Enqueue on Q elementwise KERNEL (named NAME, work-groups of LOCAL) on Y[YOFF + i] from X[XOFF +
+ * i], i < N.
+ */
+static int convert(struct mb_ns *ns, cl_command_queue q, cl_kernel kernel, size_t local,
+		   const char *name, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff, uint64_t n,
+		   cl_event *ev)
 {
 	cl_ulong xo = xoff, yo = yoff, count = n;
 	size_t global = mb_cl_round_up(n, local);
@@ -376,36 +380,38 @@ static int convert(struct mb_ns *ns, cl_kernel kernel, size_t local, const char 
 		return 0;
 	st = set_args(kernel, 5, ARG(x), ARG(xo), ARG(y), ARG(yo), ARG(count));
 	if (st == CL_SUCCESS)
-		st = clEnqueueNDRangeKernel(ns->cl->compute, kernel, 1, NULL, &global, &local, 0,
-					    NULL, ev);
+		st = clEnqueueNDRangeKernel(q, kernel, 1, NULL, &global, &local, 0, NULL, ev);
 	return mb_cl_check(ns->cl, st, name, "%llu elements", (unsigned long long)n);
 }
 
 int mb_ns_cast_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff, uint64_t n,
 		    cl_event *ev)
 {
-	return convert(ns, ns->cast_bf16, ns->cast_local, "cast_bf16", x, xoff, y, yoff, n, ev);
+	return convert(ns, ns->cl->compute, ns->cast_bf16, ns->cast_local, "cast_bf16", x, xoff, y,
+		       yoff, n, ev);
 }
 
-int mb_ns_widen_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff, uint64_t n)
+int mb_ns_widen_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t xoff, cl_mem y,
+		     uint64_t yoff, uint64_t n)
 {
-	return convert(ns, ns->widen_bf16, ns->widen_local, "widen_bf16", x, xoff, y, yoff, n,
+	return convert(ns, q, ns->widen_bf16, ns->widen_local, "widen_bf16", x, xoff, y, yoff, n,
 		       NULL);
 }
 
-int mb_ns_sumsq(struct mb_ns *ns, cl_mem x, uint64_t off, uint64_t n, cl_mem partial,
-		uint64_t part_off)
+int mb_ns_sumsq(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t off, uint64_t n,
+		cl_mem partial, uint64_t part_off)
 {
 	size_t global = MB_NS_PARTIALS * ns->reduce_local;
-	cl_ulong xoff = off, count = n, poff = part_off;
+	bool cpu = !strcmp(ns->cl->info.type, "CPU");
+	cl_ulong xoff = off, count = n, poff = part_off, span = cpu ? (n + global - 1) / global : 1;
 	cl_int st;
 
-	st = set_args(ns->sumsq, 6, ARG(x), ARG(xoff), ARG(count), ARG(partial), ARG(poff),
-		      ns->reduce_local * sizeof(float), (const void *)NULL);
+	st = set_args(ns->sumsq_runs, 7, ARG(x), ARG(xoff), ARG(count), ARG(partial), ARG(poff),
+		      ARG(span), ns->reduce_local * sizeof(float), (const void *)NULL);
 	if (st == CL_SUCCESS)
-		st = clEnqueueNDRangeKernel(ns->cl->compute, ns->sumsq, 1, NULL, &global,
-					    &ns->reduce_local, 0, NULL, NULL);
-	return mb_cl_check(ns->cl, st, "sumsq_partial", "%llu elements", (unsigned long long)n);
+		st = clEnqueueNDRangeKernel(q, ns->sumsq_runs, 1, NULL, &global, &ns->reduce_local,
+					    0, NULL, NULL);
+	return mb_cl_check(ns->cl, st, "sumsq_runs", "%llu elements", (unsigned long long)n);
 }
 
 /* Workspace[scratch + PARTIALS] = 1 / (|in|_F + eps); the first command's event into *EV. */
@@ -585,8 +591,9 @@ int mb_ns_momentum_bf16(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem
 void mb_ns_release(struct mb_ns *ns)
 {
 	cl_kernel *k[] = {
-		&ns->momentum, &ns->momentum_bf16, &ns->cast_bf16, &ns->widen_bf16, &ns->sumsq,
-		&ns->finish,   &ns->load,	   &ns->store,	   &ns->stamp,	    &ns->diagonal,
+		&ns->momentum, &ns->momentum_bf16, &ns->cast_bf16, &ns->widen_bf16,
+		&ns->sumsq,    &ns->sumsq_runs,	   &ns->finish,	   &ns->load,
+		&ns->store,    &ns->stamp,	   &ns->diagonal,
 	};
 	size_t i;
 

@@ -88,8 +88,8 @@ struct mb_ns {
 	 * (gram's, after a reserve for standard) is refused.
 	 */
 	enum mb_ns_method method;
-	cl_kernel momentum, momentum_bf16, cast_bf16, widen_bf16, sumsq, finish, load, store, stamp,
-		diagonal;
+	cl_kernel momentum, momentum_bf16, cast_bf16, widen_bf16, sumsq, sumsq_runs, finish, load,
+		store, stamp, diagonal;
 	size_t reduce_local; /* work-group size of the norm's reduction (a power of two) */
 	size_t momentum_local, momentum_bf16_local, cast_local, widen_local; /* and of the others */
 	size_t load_local[2], store_local[2], diagonal_local;
@@ -166,17 +166,23 @@ int mb_ns_momentum_bf16(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem
 int mb_ns_cast_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff, uint64_t n,
 		    cl_event *ev);
 
-/* The other way: Y[YOFF + i] = X[XOFF + i] from bf16 to fp32 (XOFF counts bf16 elements). */
-int mb_ns_widen_bf16(struct mb_ns *ns, cl_mem x, uint64_t xoff, cl_mem y, uint64_t yoff,
-		     uint64_t n);
+/*
+ * The other way, on queue Q: Y[YOFF + i] = X[XOFF + i] from bf16 to fp32
+ * (XOFF counts bf16 elements).
+ */
+int mb_ns_widen_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t xoff, cl_mem y,
+		     uint64_t yoff, uint64_t n);
 
 /*
- * Enqueue on the compute queue the sum of squares of X[OFF .. OFF+N) in
+ * Enqueue on queue Q the sum of squares of X[OFF .. OFF+N) in
  * MB_NS_PARTIALS partial sums, into PARTIAL at element PART_OFF (a gradient
- * norm, as DeepSpeed takes one of the grads in the backward).
+ * norm, as DeepSpeed takes one of the grads in the backward). On a CPU
+ * device each work-item sums one contiguous run, on others the elements a
+ * global size apart: the sums' order, and so their last bits, depend on the
+ * device type (Newton-Schulz's own norm keeps one order everywhere).
  */
-int mb_ns_sumsq(struct mb_ns *ns, cl_mem x, uint64_t off, uint64_t n, cl_mem partial,
-		uint64_t part_off);
+int mb_ns_sumsq(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t off, uint64_t n,
+		cl_mem partial, uint64_t part_off);
 
 /* Release the kernels and the buffers (through the ledger). */
 void mb_ns_release(struct mb_ns *ns);

@@ -483,8 +483,8 @@ static int backward_bucket(struct mb_state *s, cl_mem buf, cl_mem bf16, uint64_t
 	     (err = host_copy(s, true, s->cl->compute, bf16, 0, &s->grads_bf16, 2 * off, 2 * len, 0,
 			      NULL, NULL, K_H2D, NULL, "bf16 gradients back to the device"))))
 		return err;
-	if ((err = mb_ns_widen_bf16(&s->ns, bf16, 0, buf, 0, len)) ||
-	    (err = mb_ns_sumsq(&s->ns, buf, 0, len, sums, k * MB_NS_PARTIALS)))
+	if ((err = mb_ns_widen_bf16(&s->ns, s->cl->compute, bf16, 0, buf, 0, len)) ||
+	    (err = mb_ns_sumsq(&s->ns, s->cl->compute, buf, 0, len, sums, k * MB_NS_PARTIALS)))
 		return err;
 	return host_copy(s, false, s->cl->compute, buf, 0, &s->grads, 4 * off, 4 * len, 0, NULL,
 			 NULL, K_D2H, NULL, "gradients to the host");
