@@ -404,11 +404,14 @@ static void md_peak(const struct mb_plan *p)
 	printf("The same resident buffers and workspace, with the synthetic "
 	       "forward/backward's fp32 activations and weights (%s; --seq x --micro-batch), "
 	       "and in the backward the gradient bucket of %s (fp32, --reduce-bucket-size, at "
-	       "most the model) and its bf16 twin of %s (%s) after them.\n\n",
+	       "most the model) and its bf16 twin of %s (%s) %s.\n\n",
 	       p->set.tokens ? "on" : "off: --fwd-bwd off",
 	       mb_fmt_bytes_iec(a, sizeof(a), p->bucket_bytes),
 	       mb_fmt_bytes_iec(b, sizeof(b), p->bucket_bf16_bytes),
-	       p->set.stage == 3 ? "the grads back from the host" : "DeepSpeed's reduce bucket");
+	       p->set.stage == 3 ? "the grads back from the host" : "DeepSpeed's reduce bucket",
+	       p->set.tokens && mb_plan_reduce_overlaps(&p->set)
+		       ? "with them (reduced during the backward's GEMMs, overlap_comm)"
+		       : "after them");
 	printf("| phase | bytes | |\n|---|---:|---:|\n");
 	if (p->set.tokens)
 		printf("| forward | %s | %s |\n", grouped(a, sizeof(a), p->peak_forward_bytes),

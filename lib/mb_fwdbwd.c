@@ -336,7 +336,12 @@ static int forward(struct pass *p)
 	return mb_cl_check(p->cl, clFinish(p->cl->compute), "clFinish", "forward");
 }
 
-static int backward(struct pass *p)
+static int stage_done(const struct mb_fwdbwd_hook *hook, unsigned stage)
+{
+	return hook ? hook->stage_done(hook->arg, stage) : 0;
+}
+
+static int backward(struct pass *p, const struct mb_fwdbwd_hook *hook)
 {
 	unsigned l;
 	int err;
@@ -344,17 +349,18 @@ static int backward(struct pass *p)
 	mb_ledger_phase(p->ledger, "backward");
 	if ((err = alloc_buffers(p, true)) || (err = zero(p, p->dy, p->t * p->max_rows)))
 		return err;
-	if (p->head && (err = backward_layer(p, -1)))
+	if ((p->head && (err = backward_layer(p, -1))) || (err = stage_done(hook, p->m->layers)))
 		return err;
 	for (l = p->m->layers; l-- > 0;)
 		if ((err = checkpoint(p, l, false)) || (err = forward_layer(p, (int)l)) ||
-		    (err = backward_layer(p, (int)l)))
+		    (err = backward_layer(p, (int)l)) || (err = stage_done(hook, l)))
 			return err;
 	return mb_cl_check(p->cl, clFinish(p->cl->compute), "clFinish", "backward");
 }
 
 int mb_fwdbwd_run(const struct mb_model *m, uint64_t tokens, const struct mb_cl *cl,
-		  struct mb_ledger *ledger, double *forward_s, double *backward_s)
+		  struct mb_ledger *ledger, const struct mb_fwdbwd_hook *hook, double *forward_s,
+		  double *backward_s)
 {
 	struct pass p = { .m = m, .cl = cl, .ledger = ledger, .t = tokens };
 	cl_mem *bufs[] = { &p.x, &p.y, &p.w, &p.dx, &p.dy, &p.dw, &p.ckpt, &p.temp };
@@ -366,7 +372,7 @@ int mb_fwdbwd_run(const struct mb_model *m, uint64_t tokens, const struct mb_cl 
 	if (!(err = measure(&p, true)) && !(err = forward(&p))) {
 		t1 = mb_now_s();
 		*forward_s = t1 - t0;
-		if (!(err = backward(&p)))
+		if (!(err = backward(&p, hook)))
 			*backward_s = mb_now_s() - t1;
 	}
 	if (err)
@@ -422,34 +428,74 @@ uint64_t mb_fwdbwd_bytes(const struct mb_model *m, uint64_t tokens, uint64_t *la
 	return sum;
 }
 
+/* The output head: lm_head, else the tied embedding (NULL: none), as measure() finds it. */
+static const struct mb_param *head_of(const struct mb_model *m)
+{
+	const struct mb_param *head = NULL;
+	size_t i;
+
+	for (i = 0; i < m->nparams; i++) {
+		const struct mb_param *w = &m->params[i];
+
+		if (w->ndim == 2 && w->layer < 0 &&
+		    (strstr(w->name, "lm_head") || (!head && strstr(w->name, "embed"))))
+			head = w;
+	}
+	return head;
+}
+
+static double gemm_flops(uint64_t tokens, const struct mb_param *w)
+{
+	return 2.0 * (double)tokens * (double)w->rows * (double)w->cols;
+}
+
 void mb_fwdbwd_flops(const struct mb_model *m, uint64_t tokens, double *forward, double *backward,
 		     size_t *nforward, size_t *nbackward)
 {
-	const struct mb_param *head = NULL;
+	const struct mb_param *head = head_of(m);
 	size_t i;
 
 	*forward = *backward = 0;
 	*nforward = *nbackward = 0;
 	for (i = 0; i < m->nparams; i++) {
 		const struct mb_param *w = &m->params[i];
-		double one = 2.0 * (double)tokens * (double)w->rows * (double)w->cols;
 
-		if (w->ndim == 2 && w->layer < 0 &&
-		    (strstr(w->name, "lm_head") || (!head && strstr(w->name, "embed"))))
-			head = w;
 		if (!in_pass(w))
 			continue;
-		*forward += one;
-		*backward += 3 * one; /* the forward again, dX, dW */
+		*forward += gemm_flops(tokens, w);
+		*backward += 3 * gemm_flops(tokens, w); /* the forward again, dX, dW */
 		*nforward += 1;
 		*nbackward += 3;
 	}
 	if (head) {
-		double one = 2.0 * (double)tokens * (double)head->rows * (double)head->cols;
-
-		*forward += one;
-		*backward += 2 * one;
+		*forward += gemm_flops(tokens, head);
+		*backward += 2 * gemm_flops(tokens, head);
 		*nforward += 1;
 		*nbackward += 2;
+	}
+}
+
+void mb_fwdbwd_stage_flops(const struct mb_model *m, uint64_t tokens, unsigned stage, double *flops,
+			   size_t *ngemms)
+{
+	const struct mb_param *head = head_of(m);
+	size_t i;
+
+	*flops = 0;
+	*ngemms = 0;
+	if (stage >= m->layers) {
+		if (head) {
+			*flops = 2 * gemm_flops(tokens, head);
+			*ngemms = 2;
+		}
+		return;
+	}
+	for (i = 0; i < m->nparams; i++) {
+		const struct mb_param *w = &m->params[i];
+
+		if (!in_pass(w) || w->layer != (int)stage)
+			continue;
+		*flops += 3 * gemm_flops(tokens, w);
+		*ngemms += 3;
 	}
 }

@@ -35,12 +35,25 @@
 uint64_t mb_fwdbwd_chunk_tokens(uint64_t tokens, uint64_t rows, uint64_t cols);
 
 /*
- * Run forward then backward for TOKENS tokens; host-clock seconds of each.
+ * What the backward calls as it goes (mb_plan_bucket_stage's stages): once
+ * it has enqueued the head's GEMMs, STAGE m->layers, then once it has
+ * enqueued layer L's, STAGE L, down to 0; then it waits for the compute
+ * queue. A nonzero return stops the pass with that error.
+ */
+struct mb_fwdbwd_hook {
+	int (*stage_done)(void *arg, unsigned stage);
+	void *arg;
+};
+
+/*
+ * Run forward then backward for TOKENS tokens; host-clock seconds of each
+ * (the backward's with what HOOK, when not NULL, enqueues and waits for).
  * A layer that mb_fwdbwd_chunk_tokens cannot cut is -MB_EFAIL before
  * anything is allocated (and by mb_fwdbwd_reserve).
  */
 int mb_fwdbwd_run(const struct mb_model *m, uint64_t tokens, const struct mb_cl *cl,
-		  struct mb_ledger *ledger, double *forward_s, double *backward_s);
+		  struct mb_ledger *ledger, const struct mb_fwdbwd_hook *hook, double *forward_s,
+		  double *backward_s);
 
 /*
  * Reserve every device buffer the pass will allocate for TOKENS tokens, in
@@ -71,5 +84,13 @@ uint64_t mb_fwdbwd_bytes(const struct mb_model *m, uint64_t tokens, uint64_t *la
  */
 void mb_fwdbwd_flops(const struct mb_model *m, uint64_t tokens, double *forward, double *backward,
 		     size_t *nforward, size_t *nbackward);
+
+/*
+ * The backward's FLOPs of one stage (as struct mb_fwdbwd_hook numbers them:
+ * m->layers the head, L layer L, its forward again included) into *flops,
+ * its GEMM calls into *ngemms. They add up to mb_fwdbwd_flops' backward.
+ */
+void mb_fwdbwd_stage_flops(const struct mb_model *m, uint64_t tokens, unsigned stage, double *flops,
+			   size_t *ngemms);
 
 #endif

@@ -337,7 +337,11 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 		plan->peak_forward_bytes = plan->set.tokens ? sat_add(base, fwd) : 0;
 		uint64_t bucket = plan->bucket_bytes + plan->bucket_bf16_bytes + plan->norm_bytes;
 
-		plan->peak_backward_bytes = sat_add(base, all > bucket ? all : bucket);
+		plan->peak_backward_bytes =
+			sat_add(base, plan->set.tokens && mb_plan_reduce_overlaps(&plan->set)
+					      ? sat_add(all, bucket)
+				      : all > bucket ? all
+						     : bucket);
 	}
 	plan->peak_step_bytes_sync = plan->resident_bytes + plan->ds_buffer_bytes +
 				     plan->apply_bytes_sync + plan->ns_workspace_bytes;
@@ -345,6 +349,31 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 					plan->apply_bytes_overlap + plan->ns_workspace_bytes;
 	plan->peak_step_bytes_pipeline = plan->resident_bytes + plan->ds_buffer_bytes +
 					 plan->apply_bytes_pipeline + plan->ns_workspace_bytes;
+}
+
+uint64_t mb_plan_nbuckets(const struct mb_plan *plan, const struct mb_model *m)
+{
+	return plan->bucket_elems ? div_up(m->numel_total, plan->bucket_elems) : 0;
+}
+
+unsigned mb_plan_bucket_stage(const struct mb_plan *plan, const struct mb_model *m, uint64_t k)
+{
+	uint64_t lo = k * plan->bucket_elems, hi = lo + plan->bucket_elems, off = 0;
+	unsigned stage = m->layers;
+	bool after_layers = false;
+	size_t i;
+
+	for (i = 0; i < m->nparams && off < hi; i++) {
+		const struct mb_param *p = &m->params[i];
+		uint64_t n = mb_param_numel(p);
+		unsigned at = p->layer >= 0 ? (unsigned)p->layer : after_layers ? m->layers : 0;
+
+		after_layers = after_layers || p->layer >= 0;
+		if (off + n > lo && at < stage)
+			stage = at;
+		off += n;
+	}
+	return stage;
 }
 
 static int check_settings(const struct mb_plan_settings *s)

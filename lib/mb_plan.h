@@ -179,7 +179,9 @@ struct mb_plan {
 	 * Device bytes of the forward and the backward, CLBlast's temporaries
 	 * aside: the resident buffers and the workspace, plus the forward's
 	 * activations (0 without tokens), or in the backward the larger of all
-	 * the forward/backward's buffers and the gradient bucket.
+	 * the forward/backward's buffers and the gradient bucket; both at once
+	 * where the buckets are reduced during the backward's GEMMs
+	 * (mb_plan_reduce_overlaps).
 	 */
 	uint64_t peak_forward_bytes, peak_backward_bytes;
 };
@@ -209,6 +211,33 @@ static inline uint64_t mb_plan_batch_bytes(const struct mb_plan *plan, uint64_t 
 	return plan->set.stage == 3 ? mb_plan_subgroup_bytes(plan, numel)
 				    : mb_plan_gathered_bytes(plan, numel);
 }
+
+/*
+ * Whether the backward's gradient buckets are reduced on a stream of their
+ * own while the backward's GEMMs go on: DeepSpeed's overlap_comm, whose
+ * default is on for ZeRO-3 only (config.py's overlap_comm_valid). Under
+ * ZeRO-1/2 the reduce and the copy to the host run on the backward's own
+ * stream (stage_1_and_2.py's reduce_ipg_grads): after the GEMMs or between
+ * them, the same time.
+ */
+static inline bool mb_plan_reduce_overlaps(const struct mb_plan_settings *s)
+{
+	return s->stage == 3;
+}
+
+/*
+ * The backward's gradient buckets: bucket K holds the flat grads' elements
+ * [K x bucket_elems, (K + 1) x bucket_elems), the last one shorter. The
+ * backward makes the grads in the model's reverse order: first the head's
+ * (stage M->layers: every parameter outside the layers that comes after
+ * them), then layer L's at stage L, from the last layer down; the
+ * parameters outside the layers that come before them (the embedding) at
+ * stage 0, with the first layer. A bucket is complete, and can be reduced,
+ * at the stage of its last-made parameter: the lowest stage among those it
+ * holds. It falls as K falls.
+ */
+uint64_t mb_plan_nbuckets(const struct mb_plan *plan, const struct mb_model *m);
+unsigned mb_plan_bucket_stage(const struct mb_plan *plan, const struct mb_model *m, uint64_t k);
 
 /* Host buffer names for people ("master params (fp32)"). */
 extern const char *const mb_host_buffer_names[MB_HOST_NBUFFERS];

@@ -280,47 +280,84 @@ static bool staging_pageable(const struct sim *s)
 
 /* ---- forward, backward ---- */
 
-static void fwd_bwd(struct sim *s, struct mb_phase_times *p)
+/* The backward stand-in's buckets, as mb_step's struct bwd. */
+struct bwd {
+	struct sim *s;
+	uint64_t left; /* buckets not reduced yet: 0 .. left - 1, the highest next */
+	size_t freed;  /* ZeRO-3: 1 + the last bucket's fp32 copy out; 0: none */
+	size_t last;   /* 1 + the last command of the buckets' queue */
+};
+
+static void reduce_bucket(struct bwd *b, uint64_t k)
 {
-	double fwd, bwd, t0, rate_flops = 1e9 * s->prof->fwd_bwd_gflops;
-	size_t nf, nb;
+	struct sim *s = b->s;
+	uint64_t n = s->m->numel_total, bucket = s->plan->bucket_elems, off = k * bucket;
+	double e = (double)(n - off < bucket ? n - off : bucket);
+	bool z3 = mb_plan_reduce_overlaps(&s->plan->set);
+	enum queue q = z3 ? COPY : COMPUTE;
+	size_t made;
+
+	/* the fp32 grads, made once the last bucket's are out; rounded to bf16 */
+	kernel_after(s, NONE, 4 * e / (1e9 * s->prof->fill_gbs), b->freed);
+	b->freed = 0;
+	made = kernel(s, NONE, cast_s(s, 6 * e));
+	if (z3) { /* to the host's bf16 grads and back, on the copy queue */
+		enqueue(s, q, D2H, grads_pageable(s), NONE, 2 * e, made);
+		enqueue(s, q, H2D, grads_pageable(s), NONE, 2 * e, 0);
+	}
+	enqueue(s, q, KERNEL, false, NONE, cast_s(s, 6 * e), 0);	/* widened to fp32 */
+	enqueue(s, q, KERNEL, false, NONE, elementwise_s(s, 4 * e), 0); /* the norm's sums */
+	b->last = enqueue(s, q, D2H, grads_pageable(s), NONE, 4 * e, 0);
+	if (z3)
+		b->freed = b->last;
+}
+
+/* As mb_step's stage_done: the buckets that the backward has made by STAGE. */
+static void stage_done(struct bwd *b, unsigned stage)
+{
+	while (b->left && mb_plan_bucket_stage(b->s->plan, b->s->m, b->left - 1) >= stage) {
+		b->left--;
+		reduce_bucket(b, b->left);
+	}
+}
+
+/* As mb_fwdbwd_run: the forward's GEMMs, then the backward's stage by stage. */
+static void fwd_bwd(struct sim *s, struct bwd *b, struct mb_phase_times *p)
+{
+	double fwd, bwd, t0, rate_flops = 1e9 * s->prof->fwd_bwd_gflops,
+			     overhead = 1e-6 * s->prof->command_overhead_us;
+	bool during = mb_plan_reduce_overlaps(&s->plan->set);
+	size_t nf, nb, ng;
+	unsigned stage;
 
 	if (!s->set->fwd_bwd || !s->plan->set.tokens)
 		return;
 	mb_fwdbwd_flops(s->m, s->plan->set.tokens, &fwd, &bwd, &nf, &nb);
 	t0 = s->host;
-	/* one command for all the GEMMs of each pass, with the overhead of each */
-	host_wait(s, kernel(s, NONE,
-			    fwd / rate_flops +
-				    (double)(nf - (nf > 0)) * 1e-6 * s->prof->command_overhead_us));
+	/* one command for the GEMMs of the forward and of each backward stage, with the
+	 * overhead of each GEMM */
+	host_wait(s, kernel(s, NONE, fwd / rate_flops + (double)(nf - (nf > 0)) * overhead));
 	p->forward_s = s->host - t0;
 	t0 = s->host;
-	host_wait(s, kernel(s, NONE,
-			    bwd / rate_flops +
-				    (double)(nb - (nb > 0)) * 1e-6 * s->prof->command_overhead_us));
+	for (stage = s->m->layers + 1; stage-- > 0;) {
+		mb_fwdbwd_stage_flops(s->m, s->plan->set.tokens, stage, &bwd, &ng);
+		if (ng)
+			kernel(s, NONE, bwd / rate_flops + (double)(ng - 1) * overhead);
+		if (during)
+			stage_done(b, stage);
+	}
+	host_wait(s, s->tail[COMPUTE]);
 	p->backward_s = s->host - t0;
 }
 
-static void backward(struct sim *s, struct mb_phase_times *p)
+static void backward(struct sim *s, struct bwd *b, struct mb_phase_times *p)
 {
-	uint64_t n = s->m->numel_total, bucket = s->plan->bucket_elems, off, len, k = 0;
+	uint64_t k = mb_plan_nbuckets(s->plan, s->m);
 	double t0 = s->host;
 
-	for (off = 0; off < n && bucket; off += len, k++) {
-		double e = (double)(n - off < bucket ? n - off : bucket);
-
-		len = n - off < bucket ? n - off : bucket;
-		kernel(s, NONE, 4 * e / (1e9 * s->prof->fill_gbs)); /* the fp32 grads, made */
-		kernel(s, NONE, cast_s(s, 6 * e));		    /* rounded to bf16 */
-		if (s->plan->set.stage == 3) { /* to the host's bf16 grads and back */
-			enqueue(s, COMPUTE, D2H, grads_pageable(s), NONE, 2 * e, 0);
-			enqueue(s, COMPUTE, H2D, grads_pageable(s), NONE, 2 * e, 0);
-		}
-		kernel(s, NONE, cast_s(s, 6 * e));	  /* widened to fp32 */
-		kernel(s, NONE, elementwise_s(s, 4 * e)); /* the norm's partial sums */
-		enqueue(s, COMPUTE, D2H, grads_pageable(s), NONE, 4 * e, 0);
-	}
-	if (k) /* the partial sums, a blocking read into malloc'd memory */
+	stage_done(b, 0);
+	host_wait(s, b->last); /* the copy queue drained */
+	if (k)		       /* the partial sums, a blocking read into malloc'd memory */
 		host_wait(s, enqueue(s, COMPUTE, D2H, true, NONE, 4.0 * MB_NS_PARTIALS * (double)k,
 				     0));
 	host_wait(s, s->tail[COMPUTE]);
@@ -614,8 +651,10 @@ int mb_predict_step(const struct mb_model *m, const struct mb_plan *plan,
 
 	memset(t, 0, sizeof(*t));
 	t->grad_norm = t->grad_scale = NAN;
-	fwd_bwd(&s, &t->phase);
-	backward(&s, &t->phase);
+	struct bwd b = { .s = &s, .left = mb_plan_nbuckets(plan, m) };
+
+	fwd_bwd(&s, &b, &t->phase);
+	backward(&s, &b, &t->phase);
 	t0 = s.host;
 	apply(&s);
 	t->apply_s = s.host - t0;

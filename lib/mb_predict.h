@@ -9,11 +9,16 @@
  * it waits on are done and the host has enqueued it) and the host thread
  * (which enqueues, waits for events and does the host optimizer's work).
  *
- *   forward    the synthetic forward/backward's GEMMs at fwd_bwd_gflops;
+ *   forward    the synthetic forward/backward's GEMMs at fwd_bwd_gflops,
+ *              the backward's stage by stage (the head, then each layer);
  *   backward   per gradient bucket the fp32 fill (fill_gbs), the rounding to
  *              bf16 (ZeRO-3: D2H to the host's bf16 grads and back), the
  *              widening (cast_gbs), the norm's kernel (momentum_gbs)
- *              and the bucket's fp32 D2H;
+ *              and the bucket's fp32 D2H: ZeRO-1/2's on the compute queue
+ *              after the GEMMs; ZeRO-3's, after the fill and the rounding,
+ *              on the copy queue as soon as the stage that completes the
+ *              bucket (mb_plan_bucket_stage) is enqueued, the next bucket's
+ *              fill waiting for its fp32 D2H;
  *   apply      per batch (ZeRO-1/2, ZeRO-3 batched) or sub-group (ZeRO-3): the grads and
  *              momentum H2D, the momentum kernel (reads grads and momentum,
  *              writes both), ZeRO-3's bf16 cast of the grads (cast_gbs), Newton-Schulz

@@ -366,6 +366,7 @@ static int reserve_step(struct mb_state *s)
 			 !mb_plan_batched(&s->set.plan) * mb_variant_prefetches(s->set.variant);
 	uint64_t gathered = p->ngroups ? p->groups[p->largest_group].gathered_numel : 0,
 		 largest = 0;
+	unsigned bucket;
 	size_t i;
 	int err;
 
@@ -375,13 +376,14 @@ static int reserve_step(struct mb_state *s)
 	if (s->set.fwd_bwd &&
 	    (err = mb_fwdbwd_reserve(m, s->set.tokens, s->cl, s->ledger, EPOCH_FWDBWD)))
 		return err;
-	if ((err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.bucket", p->bucket_bytes, 1,
+	/* buckets reduced during the GEMMs are alive with the forward/backward's buffers */
+	bucket = s->set.fwd_bwd && mb_plan_reduce_overlaps(&s->set.plan) ? EPOCH_FWDBWD
+									 : EPOCH_BUCKET;
+	if ((err = mb_ledger_reserve(s->ledger, bucket, "bwd.bucket", p->bucket_bytes, 1,
 				     "a smaller --reduce-bucket-size needs less")) ||
-	    (err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.bucket_bf16",
-				     p->bucket_bf16_bytes, 1,
+	    (err = mb_ledger_reserve(s->ledger, bucket, "bwd.bucket_bf16", p->bucket_bf16_bytes, 1,
 				     "a smaller --reduce-bucket-size needs less")) ||
-	    (err = mb_ledger_reserve(s->ledger, EPOCH_BUCKET, "bwd.norm", s->plan.norm_bytes, 1,
-				     NULL)))
+	    (err = mb_ledger_reserve(s->ledger, bucket, "bwd.norm", s->plan.norm_bytes, 1, NULL)))
 		return err;
 	if (!mb_plan_batched(&s->set.plan))
 		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.subgroup",
@@ -457,67 +459,137 @@ void mb_state_release(struct mb_state *s)
 /* ---- backward ---- */
 
 /*
- * The backward stand-in, bucket by bucket: gradients made on the device in
- * fp32 (BUF) and rounded to bf16, as a bf16 model's are. ZeRO-1/2 round them
- * through their reduce bucket (BF16) and copy them out in fp32, as
- * DeepSpeed's .float() of the grad before its copy to the host. ZeRO-3
- * casts them into its resident reduce bucket, copies them to the host's bf16
- * grads and back (stage3.py's partition_grads), widens them there and copies
- * them out in fp32. The gradient norm is taken on the device from the fp32
- * grads, read back once at the end and summed in order into *norm.
+ * The backward stand-in, bucket by bucket: the plan's buckets, each once the
+ * backward has made all its grads (mb_plan_bucket_stage), the last bucket
+ * first. Gradients are made on the device in fp32 (BUF) and rounded to
+ * bf16, as a bf16 model's are. ZeRO-1/2 round them through their reduce
+ * bucket (BF16) and copy them out in fp32, as DeepSpeed's .float() of the
+ * grad before its copy to the host, all on the compute queue: DeepSpeed's
+ * reduce runs on the backward's own stream there. ZeRO-3 casts them into its
+ * resident reduce bucket; then, on the copy queue (DeepSpeed's
+ * reduce_and_partition_stream, overlap_comm) while the compute queue goes on
+ * with the backward's GEMMs, copies them to the host's bf16 grads and back
+ * (stage3.py's partition_grads), widens them, takes their norm and copies
+ * them out in fp32; the next bucket's fill waits for that last copy, which
+ * frees BUF. The gradient norm is taken on the device from the fp32 grads,
+ * read back once at the end and summed in bucket order.
  */
-static int backward_bucket(struct mb_state *s, cl_mem buf, cl_mem bf16, uint64_t off, uint64_t len,
-			   cl_mem sums, uint64_t k)
+struct bwd {
+	struct mb_state *s;
+	cl_mem buf, bf16, sums;
+	uint64_t left;	/* buckets not reduced yet: 0 .. left - 1, the highest next */
+	cl_event freed; /* ZeRO-3: the last bucket's fp32 copy out */
+};
+
+static int bwd_alloc(struct bwd *b)
 {
-	bool z3 = s->set.plan.stage == 3;
-	cl_mem out = z3 ? s->ds_buffer : bf16; /* ZeRO-3: the resident bucket */
+	struct mb_state *s = b->s;
 	int err;
 
-	if ((err = mb_rng_fill(s->cl, buf, 0, len, s->set.seed, STREAM_GRADS + s->steps_done, off,
-			       GRAD_SCALE)) ||
-	    (err = mb_ns_cast_bf16(&s->ns, buf, 0, out, 0, len, NULL)))
+	mb_ledger_phase(s->ledger, "backward");
+	if ((err = mb_ledger_alloc(s->ledger, s->plan.bucket_bytes, "bwd.bucket", &b->buf)) ||
+	    (err = mb_ledger_alloc(s->ledger, s->plan.bucket_bf16_bytes, "bwd.bucket_bf16",
+				   &b->bf16)))
 		return err;
-	if (z3 &&
-	    ((err = host_copy(s, false, s->cl->compute, out, 0, &s->grads_bf16, 2 * off, 2 * len, 0,
-			      NULL, NULL, K_D2H, NULL, "bf16 gradients to the host")) ||
-	     (err = host_copy(s, true, s->cl->compute, bf16, 0, &s->grads_bf16, 2 * off, 2 * len, 0,
-			      NULL, NULL, K_H2D, NULL, "bf16 gradients back to the device"))))
-		return err;
-	if ((err = mb_ns_widen_bf16(&s->ns, s->cl->compute, bf16, 0, buf, 0, len)) ||
-	    (err = mb_ns_sumsq(&s->ns, s->cl->compute, buf, 0, len, sums, k * MB_NS_PARTIALS)))
-		return err;
-	return host_copy(s, false, s->cl->compute, buf, 0, &s->grads, 4 * off, 4 * len, 0, NULL,
-			 NULL, K_D2H, NULL, "gradients to the host");
+	return mb_ledger_alloc(s->ledger, s->plan.norm_bytes, "bwd.norm", &b->sums);
 }
 
-static int backward(struct mb_state *s, double *norm)
+static void bwd_release(struct bwd *b)
 {
-	uint64_t n = s->model->numel_total, bucket = s->plan.bucket_elems, off, len, k = 0, i;
+	if (b->freed)
+		clReleaseEvent(b->freed);
+	mb_ledger_free(b->s->ledger, b->sums);
+	mb_ledger_free(b->s->ledger, b->bf16);
+	mb_ledger_free(b->s->ledger, b->buf);
+	memset(b, 0, sizeof(*b));
+}
+
+/* ZeRO-3: bucket K's bf16 grads, cast into the resident bucket (event MADE), out and back in. */
+static int round_trip(struct bwd *b, uint64_t off, uint64_t len, cl_event made)
+{
+	struct mb_state *s = b->s;
+	int err;
+
+	if ((err = mb_cl_check(s->cl, clFlush(s->cl->compute), "clFlush", "compute queue")) ||
+	    (err = host_copy(s, false, s->cl->copy, s->ds_buffer, 0, &s->grads_bf16, 2 * off,
+			     2 * len, made ? 1 : 0, made ? &made : NULL, NULL, K_D2H, NULL,
+			     "bf16 gradients to the host")))
+		return err;
+	return host_copy(s, true, s->cl->copy, b->bf16, 0, &s->grads_bf16, 2 * off, 2 * len, 0,
+			 NULL, NULL, K_H2D, NULL, "bf16 gradients back to the device");
+}
+
+static int reduce_bucket(struct bwd *b, uint64_t k)
+{
+	struct mb_state *s = b->s;
+	const struct mb_cl *cl = s->cl;
+	bool z3 = mb_plan_reduce_overlaps(&s->set.plan);
+	cl_command_queue q = z3 ? cl->copy : cl->compute;
+	uint64_t n = s->model->numel_total, off = k * s->plan.bucket_elems;
+	uint64_t len = n - off < s->plan.bucket_elems ? n - off : s->plan.bucket_elems;
+	cl_event made = NULL;
+	int err;
+
+	if (b->freed) {
+		err = mb_cl_check(cl, clEnqueueBarrierWithWaitList(cl->compute, 1, &b->freed, NULL),
+				  "clEnqueueBarrierWithWaitList", "gradient bucket %llu",
+				  (unsigned long long)k + 1);
+		clReleaseEvent(b->freed);
+		b->freed = NULL;
+		if (err)
+			return err;
+	}
+	if ((err = mb_rng_fill(cl, b->buf, 0, len, s->set.seed, STREAM_GRADS + s->steps_done, off,
+			       GRAD_SCALE)) ||
+	    (err = mb_ns_cast_bf16(&s->ns, b->buf, 0, z3 ? s->ds_buffer : b->bf16, 0, len,
+				   z3 ? &made : NULL)))
+		return err;
+	if (z3) {
+		err = round_trip(b, off, len, made);
+		if (made)
+			clReleaseEvent(made);
+		if (err)
+			return err;
+	}
+	if ((err = mb_ns_widen_bf16(&s->ns, q, b->bf16, 0, b->buf, 0, len)) ||
+	    (err = mb_ns_sumsq(&s->ns, q, b->buf, 0, len, b->sums, k * MB_NS_PARTIALS)) ||
+	    (err = host_copy(s, false, q, b->buf, 0, &s->grads, 4 * off, 4 * len, 0, NULL, NULL,
+			     K_D2H, z3 ? &b->freed : NULL, "gradients to the host")))
+		return err;
+	return z3 ? mb_cl_check(cl, clFlush(q), "clFlush", "copy queue") : 0;
+}
+
+/* The backward has made every grad of stage STAGE and above: reduce the buckets they fill. */
+static int stage_done(void *arg, unsigned stage)
+{
+	struct bwd *b = arg;
+	int err = 0;
+
+	if (!b->buf && (err = bwd_alloc(b)))
+		return err;
+	while (b->left && !err &&
+	       mb_plan_bucket_stage(&b->s->plan, b->s->model, b->left - 1) >= stage) {
+		b->left--;
+		err = reduce_bucket(b, b->left);
+	}
+	return err;
+}
+
+/* The rest once the GEMMs are done: the buckets left, then the gradient norm into *norm. */
+static int backward_end(struct bwd *b, double *norm)
+{
+	struct mb_state *s = b->s;
+	uint64_t k = mb_plan_nbuckets(&s->plan, s->model), i;
 	float *partial = malloc(s->plan.norm_bytes);
-	cl_mem buf = NULL, bf16 = NULL, sums = NULL;
 	double sum = 0;
 	int err;
 
 	if (!partial)
 		return mb_fail("out of host memory for %llu partial sums",
 			       (unsigned long long)(s->plan.norm_bytes / sizeof(float)));
-	mb_ledger_phase(s->ledger, "backward");
-	if ((err = mb_ledger_alloc(s->ledger, s->plan.bucket_bytes, "bwd.bucket", &buf)) ||
-	    (err = mb_ledger_alloc(s->ledger, s->plan.bucket_bf16_bytes, "bwd.bucket_bf16",
-				   &bf16)) ||
-	    (err = mb_ledger_alloc(s->ledger, s->plan.norm_bytes, "bwd.norm", &sums))) {
-		mb_ledger_free(s->ledger, bf16);
-		mb_ledger_free(s->ledger, buf);
-		free(partial);
-		return err;
-	}
-	for (off = 0; off < n && !err; off += len, k++) {
-		len = n - off < bucket ? n - off : bucket;
-		err = backward_bucket(s, buf, bf16, off, len, sums, k);
-	}
-	if (!err && k)
+	if (!(err = stage_done(b, 0)) && !(err = finish(s, s->cl->copy)) && k)
 		err = mb_cl_check(s->cl,
-				  clEnqueueReadBuffer(s->cl->compute, sums, CL_TRUE, 0,
+				  clEnqueueReadBuffer(s->cl->compute, b->sums, CL_TRUE, 0,
 						      sizeof(float) * MB_NS_PARTIALS * k, partial,
 						      0, NULL, NULL),
 				  "clEnqueueReadBuffer", "the gradient norm's partial sums");
@@ -526,10 +598,35 @@ static int backward(struct mb_state *s, double *norm)
 	for (i = 0; i < MB_NS_PARTIALS * k && !err; i++)
 		sum += partial[i];
 	*norm = sqrt(sum);
-	mb_ledger_free(s->ledger, sums);
-	mb_ledger_free(s->ledger, bf16);
-	mb_ledger_free(s->ledger, buf);
 	free(partial);
+	return err;
+}
+
+/*
+ * The synthetic forward/backward (with the settings' fwd_bwd) and the
+ * backward stand-in: ZeRO-3's buckets reduced during the backward's GEMMs
+ * (mb_plan_reduce_overlaps), ZeRO-1/2's after them. The times into T.
+ */
+static int backward(struct mb_state *s, struct mb_step_times *t)
+{
+	struct bwd b = { .s = s, .left = mb_plan_nbuckets(&s->plan, s->model) };
+	struct mb_fwdbwd_hook hook = { stage_done, &b };
+	double t1;
+	int err = 0;
+
+	if (s->set.fwd_bwd)
+		err = mb_fwdbwd_run(s->model, s->set.tokens, s->cl, s->ledger,
+				    mb_plan_reduce_overlaps(&s->set.plan) ? &hook : NULL,
+				    &t->phase.forward_s, &t->phase.backward_s);
+	t1 = mb_now_s();
+	if (!err)
+		err = backward_end(&b, &t->grad_norm);
+	t->phase.backward_s += mb_now_s() - t1;
+	if (err) {
+		clFinish(s->cl->compute);
+		clFinish(s->cl->copy);
+	}
+	bwd_release(&b);
 	return err;
 }
 
@@ -1090,14 +1187,9 @@ int mb_step(struct mb_state *s, struct mb_step_times *t)
 	int err;
 
 	memset(t, 0, sizeof(*t));
-	if (s->set.fwd_bwd && (err = mb_fwdbwd_run(s->model, s->set.tokens, s->cl, s->ledger,
-						   &t->phase.forward_s, &t->phase.backward_s)))
-		goto out;
-	t1 = mb_now_s();
-	if ((err = backward(s, &t->grad_norm)))
+	if ((err = backward(s, t)))
 		goto out;
 	t->grad_scale = clip_scale(t->grad_norm, s->set.grad_clip);
-	t->phase.backward_s += mb_now_s() - t1;
 	t1 = mb_now_s();
 	mb_ledger_phase(s->ledger, "step");
 	if ((err = apply(s, &tl)))

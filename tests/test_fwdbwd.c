@@ -114,7 +114,7 @@ static void a_weight_too_large_is_refused_first(void **state)
 	assert_int_equal(mb_model_add(&m, "layers.0.mlp.up_proj.weight", 2, 64, 32, 0), 0);
 	assert_int_equal(mb_model_add(&m, "lm_head.weight", 2, 1u << 20, 4096, -1), 0);
 	mb_ledger_init(&ledger, &cl, 0);
-	assert_int_equal(mb_fwdbwd_run(&m, 16, &cl, &ledger, &fwd, &bwd), -MB_EFAIL);
+	assert_int_equal(mb_fwdbwd_run(&m, 16, &cl, &ledger, NULL, &fwd, &bwd), -MB_EFAIL);
 	assert_non_null(strstr(mb_errmsg(), "the forward/backward cannot run 'lm_head.weight' "
 					    "(1048576x4096): CLBlast indexes a GEMM's operands "
 					    "with int"));

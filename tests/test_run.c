@@ -454,6 +454,47 @@ static void reduce_bucket_sets_the_backward_peak(void **state)
 	free(r);
 }
 
+/*
+ * ZeRO-3 reduces each bucket on the copy queue as soon as the backward's
+ * GEMMs have made its grads (DeepSpeed's overlap_comm), ZeRO-1/2 after the
+ * GEMMs: with buckets small enough to fall between layers, every stage and
+ * variant ends where the step without a forward/backward does, and the
+ * backward's peak is the plan's (ZeRO-3: the buckets alive with the GEMMs'
+ * buffers).
+ */
+static void buckets_reduced_during_the_backward(void **state)
+{
+	struct mb_run_result *r = malloc(sizeof(*r));
+	uint64_t want = 0;
+	unsigned stage, v;
+
+	(void)state;
+	for (stage = 2; stage <= 3; stage++)
+		for (v = 0; v < MB_NVARIANTS; v++) {
+			struct mb_run_settings s = settings(stage, (enum mb_variant)v);
+			struct mb_plan p;
+
+			s.step.plan.reduce_bucket_elems = 10000;
+			if (!want) {
+				assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
+				want = r->checksum;
+			}
+			s.step.fwd_bwd = true;
+			s.step.tokens = s.step.plan.tokens = 48;
+			if (mb_run_once(&micro, &s, &cl, NULL, r))
+				fail_msg("stage %u %s: %s", stage, mb_variant_name(v), mb_errmsg());
+			if (r->checksum != want)
+				fail_msg("stage %u %s: checksum %llx, want %llx", stage,
+					 mb_variant_name(v), (unsigned long long)r->checksum,
+					 (unsigned long long)want);
+			assert_int_equal(mb_plan_build(&p, &micro, &s.step.plan), 0);
+			assert_true(mb_plan_nbuckets(&p, &micro) > micro.layers);
+			assert_int_equal(r->own_peak_backward_bytes, p.peak_backward_bytes);
+			mb_plan_release(&p);
+		}
+	free(r);
+}
+
 static void knobs_do_not_change_the_math(void **state)
 {
 	struct mb_run_result *r = malloc(sizeof(*r));
@@ -746,6 +787,7 @@ int main(void)
 		cmocka_unit_test(one_step_is_muon_and_adamw),
 		cmocka_unit_test(every_stage_and_variant_agree),
 		cmocka_unit_test(knobs_do_not_change_the_math),
+		cmocka_unit_test(buckets_reduced_during_the_backward),
 		cmocka_unit_test(bf16_momentum),
 		cmocka_unit_test(first_zero3_step_reads_no_momentum),
 		cmocka_unit_test(reduce_bucket_sets_the_backward_peak),
