@@ -463,8 +463,9 @@ static const struct row reference[] = {
 /*
  * profiles/reference.json, fitted on the ZeRO-2 master row alone, against
  * the other seven (issue 15): the Muon apply within 4% on every row but
- * overlap-only, which comes in short (pageable copies that hold the host,
- * which the plain account leaves out); the iteration within 5% on every
+ * overlap-only, which comes in 5-6% short (its pageable writeback holds the
+ * host, as the profile says, but how it shares the host's memory with the
+ * next gather the text does not say); the iteration within 5% on every
  * row (ZeRO-3's backward reduces its buckets, bf16 round trip included,
  * behind the backward's GEMMs, as DeepSpeed's overlap_comm does).
  */
@@ -507,7 +508,7 @@ static void reproduces_the_reference(void **state)
 		if (r->stage == 2 && r->variant == MB_MASTER) {
 			assert_true(fabs(da) < 0.1 && fabs(di) < 0.1); /* the fit */
 		} else if (r->variant == MB_OVERLAP) {
-			assert_true(da < -4 && da > -12);
+			assert_true(da < -4 && da > -6);
 		} else {
 			assert_true(fabs(da) < 4);
 		}
