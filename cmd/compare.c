@@ -14,36 +14,44 @@
 
 struct side {
 	const char *path;
-	struct mb_csv_row *rows;
 	size_t nrows, ntables;
 	struct mb_table *tables;
 };
 
+static int add_row(const struct mb_csv_row *row, void *ctx)
+{
+	struct side *s = ctx;
+
+	s->nrows++;
+	return mb_results_add(&s->tables, &s->ntables, row);
+}
+
+/* The file's rows into tables, one row at a time: memory as its cells', not its bytes'. */
 static int load(struct side *s)
 {
 	int err;
 
-	if ((err = mb_csv_read(s->path, &s->rows, &s->nrows)))
+	if ((err = mb_csv_read_each(s->path, add_row, s)))
 		return err;
 	if (!s->nrows)
 		return mb_bad_input("'%s' holds no results rows", s->path);
-	return mb_results_gather(s->rows, s->nrows, &s->tables, &s->ntables);
+	mb_results_finish(s->tables, s->ntables);
+	return 0;
 }
 
 static void release(struct side *s)
 {
 	mb_results_release(s->tables, s->ntables);
-	free(s->rows);
 }
 
 /* Timings from another device, driver or tuning do not compare, unless asked. */
 static int same_device(const struct side *b, const struct side *n, bool allow)
 {
-	const struct mb_csv_row *x = b->rows, *y;
+	const struct mb_csv_row *x = b->tables[0].first, *y;
 	size_t i;
 
-	for (i = 0; i < n->nrows; i++) {
-		y = &n->rows[i];
+	for (i = 0; i < n->ntables; i++) {
+		y = n->tables[i].first;
 		if (!mb_results_same_device(x, y)) {
 			if (allow)
 				return 0;

@@ -32,7 +32,7 @@ static void spread(const struct mb_cell *c, bool apply, double *lo, double *hi)
 
 	*lo = *hi = apply ? c->apply_mean_s : c->iter_mean_s;
 	for (i = 0; i < c->nruns; i++) {
-		double v = apply ? c->apply_runs_s[i] : c->iter_runs_s[i];
+		double v = apply ? c->runs[i].apply_mean_s : c->runs[i].iter_mean_s;
 
 		*lo = v < *lo ? v : *lo;
 		*hi = v > *hi ? v : *hi;

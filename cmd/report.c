@@ -88,7 +88,7 @@ static void md_cell(const struct mb_table *t, const struct mb_cell *c)
 		return;
 	}
 	for (i = 0; i < c->nruns; i++)
-		printf("%s%s", i ? " / " : "", mb_fmt_secs(s, sizeof(s), c->iter_runs_s[i]));
+		printf("%s%s", i ? " / " : "", mb_fmt_secs(s, sizeof(s), c->runs[i].iter_mean_s));
 	printf(" | %s%s", mb_fmt_secs(s, sizeof(s), c->iter_mean_s),
 	       mb_fmt_change(ch, sizeof(ch), c->iter_mean_s, is_base ? NAN : base->iter_mean_s));
 	printf(" | %s s%s", mb_fmt_secs(s, sizeof(s), c->apply_mean_s),
@@ -513,7 +513,7 @@ static int add_row(const struct mb_csv_row *row, void *ctx)
 	struct gathering *g = ctx;
 
 	g->nrows++;
-	return mb_results_add(g->tables, g->ntables, row, false);
+	return mb_results_add(g->tables, g->ntables, row);
 }
 
 int mb_gather_files(char *const *files, int nfiles, struct mb_table **tables, size_t *ntables,

@@ -14,35 +14,37 @@
 
 const char *const mb_verdict_names[] = { "ok", "faster", "slower", "changed", "REGRESSION" };
 
-/* The samples of timing K of run R into V (room for MB_CSV_STEPS_MAX). */
-static size_t run_samples(const struct mb_csv_row *r, int k, double *v)
+/* The samples of timing K of run R into V (room for R's measured steps, at least one). */
+static size_t run_samples(const struct mb_run *r, int k, double *v)
 {
-	/* in the order of the names in test_timing, after iteration and apply */
-#define FIELD_(e, f, ...) r->f,
-	const double per_run[] = { MB_PHASES(FIELD_) };
-#undef FIELD_
-	size_t n = 0, s;
-
-	_Static_assert(sizeof(per_run) / sizeof(per_run[0]) == MB_COMPARE_TIMINGS - 2,
-		       "one figure a phase");
-	if (k >= 2) {
-		if (!isnan(per_run[k - 2]))
-			v[n++] = per_run[k - 2];
-		return n;
+	if (k >= 2) { /* a phase: the run's figure */
+		if (isnan(r->phase[k - 2]))
+			return 0;
+		v[0] = r->phase[k - 2];
+		return 1;
 	}
 	/* iteration and apply: every measured step */
-	for (s = r->measure_first; s <= r->measure_last && s <= r->nsamples; s++)
-		v[n++] = (k ? r->apply_samples_s : r->iter_samples_s)[s - 1];
-	return n;
+	memcpy(v, k ? r->apply_s : r->iter_s, r->nsteps * sizeof(*v));
+	return r->nsteps;
 }
 
-/* The samples of timing K of cell C into V (room for MB_CSV_STEPS_MAX x runs). */
+/* Room for the samples of any timing of C. */
+static size_t room(const struct mb_cell *c)
+{
+	size_t n = 0, i;
+
+	for (i = 0; i < c->nruns; i++)
+		n += c->runs[i].nsteps ? c->runs[i].nsteps : 1;
+	return n ? n : 1;
+}
+
+/* The samples of timing K of cell C into V (room(C)). */
 static size_t raw_samples(const struct mb_cell *c, int k, double *v)
 {
 	size_t n = 0, i;
 
 	for (i = 0; i < c->nruns; i++)
-		n += run_samples(c->runs[i], k, v + n);
+		n += run_samples(&c->runs[i], k, v + n);
 	return n;
 }
 
@@ -54,7 +56,7 @@ static double master_median(const struct mb_table *t, unsigned stage, int k)
 
 	if (!master || !master->nruns)
 		return NAN; /* no base for a ratio */
-	w = malloc(MB_CSV_STEPS_MAX * master->nruns * sizeof(*w));
+	w = malloc(room(master) * sizeof(*w));
 	if (!w)
 		return NAN;
 	m = mb_spread_of(w, raw_samples(master, k, w)).median;
@@ -94,11 +96,11 @@ static int run_spread_pct(const struct mb_table *t, const struct mb_cell *c, int
 	*pct = NAN;
 	if (c->nruns < 2 || isnan(m))
 		return 0;
-	if (!(v = malloc((MB_CSV_STEPS_MAX + c->nruns) * sizeof(*v))))
+	if (!(v = malloc((room(c) + c->nruns) * sizeof(*v))))
 		return mb_fail("out of host memory comparing results");
-	runs = v + MB_CSV_STEPS_MAX;
+	runs = v + room(c);
 	for (i = 0; i < c->nruns; i++)
-		if ((ns = run_samples(c->runs[i], k, v)))
+		if ((ns = run_samples(&c->runs[i], k, v)))
 			runs[n++] = mb_spread_of(v, ns).median / m;
 	if (n >= 2) {
 		sp = mb_spread_of(runs, n);
@@ -214,15 +216,15 @@ static const char *other_checksum(const struct mb_cell *c, const char *want)
 	size_t i;
 
 	for (i = 0; i < c->nruns; i++)
-		if (strcmp(c->runs[i]->checksum, want))
-			return c->runs[i]->checksum;
+		if (strcmp(c->runs[i].checksum, want))
+			return c->runs[i].checksum;
 	return NULL;
 }
 
 static void exact_figures(struct mb_compared *c)
 {
 	const struct mb_cell *b = c->base, *n = c->new_;
-	const struct mb_csv_row *rb = b->runs[0], *rn = n->runs[0];
+	const char *want = b->runs[0].checksum;
 	/*
 	 * The figures that the plan and the math fix, the same on any device,
 	 * then those that CLBlast's temporaries (the device, its tuning) enter.
@@ -233,10 +235,10 @@ static void exact_figures(struct mb_compared *c)
 		uint64_t base, new_;
 		bool device_dependent, peak;
 	} f[] = {
-		{ "params_total", rb->params_total, rn->params_total, false, false },
-		{ "params_muon", rb->params_muon, rn->params_muon, false, false },
-		{ "pinned_host_bytes", rb->pinned_host_bytes, rn->pinned_host_bytes, false, false },
-		{ "plan_peak_step_bytes", rb->plan_peak_step_bytes, rn->plan_peak_step_bytes, false,
+		{ "params_total", b->params_total, n->params_total, false, false },
+		{ "params_muon", b->params_muon, n->params_muon, false, false },
+		{ "pinned_host_bytes", b->pinned_host_bytes, n->pinned_host_bytes, false, false },
+		{ "plan_peak_step_bytes", b->plan_peak_step_bytes, n->plan_peak_step_bytes, false,
 		  true },
 		{ "peak_device_own_bytes", b->own_peak_bytes, n->own_peak_bytes, false, true },
 		{ "peak_forward_own_bytes", b->own_peak_forward_bytes, n->own_peak_forward_bytes,
@@ -245,15 +247,15 @@ static void exact_figures(struct mb_compared *c)
 		  false, true },
 		{ "peak_step_own_bytes", b->own_peak_step_bytes, n->own_peak_step_bytes, false,
 		  true },
-		{ "clblast_temp_bytes", rb->clblast_temp_bytes, rn->clblast_temp_bytes, true,
-		  false },
+		{ "clblast_temp_bytes", b->clblast_temp_bytes, n->clblast_temp_bytes, true, false },
 		{ "peak_device_bytes", b->peak_bytes, n->peak_bytes, true, true },
 		{ "peak_forward_bytes", b->peak_forward_bytes, n->peak_forward_bytes, true, true },
 		{ "peak_backward_bytes", b->peak_backward_bytes, n->peak_backward_bytes, true,
 		  true },
 		{ "peak_step_bytes", b->peak_step_bytes, n->peak_step_bytes, true, true },
 	};
-	bool compared, same = mb_results_same_device(rb, rn);
+	bool compared = false,
+	     same = mb_results_same_device(c->base_table->first, c->new_table->first);
 	const char *other;
 	size_t i, used;
 
@@ -267,13 +269,13 @@ static void exact_figures(struct mb_compared *c)
 			c->verdict = MB_REGRESSION;
 	}
 	/* every run of both, against the baseline's first */
-	other = other_checksum(n, rb->checksum);
+	other = other_checksum(n, want);
 	if (!other)
-		other = other_checksum(b, rb->checksum);
+		other = other_checksum(b, want);
 	if (other) {
 		used = strlen(c->changed);
 		snprintf(c->changed + used, sizeof(c->changed) - used, "%schecksum %s -> %s",
-			 used ? "; " : "", rb->checksum, other);
+			 used ? "; " : "", want, other);
 	}
 	if (c->changed[0] && c->verdict < MB_CHANGED)
 		c->verdict = MB_CHANGED;
@@ -290,9 +292,8 @@ static void exact_figures(struct mb_compared *c)
 static int compare_cell(struct mb_compared *c, const struct mb_compare_settings *s,
 			const double *typical)
 {
-	size_t room = MB_CSV_STEPS_MAX *
-		      (c->base->nruns > c->new_->nruns ? c->base->nruns : c->new_->nruns);
-	double *vb = malloc(room * sizeof(double)), *vn = malloc(room * sizeof(double));
+	double *vb = malloc(room(c->base) * sizeof(double)),
+	       *vn = malloc(room(c->new_) * sizeof(double));
 	int k, err = 0;
 
 	if (!vb || !vn)

@@ -257,8 +257,35 @@ static void figures(struct mb_cell *c)
 	c->params_h2d_gbs *= w;
 }
 
-static int add_run(struct mb_cell *c, const struct mb_csv_row *row, bool keep)
+/* ROW's figures and measured samples into *R. */
+static int copy_run(struct mb_run *r, const struct mb_csv_row *row)
 {
+	size_t first = row->measure_first ? (size_t)row->measure_first : 1, s;
+
+	memset(r, 0, sizeof(*r));
+	r->run = (unsigned)row->run;
+	r->iter_mean_s = row->iter_mean_s;
+	r->apply_mean_s = row->apply_mean_s;
+#define PHASE_(e, f, ...) r->phase[MB_PHASE_##e] = row->f;
+	MB_PHASES(PHASE_)
+#undef PHASE_
+	snprintf(r->checksum, sizeof(r->checksum), "%s", row->checksum);
+	for (s = first; s <= row->measure_last && s <= row->nsamples; s++)
+		r->nsteps++;
+	if (!r->nsteps)
+		return 0;
+	if (!(r->iter_s = malloc(2 * r->nsteps * sizeof(double))))
+		return mb_fail("out of host memory gathering results");
+	r->apply_s = r->iter_s + r->nsteps;
+	memcpy(r->iter_s, row->iter_samples_s + first - 1, r->nsteps * sizeof(double));
+	memcpy(r->apply_s, row->apply_samples_s + first - 1, r->nsteps * sizeof(double));
+	return 0;
+}
+
+static int add_run(struct mb_cell *c, const struct mb_csv_row *row)
+{
+	int err;
+
 	if (strcmp(row->status, "ok")) {
 		if (!c->failed && !(c->failed = copy_row(row)))
 			return mb_fail("out of host memory gathering results");
@@ -266,31 +293,28 @@ static int add_run(struct mb_cell *c, const struct mb_csv_row *row, bool keep)
 	}
 	if (c->nruns == c->alloc) {
 		size_t alloc = c->alloc ? 2 * c->alloc : 4;
-		const struct mb_csv_row **runs = NULL;
-		double *iter = realloc(c->iter_runs_s, alloc * sizeof(*iter)), *apply;
+		struct mb_run *runs = realloc(c->runs, alloc * sizeof(*runs));
 
-		if (iter)
-			c->iter_runs_s = iter;
-		apply = iter ? realloc(c->apply_runs_s, alloc * sizeof(*apply)) : NULL;
-		if (apply)
-			c->apply_runs_s = apply;
-		if (apply && keep && (runs = realloc(c->runs, alloc * sizeof(*runs))))
-			c->runs = runs;
-		if (!apply || (keep && !runs))
+		if (!runs)
 			return mb_fail("out of host memory gathering results");
+		c->runs = runs;
 		c->alloc = alloc;
 	}
-	if (keep)
-		c->runs[c->nruns] = row;
-	c->iter_runs_s[c->nruns] = row->iter_mean_s;
-	c->apply_runs_s[c->nruns] = row->apply_mean_s;
+	if ((err = copy_run(&c->runs[c->nruns], row)))
+		return err;
+	if (!c->nruns) {
+		c->params_total = row->params_total;
+		c->params_muon = row->params_muon;
+		c->pinned_host_bytes = row->pinned_host_bytes;
+		c->plan_peak_step_bytes = row->plan_peak_step_bytes;
+		c->clblast_temp_bytes = row->clblast_temp_bytes;
+	}
 	c->nruns++;
 	add_figures(c, row);
 	return 0;
 }
 
-int mb_results_add(struct mb_table **tables, size_t *ntables, const struct mb_csv_row *row,
-		   bool keep)
+int mb_results_add(struct mb_table **tables, size_t *ntables, const struct mb_csv_row *row)
 {
 	struct mb_table *t = *tables, *grown;
 	struct mb_cell *c;
@@ -317,7 +341,7 @@ int mb_results_add(struct mb_table **tables, size_t *ntables, const struct mb_cs
 	}
 	if (!(c = find_or_add(&t[k], row)))
 		return mb_fail("out of host memory gathering results");
-	return add_run(c, row, keep);
+	return add_run(c, row);
 }
 
 void mb_results_finish(struct mb_table *tables, size_t ntables)
@@ -340,7 +364,7 @@ int mb_results_gather(const struct mb_csv_row *rows, size_t n, struct mb_table *
 	*tables = NULL;
 	*ntables = 0;
 	for (i = 0; i < n && !err; i++)
-		err = mb_results_add(tables, ntables, &rows[i], true);
+		err = mb_results_add(tables, ntables, &rows[i]);
 	if (err) {
 		mb_results_release(*tables, *ntables);
 		*tables = NULL;
@@ -363,13 +387,13 @@ const struct mb_cell *mb_results_cell(const struct mb_table *t, unsigned stage, 
 
 void mb_results_release(struct mb_table *tables, size_t ntables)
 {
-	size_t k, i;
+	size_t k, i, r;
 
 	for (k = 0; k < ntables; k++) {
 		for (i = 0; i < tables[k].ncells; i++) {
+			for (r = 0; r < tables[k].cells[i].nruns; r++)
+				free(tables[k].cells[i].runs[r].iter_s);
 			free(tables[k].cells[i].runs);
-			free(tables[k].cells[i].iter_runs_s);
-			free(tables[k].cells[i].apply_runs_s);
 			free((void *)tables[k].cells[i].failed);
 		}
 		free(tables[k].cells);

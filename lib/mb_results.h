@@ -14,15 +14,28 @@
 #include <stdint.h>
 
 #include "mb_csv.h"
+#include "mb_phase.h"
+
+/* One ok run of a cell: what report, plot and compare read of it. */
+struct mb_run {
+	unsigned run; /* its number among its invocation's runs (1-based) */
+	double iter_mean_s, apply_mean_s;
+	double phase[MB_NPHASES]; /* its phases' figures, in the phase table's order */
+	size_t nsteps;		  /* its measured steps, */
+	double *iter_s, *apply_s; /* their iteration and apply samples */
+	char checksum[24];	  /* of its final state */
+};
 
 struct mb_cell {
 	unsigned stage;
 	char variant[16];
-	const struct mb_csv_row **runs; /* the ok ones; NULL where added with keep false */
+	struct mb_run *runs; /* the ok ones, in the order read */
 	size_t nruns, alloc;
-	double *iter_runs_s, *apply_runs_s; /* each ok run's iter_mean_s, apply_mean_s */
-	const struct mb_csv_row *failed;    /* a copy of a failed or interrupted run, if any */
-	double iter_mean_s, apply_mean_s;   /* means of the runs' figures */
+	/* the figures of its first ok run that the plan and the math fix */
+	uint64_t params_total, params_muon, pinned_host_bytes, plan_peak_step_bytes,
+		clblast_temp_bytes;
+	const struct mb_csv_row *failed;  /* a copy of a failed or interrupted run, if any */
+	double iter_mean_s, apply_mean_s; /* means of the runs' figures */
 	uint64_t peak_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes; /* max */
 	uint64_t own_peak_bytes, own_peak_forward_bytes, own_peak_backward_bytes,
 		own_peak_step_bytes; /* max, without CLBlast's temporaries */
@@ -57,23 +70,20 @@ struct mb_table {
 /*
  * Add ROW to the tables *tables (*ntables of them; both 0 to begin; release
  * with mb_results_release), into its table's cell. The tables copy what they
- * show of ROW (its figures, the first row of a table, a cell's first failed
- * run), so that their memory is that of their cells and a few numbers a run:
- * ROW may go once this returns, unless KEEP, which also keeps the pointer
- * ROW in its cell's runs (the caller keeps ROW alive as long as the tables).
- * Call mb_results_finish once the last row is added. A row that would make
- * table MB_RESULTS_TABLES_MAX + 1 is -MB_EINPUT.
+ * use of ROW (its figures and measured samples, the first row of a table, a
+ * cell's first failed run), so that their memory is that of their cells and
+ * a few numbers a run, not of the rows: ROW may go once this returns. Call
+ * mb_results_finish once the last row is added. A row that would make table
+ * MB_RESULTS_TABLES_MAX + 1 is -MB_EINPUT.
  */
-int mb_results_add(struct mb_table **tables, size_t *ntables, const struct mb_csv_row *row,
-		   bool keep);
+int mb_results_add(struct mb_table **tables, size_t *ntables, const struct mb_csv_row *row);
 
 /* The cells in order and their figures (the means), after the last mb_results_add. */
 void mb_results_finish(struct mb_table *tables, size_t ntables);
 
 /*
  * Gather the N ROWS into tables (*tables, *ntables; release with
- * mb_results_release): mb_results_add with KEEP for each, and finish. The
- * rows must outlive the tables.
+ * mb_results_release): mb_results_add for each, and finish.
  */
 int mb_results_gather(const struct mb_csv_row *rows, size_t n, struct mb_table **tables,
 		      size_t *ntables);

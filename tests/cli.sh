@@ -492,7 +492,7 @@ expect_error "report: a truncated file" 2 "truncated" report "$tmp/cut.csv"
 awk 'NR == 1 { print; next } { row[NR] = $0 } END { for (i = 0; i < 2000; i++) for (r in row) print row[r] }' \
 	results/baseline-tiny.csv >"$tmp/long.csv"
 if ldd "$bin" 2>/dev/null | grep -q libasan; then
-	report ok "report: 30,000 rows under a 150 MB address space # skip under ASan"
+	report ok "report and compare: 30,000 rows under a 150 MB address space # skip under ASan"
 else
 	(ulimit -v 150000 && "$bin" report --format csv "$tmp/long.csv") >"$tmp/out" 2>"$tmp/err"
 	rc=$?
@@ -500,6 +500,14 @@ else
 		report ok "report: 30,000 rows under a 150 MB address space"
 	else
 		report fail "report: 30,000 rows under a 150 MB address space" "exit $rc: $(cat "$tmp/err")"
+	fi
+	# compare, too (the rows held whole: 1.2 GB for the two sides)
+	(ulimit -v 150000 && "$bin" compare "$tmp/long.csv" "$tmp/long.csv") >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 0 ] && grep -q "^compare: 15 cells matched: 15 ok," "$tmp/out"; then
+		report ok "compare: 30,000 rows a side under a 150 MB address space"
+	else
+		report fail "compare: 30,000 rows a side under a 150 MB address space" "exit $rc: $(cat "$tmp/err"; tail -3 "$tmp/out")"
 	fi
 fi
 rm -f "$tmp/long.csv"

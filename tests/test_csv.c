@@ -352,7 +352,7 @@ static void each_row(void **state)
 
 /*
  * Rows added one at a time from one buffer, as report reads them: the tables
- * keep what they show (copies, and each run's two means), not the rows.
+ * keep what they use (copies, each run's means and measured samples), not the rows.
  */
 static void gathered_by_copy(void **state)
 {
@@ -371,7 +371,13 @@ static void gathered_by_copy(void **state)
 		row.iter_mean_s = i;
 		row.apply_mean_s = 10 * i;
 		row.peak_device_bytes = 100 * i;
-		assert_int_equal(mb_results_add(&tables, &nt, &row, false), 0);
+		row.run = i;
+		row.nsamples = 4;
+		row.measure_first = 2;
+		row.measure_last = 3;
+		row.apply_samples_s[1] = 100 * i;
+		row.apply_samples_s[2] = 100 * i + 1;
+		assert_int_equal(mb_results_add(&tables, &nt, &row), 0);
 		memset(&row, 0xa5, sizeof(row)); /* the reader's buffer, reused */
 	}
 	mb_results_finish(tables, nt);
@@ -379,10 +385,13 @@ static void gathered_by_copy(void **state)
 	assert_string_equal(tables[0].first->reason, "run 1");
 	c = mb_results_cell(&tables[0], 3, "both");
 	assert_non_null(c);
-	assert_null(c->runs);
 	assert_int_equal(c->nruns, 2);
-	assert_true(c->iter_runs_s[0] == 1 && c->iter_runs_s[1] == 3);
-	assert_true(c->apply_runs_s[0] == 10 && c->apply_runs_s[1] == 30);
+	assert_true(c->runs[0].iter_mean_s == 1 && c->runs[1].iter_mean_s == 3);
+	assert_true(c->runs[0].apply_mean_s == 10 && c->runs[1].apply_mean_s == 30);
+	assert_int_equal(c->runs[1].run, 3);
+	/* the measured steps' samples only, copied */
+	assert_int_equal(c->runs[1].nsteps, 2);
+	assert_true(c->runs[1].apply_s[0] == 300 && c->runs[1].apply_s[1] == 301);
 	assert_true(c->iter_mean_s == 2 && c->apply_mean_s == 20);
 	assert_int_equal(c->peak_bytes, 300);
 	assert_string_equal(c->failed->status, "interrupted");
@@ -402,7 +411,7 @@ static void too_many_tables(void **state)
 	sample_row(&row, 1);
 	for (i = 0; i <= MB_RESULTS_TABLES_MAX && !err; i++) {
 		snprintf(row.host, sizeof(row.host), "host%d", i);
-		err = mb_results_add(&tables, &nt, &row, false);
+		err = mb_results_add(&tables, &nt, &row);
 	}
 	assert_int_equal(err, -MB_EINPUT);
 	assert_int_equal(i, MB_RESULTS_TABLES_MAX + 1);
