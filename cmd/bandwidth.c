@@ -252,10 +252,10 @@ int mb_cmd_bandwidth(const struct mb_args *args)
 		err = measure(&b, (unsigned)args->reps);
 	if (!err) {
 		untimed = count_untimed(&b, &first);
-		if (!strcmp(args->format, "md"))
+		if (args->format == MB_FORMAT_MD)
 			print_md(&b, (unsigned)args->reps, untimed);
 		else
-			print_rows(&b, !strcmp(args->format, "json"));
+			print_rows(&b, args->format == MB_FORMAT_JSON);
 		if (untimed)
 			err = mb_fail("no event time for %zu of %zu measurements (their event "
 				      "GB/s are n/a; the host clock's stand): %s",

@@ -40,6 +40,6 @@ int mb_gather_files(char *const *files, int nfiles, struct mb_table **tables, si
 		    size_t *nrows);
 
 /* The tables of report for N ROWS, in FORMAT (md, csv or json), to stdout. */
-int mb_report_rows(const struct mb_csv_row *rows, size_t n, const char *format);
+int mb_report_rows(const struct mb_csv_row *rows, size_t n, enum mb_format format);
 
 #endif

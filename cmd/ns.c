@@ -126,9 +126,9 @@ static void check_result(const struct mb_nsbench_settings *s, const struct mb_ns
 /* Each shape under each of the NMETHODS METHODS, in that order; a row each. */
 static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 		     const struct mb_shape *shapes, size_t n, const enum mb_ns_method *methods,
-		     size_t nmethods, const char *format)
+		     size_t nmethods, enum mb_format format)
 {
-	bool md = !strcmp(format, "md"), json = !strcmp(format, "json");
+	bool md = format == MB_FORMAT_MD, json = format == MB_FORMAT_JSON;
 	struct mb_nsbench_result r;
 	char failed[1280] = ""; /* the first failure: later rows record errors too */
 	size_t i, k, rows = 0, untimed = 0;
@@ -165,9 +165,10 @@ static size_t methods_of(const struct mb_args *args, enum mb_ns_method *methods)
 	size_t n = 0;
 	int k;
 
-	if (mb_args_given(args, "ns-method") &&
-	    mb_ns_method_from_name(args->ns_method, &methods[0]))
+	if (mb_args_given(args, "ns-method")) {
+		methods[0] = args->ns_method;
 		return 1;
+	}
 	for (k = 0; k < MB_NS_NMETHODS; k++)
 		methods[n++] = (enum mb_ns_method)k;
 	return n;
@@ -208,7 +209,7 @@ int mb_cmd_ns(const struct mb_args *args)
 		err = mb_ns_reserve(&ns, rows, cols, n);
 	}
 	if (!err) {
-		if (!strcmp(args->format, "md"))
+		if (args->format == MB_FORMAT_MD)
 			print_header(&cl, &host, &s);
 		err = bench_all(&ns, &s, shapes, n, methods, nmethods, args->format);
 	}

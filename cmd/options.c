@@ -18,6 +18,7 @@ enum kind {
 	FLAG,	/* bool, no value */
 	TEXT,	/* const char * */
 	CHOICE, /* const char *, one of choices */
+	ENUM,	/* an enum: the index of the value among choices (a list's words, mb_words.h) */
 	COUNT,	/* uint64_t, a whole number */
 	SIZE,	/* uint64_t, bytes with an optional unit */
 	SIZES,	/* struct mb_u64_list: SIZEs separated by commas (a sweep) */
@@ -40,7 +41,7 @@ struct option {
 	size_t offset;	     /* into struct mb_args */
 	const char *def;     /* default, as typed by a user; NULL: none */
 	uint64_t min, max;   /* COUNT and SIZE */
-	const char *choices; /* CHOICE: "md|csv|json" */
+	const char *choices; /* CHOICE: "on|off"; ENUM: MB_WORDS(MB_FORMATS) */
 	unsigned commands;   /* ON(command) for each that takes it */
 	const char *help;
 };
@@ -83,24 +84,24 @@ static const struct option options[] = {
 	  "the largest norm of the gradients (DeepSpeed's gradient_clipping, as "
 	  "unscale_and_clip_grads applies it: a pass over the whole fp32 grad buffer each "
 	  "step); 0: no clipping, the pass stays" },
-	{ "param-order", "shape|model", CHOICE, AT(param_order), "shape", 0, 0, "shape|model",
-	  MODEL_CMDS,
+	{ "param-order", MB_WORDS(MB_PARAM_ORDERS), ENUM, AT(param_order), "shape", 0, 0,
+	  MB_WORDS(MB_PARAM_ORDERS), MODEL_CMDS,
 	  "order of the Muon parameters that the batches and sub-groups are made of: by "
 	  "shape, largest first, as DeepSpeed's Muon builds its param group "
 	  "(original_muon.py), or the model's" },
-	{ "momentum-dtype", "fp32|bf16|auto", CHOICE, AT(momentum_dtype), "auto", 0, 0,
-	  "fp32|bf16|auto", MODEL_CMDS,
+	{ "momentum-dtype", MB_WORDS(MB_MOMENTUM_DTYPES) "|auto", ENUM, AT(momentum_dtype), "auto",
+	  0, 0, MB_WORDS(MB_MOMENTUM_DTYPES) "|auto", MODEL_CMDS,
 	  "the Muon momentum's storage (math in fp32); auto: fp32 for ZeRO-1/2, bf16 for "
 	  "ZeRO-3, which keeps it in the communication dtype under bf16 training (stage3.py, "
 	  "_create_momentum_buffer)" },
-	{ "params-back", "pinned|pageable|auto", CHOICE, AT(params_back), "auto", 0, 0,
-	  "pinned|pageable|auto", MODEL_CMDS,
+	{ "params-back", MB_WORDS(MB_PARAMS_BACKS) "|auto", ENUM, AT(params_back), "auto", 0, 0,
+	  MB_WORDS(MB_PARAMS_BACKS) "|auto", MODEL_CMDS,
 	  "how the bf16 params go back to the device: from the pinned staging the host "
 	  "optimizer writes (stage_1_and_2.py), or a host cast into pageable memory and a "
 	  "blocking H2D, as ZeRO-3's copy_ from the fp32 params (stage3.py); auto: pageable "
 	  "for ZeRO-3, pinned for ZeRO-1/2" },
-	{ "zero3-apply", "subgroup|batched", CHOICE, AT(zero3_apply), "subgroup", 0, 0,
-	  "subgroup|batched", MODEL_CMDS,
+	{ "zero3-apply", MB_WORDS(MB_ZERO3_APPLIES), ENUM, AT(zero3_apply), "subgroup", 0, 0,
+	  MB_WORDS(MB_ZERO3_APPLIES), MODEL_CMDS,
 	  "stage 3's Muon apply: a whole sub-group gathered at once, then each matrix's "
 	  "update written back, as DeepSpeed's _apply_muon_updates_cpu_offload (stage3.py); "
 	  "or batched: in batches under --gather-budget within each sub-group, as ZeRO-1/2's "
@@ -159,7 +160,7 @@ static const struct option options[] = {
 	  "ranks sharing the optimizer state" },
 	{ "rank", "R", COUNT, AT(rank), "0", 0, (1u << 20) - 1, NULL, ON(MB_CMD_PLAN),
 	  "the rank planned, 0 to W-1" },
-	{ "format", "FMT", CHOICE, AT(format), "md", 0, 0, "md|csv|json",
+	{ "format", "FMT", ENUM, AT(format), "md", 0, 0, MB_WORDS(MB_FORMATS),
 	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN) | ON(MB_CMD_BANDWIDTH) |
 		  ON(MB_CMD_NS) | ON(MB_CMD_PREDICT),
 	  "output: Markdown tables, CSV rows or JSON" },
@@ -167,8 +168,8 @@ static const struct option options[] = {
 	  ON(MB_CMD_NS) | ON(MB_CMD_TUNE) | ON(MB_CMD_PROFILE),
 	  "matrix shapes to orthogonalize (default: ns " MB_NS_DEFAULT_SHAPES
 	  "; tune the model's)" },
-	{ "ns-method", "gram|standard", CHOICE, AT(ns_method), "gram", 0, 0, "gram|standard",
-	  MODEL_CMDS | ON(MB_CMD_NS),
+	{ "ns-method", MB_WORDS(MB_NS_METHODS), ENUM, AT(ns_method), "gram", 0, 0,
+	  MB_WORDS(MB_NS_METHODS), MODEL_CMDS | ON(MB_CMD_NS),
 	  "Newton-Schulz: DeepSpeed's default, on the Gram matrix with a restart at iteration "
 	  "2 (zeropower_via_gram_newtonschulz, original_muon.py; the standard iteration on "
 	  "square matrices), or the standard quintic (zeropower_via_newtonschulz5); ns times "
@@ -248,6 +249,14 @@ static const struct option options[] = {
 
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 _Static_assert(NOPTIONS <= MB_OPTIONS_MAX, "struct mb_args' given has a bit per option");
+/* an ENUM option's field is written as an unsigned */
+_Static_assert(sizeof(enum mb_format) == sizeof(unsigned) &&
+		       sizeof(enum mb_param_order) == sizeof(unsigned) &&
+		       sizeof(enum mb_momentum_dtype) == sizeof(unsigned) &&
+		       sizeof(enum mb_params_back) == sizeof(unsigned) &&
+		       sizeof(enum mb_zero3_apply) == sizeof(unsigned) &&
+		       sizeof(enum mb_ns_method) == sizeof(unsigned),
+	       "the ENUM options' enums are the size of an unsigned");
 
 static void set_given(struct mb_args *args, size_t i)
 {
@@ -426,6 +435,7 @@ static int set_value(struct mb_args *args, const struct option *o, const char *v
 		     const char *what)
 {
 	void *field = (char *)args + o->offset;
+	unsigned i;
 	size_t n;
 	const char *c;
 
@@ -439,12 +449,17 @@ static int set_value(struct mb_args *args, const struct option *o, const char *v
 		*(const char **)field = value;
 		return 0;
 	case CHOICE:
+	case ENUM:
 		n = strlen(value);
-		for (c = o->choices; c; c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL) {
-			if (n && n == strcspn(c, "|") && !strncmp(c, value, n)) {
+		for (c = o->choices, i = 0; c;
+		     c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL, i++) {
+			if (!n || n != strcspn(c, "|") || strncmp(c, value, n))
+				continue;
+			if (o->kind == ENUM)
+				*(unsigned *)field = i;
+			else
 				*(const char **)field = value;
-				return 0;
-			}
+			return 0;
 		}
 		return mb_bad_input("%s: invalid value '%s' (expected %s)", what, value,
 				    o->choices);
@@ -736,6 +751,38 @@ static int parse_stages(struct mb_args *args)
 	}
 }
 
+/*
+ * --variant's list "pin,both" (names of mb_variant's table, or all) into
+ * args->variant_list: each once, in the table's order (master first in each
+ * stage, as the base of the changes).
+ */
+static int parse_variants(struct mb_args *args)
+{
+	const char *p = args->variants;
+	unsigned chosen = 0, v;
+	size_t len;
+	int found;
+
+	do {
+		len = strcspn(p, ",");
+		found = mb_variant_find(p, len);
+		if (len == 3 && !strncmp(p, "all", 3))
+			chosen = (1u << MB_NVARIANTS) - 1;
+		else if (found >= 0)
+			chosen |= 1u << found;
+		else
+			return mb_bad_input(
+				"--variant: invalid variant list '%s' (expected one of " MB_VARIANT_WORDS
+				" or all, or a list of them)",
+				args->variants);
+		p += len;
+	} while (*p++ == ',');
+	for (v = 0; v < MB_NVARIANTS; v++)
+		if (chosen & (1u << v))
+			args->variant_list[args->nvariants++] = (enum mb_variant)v;
+	return 0;
+}
+
 /* Whether CHOICE option value V is WORD (a command that does not take it: NULL, false). */
 static bool is(const char *v, const char *word)
 {
@@ -745,6 +792,8 @@ static bool is(const char *v, const char *word)
 /* The values the commands read (struct mb_args' last part), from the strings parsed. */
 static int resolve(struct mb_args *args)
 {
+	int err;
+
 	args->pin_memory_on = is(args->pin_memory, "on");
 	args->writeback_event = is(args->writeback_dep, "event");
 	args->fwd_bwd_on = is(args->fwd_bwd, "on");
@@ -753,8 +802,12 @@ static int resolve(struct mb_args *args)
 	args->numa_auto = is(args->numa, "auto");
 	args->gather_budget = args->gather_budgets.v[0];
 	args->sub_group_size = args->sub_group_sizes.v[0];
-	args->nstages = 0;
-	return args->stages && !args->help && !args->version ? parse_stages(args) : 0;
+	args->nstages = args->nvariants = 0;
+	if (args->help || args->version)
+		return 0;
+	if (args->stages && (err = parse_stages(args)))
+		return err;
+	return args->variants ? parse_variants(args) : 0;
 }
 
 int mb_args_parse(struct mb_args *args, int argc, char **argv)
@@ -822,7 +875,8 @@ static void print_options(FILE *out, enum mb_command command)
 		snprintf(left, sizeof(left), "%s%s%s%s", o->name[1] ? "--" : "-", o->name,
 			 o->arg ? " " : "", o->arg ? o->arg : "");
 		n = (size_t)snprintf(text, sizeof(text), "%s", o->help);
-		if (o->kind == CHOICE && strcmp(o->arg, o->choices) && n < sizeof(text))
+		if ((o->kind == CHOICE || o->kind == ENUM) && strcmp(o->arg, o->choices) &&
+		    n < sizeof(text))
 			n += (size_t)snprintf(text + n, sizeof(text) - n, ": %s", o->choices);
 		if (o->def && n < sizeof(text))
 			snprintf(text + n, sizeof(text) - n, " (default: %s)", o->def);

@@ -13,6 +13,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "mb_plan.h"
+#include "mb_variant.h"
+#include "mb_words.h"
+
 enum mb_command {
 	MB_CMD_RUN,
 	MB_CMD_PLAN,
@@ -27,6 +31,15 @@ enum mb_command {
 	MB_CMD_PROFILE,
 	MB_NCOMMANDS
 };
+
+/* --format's values (a list, mb_words.h): Markdown tables, CSV rows, JSON. */
+#define MB_FORMATS(X, SEP)	X(MD, "md") SEP X(CSV, "csv") SEP X(JSON, "json")
+#define MB_FORMAT_ENUM_(e, ...) MB_FORMAT_##e,
+enum mb_format { MB_FORMATS(MB_FORMAT_ENUM_, ) MB_NFORMATS };
+
+/* --momentum-dtype auto and --params-back auto: the stage's default (mb_setup_plan_settings). */
+#define MB_MOMENTUM_DTYPE_AUTO MB_NMOM_DTYPES
+#define MB_PARAMS_BACK_AUTO    MB_NBACKS
 
 /* The shapes ns times without --shape (the three-way table uses them). */
 #define MB_NS_DEFAULT_SHAPES "256x768,1024x1024,1024x3072"
@@ -100,19 +113,19 @@ struct mb_args {
 	uint64_t pin_chunk;		    /* bytes */
 	uint64_t reduce_bucket_size;	    /* elements */
 	double grad_clip;		    /* the grads' norm at most; 0: no clipping */
-	const char *param_order;	    /* shape|model */
-	const char *momentum_dtype;	    /* fp32|bf16|auto */
-	const char *params_back;	    /* pinned|pageable|auto */
-	const char *zero3_apply;	    /* subgroup|batched */
+	enum mb_param_order param_order;
+	enum mb_momentum_dtype momentum_dtype; /* or MB_MOMENTUM_DTYPE_AUTO */
+	enum mb_params_back params_back;       /* or MB_PARAMS_BACK_AUTO */
+	enum mb_zero3_apply zero3_apply;
 	uint64_t world_size, rank;
-	const char *format; /* md, csv, json */
+	enum mb_format format;
 
 	uint64_t platform; /* valid when given */
 	const char *device;
 	uint64_t device_mem_limit; /* bytes, 0: none */
 	uint64_t seed;
 
-	const char *variants; /* run: a list of master, pin, overlap, both, all */
+	const char *variants; /* a list of the variants' names, or all */
 	uint64_t runs, steps;
 	const char *measure;			/* "A-B"; NULL: 2-6 cut to the steps */
 	const char *pin_memory, *writeback_dep; /* on|off, host|event */
@@ -128,8 +141,8 @@ struct mb_args {
 
 	const char *sizes; /* bandwidth */
 
-	const char *shapes;    /* ns */
-	const char *ns_method; /* ns: gram|standard; NULL: both */
+	const char *shapes;	     /* ns */
+	enum mb_ns_method ns_method; /* ns: every method unless given */
 	uint64_t batch, reps;
 	bool verify;
 
@@ -154,12 +167,17 @@ struct mb_args {
 	/*
 	 * The options above that the commands read as what they stand for, set
 	 * once parsed (defaults and --ds-config applied): on|off and host|event
-	 * as bools, --stage as its stages in order (0 of them where the command
-	 * takes none).
+	 * as bools, --stage as its stages in order and --variant as its
+	 * variants in the table's order (0 of them where the command takes none).
+	 * The options of words (--format, --param-order, ...) are their enums
+	 * already: the parser stores the index of the value among its list's
+	 * words.
 	 */
 	bool pin_memory_on, writeback_event, fwd_bwd_on, fit_check_on, interleave_on, numa_auto;
 	unsigned stage_list[3];
 	size_t nstages;
+	enum mb_variant variant_list[MB_NVARIANTS];
+	size_t nvariants;
 
 	/* --ds-config: a DeepSpeed config JSON, and the values it gave TEXT and CHOICE options */
 	const char *ds_config;

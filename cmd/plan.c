@@ -428,7 +428,7 @@ static void md_peak(const struct mb_plan *p)
 static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 		      const struct mb_plan_settings *base)
 {
-	const char *fmt = args->format;
+	enum mb_format fmt = args->format;
 	struct field fields[NFIELDS_MAX];
 	struct mb_plan_settings set = *base;
 	char a[32], b[32], c[32], d[32], e[32], f[32];
@@ -437,7 +437,7 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 	bool first = true;
 	int err;
 
-	if (!strcmp(fmt, "md")) {
+	if (fmt == MB_FORMAT_MD) {
 		printf("# Plan sweep: %s, ZeRO-%u\n\n| --gather-budget | --sub-group-size | "
 		       "groups | largest gathered |",
 		       m->name, base->stage);
@@ -447,7 +447,7 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 			printf(") |");
 		}
 		printf("\n|---|---|---:|---:|---:|---:|---:|\n");
-	} else if (!strcmp(fmt, "json"))
+	} else if (fmt == MB_FORMAT_JSON)
 		printf("[");
 	for (bi = 0; bi < args->gather_budgets.n; bi++)
 		for (si = 0; si < args->sub_group_sizes.n; si++) {
@@ -456,11 +456,11 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 			if ((err = mb_plan_build(&plan, m, &set)))
 				return err;
 			n = plan_fields(m, &plan, fields);
-			if (!strcmp(fmt, "csv")) {
+			if (fmt == MB_FORMAT_CSV) {
 				if (first)
 					print_csv_header(fields, n);
 				print_csv_row(m, &plan, fields, n);
-			} else if (!strcmp(fmt, "json")) {
+			} else if (fmt == MB_FORMAT_JSON) {
 				printf("%s", first ? "" : ",");
 				print_json(m, &plan, fields, n);
 			} else {
@@ -479,7 +479,7 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 			first = false;
 			mb_plan_release(&plan);
 		}
-	if (!strcmp(fmt, "json"))
+	if (fmt == MB_FORMAT_JSON)
 		printf("]\n");
 	return 0;
 }
@@ -511,10 +511,10 @@ int mb_cmd_plan(const struct mb_args *args)
 		return err;
 	}
 	n = plan_fields(&model, &plan, fields);
-	if (!strcmp(args->format, "csv")) {
+	if (args->format == MB_FORMAT_CSV) {
 		print_csv_header(fields, n);
 		print_csv_row(&model, &plan, fields, n);
-	} else if (!strcmp(args->format, "json")) {
+	} else if (args->format == MB_FORMAT_JSON) {
 		print_json(&model, &plan, fields, n);
 	} else {
 		md_model(&model, &plan);

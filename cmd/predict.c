@@ -437,7 +437,7 @@ static int predict_point(struct grid *g, const struct mb_profile *base, const st
 
 int mb_cmd_predict(const struct mb_args *args)
 {
-	bool json = !strcmp(args->format, "json"), md = !strcmp(args->format, "md"), first = true;
+	bool json = args->format == MB_FORMAT_JSON, md = args->format == MB_FORMAT_MD, first = true;
 	struct mb_profile base;
 	struct sweep sw;
 	struct grid *g;

@@ -487,7 +487,7 @@ static void print_flat(const struct mb_table *t, size_t nt, bool json)
 		printf("\n]\n");
 }
 
-int mb_report_rows(const struct mb_csv_row *rows, size_t n, const char *format)
+int mb_report_rows(const struct mb_csv_row *rows, size_t n, enum mb_format format)
 {
 	struct mb_table *tables;
 	size_t nt;
@@ -495,10 +495,10 @@ int mb_report_rows(const struct mb_csv_row *rows, size_t n, const char *format)
 
 	if ((err = mb_results_gather(rows, n, &tables, &nt)))
 		return err;
-	if (!strcmp(format, "md"))
+	if (format == MB_FORMAT_MD)
 		err = print_md(tables, nt);
 	else
-		print_flat(tables, nt, !strcmp(format, "json"));
+		print_flat(tables, nt, format == MB_FORMAT_JSON);
 	mb_results_release(tables, nt);
 	return 0;
 }
@@ -555,10 +555,10 @@ int mb_cmd_report(const struct mb_args *args)
 	if (!n)
 		err = mb_bad_input("no rows in %s",
 				   args->nfiles > 1 ? "these files" : args->files[0]);
-	else if (!strcmp(args->format, "md"))
+	else if (args->format == MB_FORMAT_MD)
 		err = print_md(tables, nt);
 	else
-		print_flat(tables, nt, !strcmp(args->format, "json"));
+		print_flat(tables, nt, args->format == MB_FORMAT_JSON);
 	mb_results_release(tables, nt);
 	return err;
 }

@@ -659,7 +659,7 @@ static int run_grid(struct grid *g)
 static int verdict(const struct grid *g)
 {
 	/* after Markdown on stdout; with csv or json, stdout stays machine-read */
-	FILE *out = strcmp(g->args->format, "md") ? stderr : stdout;
+	FILE *out = g->args->format == MB_FORMAT_MD ? stdout : stderr;
 	int d, ns;
 
 	fprintf(out, "\nResults: %s\n", g->out);

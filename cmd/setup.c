@@ -33,16 +33,14 @@ void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct m
 	s->pin_chunk_bytes = args->pin_chunk;
 	s->reduce_bucket_elems = args->reduce_bucket_size;
 	s->tokens = args->fwd_bwd_on ? args->seq * args->micro_batch : 0;
-	s->order = strcmp(args->param_order, "model") ? MB_ORDER_SHAPE : MB_ORDER_MODEL;
-	s->params_back = !strcmp(args->params_back, "auto")	  ? mb_params_back_default(stage)
-			 : !strcmp(args->params_back, "pageable") ? MB_BACK_PAGEABLE
-								  : MB_BACK_PINNED;
-	s->zero3_apply = strcmp(args->zero3_apply, "batched") ? MB_Z3_SUBGROUP : MB_Z3_BATCHED;
-	if (!mb_ns_method_from_name(args->ns_method, &s->ns_method)) /* a CHOICE: cannot fail */
-		s->ns_method = MB_NS_GRAM;
-	s->momentum_dtype = !strcmp(args->momentum_dtype, "auto") ? mb_momentum_dtype_default(stage)
-			    : !strcmp(args->momentum_dtype, "bf16") ? MB_MOM_BF16
-								    : MB_MOM_FP32;
+	s->order = args->param_order;
+	s->params_back = args->params_back == MB_PARAMS_BACK_AUTO ? mb_params_back_default(stage)
+								  : args->params_back;
+	s->zero3_apply = args->zero3_apply;
+	s->ns_method = args->ns_method;
+	s->momentum_dtype = args->momentum_dtype == MB_MOMENTUM_DTYPE_AUTO
+				    ? mb_momentum_dtype_default(stage)
+				    : args->momentum_dtype;
 	s->world_size = (unsigned)args->world_size;
 	s->rank = (unsigned)args->rank;
 }
@@ -255,29 +253,12 @@ int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n)
 
 int mb_setup_variants(const struct mb_args *args, unsigned *variants, size_t *n)
 {
-	const char *p = args->variants;
-	unsigned chosen = 0, v;
-	size_t len;
+	size_t i;
 
-	do {
-		len = strcspn(p, ",");
-		int found = mb_variant_find(p, len);
-
-		v = found < 0 ? MB_NVARIANTS : (unsigned)found;
-		if (len == 3 && !strncmp(p, "all", 3))
-			chosen = (1u << MB_NVARIANTS) - 1;
-		else if (v < MB_NVARIANTS)
-			chosen |= 1u << v;
-		else
-			return mb_bad_input(
-				"--variant: invalid variant list '%s' (expected one of " MB_VARIANT_WORDS
-				" or all, or a list of them)",
-				args->variants);
-		p += len;
-	} while (*p++ == ',');
-	*n = 0;
-	for (v = 0; v < MB_NVARIANTS; v++)
-		if (chosen & (1u << v))
-			variants[(*n)++] = v;
+	if (!args->nvariants) /* parsed with the options: never here for a command with --variant */
+		return mb_bad_input("--variant: no variant given");
+	for (i = 0; i < args->nvariants; i++)
+		variants[i] = args->variant_list[i];
+	*n = args->nvariants;
 	return 0;
 }

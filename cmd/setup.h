@@ -27,8 +27,8 @@ int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n);
 
 /*
  * The variants of --variant (MB_NVARIANTS at most), each once, in the order
- * master, pin, overlap, both: master first in each stage, as the base of
- * the changes.
+ * of mb_variant's table: master first in each stage, as the base of the
+ * changes.
  */
 int mb_setup_variants(const struct mb_args *args, unsigned *variants, size_t *n);
 

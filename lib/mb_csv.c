@@ -3,6 +3,7 @@
  */
 #include "mb_csv.h"
 #include "mb_phase.h"
+#include "mb_plan.h"
 #include "mb_variant.h"
 
 #include <ctype.h>
@@ -84,14 +85,14 @@ static const struct column columns[] = {
 	COL(sub_group_size_elems, U64),
 	WORDS(pin_memory, "on|off"),
 	WORDS(writeback_dep, "host|event"),
-	WORDS(param_order, "shape|model"),
-	WORDS(momentum_dtype, "fp32|bf16"),
-	WORDS(ns_method, "gram|standard"),
+	WORDS(param_order, MB_WORDS(MB_PARAM_ORDERS)),
+	WORDS(momentum_dtype, MB_WORDS(MB_MOMENTUM_DTYPES)),
+	WORDS(ns_method, MB_WORDS(MB_NS_METHODS)),
 	COL(pin_chunk_bytes, U64),
 	COL(reduce_bucket_size, U64),
 	COL(grad_clip, TEXT),
-	WORDS(params_back, "pinned|pageable"),
-	WORDS(zero3_apply, "subgroup|batched"),
+	WORDS(params_back, MB_WORDS(MB_PARAMS_BACKS)),
+	WORDS(zero3_apply, MB_WORDS(MB_ZERO3_APPLIES)),
 	COL(seed, U64),
 	COL(resume_at, U64),
 	WORDS(fwd_bwd, "on|off"),

@@ -19,22 +19,7 @@
 _Static_assert(MB_NS_ITERATIONS == 5 && MB_NS_RESTART == 2,
 	       "recount the Gram method's FLOPs in mb_ns_flops");
 
-const char *const mb_ns_method_names[MB_NS_NMETHODS] = {
-	[MB_NS_GRAM] = "gram",
-	[MB_NS_STANDARD] = "standard",
-};
-
-bool mb_ns_method_from_name(const char *name, enum mb_ns_method *method)
-{
-	int i;
-
-	for (i = 0; i < MB_NS_NMETHODS; i++)
-		if (!strcmp(name, mb_ns_method_names[i])) {
-			*method = (enum mb_ns_method)i;
-			return true;
-		}
-	return false;
-}
+const char *const mb_ns_method_names[MB_NS_NMETHODS] = { MB_NS_METHODS(MB_NAME_, ) };
 
 /* Whether METHOD runs the Gram iteration on ROWS x COLS: not on a square matrix. */
 static bool gram_iteration(enum mb_ns_method method, uint64_t rows, uint64_t cols)

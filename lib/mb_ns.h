@@ -33,6 +33,7 @@
 
 #include "mb_cl.h"
 #include "mb_ledger.h"
+#include "mb_words.h"
 
 #define MB_NS_ITERATIONS 5
 #define MB_NS_EPS	 1e-7f
@@ -42,14 +43,13 @@
 #define MB_NS_PARTIALS	 64 /* work-groups of the norm's reduction */
 #define MB_NS_RESTART	 2  /* the Gram method's restart iteration */
 
-/* The Newton-Schulz methods, gram first: DeepSpeed's default. */
-enum mb_ns_method { MB_NS_GRAM, MB_NS_STANDARD, MB_NS_NMETHODS };
+/* The Newton-Schulz methods, gram first: DeepSpeed's default (a list, mb_words.h). */
+#define MB_NS_METHODS(X, SEP) X(GRAM, "gram") SEP X(STANDARD, "standard")
+#define MB_NS_ENUM_(e, ...)   MB_NS_##e,
+enum mb_ns_method { MB_NS_METHODS(MB_NS_ENUM_, ) MB_NS_NMETHODS };
 
 /* Their names, as options and results spell them: "gram", "standard". */
-extern const char *const mb_ns_method_names[];
-
-/* Whether NAME is one of them; if so, its method into *METHOD. */
-bool mb_ns_method_from_name(const char *name, enum mb_ns_method *method);
+extern const char *const mb_ns_method_names[MB_NS_NMETHODS];
 
 /*
  * FLOPs of Newton-Schulz by METHOD on one ROWS x COLS matrix, 2 m n k for

@@ -20,8 +20,8 @@ const char *const mb_host_buffer_names[MB_HOST_NBUFFERS] = {
 	[MB_HOST_GRADS_BF16] = "grad partitions (bf16)",
 };
 
-const char *const mb_param_order_names[MB_NORDERS] = { "shape", "model" };
-const char *const mb_zero3_apply_names[MB_NZ3_APPLIES] = { "subgroup", "batched" };
+const char *const mb_param_order_names[MB_NORDERS] = { MB_PARAM_ORDERS(MB_NAME_, ) };
+const char *const mb_zero3_apply_names[MB_NZ3_APPLIES] = { MB_ZERO3_APPLIES(MB_NAME_, ) };
 
 bool mb_host_buffer_on_bus(enum mb_host_buffer b)
 {

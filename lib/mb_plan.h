@@ -45,19 +45,39 @@
 
 #include "mb_model.h"
 #include "mb_ns.h"
+#include "mb_words.h"
 
 /* DeepSpeed's default reduce_bucket_size, in elements. */
 #define MB_PLAN_REDUCE_BUCKET 500000000ull
 
-enum mb_param_order { MB_ORDER_SHAPE, MB_ORDER_MODEL, MB_NORDERS };
+/*
+ * The settings below that are words, each an enum made from its list
+ * (mb_words.h: X(ENUM, name), SEP between rows): the options parse them and
+ * print them in their help, run writes them into the results and the reader
+ * takes only them, plan prints them, all from these lists.
+ */
+#define MB_PARAM_ORDERS(X, SEP)	   X(SHAPE, "shape") SEP X(MODEL, "model")
+#define MB_MOMENTUM_DTYPES(X, SEP) X(FP32, "fp32") SEP X(BF16, "bf16")
+#define MB_PARAMS_BACKS(X, SEP)	   X(PINNED, "pinned") SEP X(PAGEABLE, "pageable")
+#define MB_ZERO3_APPLIES(X, SEP)   X(SUBGROUP, "subgroup") SEP X(BATCHED, "batched")
+
+#define MB_ORDER_ENUM_(e, ...) MB_ORDER_##e,
+#define MB_MOM_ENUM_(e, ...)   MB_MOM_##e,
+#define MB_BACK_ENUM_(e, ...)  MB_BACK_##e,
+#define MB_Z3_ENUM_(e, ...)    MB_Z3_##e,
+
+/* The order of the Muon parameters that the batches and sub-groups are made of. */
+enum mb_param_order { MB_PARAM_ORDERS(MB_ORDER_ENUM_, ) MB_NORDERS };
 
 /* The Muon momentum's storage: fp32, or bf16 (fp32 math) as DeepSpeed keeps it under ZeRO-3. */
-enum mb_momentum_dtype { MB_MOM_FP32, MB_MOM_BF16, MB_NMOM_DTYPES };
+enum mb_momentum_dtype { MB_MOMENTUM_DTYPES(MB_MOM_ENUM_, ) MB_NMOM_DTYPES };
 
-/* "fp32", "bf16" (in the header: the results reader needs it without the plan) */
+/* "fp32", "bf16"; "?" out of range (in the header: the results reader needs it without the plan) */
 static inline const char *mb_momentum_dtype_name(enum mb_momentum_dtype d)
 {
-	return d == MB_MOM_BF16 ? "bf16" : "fp32";
+	static const char *const names[] = { MB_MOMENTUM_DTYPES(MB_NAME_, ) };
+
+	return (unsigned)d < MB_NMOM_DTYPES ? names[d] : "?";
 }
 
 /*
@@ -65,11 +85,14 @@ static inline const char *mb_momentum_dtype_name(enum mb_momentum_dtype d)
  * the host optimizer writes (ZeRO-1/2), or, as ZeRO-3's copy_ from the fp32
  * params does, a host cast into pageable memory and a blocking H2D.
  */
-enum mb_params_back { MB_BACK_PINNED, MB_BACK_PAGEABLE, MB_NBACKS };
+enum mb_params_back { MB_PARAMS_BACKS(MB_BACK_ENUM_, ) MB_NBACKS };
 
+/* "pinned", "pageable"; "?" out of range */
 static inline const char *mb_params_back_name(enum mb_params_back b)
 {
-	return b == MB_BACK_PAGEABLE ? "pageable" : "pinned";
+	static const char *const names[] = { MB_PARAMS_BACKS(MB_NAME_, ) };
+
+	return (unsigned)b < MB_NBACKS ? names[b] : "?";
 }
 
 /* DeepSpeed's for STAGE: pageable under ZeRO-3 (stage3.py), pinned under 1/2. */
@@ -93,7 +116,7 @@ extern const char *const mb_param_order_names[MB_NORDERS]; /* "shape", "model" *
  * under the gather budget, as ZeRO-1/2's apply is (what the reference change
  * left out).
  */
-enum mb_zero3_apply { MB_Z3_SUBGROUP, MB_Z3_BATCHED, MB_NZ3_APPLIES };
+enum mb_zero3_apply { MB_ZERO3_APPLIES(MB_Z3_ENUM_, ) MB_NZ3_APPLIES };
 
 extern const char *const mb_zero3_apply_names[MB_NZ3_APPLIES]; /* "subgroup", "batched" */
 

@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "mb_words.h"
+
 /* X(ENUM, name, pins, writeback batches in flight, prefetch, help), SEP between rows */
 #define MB_VARIANTS(X, SEP)                                                                \
 	X(MASTER, "master", false, 0, false, "pageable momentum, synchronous writeback")   \
@@ -38,12 +40,11 @@
 #define MB_TEST_VARIANT_ROW_(X, SEP)
 #endif
 
-#define MB_VARIANT_ENUM_(e, ...)    MB_##e,
-#define MB_VARIANT_NAME_(e, n, ...) n
+#define MB_VARIANT_ENUM_(e, ...) MB_##e,
 enum mb_variant { MB_VARIANTS(MB_VARIANT_ENUM_, ) MB_NVARIANTS };
 
 /* "master|pin|overlap|both|pipeline", for a results column's words and the help */
-#define MB_VARIANT_WORDS MB_VARIANTS(MB_VARIANT_NAME_, "|")
+#define MB_VARIANT_WORDS MB_WORDS(MB_VARIANTS)
 
 /* What every other variant is compared with, and the reference change's. */
 #define MB_VARIANT_BASE	     MB_MASTER

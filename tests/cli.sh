@@ -113,6 +113,33 @@ expect_error "heads do not divide" 2 "does not divide hidden_size (100)" plan --
 expect_error "model and config" 2 "--model and --config both name a model: give one" plan --model tiny --config configs/tiny.json
 expect_error "unknown option" 2 "unknown option '--bogus' (see muonbench plan --help)" plan --bogus
 expect_error "bad format" 2 "--format: invalid value 'xml' (expected md|csv|json)" plan --format xml
+# each word of an option of words is the setting it names (the parser keeps the word's
+# index among its list's words as the enum: the two orders must agree), auto the stage's
+plan_json() { "$bin" plan --model tiny --format json "$@"; }
+if plan_json --param-order model --ns-method standard >"$tmp/p-model.json" &&
+	plan_json --param-order shape --ns-method gram >"$tmp/p-shape.json" &&
+	plan_json --stage 2 --momentum-dtype bf16 --params-back pageable >"$tmp/p-2bf16.json" &&
+	plan_json --stage 2 --momentum-dtype auto --params-back auto >"$tmp/p-2auto.json" &&
+	plan_json --stage 3 --momentum-dtype fp32 --params-back pinned --zero3-apply batched --gather-budget 2Mi >"$tmp/p-3fp32.json" &&
+	plan_json --stage 3 --zero3-apply subgroup --gather-budget 2Mi >"$tmp/p-3auto.json" &&
+	python3 -c 'import json, sys
+p = {k: json.load(open(sys.argv[1] + "/p-" + k + ".json")) for k in ("model", "shape", "2bf16", "2auto", "3fp32", "3auto")}
+assert (p["model"]["param_order"], p["model"]["ns_method"]) == ("model", "standard"), p["model"]
+assert (p["shape"]["param_order"], p["shape"]["ns_method"]) == ("shape", "gram"), p["shape"]
+assert p["model"]["apply_order"] != p["shape"]["apply_order"]
+assert [p[k]["momentum_bytes_per_elem"] for k in ("2bf16", "2auto", "3fp32", "3auto")] == [2, 4, 4, 2]
+# the bf16 staging is pinned only with --params-back pinned (auto: at ZeRO-1/2)
+for k, staged in (("2bf16", 0), ("2auto", 1), ("3fp32", 1), ("3auto", 0)):
+	q = p[k]
+	assert q["pinned_bytes_momentum_pageable"] == q["host_grads_bytes"] + q.get("host_grads_bf16_bytes", 0) + staged * q["host_staging_bytes"], (k, q)
+assert p["3fp32"]["groups"] > 1 and p["3auto"]["groups"] == 1, (p["3fp32"]["groups"], p["3auto"]["groups"])' "$tmp" &&
+	"$bin" plan --model tiny --format csv | head -1 | grep -q "^model,source," &&
+	"$bin" plan --model tiny --format md | head -1 | grep -q "^# Plan: tiny"; then
+	report ok "options of words: each word is the setting it names, auto the stage's"
+else
+	report fail "options of words: each word is the setting it names, auto the stage's" "$(cat "$tmp"/p-*.json | head -40)"
+fi
+expect_error "a value outside an option's words" 2 "--momentum-dtype: invalid value 'fp16' (expected fp32|bf16|auto)" plan --momentum-dtype fp16
 expect_error "rank outside the world" 2 "rank 2 is outside a world of 2 ranks" plan --world-size 2 --rank 2
 expect_error "option of another command" 2 "option '--stage' does not apply to 'muonbench devices'" devices --stage 2
 expect_error "flag with a value" 2 "option '--help' takes no value" plan --help=yes
