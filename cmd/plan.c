@@ -191,25 +191,32 @@ static void md_model(const struct mb_model *m, const struct mb_plan *p)
 	}
 }
 
-/* "pinned in all (pin, both, pipeline)": the variants that pin the momentum, or not. */
-static const char *pinned_row(char *buf, size_t size, bool pins)
+/* "pin, both, pipeline": the variants (mb_variant's table) that pin the momentum, or not. */
+static const char *pinning(char *buf, size_t size, bool pins)
 {
-	size_t n = (size_t)snprintf(buf, size, "pinned in all (");
+	size_t n = 0;
 	unsigned v;
 
+	buf[0] = '\0';
 	for (v = 0; v < MB_NVARIANTS && n < size; v++)
 		if (mb_variant_pins((enum mb_variant)v) == pins)
-			n += (size_t)snprintf(buf + n, size - n, "%s%s",
-					      buf[n - 1] == '(' ? "" : ", ",
+			n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? ", " : "",
 					      mb_variant_name((enum mb_variant)v));
-	if (n < size)
-		snprintf(buf + n, size - n, ")");
+	return buf;
+}
+
+/* "pinned in all (pin, both, pipeline)" */
+static const char *pinned_row(char *buf, size_t size, bool pins)
+{
+	char which[64];
+
+	snprintf(buf, size, "pinned in all (%s)", pinning(which, sizeof(which), pins));
 	return buf;
 }
 
 static void md_host(const struct mb_plan *p)
 {
-	char pinned[64], limit[32], row[96];
+	char pinned[96], limit[32], row[96], which[64];
 	int b;
 
 	printf("\n## Host buffers of this rank\n\n");
@@ -228,8 +235,9 @@ static void md_host(const struct mb_plan *p)
 			snprintf(pinned, sizeof(pinned), " no (--params-back pageable) |");
 		else
 			snprintf(pinned, sizeof(pinned), " %s, %zu chunk%s |",
-				 b == MB_HOST_MOMENTUM ? "pin, both" : "yes", p->host_chunks[b],
-				 p->host_chunks[b] == 1 ? "" : "s");
+				 b == MB_HOST_MOMENTUM ? pinning(which, sizeof(which), true)
+						       : "yes",
+				 p->host_chunks[b], p->host_chunks[b] == 1 ? "" : "s");
 		if (b == MB_HOST_MOMENTUM) {
 			char name[64];
 

@@ -190,15 +190,15 @@ static int predict_cells(struct grid *g, const struct mb_profile *p)
 
 /* ---- Markdown ---- */
 
-/* Master of C's stage, unless C is master or there is none. */
+/* The base variant (master) of C's stage, unless C is it or there is none. */
 static const struct cell *base_of(const struct grid *g, const struct cell *c)
 {
 	size_t i;
 
-	if (c->variant == MB_MASTER)
+	if (c->variant == MB_VARIANT_BASE)
 		return NULL;
 	for (i = 0; i < g->ncells; i++)
-		if (g->cells[i].stage == c->stage && g->cells[i].variant == MB_MASTER)
+		if (g->cells[i].stage == c->stage && g->cells[i].variant == MB_VARIANT_BASE)
 			return &g->cells[i];
 	return NULL;
 }

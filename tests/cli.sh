@@ -14,7 +14,7 @@ failed=0
 # The check figures of DESIGN.md.
 expect_output "plan: qwen3-4b has 4.02 B parameters" "| total | 398 | 4,022,468,096 | 4.02 B |" plan
 expect_output "plan: 3.63 B of them Muon" "| 3,633,315,840 | 3.63 B |" plan --model qwen3-4b
-expect_output "plan: 14.5 GB of Muon momentum, pinned in 7 chunks of 2 GiB" "| Muon momentum (fp32) | pin, both, 7 chunks | 14,533,263,360 | 14.5 GB |" plan
+expect_output "plan: 14.5 GB of Muon momentum, pinned in 7 chunks of 2 GiB" "| Muon momentum (fp32) | pin, both, pipeline, 7 chunks | 14,533,263,360 | 14.5 GB |" plan
 expect_output "plan: 16.1 GB of grads in 8 chunks (7.5 x 2 GiB)" "| grads (fp32) | yes, 8 chunks | 16,089,872,384 |" plan
 expect_output "plan: --pin-chunk 1Gi doubles them" "| grads (fp32) | yes, 16 chunks |" plan --pin-chunk 1Gi
 expect_output "plan: json has the chunks" '"host_momentum_chunks": 7,' plan --format json
