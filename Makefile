@@ -116,12 +116,14 @@ baseline: $(BIN)
 	rm -f $(BASELINE)
 	$(BIN) run $(BASELINE_ARGS) --out $(BASELINE)
 
-# The binary with the test-only variant row (lib/mb_variant.h, MB_TEST_VARIANT),
-# in a build of its own, for tests/variant_row.sh.
+# The binary with the test-only variant row (lib/mb_variant.h, MB_TEST_VARIANT)
+# and phase row (lib/mb_phase.h, MB_TEST_PHASE), in a build of its own, for
+# tests/variant_row.sh.
 VARIANT_BIN = $(BUILD)-variant/muonbench
 
 $(VARIANT_BIN): FORCE
-	@$(MAKE) --no-print-directory BUILD=$(BUILD)-variant CFLAGS="$(CFLAGS) -DMB_TEST_VARIANT" $@
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)-variant \
+		CFLAGS="$(CFLAGS) -DMB_TEST_VARIANT -DMB_TEST_PHASE" $@
 
 test: $(BIN) $(TESTS) $(VARIANT_BIN)
 	@BASELINE="$(BASELINE)" BASELINE_ARGS="$(BASELINE_ARGS)" VARIANT_BIN="$(VARIANT_BIN)" \

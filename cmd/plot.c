@@ -14,7 +14,29 @@
 
 #include "commands.h"
 #include "mb_err.h"
+#include "mb_phase.h"
 #include "mb_results.h"
+
+/* The apply's phases (mb_phase's table), each a part of the stacked bars. */
+#define IN_APPLY_(e, f, name, clock, apply, ...) +(apply)
+enum { NAPPLY = 0 MB_PHASES(IN_APPLY_) };
+#undef IN_APPLY_
+
+/* One colour a quantity across both panels: iteration, apply, then each apply phase. */
+static const char *const colours[] = { "#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3",
+				       "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd" };
+_Static_assert(sizeof(colours) / sizeof(colours[0]) >= 2 + NAPPLY,
+	       "a colour for each phase of the apply");
+
+/* C's mean of phase P: of the writeback, the part not hidden behind compute. */
+static double phase_s(const struct mb_cell *c, enum mb_phase p)
+{
+#define SECS_(e, f, ...) c->phase.f,
+	const double v[MB_NPHASES] = { MB_PHASES(SECS_) };
+#undef SECS_
+
+	return p == MB_PHASE_D2H ? v[p] * (1 - c->phase.d2h_hidden_frac) : v[p];
+}
 
 /* "chart.svg" -> "chart" + SUFFIX into BUF. */
 static void beside(char *buf, size_t len, const char *image, const char *suffix)
@@ -43,12 +65,15 @@ static int write_data(const char *path, const struct mb_table *t)
 {
 	double lo, hi, alo, ahi;
 	FILE *f = fopen(path, "w");
-	size_t i;
+	size_t i, p;
 
 	if (!f)
 		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
-	fprintf(f, "# cell iter iter_min iter_max apply apply_min apply_max h2d momentum ns "
-		   "d2h_exposed\n");
+	fprintf(f, "# cell iter iter_min iter_max apply apply_min apply_max");
+	for (p = 0; p < MB_NPHASES; p++)
+		if (mb_phases[p].apply)
+			fprintf(f, " %s%s", mb_phases[p].name, p == MB_PHASE_D2H ? "_exposed" : "");
+	fprintf(f, "\n");
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
 
@@ -56,10 +81,12 @@ static int write_data(const char *path, const struct mb_table *t)
 			continue;
 		spread(c, false, &lo, &hi);
 		spread(c, true, &alo, &ahi);
-		fprintf(f, "\"ZeRO-%u %s\" %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g %.6g\n",
-			c->stage, c->variant, c->iter_mean_s, lo, hi, c->apply_mean_s, alo, ahi,
-			c->phase.h2d_s, c->phase.momentum_s, c->phase.ns_s,
-			c->phase.d2h_s * (1 - c->phase.d2h_hidden_frac));
+		fprintf(f, "\"ZeRO-%u %s\" %.6g %.6g %.6g %.6g %.6g %.6g", c->stage, c->variant,
+			c->iter_mean_s, lo, hi, c->apply_mean_s, alo, ahi);
+		for (p = 0; p < MB_NPHASES; p++)
+			if (mb_phases[p].apply)
+				fprintf(f, " %.6g", phase_s(c, (enum mb_phase)p));
+		fprintf(f, "\n");
 	}
 	if (fclose(f))
 		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
@@ -85,13 +112,11 @@ static void gp_string(FILE *f, const char *text)
 static int write_script(const char *path, const char *data, const char *image,
 			const struct mb_table *t)
 {
-	/* one colour a quantity across both panels: iteration, apply, H2D, momentum, NS, D2H */
-	static const char *const colours[] = { "#4c72b0", "#dd8452", "#55a868",
-					       "#c44e52", "#8172b3", "#937860" };
 	const char *ext = strrchr(image, '.');
 	bool png = ext && !strcmp(ext, ".png");
 	FILE *f = fopen(path, "w");
 	char title[512];
+	size_t p, k;
 
 	if (!f)
 		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
@@ -118,12 +143,20 @@ static int write_script(const char *path, const char *data, const char *image,
 	fprintf(f, "set title 'Muon apply by phase (device time; writeback not hidden)'\n");
 	fprintf(f, "set style histogram rowstacked\nset boxwidth 0.6\n");
 	fprintf(f, "plot ");
-	gp_string(f, data);
-	fprintf(f,
-		" using 8:xtic(1) title 'H2D' lc rgb '%s', '' using 9 title 'momentum' lc rgb "
-		"'%s', '' using 10 title 'Newton-Schulz' lc rgb '%s', '' using 11 title 'D2H' "
-		"lc rgb '%s'\n",
-		colours[2], colours[3], colours[4], colours[5]);
+	/* the apply's phases from column 8 on, in the table's order */
+	for (p = 0, k = 0; p < MB_NPHASES; p++) {
+		if (!mb_phases[p].apply)
+			continue;
+		if (!k)
+			gp_string(f, data);
+		else
+			fprintf(f, ", ''");
+		fprintf(f, " using %zu%s title '%s%s' lc rgb '%s'", 8 + k, k ? "" : ":xtic(1)",
+			mb_phases[p].name, p == MB_PHASE_D2H ? " (not hidden)" : "",
+			colours[2 + k]);
+		k++;
+	}
+	fprintf(f, "\n");
 	fprintf(f, "unset multiplot\n");
 	if (fclose(f))
 		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));

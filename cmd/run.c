@@ -26,6 +26,7 @@
 #include "mb_fit.h"
 #include "mb_host.h"
 #include "mb_num.h"
+#include "mb_phase.h"
 #include "mb_predict.h"
 #include "mb_run.h"
 #include "setup.h"
@@ -199,10 +200,10 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	snprintf(row->fwd_bwd, sizeof(row->fwd_bwd), "%s", a->fwd_bwd);
 	row->seq = a->seq;
 	row->micro_batch = a->micro_batch;
-	row->pred_iter_s = row->pred_apply_s = NAN;
-	row->pred_forward_s = row->pred_backward_s = row->pred_h2d_s = row->pred_momentum_s = NAN;
-	row->pred_ns_s = row->pred_d2h_s = row->pred_d2h_hidden_frac = row->pred_host_opt_s = NAN;
-	row->pred_params_h2d_s = NAN;
+	row->pred_iter_s = row->pred_apply_s = row->pred_d2h_hidden_frac = NAN;
+#define NAN_(e, f, ...) row->pred_##f = NAN;
+	MB_PHASES(NAN_)
+#undef NAN_
 }
 
 /* The model's prediction of the cell now in g->run into *t; false if there is no profile. */
@@ -230,15 +231,10 @@ static void fill_prediction(const struct grid *g, struct mb_csv_row *row,
 	snprintf(row->profile, sizeof(row->profile), "%s", g->profile_src);
 	row->pred_iter_s = t->iter_s;
 	row->pred_apply_s = t->apply_s;
-	row->pred_forward_s = p->forward_s;
-	row->pred_backward_s = p->backward_s;
-	row->pred_h2d_s = p->h2d_s;
-	row->pred_momentum_s = p->momentum_s;
-	row->pred_ns_s = p->ns_s;
-	row->pred_d2h_s = p->d2h_s;
+#define PRED_(e, f, ...) row->pred_##f = p->f;
+	MB_PHASES(PRED_)
+#undef PRED_
 	row->pred_d2h_hidden_frac = p->d2h_s > 0 ? p->d2h_hidden_s / p->d2h_s : 0;
-	row->pred_host_opt_s = p->host_opt_s;
-	row->pred_params_h2d_s = p->params_h2d_s;
 }
 
 static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
@@ -247,18 +243,13 @@ static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
 
 	row->iter_mean_s = r->iter_mean_s;
 	row->apply_mean_s = r->apply_mean_s;
-	row->forward_s = p->forward_s;
-	row->backward_s = p->backward_s;
-	row->h2d_s = p->h2d_s;
-	row->momentum_s = p->momentum_s;
-	row->ns_s = p->ns_s;
-	row->d2h_s = p->d2h_s;
+#define PHASE_(e, f, ...) row->f = p->f;
+	MB_PHASES(PHASE_)
+#undef PHASE_
 	/* NaN (n/a) when either is; 0 of 0 is nothing hidden */
 	row->d2h_hidden_frac = isnan(p->d2h_s) || isnan(p->d2h_hidden_s) ? NAN
 			       : p->d2h_s > 0 ? p->d2h_hidden_s / p->d2h_s
 					      : 0;
-	row->host_opt_s = p->host_opt_s;
-	row->params_h2d_s = p->params_h2d_s;
 	row->host_opt_gbs = r->host_opt_gbs;
 	row->memcpy_gbs = r->memcpy_gbs;
 	row->h2d_gbs = r->h2d_gbs;

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mb_phase.h"
+
 #define MB_CSV_FORMAT_VERSION 10
 #define MB_CSV_STEPS_MAX      1000
 
@@ -47,8 +49,7 @@ struct mb_csv_row {
 	uint64_t seq, micro_batch;
 
 	double iter_mean_s, apply_mean_s;
-	double forward_s, backward_s, h2d_s, momentum_s, ns_s, d2h_s, d2h_hidden_frac, host_opt_s,
-		params_h2d_s;
+	double MB_PHASE_FIELDS d2h_hidden_frac; /* forward_s, ...: mb_phase's table */
 	double host_opt_gbs, memcpy_gbs;
 	double h2d_gbs, d2h_gbs, params_h2d_gbs; /* achieved: the plan's bytes over the phase */
 	uint64_t peak_device_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes,
@@ -63,8 +64,7 @@ struct mb_csv_row {
 	 * profile came from ("" and NaN figures when there was none), and its figures */
 	char profile[512];
 	double pred_iter_s, pred_apply_s;
-	double pred_forward_s, pred_backward_s, pred_h2d_s, pred_momentum_s, pred_ns_s, pred_d2h_s,
-		pred_d2h_hidden_frac, pred_host_opt_s, pred_params_h2d_s;
+	double MB_PHASE_PRED_FIELDS pred_d2h_hidden_frac; /* pred_forward_s, ... */
 
 	size_t nsamples; /* steps run */
 	double iter_samples_s[MB_CSV_STEPS_MAX], apply_samples_s[MB_CSV_STEPS_MAX];

@@ -3,6 +3,9 @@
  */
 #include "mb_phase.h"
 
-#define ROW_(e, field, name, clock, what) { name, #field, clock, what },
+#include <stddef.h>
+
+#define ROW_(e, field, name, clock, apply, span, what) \
+	{ name, #field, MB_PHASE_CLOCK_##clock, apply, span, what },
 
 const struct mb_phase_info mb_phases[MB_NPHASES] = { MB_PHASES(ROW_) };

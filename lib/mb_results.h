@@ -40,17 +40,15 @@ struct mb_cell {
 	uint64_t own_peak_bytes, own_peak_forward_bytes, own_peak_backward_bytes,
 		own_peak_step_bytes; /* max, without CLBlast's temporaries */
 	struct {
-		double forward_s, backward_s, h2d_s, momentum_s, ns_s, d2h_s, d2h_hidden_frac,
-			host_opt_s, params_h2d_s;
-	} phase;				 /* means over the runs */
+		double MB_PHASE_FIELDS d2h_hidden_frac; /* mb_phase's table */
+	} phase;					/* means over the runs */
 	double h2d_gbs, d2h_gbs, params_h2d_gbs; /* achieved over the bus: means over the runs */
 	/* the model's prediction of the cell (the pred_ columns) from the first ok run that has
 	 * one (a cell's runs share it); predicted false: none had */
 	bool predicted;
 	double pred_iter_s, pred_apply_s;
 	struct {
-		double forward_s, backward_s, h2d_s, momentum_s, ns_s, d2h_s, d2h_hidden_frac,
-			host_opt_s, params_h2d_s;
+		double MB_PHASE_FIELDS d2h_hidden_frac;
 	} pred;
 };
 

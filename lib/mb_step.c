@@ -24,11 +24,15 @@
 
 /* ---- the timeline: the commands' own events, resolved after a step ---- */
 
-enum kind { K_H2D, K_MOMENTUM, K_NS, K_D2H, K_PARAMS_H2D, K_NKINDS };
-
-static const char *const kind_names[K_NKINDS] = { "a gather copy", "the momentum kernel",
-						  "a Newton-Schulz", "a writeback copy",
-						  "the params copy" };
+/*
+ * A span's kind is its phase (mb_phase's table; K_H2D is MB_PHASE_H2D), one
+ * timed by device events: its time goes to the phase's field, and an apply
+ * phase's span other than the writeback's is compute the writeback may hide
+ * behind.
+ */
+#define KIND_(e, ...) K_##e = MB_PHASE_##e,
+enum kind { MB_PHASES(KIND_) K_NKINDS };
+#undef KIND_
 
 /* From the START of FIRST to the END of LAST: one command (LAST NULL) or a run of them. */
 struct span {
@@ -104,8 +108,9 @@ static int tl_resolve(const struct mb_state *s, struct timeline *t, struct mb_ph
 {
 	struct interval *busy, *d2h;
 	size_t i, nb = 0, nd = 0, m = 0, j;
-	double *sum[K_NKINDS] = { &p->h2d_s, &p->momentum_s, &p->ns_s, &p->d2h_s,
-				  &p->params_h2d_s };
+#define SUM_(e, f, ...) &p->f,
+	double *sum[K_NKINDS] = { MB_PHASES(SUM_) };
+#undef SUM_
 	bool overlap_known = true;
 
 	busy = malloc((t->n + 1) * sizeof(*busy));
@@ -120,13 +125,13 @@ static int tl_resolve(const struct mb_state *s, struct timeline *t, struct mb_ph
 		struct interval iv;
 		double unused;
 
-		if (mb_cl_event_span(s->cl, sp->first, kind_names[sp->kind], &iv.a, &unused) ||
-		    mb_cl_event_span(s->cl, sp->last ? sp->last : sp->first, kind_names[sp->kind],
-				     &unused, &iv.b)) {
+		if (mb_cl_event_span(s->cl, sp->first, mb_phases[sp->kind].span, &iv.a, &unused) ||
+		    mb_cl_event_span(s->cl, sp->last ? sp->last : sp->first,
+				     mb_phases[sp->kind].span, &unused, &iv.b)) {
 			if (!why[0])
 				snprintf(why, len, "%s", mb_errmsg());
 			*sum[sp->kind] = NAN;
-			if (sp->kind != K_PARAMS_H2D)
+			if (mb_phases[sp->kind].apply)
 				overlap_known = false;
 			continue;
 		}
@@ -135,7 +140,7 @@ static int tl_resolve(const struct mb_state *s, struct timeline *t, struct mb_ph
 		*sum[sp->kind] += iv.b - iv.a;
 		if (sp->kind == K_D2H)
 			d2h[nd++] = iv;
-		else if (sp->kind != K_PARAMS_H2D)
+		else if (mb_phases[sp->kind].apply)
 			busy[nb++] = iv;
 	}
 	/* merge the busy intervals, then intersect each D2H with them */

@@ -30,6 +30,7 @@
 #include "mb_ledger.h"
 #include "mb_model.h"
 #include "mb_ns.h"
+#include "mb_phase.h"
 #include "mb_plan.h"
 #include "mb_variant.h"
 
@@ -52,12 +53,9 @@ struct mb_step_settings {
  * NaN (n/a), never 0.
  */
 struct mb_phase_times {
-	double forward_s;  /* host clock, synchronized; 0 without the forward/backward */
-	double backward_s; /* host clock, synchronized */
-	double h2d_s, momentum_s, ns_s, d2h_s; /* device events */
-	double d2h_hidden_s; /* of d2h_s, the time the compute queue was busy too */
-	double host_opt_s;   /* host clock */
-	double params_h2d_s; /* device event */
+	/* forward_s, ..., params_h2d_s: mb_phase's table, each by its clock; and of d2h_s, the
+	 * time the compute queue was busy too */
+	double MB_PHASE_FIELDS d2h_hidden_s;
 };
 
 struct mb_step_times {

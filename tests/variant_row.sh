@@ -2,7 +2,10 @@
 # Adding a variant is one row of lib/mb_variant.h: a binary built with the
 # test-only row (-DMB_TEST_VARIANT: "twin", pipeline with pageable momentum,
 # a combination no other row has) runs it, ends in master's state, keeps the
-# plan's peak, and report, compare and plot show it. Prints TAP.
+# plan's peak, and report, compare and plot show it. Adding a phase is one
+# row of lib/mb_phase.h: the same binary has the test-only phase row
+# (-DMB_TEST_PHASE: "probe", an apply phase no command is timed as), and the
+# results, report, predict and plot's bars of the apply have it. Prints TAP.
 # Usage: tests/variant_row.sh path/to/muonbench-with-the-row   (from the repository root)
 set -u
 bin=$1
@@ -40,6 +43,14 @@ expect_output "variant row: predict models it" "| 2 | twin | " predict --profile
 "$bin" plot "$tmp/a.csv" -o "$tmp/a.svg" >/dev/null 2>&1 && grep -q "twin" "$tmp/a.svg" &&
 	report ok "variant row: plot draws it" ||
 	report fail "variant row: plot draws it" "$(cat "$tmp/a.svg" 2>/dev/null | head -5)"
+head -1 "$tmp/a.csv" | tr , '\n' | grep -qx probe_s && head -1 "$tmp/a.csv" | tr , '\n' | grep -qx pred_probe_s &&
+	report ok "phase row: its columns in the results, measured and predicted" ||
+	report fail "phase row: its columns in the results, measured and predicted" "$(head -1 "$tmp/a.csv")"
+expect_output "phase row: report's time per phase shows it" "| host_opt | params_h2d | probe |" report "$tmp/a.csv"
+expect_output "phase row: predict's phase table shows it" "| host_opt | params_h2d | probe |" predict --profile reference --model qwen3-4b --stage 2
+grep -q "using 12 title 'probe'" "$tmp/a.gp" && head -1 "$tmp/a.dat" | grep -q " d2h_exposed probe$" &&
+	report ok "phase row: plot stacks it with the apply's phases" ||
+	report fail "phase row: plot stacks it with the apply's phases" "$(head -1 "$tmp/a.dat"; grep plot "$tmp/a.gp")"
 
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
