@@ -46,9 +46,6 @@ struct column {
 	{ #name, TEXT, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name), words }
 /* clang-format on */
 
-#define MB_STR_(x) #x
-#define MB_STR(x)  MB_STR_(x)
-
 static const struct column columns[] = {
 	{ "format_version", VERSION, 0, 0, NULL },
 	WORDS(status, "ok|failed|interrupted"),
@@ -695,6 +692,20 @@ static int read_record(struct reader *r, char **fields, int *nf)
 	return 0;
 }
 
+/* Whether TEXT is a format_version this reader reads, as the writer writes it ("10"). */
+static bool version_read(const char *text)
+{
+	char v[16];
+	int k;
+
+	for (k = MB_CSV_FORMAT_OLDEST; k <= MB_CSV_FORMAT_VERSION; k++) {
+		snprintf(v, sizeof(v), "%d", k);
+		if (!strcmp(text, v))
+			return true;
+	}
+	return false;
+}
+
 /* Read rows from R into ROW, one at a time, calling EACH(ROW, CTX) for each. */
 static int read_rows(struct reader *r, struct mb_csv_row *row, mb_csv_each_fn each, void *ctx)
 {
@@ -733,11 +744,11 @@ static int read_rows(struct reader *r, struct mb_csv_row *row, mb_csv_each_fn ea
 				   "expected %d fields as in the header, found %d (a truncated or "
 				   "edited row?)",
 				   nnames, nf);
-		if (strcmp(fields[where[0]], MB_STR(MB_CSV_FORMAT_VERSION)))
+		if (!version_read(fields[where[0]]))
 			return bad(r,
-				   "format_version '%s': this muonbench reads version %d only "
+				   "format_version '%s': this muonbench reads versions %d to %d "
 				   "(read the file with the muonbench that wrote it)",
-				   fields[where[0]], MB_CSV_FORMAT_VERSION);
+				   fields[where[0]], MB_CSV_FORMAT_OLDEST, MB_CSV_FORMAT_VERSION);
 		memset(row, 0, sizeof(*row));
 		napply = 0;
 		for (c = 0; c < NCOLUMNS; c++)

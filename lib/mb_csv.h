@@ -16,7 +16,14 @@
 
 #include "mb_phase.h"
 
-#define MB_CSV_FORMAT_VERSION 10
+/*
+ * What is written, and the oldest version read. 11: the same columns as 10,
+ * a variant more (pipeline) among the words of `variant`: a reader of 10
+ * that knows no pipeline refuses the file for its version, not for a row.
+ * This reader reads 10 (whose later files hold pipeline rows too) as 11.
+ */
+#define MB_CSV_FORMAT_VERSION 11
+#define MB_CSV_FORMAT_OLDEST  10
 #define MB_CSV_STEPS_MAX      1000
 
 struct mb_csv_row {
@@ -98,7 +105,8 @@ typedef int (*mb_csv_each_fn)(const struct mb_csv_row *row, void *ctx);
 /*
  * Read the results file PATH one row at a time, calling EACH(row, CTX) for
  * each: the reader's memory is that of one row, whatever the file's length.
- * A file that is not muonbench results, is from another format_version,
+ * A file that is not muonbench results, is of a format_version outside
+ * MB_CSV_FORMAT_OLDEST to MB_CSV_FORMAT_VERSION,
  * holds a second header (two files joined), or has a row whose field does
  * not fit its column's type and range (a status other than ok, failed or
  * interrupted, a negative time, a checksum not of 16 hex digits, ...) is

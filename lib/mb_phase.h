@@ -23,8 +23,8 @@
 
 /*
  * X(ENUM, field, name, clock, apply, span, what). In two parts only because
- * the results file (format 10) has d2h_hidden_frac, derived from d2h,
- * between them.
+ * the results file (format 10 and 11) has d2h_hidden_frac, derived from
+ * d2h, between them.
  */
 #define MB_PHASES_TO_D2H(X)                                                                \
 	X(FORWARD, forward_s, "forward", HOST, false, NULL,                                \
