@@ -500,7 +500,7 @@ int mb_report_rows(const struct mb_csv_row *rows, size_t n, enum mb_format forma
 	else
 		print_flat(tables, nt, format == MB_FORMAT_JSON);
 	mb_results_release(tables, nt);
-	return 0;
+	return err;
 }
 
 struct gathering {
