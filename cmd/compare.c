@@ -74,8 +74,9 @@ static void print_timing(const struct mb_timing *t, double threshold_pct)
 	}
 	printf(" %.4g -> %.4g (%+.1f%%, p %.2g", t->base_s, t->new_s, t->change_pct, t->test.p);
 	if (!isnan(t->noise_pct))
-		printf(", base %s %.1f%% apart", t->noise_typical ? "file's runs" : "runs",
-		       t->noise_pct);
+		printf(", base %s sd %.1f%%, floor %.1f%%",
+		       t->noise_typical ? "file's runs'" : "runs'", t->noise_pct,
+		       t->noise_floor_pct);
 	if (!t->testable)
 		printf("; too few samples to reach alpha");
 	else if (t->significant && t->verdict == MB_SAME && fabs(t->change_pct) > threshold_pct)
@@ -162,9 +163,11 @@ int mb_cmd_compare(const struct mb_args *args)
 	    (err = mb_compare(base.tables, base.ntables, new_.tables, new_.ntables, &s, &c, &n)))
 		goto out;
 	printf("# %s against %s\n\n%s, base -> new; two-sided Mann-Whitney U; alpha %g, "
-	       "threshold %g%%. A change is flagged when significant and beyond %g times how "
-	       "far apart the base's runs are (their range over their median, or the median of "
-	       "that over the base's cells when larger; no floor without two runs).\n\n",
+	       "threshold %g%%. A change is flagged when significant and beyond a floor of %g "
+	       "standard errors, runs being the independent samples: the base's runs' standard "
+	       "deviation (of their medians, over their median; or the median of that over the "
+	       "base's cells when larger) times sqrt(1/base runs + 1/new runs); no floor "
+	       "without two runs.\n\n",
 	       new_.path, base.path,
 	       s.ratios ? "Medians of each timing over master's median in its own file and stage"
 			: "Medians",

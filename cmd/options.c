@@ -209,9 +209,10 @@ static const struct option options[] = {
 	{ "phase-floor", "PCT", REAL, AT(phase_floor), "5", 0, 1000, NULL, ON(MB_CMD_COMPARE),
 	  "a phase moves a cell's verdict only when its change is also larger than PCT percent "
 	  "of the cell's Muon apply time (the iteration and the apply always count)" },
-	{ "noise-factor", "X", REAL, AT(noise_factor), "2", 0, 1000, NULL, ON(MB_CMD_COMPARE),
-	  "a change is flagged only when also larger than X times the baseline's run-to-run "
-	  "spread (the range of its runs' medians over their median)" },
+	{ "noise-factor", "X", REAL, AT(noise_factor), "4", 0, 1000, NULL, ON(MB_CMD_COMPARE),
+	  "a change is flagged only when also larger than X standard errors of the "
+	  "difference, from the baseline's run-to-run spread (the standard deviation of its "
+	  "runs' medians over their median) and the two cells' numbers of runs" },
 	{ "ratios", NULL, FLAG, AT(ratios), NULL, 0, 0, NULL, ON(MB_CMD_COMPARE),
 	  "compare each timing as a ratio to master's median in the same file and stage "
 	  "(what survives a slower or busier machine)" },
@@ -306,8 +307,8 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "median and a two-sided Mann-Whitney U test on the per-step "
 			     "samples (iteration, apply) or the runs (each phase); a regression "
 			     "is a slowdown that is significant and beyond both the threshold "
-			     "and the noise floor (--noise-factor times how far apart the "
-			     "baseline's runs are). Exact "
+			     "and the noise floor (--noise-factor standard errors of the "
+			     "difference, from the spread of the baseline's runs). Exact "
 			     "figures that the plan and the math fix (parameter counts, pinned "
 			     "bytes, the plan's step peak, the peaks without CLBlast's "
 			     "temporaries, the checksum) are compared on any device; CLBlast's "

@@ -82,16 +82,16 @@ static size_t samples(const struct mb_table *t, const struct mb_cell *c, int k, 
 
 /*
  * The run-to-run spread of timing K in cell C of table T into *PCT: the
- * range of its runs' figures (each run's median of its steps, or its phase
- * figure; as ratios when RATIOS says so) in percent of their median. NaN
- * with fewer than two runs. Returns 0, or -MB_EFAIL out of host memory.
+ * standard deviation of its runs' figures (each run's median of its steps,
+ * or its phase figure; as ratios when RATIOS says so) in percent of their
+ * median. NaN with fewer than two runs. Returns 0, or -MB_EFAIL out of host
+ * memory.
  */
 static int run_spread_pct(const struct mb_table *t, const struct mb_cell *c, int k, bool ratios,
 			  double *pct)
 {
-	double m = ratios ? master_median(t, c->stage, k) : 1, *v, *runs;
+	double m = ratios ? master_median(t, c->stage, k) : 1, *v, *runs, mean = 0, ss = 0, md;
 	size_t i, n = 0, ns;
-	struct mb_spread sp;
 
 	*pct = NAN;
 	if (c->nruns < 2 || isnan(m))
@@ -103,9 +103,13 @@ static int run_spread_pct(const struct mb_table *t, const struct mb_cell *c, int
 		if ((ns = run_samples(&c->runs[i], k, v)))
 			runs[n++] = mb_spread_of(v, ns).median / m;
 	if (n >= 2) {
-		sp = mb_spread_of(runs, n);
-		if (sp.median > 0)
-			*pct = 100 * (sp.max - sp.min) / sp.median;
+		for (i = 0; i < n; i++)
+			mean += runs[i] / (double)n;
+		for (i = 0; i < n; i++)
+			ss += (runs[i] - mean) * (runs[i] - mean);
+		md = mb_spread_of(runs, n).median;
+		if (md > 0)
+			*pct = 100 * sqrt(ss / (double)(n - 1)) / md;
 	}
 	free(v);
 	return 0;
@@ -185,8 +189,15 @@ static int test_timing(const struct mb_compared *c, int k, const struct mb_compa
 	t->change_pct = t->base_s > 0 ? 100 * (t->new_s - t->base_s) / t->base_s : 0;
 	t->testable = t->test.p_min < s->alpha;
 	t->significant = t->test.p < s->alpha;
-	/* the noise floor: the change must also pass the baseline's own runs' spread */
-	t->noise_floor_pct = isnan(t->noise_pct) ? 0 : s->noise_factor * t->noise_pct;
+	/*
+	 * The noise floor: the change must also pass the noise factor times the
+	 * standard error that the baseline's runs' spread gives the difference of
+	 * the two cells' medians, runs being the independent samples.
+	 */
+	t->noise_floor_pct = isnan(t->noise_pct) ? 0
+						 : s->noise_factor * t->noise_pct *
+							   sqrt(1.0 / (double)c->base->nruns +
+								1.0 / (double)c->new_->nruns);
 	t->bar_pct = s->threshold_pct > t->noise_floor_pct ? s->threshold_pct : t->noise_floor_pct;
 	if (!t->significant || fabs(t->change_pct) <= t->noise_floor_pct)
 		t->verdict = MB_SAME;

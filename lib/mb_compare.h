@@ -7,12 +7,14 @@
  * each phase over the runs' means) are compared by their medians and a
  * two-sided Mann-Whitney U test. A change is flagged only when it is both
  * significant (p < alpha) and larger than the noise floor: the noise factor
- * times the baseline's run-to-run spread (the range of its runs' medians
- * over their median, or the median of that over the baseline's cells when
- * larger). The test pools the steps of all runs as if each were
- * independent, but the steps of one run share that run's machine (another
- * process, the VM's neighbours): a shift of a whole run is significant to
- * the test and yet is noise, which only the spread between runs shows. A
+ * times the standard error of the difference of the two medians that the
+ * baseline's run-to-run spread gives (the standard deviation of its runs'
+ * medians over their median, or the median of that over the baseline's
+ * cells when larger, times sqrt(1/runs + 1/new runs)). The test pools the
+ * steps of all runs as if each were independent, but the steps of one run
+ * share that run's machine (another process, the VM's neighbours): a shift
+ * of a whole run is significant to the test and yet is noise, which only
+ * the spread between runs shows, and which more runs average out. A
  * flagged slowdown beyond the threshold as well is a regression, one within
  * it is slower; a flagged speed-up beyond the threshold is faster.
  *
@@ -53,7 +55,7 @@ struct mb_compare_settings {
 	double alpha;		/* significance */
 	double threshold_pct;	/* smallest slowdown that counts */
 	double phase_floor_pct; /* a phase's smallest change that counts, in % of the apply */
-	double noise_factor;	/* a change must pass this times the baseline's run spread */
+	double noise_factor;	/* a change must pass this many standard errors (runs' spread) */
 	bool ratios; /* timings as ratios to master's median of the same file and stage */
 };
 
@@ -64,9 +66,9 @@ struct mb_timing {
 	double base_s, new_s, change_pct; /* medians */
 	size_t nbase, nnew;
 	struct mb_mwu test;
-	double noise_pct;	/* the baseline's run-to-run spread in % (NaN: one run) */
+	double noise_pct;	/* the baseline's runs' standard deviation in % (NaN: one run) */
 	bool noise_typical;	/* that is its file's median spread, larger than its own */
-	double noise_floor_pct; /* noise_factor times that (0 for one run) */
+	double noise_floor_pct; /* noise_factor standard errors from that (0 for one run) */
 	double bar_pct;		/* the larger of the threshold and the noise floor */
 	bool testable;		/* the sample sizes can reach alpha */
 	bool significant;	/* p < alpha */

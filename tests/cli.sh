@@ -650,21 +650,23 @@ if [ "$got" = "active muonbench" ]; then
 else
 	report fail "run: a user's OMP_WAIT_POLICY is kept" "got '$got'"
 fi
-# the noise floor: a baseline whose runs are 33% apart, and the same 20%
-# slower: significant, yet within twice the runs' spread
+# the noise floor: a baseline whose 5 runs are 33% apart (sd 13.2% of their
+# median), and the same 20% slower: significant, yet within 4 standard errors
+# of the difference (4 x 13.18% x sqrt(1/5 + 1/5) = 33.3%)
 quiet 1 spread >"$tmp/spread.csv"
 quiet 1.2 spread >"$tmp/spread-slow.csv"
-expect_output "compare: a significant change within the base's run-to-run noise is ok" "apart; within the noise) |  | ok |" compare "$tmp/spread.csv" "$tmp/spread-slow.csv"
+expect_output "compare: a significant change within the base's run-to-run noise is ok" "base runs' sd 13.2%, floor 33.3%; within the noise) |  | ok |" compare "$tmp/spread.csv" "$tmp/spread-slow.csv"
 expect_output "compare: the base's spread is shown" "(+20.0%, p " compare "$tmp/spread.csv" "$tmp/spread-slow.csv"
-expect_output "compare: the noise floor is said" "beyond 2 times how far apart the base's runs are" compare "$tmp/spread.csv" "$tmp/spread-slow.csv"
+expect_output "compare: the noise floor is said" "beyond a floor of 4 standard errors, runs being the independent samples" compare "$tmp/spread.csv" "$tmp/spread-slow.csv"
 expect_fail "compare: with no noise factor the same change is a regression" "2 REGRESSION" compare --noise-factor 0 "$tmp/spread.csv" "$tmp/spread-slow.csv"
 expect_fail "compare: a noise factor of 0.2 leaves it a regression" "2 REGRESSION" compare --noise-factor 0.2 "$tmp/spread.csv" "$tmp/spread-slow.csv"
 expect_output "compare: a significant slowdown past the noise, within the threshold, is slower" "2 slower" compare --noise-factor 0.2 --threshold 25 "$tmp/spread.csv" "$tmp/spread-slow.csv"
 # a cell whose own runs agree takes its file's median spread when larger
+# (the median of 13.2% and 0%; 5 x 6.59% x 0.632 = 20.8%, over the 20%)
 { grep -v ',both,' "$tmp/spread.csv"; grep ',both,' "$tmp/quiet.csv"; } >"$tmp/noisyfile.csv"
 { grep -v ',both,' "$tmp/spread-slow.csv"; grep ',both,' "$tmp/slow.csv"; } >"$tmp/noisyfile-slow.csv"
-expect_output "compare: a quiet cell of a noisy file takes the file's noise" "base file's runs 16.7% apart; within the noise) |  | ok |" compare "$tmp/noisyfile.csv" "$tmp/noisyfile-slow.csv"
-expect_fail "compare: a quiet baseline's noise floor lets 20% through" "base runs 0.0% apart) |  | REGRESSION |" compare "$tmp/quiet.csv" "$tmp/slow.csv"
+expect_output "compare: a quiet cell of a noisy file takes the file's noise" "base file's runs' sd 6.6%, floor 20.8%; within the noise) |  | ok |" compare --noise-factor 5 "$tmp/noisyfile.csv" "$tmp/noisyfile-slow.csv"
+expect_fail "compare: a quiet baseline's noise floor lets 20% through" "base runs' sd 0.0%, floor 0.0%) |  | REGRESSION |" compare "$tmp/quiet.csv" "$tmp/slow.csv"
 expect_fail "compare: a run that fails now is a regression" "a run failed: out of memory | REGRESSION |" compare "$tmp/cmp.csv" "$tmp/onefail.csv"
 # a planted phase change: each run's H2D 0.6 ms slower, significant (the runs'
 # figures set apart), but under 5% of the apply
