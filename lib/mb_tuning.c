@@ -18,32 +18,6 @@
 #include "mb_err.h"
 #include "mb_json.h"
 
-#define FILE_MAX (1u << 20)
-
-/* The whole file PATH, NUL-terminated, into *text (the caller frees it). */
-static int read_text(const char *path, char **text, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	int err = 0;
-
-	*text = NULL;
-	if (!f)
-		return mb_bad_input("cannot open '%s': %s", path, strerror(errno));
-	if (!(*text = malloc(FILE_MAX + 1)))
-		err = mb_fail("out of host memory reading '%s'", path);
-	else if ((*len = fread(*text, 1, FILE_MAX + 1, f)) > FILE_MAX || ferror(f))
-		err = mb_bad_input("cannot read '%s': %s", path,
-				   ferror(f) ? strerror(errno) : "larger than 1 MiB");
-	else
-		(*text)[*len] = '\0';
-	fclose(f);
-	if (err) {
-		free(*text);
-		*text = NULL;
-	}
-	return err;
-}
-
 const char *const mb_tuning_match_names[] = { "given", "exact", "architecture", "family", "none" };
 
 static int key_string(const cJSON *root, const char *key, char *buf, size_t len, const char *source)
@@ -141,7 +115,7 @@ int mb_tuning_load(const char *path, struct mb_tuning *t)
 	size_t len;
 	int err;
 
-	if ((err = read_text(path, &text, &len)))
+	if ((err = mb_json_read_file(path, "CLBlast tuning", &text, &len)))
 		return err;
 	err = mb_tuning_parse(text, len, path, t);
 	free(text);
@@ -304,7 +278,7 @@ int mb_tuning_read_tuner(const char *path, struct mb_tuning_kernel *k, double *b
 	int err;
 
 	memset(k, 0, sizeof(*k));
-	if ((err = read_text(path, &text, &len)))
+	if ((err = mb_json_read_file(path, "tuner result", &text, &len)))
 		return err;
 	err = mb_json_parse(text, len, path, &root);
 	free(text);
