@@ -70,8 +70,9 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	F("ns_flops", p->ns_flops);
 	F("resident_bytes", p->resident_bytes);
 	F("ds_buffer_bytes", p->ds_buffer_bytes);
-	F("bucket_bytes", p->bucket_bytes);
 	F("bucket_bf16_bytes", p->bucket_bf16_bytes);
+	F("piece_during_elems", p->piece_during_elems);
+	F("piece_after_elems", p->piece_after_elems);
 	F("peak_forward_bytes", p->peak_forward_bytes);
 	F("peak_backward_bytes", p->peak_backward_bytes);
 	F("ns_workspace_bytes", p->ns_workspace_bytes);
@@ -410,16 +411,23 @@ static void md_peak(const struct mb_plan *p)
 	       "device.\n");
 	printf("\n## Predicted peak device memory, forward and backward\n\n");
 	printf("The same resident buffers and workspace, with the synthetic "
-	       "forward/backward's fp32 activations and weights (%s; --seq x --micro-batch), "
-	       "and in the backward the gradient bucket of %s (fp32, --reduce-bucket-size, at "
-	       "most the model) and its bf16 twin of %s (%s) %s.\n\n",
+	       "forward/backward's fp32 activations and weights (%s; --seq x --micro-batch). "
+	       "In the backward the gradients are made in %s (--reduce-bucket-size elements, "
+	       "at most the model) and reduced a parameter at a time, as DeepSpeed does: its "
+	       "grads in fp32%s. ",
 	       p->set.tokens ? "on" : "off: --fwd-bwd off",
-	       mb_fmt_bytes_iec(a, sizeof(a), p->bucket_bytes),
-	       mb_fmt_bytes_iec(b, sizeof(b), p->bucket_bf16_bytes),
-	       p->set.stage == 3 ? "the grads back from the host" : "DeepSpeed's reduce bucket",
-	       p->set.tokens && mb_plan_reduce_overlaps(&p->set)
-		       ? "with them (reduced during the backward's GEMMs, overlap_comm)"
-		       : "after them");
+	       p->set.stage == 3 ? "DeepSpeed's resident bf16 reduce bucket"
+				 : "a bf16 reduce bucket allocated in the backward",
+	       p->set.stage == 3 ? ", with their bf16 copy back from the host" : "");
+	if (p->piece_during_elems)
+		printf("The buckets made before the backward's last GEMMs are reduced during "
+		       "them (overlap_comm), their largest parameter's buffers, %s, alive with the "
+		       "GEMMs' buffers; ",
+		       mb_fmt_bytes_iec(a, sizeof(a),
+					mb_plan_piece_bytes(p, p->piece_during_elems)));
+	printf("%s after the GEMMs: %s for the largest parameter.\n\n",
+	       p->piece_during_elems ? "the rest" : "all of them",
+	       mb_fmt_bytes_iec(b, sizeof(b), mb_plan_piece_bytes(p, p->piece_after_elems)));
 	printf("| phase | bytes | |\n|---|---:|---:|\n");
 	if (p->set.tokens)
 		printf("| forward | %s | %s |\n", grouped(a, sizeof(a), p->peak_forward_bytes),

@@ -61,13 +61,22 @@ __kernel void sumsq_partial(__global const float *x, const ulong off, const ulon
  * contiguous run (sumsq_partial's stride there costs a cache line and a
  * page an element: twenty times slower on PoCL at 186 M elements).
  */
-__kernel void sumsq_runs(__global const float *x, const ulong off, const ulong n,
-			 __global float *partial, const ulong part_off, const ulong span,
-			 __local float *scratch)
+static float widened(__global const ushort *x, const ulong i)
+{
+	return as_float((uint)x[i] << 16);
+}
+
+/*
+ * X holds bf16 values (the backward's gradient bucket), each widened
+ * exactly to fp32 before it is squared: the sums of their fp32 copies.
+ */
+__kernel void sumsq_runs_bf16(__global const ushort *x, const ulong off, const ulong n,
+			      __global float *partial, const ulong part_off, const ulong span,
+			      __local float *scratch)
 {
 	const ulong lid = get_local_id(0), lsize = get_local_size(0);
 	const ulong stride = get_global_size(0) * span;
-	float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f, v;
+	float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f, v0, v1, v2, v3;
 	ulong i, j, end, step;
 
 	/* four sums a run, so that a CPU's adds need not wait on each other; a
@@ -75,14 +84,18 @@ __kernel void sumsq_runs(__global const float *x, const ulong off, const ulong n
 	for (i = get_global_id(0) * span; i < n; i += stride) {
 		end = n - i < span ? n : i + span;
 		for (j = i; j + 4 <= end; j += 4) {
-			a0 += x[off + j] * x[off + j];
-			a1 += x[off + j + 1] * x[off + j + 1];
-			a2 += x[off + j + 2] * x[off + j + 2];
-			a3 += x[off + j + 3] * x[off + j + 3];
+			v0 = widened(x, off + j);
+			v1 = widened(x, off + j + 1);
+			v2 = widened(x, off + j + 2);
+			v3 = widened(x, off + j + 3);
+			a0 += v0 * v0;
+			a1 += v1 * v1;
+			a2 += v2 * v2;
+			a3 += v3 * v3;
 		}
 		for (; j < end; j++) {
-			v = x[off + j];
-			a0 += v * v;
+			v0 = widened(x, off + j);
+			a0 += v0 * v0;
 		}
 	}
 	scratch[lid] = span == 1 ? a0 : (a0 + a1) + (a2 + a3);

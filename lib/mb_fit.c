@@ -78,22 +78,32 @@ static void device(const struct mb_model *m, const struct mb_plan *plan,
 {
 	uint64_t base = plan->resident_bytes + plan->ds_buffer_bytes + plan->ns_workspace_bytes,
 		 fb_largest,
-		 bucket = plan->bucket_bytes + plan->bucket_bf16_bytes + plan->norm_bytes;
+		 piece = plan->piece_during_elems > plan->piece_after_elems
+				 ? plan->piece_during_elems
+				 : plan->piece_after_elems,
+		 after = plan->piece_after_elems
+				 ? plan->bucket_bf16_bytes + plan->norm_bytes +
+					   mb_plan_piece_bytes(plan, plan->piece_after_elems)
+				 : 0;
 	const char *fb_tag;
 
 	n->device_peak_bytes = mb_plan_peak_step_bytes(plan, c->alive);
 	n->device_peak_phase = "step";
-	largest(&n->device_peak_bytes, &n->device_peak_phase, base + bucket, "backward");
+	/* the backward stand-in's buckets reduced after the forward/backward's GEMMs */
+	largest(&n->device_peak_bytes, &n->device_peak_phase, sat_add(base, after), "backward");
 	largest(&n->device_largest_bytes, &n->device_largest, plan->resident_bytes, "params.bf16");
 	largest(&n->device_largest_bytes, &n->device_largest, plan->ns_workspace_bytes,
 		"ns.workspace");
-	largest(&n->device_largest_bytes, &n->device_largest, plan->bucket_bytes, "bwd.bucket");
+	largest(&n->device_largest_bytes, &n->device_largest, plan->bucket_bf16_bytes,
+		"bwd.bucket_bf16");
+	largest(&n->device_largest_bytes, &n->device_largest, 4 * piece, "bwd.grad_fp32");
 	apply_buffer(plan, n);
 	if (!c->tokens)
 		return;
-	largest(&n->device_peak_bytes, &n->device_peak_phase,
-		sat_add(base, mb_fwdbwd_bytes(m, c->tokens, &fb_largest, &fb_tag, NULL)),
+	/* its buffers, with those reduced during them (the plan's backward) */
+	largest(&n->device_peak_bytes, &n->device_peak_phase, plan->peak_backward_bytes,
 		"forward/backward");
+	(void)mb_fwdbwd_bytes(m, c->tokens, &fb_largest, &fb_tag, NULL);
 	largest(&n->device_largest_bytes, &n->device_largest, fb_largest, fb_tag);
 }
 
@@ -107,6 +117,7 @@ int mb_fit_need(const struct mb_model *m, const struct mb_fit_cell *c, bool host
 	memset(need, 0, sizeof(*need));
 	set.world_size = 1; /* as mb_state_init: run replays one rank holding it all */
 	set.rank = 0;
+	set.tokens = c->tokens;
 	if ((err = mb_plan_build(&plan, m, &set)))
 		return err;
 	for (b = 0; b < MB_HOST_NBUFFERS; b++)

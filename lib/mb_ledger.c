@@ -51,6 +51,8 @@ static const char *remedy(const char *tag)
 				 "a device with more memory" },
 		{ "bwd.bucket", "; a smaller --reduce-bucket-size makes the bucket smaller" },
 		{ "bwd.norm", "; a smaller --reduce-bucket-size makes the bucket smaller" },
+		{ "bwd.grad_", "; the largest parameter sizes it, or a smaller "
+			       "--reduce-bucket-size where that is smaller" },
 		{ "ds.ipg_bucket", "; a smaller --reduce-bucket-size makes the bucket smaller" },
 		{ "ds.temp_grad_buffer", "; the largest parameter sizes it: a device with more "
 					 "memory" },

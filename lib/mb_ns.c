@@ -110,7 +110,7 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 	    (err = mb_cl_kernel(cl, "cast_bf16", &ns->cast_bf16)) ||
 	    (err = mb_cl_kernel(cl, "widen_bf16", &ns->widen_bf16)) ||
 	    (err = mb_cl_kernel(cl, "sumsq_partial", &ns->sumsq)) ||
-	    (err = mb_cl_kernel(cl, "sumsq_runs", &ns->sumsq_runs)) ||
+	    (err = mb_cl_kernel(cl, "sumsq_runs_bf16", &ns->sumsq_runs)) ||
 	    (err = mb_cl_kernel(cl, "norm_finish", &ns->finish)) ||
 	    (err = mb_cl_kernel(cl, "ns_load", &ns->load)) ||
 	    (err = mb_cl_kernel(cl, "ns_store", &ns->store)) ||
@@ -383,8 +383,8 @@ int mb_ns_widen_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t xo
 		       NULL);
 }
 
-int mb_ns_sumsq(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t off, uint64_t n,
-		cl_mem partial, uint64_t part_off)
+int mb_ns_sumsq_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t off, uint64_t n,
+		     cl_mem partial, uint64_t part_off)
 {
 	size_t global = MB_NS_PARTIALS * ns->reduce_local;
 	bool cpu = !strcmp(ns->cl->info.type, "CPU");
@@ -396,7 +396,7 @@ int mb_ns_sumsq(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t off, ui
 	if (st == CL_SUCCESS)
 		st = clEnqueueNDRangeKernel(q, ns->sumsq_runs, 1, NULL, &global, &ns->reduce_local,
 					    0, NULL, NULL);
-	return mb_cl_check(ns->cl, st, "sumsq_runs", "%llu elements", (unsigned long long)n);
+	return mb_cl_check(ns->cl, st, "sumsq_runs_bf16", "%llu elements", (unsigned long long)n);
 }
 
 /* Workspace[scratch + PARTIALS] = 1 / (|in|_F + eps); the first command's event into *EV. */

@@ -174,15 +174,16 @@ int mb_ns_widen_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t xo
 		     uint64_t yoff, uint64_t n);
 
 /*
- * Enqueue on queue Q the sum of squares of X[OFF .. OFF+N) in
- * MB_NS_PARTIALS partial sums, into PARTIAL at element PART_OFF (a gradient
- * norm, as DeepSpeed takes one of the grads in the backward). On a CPU
- * device each work-item sums one contiguous run, on others the elements a
- * global size apart: the sums' order, and so their last bits, depend on the
- * device type (Newton-Schulz's own norm keeps one order everywhere).
+ * Enqueue on queue Q the sum of squares of the bf16 X[OFF .. OFF+N) (OFF
+ * counts bf16 elements), each widened to fp32, in MB_NS_PARTIALS partial
+ * sums, into PARTIAL at element PART_OFF (a gradient norm, as DeepSpeed
+ * takes one of the bf16 grads in the backward). On a CPU device each
+ * work-item sums one contiguous run, on others the elements a global size
+ * apart: the sums' order, and so their last bits, depend on the device type
+ * (Newton-Schulz's own norm keeps one order everywhere).
  */
-int mb_ns_sumsq(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t off, uint64_t n,
-		cl_mem partial, uint64_t part_off);
+int mb_ns_sumsq_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t off, uint64_t n,
+		     cl_mem partial, uint64_t part_off);
 
 /* Release the kernels and the buffers (through the ledger). */
 void mb_ns_release(struct mb_ns *ns);

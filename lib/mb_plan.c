@@ -247,6 +247,30 @@ static int plan_sub_groups(struct mb_plan *plan, const struct mb_model *m, const
 	return 0;
 }
 
+/*
+ * The backward's pieces and peak: with the forward/backward's buffers ALL
+ * (0: none), the stand-in's for the buckets reduced during its GEMMs; after
+ * them, the stand-in's for the others. BASE: what every phase holds.
+ */
+static void backward_totals(struct mb_plan *plan, const struct mb_model *m, uint64_t base,
+			    uint64_t all)
+{
+	uint64_t nb = mb_plan_nbuckets(plan, m),
+		 after = mb_plan_reduced_after(plan, m, plan->set.tokens), during_bytes = 0,
+		 after_bytes = 0;
+
+	plan->piece_during_elems = mb_plan_largest_piece(plan, m, after, nb);
+	plan->piece_after_elems = mb_plan_largest_piece(plan, m, 0, after);
+	if (after < nb)
+		during_bytes =
+			mb_plan_piece_bytes(plan, plan->piece_during_elems) + plan->norm_bytes;
+	if (after > 0)
+		after_bytes = plan->bucket_bf16_bytes +
+			      mb_plan_piece_bytes(plan, plan->piece_after_elems) + plan->norm_bytes;
+	all = all ? sat_add(all, during_bytes) : 0;
+	plan->peak_backward_bytes = sat_add(base, all > after_bytes ? all : after_bytes);
+}
+
 static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const uint64_t *local)
 {
 	const struct mb_param *p;
@@ -283,8 +307,7 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 							   : MB_PLAN_REDUCE_BUCKET;
 	plan->bucket_elems = plan->bucket_elems < m->numel_total ? plan->bucket_elems
 								 : m->numel_total;
-	plan->bucket_bytes = sizeof(float) * plan->bucket_elems;
-	plan->bucket_bf16_bytes = 2 * plan->bucket_elems;
+	plan->bucket_bf16_bytes = plan->set.stage == 3 ? 0 : 2 * plan->bucket_elems;
 	plan->norm_bytes = sizeof(float) * MB_NS_PARTIALS *
 			   (plan->bucket_elems ? div_up(m->numel_total, plan->bucket_elems) : 1);
 	if (plan->set.stage == 3) {
@@ -335,13 +358,7 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 		if (plan->set.tokens)
 			all = mb_fwdbwd_bytes(m, plan->set.tokens, &largest, &tag, &fwd);
 		plan->peak_forward_bytes = plan->set.tokens ? sat_add(base, fwd) : 0;
-		uint64_t bucket = plan->bucket_bytes + plan->bucket_bf16_bytes + plan->norm_bytes;
-
-		plan->peak_backward_bytes =
-			sat_add(base, plan->set.tokens && mb_plan_reduce_overlaps(&plan->set)
-					      ? sat_add(all, bucket)
-				      : all > bucket ? all
-						     : bucket);
+		backward_totals(plan, m, base, all);
 	}
 	plan->peak_step_bytes_sync = plan->resident_bytes + plan->ds_buffer_bytes +
 				     plan->apply_bytes_sync + plan->ns_workspace_bytes;
@@ -374,6 +391,73 @@ unsigned mb_plan_bucket_stage(const struct mb_plan *plan, const struct mb_model 
 		off += n;
 	}
 	return stage;
+}
+
+uint64_t mb_plan_reduced_after(const struct mb_plan *plan, const struct mb_model *m, bool gemms)
+{
+	uint64_t off = 0, end = 0, n;
+	bool after_layers = false;
+	size_t i;
+
+	if (!gemms || !mb_plan_reduce_overlaps(&plan->set) || !plan->bucket_elems)
+		return mb_plan_nbuckets(plan, m);
+	/* the end of the last grad of stage 0, as mb_plan_bucket_stage numbers them */
+	for (i = 0; i < m->nparams; i++) {
+		const struct mb_param *p = &m->params[i];
+
+		n = mb_param_numel(p);
+		if (p->layer >= 0 ? p->layer == 0 : !after_layers)
+			end = off + n;
+		after_layers = after_layers || p->layer >= 0;
+		off += n;
+	}
+	return div_up(end, plan->bucket_elems);
+}
+
+bool mb_plan_next_piece(const struct mb_plan *plan, const struct mb_model *m, uint64_t k,
+			struct mb_plan_piece *p)
+{
+	uint64_t lo = k * plan->bucket_elems, hi = lo + plan->bucket_elems,
+		 at = p->len ? p->off + p->len : lo, n;
+
+	hi = hi < m->numel_total ? hi : m->numel_total;
+	/* on to the parameter that holds AT */
+	while (p->param < m->nparams && p->start + mb_param_numel(&m->params[p->param]) <= at) {
+		p->start += mb_param_numel(&m->params[p->param]);
+		p->param++;
+	}
+	if (at >= hi || p->param == m->nparams)
+		return false;
+	n = mb_param_numel(&m->params[p->param]);
+	p->off = at;
+	p->len = (p->start + n < hi ? p->start + n : hi) - at;
+	return true;
+}
+
+uint64_t mb_plan_largest_piece(const struct mb_plan *plan, const struct mb_model *m, uint64_t first,
+			       uint64_t end)
+{
+	uint64_t b = plan->bucket_elems, lo, hi, off = 0, largest = 0, a, z, cut, piece;
+	size_t i;
+
+	if (!b || first >= end)
+		return 0;
+	lo = first * b;
+	hi = end * b < m->numel_total ? end * b : m->numel_total;
+	for (i = 0; i < m->nparams; off += mb_param_numel(&m->params[i]), i++) {
+		a = off > lo ? off : lo;
+		z = off + mb_param_numel(&m->params[i]);
+		z = z < hi ? z : hi;
+		if (a >= z)
+			continue;
+		/* its piece in the bucket it starts in, then whole buckets or the rest */
+		cut = (a / b + 1) * b;
+		piece = (z < cut ? z : cut) - a;
+		if (z > cut && (z - cut < b ? z - cut : b) > piece)
+			piece = z - cut < b ? z - cut : b;
+		largest = piece > largest ? piece : largest;
+	}
+	return largest;
 }
 
 static int check_settings(const struct mb_plan_settings *s)

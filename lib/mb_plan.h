@@ -184,10 +184,17 @@ struct mb_plan {
 	uint64_t bwd_d2h_bytes, bwd_h2d_bytes, apply_h2d_bytes, apply_d2h_bytes, params_h2d_bytes;
 	uint64_t ns_flops; /* per step */
 
-	/* device bytes of the backward: its gradient bucket (fp32, at most the model), its
-	 * bf16 twin (bucket_bf16_bytes: ZeRO-1/2's reduce bucket, or what ZeRO-3 copies back
-	 * from the host), and the MB_NS_PARTIALS partial sums of each bucket's gradient norm */
-	uint64_t bucket_elems, bucket_bytes, bucket_bf16_bytes, norm_bytes;
+	/*
+	 * The backward stand-in's gradient buckets (bucket_elems, at most the model) and its
+	 * device bytes: the bf16 bucket it fills (bucket_bf16_bytes: ZeRO-1/2's reduce
+	 * bucket, allocated in the backward; 0 under ZeRO-3, which fills its resident one,
+	 * ds_buffer), the MB_NS_PARTIALS partial sums of each bucket's gradient norm, and
+	 * each bucket's pieces in turn (mb_plan_next_piece): the largest of those reduced
+	 * during the backward's GEMMs and of those reduced after them, 0 where none
+	 * (mb_plan_reduced_after), whose buffers are mb_plan_piece_bytes
+	 */
+	uint64_t bucket_elems, bucket_bf16_bytes, norm_bytes;
+	uint64_t piece_during_elems, piece_after_elems;
 
 	/* device bytes of the step phase */
 	uint64_t resident_bytes, ns_workspace_bytes;
@@ -202,9 +209,8 @@ struct mb_plan {
 	 * Device bytes of the forward and the backward, CLBlast's temporaries
 	 * aside: the resident buffers and the workspace, plus the forward's
 	 * activations (0 without tokens), or in the backward the larger of all
-	 * the forward/backward's buffers and the gradient bucket; both at once
-	 * where the buckets are reduced during the backward's GEMMs
-	 * (mb_plan_reduce_overlaps).
+	 * the forward/backward's buffers with the stand-in's for the buckets
+	 * reduced during the GEMMs, and the stand-in's for those reduced after.
 	 */
 	uint64_t peak_forward_bytes, peak_backward_bytes;
 };
@@ -261,6 +267,52 @@ static inline bool mb_plan_reduce_overlaps(const struct mb_plan_settings *s)
  */
 uint64_t mb_plan_nbuckets(const struct mb_plan *plan, const struct mb_model *m);
 unsigned mb_plan_bucket_stage(const struct mb_plan *plan, const struct mb_model *m, uint64_t k);
+
+/*
+ * How many buckets (0 .. that - 1) are reduced after the backward's GEMMs,
+ * the others during them; GEMMS: whether the forward/backward runs. All of
+ * them where the reduce does not overlap the GEMMs (mb_plan_reduce_overlaps)
+ * or there are none; else those that hold grads of stage 0 (the first layer
+ * and the embedding), which the backward's last GEMMs make: DeepSpeed
+ * reduces its last buckets in independent_gradient_partition_epilogue,
+ * once the backward is done and its activations are gone.
+ */
+uint64_t mb_plan_reduced_after(const struct mb_plan *plan, const struct mb_model *m, bool gemms);
+
+/*
+ * A piece of a bucket: the elements [OFF, OFF + LEN) of the flat grads that
+ * one parameter (PARAM, which starts at START) has in it. The stand-in
+ * reduces a bucket a piece at a time, as DeepSpeed reduces its bucket a
+ * parameter at a time (stage3.py's partition_grads, stage_1_and_2.py's
+ * copy_grads_in_partition).
+ */
+struct mb_plan_piece {
+	uint64_t off, len;
+	size_t param;
+	uint64_t start;
+};
+
+/*
+ * The next piece of bucket K into *P, in the flat grads' order: the first
+ * when *P is zeroed. False after the last.
+ */
+bool mb_plan_next_piece(const struct mb_plan *plan, const struct mb_model *m, uint64_t k,
+			struct mb_plan_piece *p);
+
+/* The largest piece of buckets [FIRST, END), in elements (0: none). */
+uint64_t mb_plan_largest_piece(const struct mb_plan *plan, const struct mb_model *m, uint64_t first,
+			       uint64_t end);
+
+/*
+ * Device bytes of the buffers that reduce a piece of ELEMS elements: its
+ * grads in fp32 (DeepSpeed's fp32 copy before the copy to the host) and,
+ * under ZeRO-3, its bf16 grads back from the host (partition_grads'
+ * grad_buffer.to(device)).
+ */
+static inline uint64_t mb_plan_piece_bytes(const struct mb_plan *plan, uint64_t elems)
+{
+	return (plan->set.stage == 3 ? 4 + 2 : 4) * elems;
+}
 
 /* Host buffer names for people ("master params (fp32)"). */
 extern const char *const mb_host_buffer_names[MB_HOST_NBUFFERS];

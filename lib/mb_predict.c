@@ -283,42 +283,69 @@ static bool staging_pageable(const struct sim *s)
 /* The backward stand-in's buckets, as mb_step's struct bwd. */
 struct bwd {
 	struct sim *s;
-	uint64_t left; /* buckets not reduced yet: 0 .. left - 1, the highest next */
-	size_t freed;  /* ZeRO-3: 1 + the last bucket's fp32 copy out; 0: none */
-	size_t last;   /* 1 + the last command of the buckets' queue */
+	uint64_t left;	/* buckets not reduced yet: 0 .. left - 1, the highest next */
+	uint64_t after; /* buckets 0 .. after - 1 are reduced after the GEMMs */
+	bool part;	/* a part's buffers are allocated: its partial sums to read */
+	size_t freed;	/* ZeRO-3: 1 + the last bucket's fp32 copy out; 0: none */
+	size_t last;	/* 1 + the last command of the buckets' queue */
 };
 
 static void reduce_bucket(struct bwd *b, uint64_t k)
 {
 	struct sim *s = b->s;
 	uint64_t n = s->m->numel_total, bucket = s->plan->bucket_elems, off = k * bucket;
-	double e = (double)(n - off < bucket ? n - off : bucket);
-	bool z3 = mb_plan_reduce_overlaps(&s->plan->set);
-	enum queue q = z3 ? COPY : COMPUTE;
-	size_t made;
+	double e = (double)(n - off < bucket ? n - off : bucket), len;
+	bool z3 = s->plan->set.stage == 3;
+	enum queue q = mb_plan_reduce_overlaps(&s->plan->set) ? COPY : COMPUTE;
+	struct mb_plan_piece p = { 0 };
+	size_t made = 0;
 
-	/* the fp32 grads, made once the last bucket's are out; rounded to bf16 */
-	kernel_after(s, NONE, 4 * e / (1e9 * s->prof->fill_gbs), b->freed);
-	b->freed = 0;
-	made = kernel(s, NONE, cast_s(s, 6 * e));
-	if (z3) { /* to the host's bf16 grads and back, on the copy queue */
-		enqueue(s, q, D2H, grads_pageable(s), NONE, 2 * e, made);
-		enqueue(s, q, H2D, grads_pageable(s), NONE, 2 * e, 0);
+	/* a piece at a time, the fp32 grads made once the last bucket's are out; rounded into
+	 * the bucket */
+	while (mb_plan_next_piece(s->plan, s->m, k, &p)) {
+		len = (double)p.len;
+		kernel_after(s, NONE, 4 * len / (1e9 * s->prof->fill_gbs), b->freed);
+		b->freed = 0;
+		made = kernel(s, NONE, cast_s(s, 6 * len));
 	}
-	enqueue(s, q, KERNEL, false, NONE, cast_s(s, 6 * e), 0);	/* widened to fp32 */
-	enqueue(s, q, KERNEL, false, NONE, elementwise_s(s, 4 * e), 0); /* the norm's sums */
-	b->last = enqueue(s, q, D2H, grads_pageable(s), NONE, 4 * e, 0);
+	if (z3) /* to the host's bf16 grads, on the copy queue */
+		enqueue(s, q, D2H, grads_pageable(s), NONE, 2 * e, made);
+	enqueue(s, q, KERNEL, false, NONE, elementwise_s(s, 2 * e), 0); /* the norm's sums */
+	for (p = (struct mb_plan_piece){ 0 }; mb_plan_next_piece(s->plan, s->m, k, &p);) {
+		len = (double)p.len;
+		if (z3) /* back from the host */
+			enqueue(s, q, H2D, grads_pageable(s), NONE, 2 * len, 0);
+		enqueue(s, q, KERNEL, false, NONE, cast_s(s, 6 * len), 0); /* widened to fp32 */
+		b->last = enqueue(s, q, D2H, grads_pageable(s), NONE, 4 * len, 0);
+	}
 	if (z3)
 		b->freed = b->last;
 }
 
-/* As mb_step's stage_done: the buckets that the backward has made by STAGE. */
-static void stage_done(struct bwd *b, unsigned stage)
+/* As mb_step's reduce_down: the buckets that the backward has made by STAGE, down to FLOOR. */
+static void reduce_down(struct bwd *b, uint64_t floor, unsigned stage)
 {
-	while (b->left && mb_plan_bucket_stage(b->s->plan, b->s->m, b->left - 1) >= stage) {
+	while (b->left > floor && mb_plan_bucket_stage(b->s->plan, b->s->m, b->left - 1) >= stage) {
+		b->part = true;
 		b->left--;
 		reduce_bucket(b, b->left);
 	}
+}
+
+/* As mb_step's bwd_part_end: the queues drained, the part's partial sums read (blocking). */
+static void part_end(struct bwd *b, uint64_t first, uint64_t end)
+{
+	struct sim *s = b->s;
+
+	if (!b->part)
+		return;
+	host_wait(s, b->last);
+	if (end > first) /* into malloc'd memory */
+		host_wait(s, enqueue(s, COMPUTE, D2H, true, NONE,
+				     4.0 * MB_NS_PARTIALS * (double)(end - first), 0));
+	host_wait(s, s->tail[COMPUTE]);
+	b->part = false;
+	b->freed = 0;
 }
 
 /* As mb_fwdbwd_run: the forward's GEMMs, then the backward's stage by stage. */
@@ -326,7 +353,6 @@ static void fwd_bwd(struct sim *s, struct bwd *b, struct mb_phase_times *p)
 {
 	double fwd, bwd, t0, rate_flops = 1e9 * s->prof->fwd_bwd_gflops,
 			     overhead = 1e-6 * s->prof->command_overhead_us;
-	bool during = mb_plan_reduce_overlaps(&s->plan->set);
 	size_t nf, nb, ng;
 	unsigned stage;
 
@@ -343,23 +369,20 @@ static void fwd_bwd(struct sim *s, struct bwd *b, struct mb_phase_times *p)
 		mb_fwdbwd_stage_flops(s->m, s->plan->set.tokens, stage, &bwd, &ng);
 		if (ng)
 			kernel(s, NONE, bwd / rate_flops + (double)(ng - 1) * overhead);
-		if (during)
-			stage_done(b, stage);
+		reduce_down(b, b->after, stage);
 	}
 	host_wait(s, s->tail[COMPUTE]);
 	p->backward_s = s->host - t0;
 }
 
+/* As mb_step's backward_end. */
 static void backward(struct sim *s, struct bwd *b, struct mb_phase_times *p)
 {
-	uint64_t k = mb_plan_nbuckets(s->plan, s->m);
 	double t0 = s->host;
 
-	stage_done(b, 0);
-	host_wait(s, b->last); /* the copy queue drained */
-	if (k)		       /* the partial sums, a blocking read into malloc'd memory */
-		host_wait(s, enqueue(s, COMPUTE, D2H, true, NONE, 4.0 * MB_NS_PARTIALS * (double)k,
-				     0));
+	part_end(b, b->after, mb_plan_nbuckets(s->plan, s->m));
+	reduce_down(b, 0, 0);
+	part_end(b, 0, b->after);
 	host_wait(s, s->tail[COMPUTE]);
 	p->backward_s += s->host - t0;
 }
@@ -651,7 +674,10 @@ int mb_predict_step(const struct mb_model *m, const struct mb_plan *plan,
 
 	memset(t, 0, sizeof(*t));
 	t->grad_norm = t->grad_scale = NAN;
-	struct bwd b = { .s = &s, .left = mb_plan_nbuckets(plan, m) };
+	struct bwd b = { .s = &s,
+			 .left = mb_plan_nbuckets(plan, m),
+			 .after =
+				 mb_plan_reduced_after(plan, m, set->fwd_bwd && plan->set.tokens) };
 
 	fwd_bwd(&s, &b, &t->phase);
 	backward(&s, &b, &t->phase);

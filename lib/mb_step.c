@@ -358,6 +358,22 @@ static int alloc_offsets(struct mb_state *s)
 /* The parts of a step whose device buffers are never alive together. */
 enum { EPOCH_FWDBWD, EPOCH_BUCKET, EPOCH_APPLY };
 
+/* The backward stand-in's buffers (struct bwd's) in EPOCH, for pieces of PIECE elements. */
+static int reserve_bwd(struct mb_state *s, unsigned epoch, uint64_t piece)
+{
+	const char *knob = "a smaller --reduce-bucket-size needs less";
+	const struct mb_plan *p = &s->plan;
+	int err;
+
+	if ((p->bucket_bf16_bytes && (err = mb_ledger_reserve(s->ledger, epoch, "bwd.bucket_bf16",
+							      p->bucket_bf16_bytes, 1, knob))) ||
+	    (err = mb_ledger_reserve(s->ledger, epoch, "bwd.grad_fp32", 4 * piece, 1, knob)) ||
+	    (p->set.stage == 3 &&
+	     (err = mb_ledger_reserve(s->ledger, epoch, "bwd.grad_bf16", 2 * piece, 1, knob))))
+		return err;
+	return mb_ledger_reserve(s->ledger, epoch, "bwd.norm", p->norm_bytes, 1, NULL);
+}
+
 /*
  * Reserve, from the plan, every device buffer a step allocates, and make
  * the pool: during the steps, nothing is allocated or released on the device.
@@ -371,7 +387,7 @@ static int reserve_step(struct mb_state *s)
 			 !mb_plan_batched(&s->set.plan) * mb_variant_prefetches(s->set.variant);
 	uint64_t gathered = p->ngroups ? p->groups[p->largest_group].gathered_numel : 0,
 		 largest = 0;
-	unsigned bucket;
+	uint64_t nb = mb_plan_nbuckets(p, m), after = mb_plan_reduced_after(p, m, s->set.fwd_bwd);
 	size_t i;
 	int err;
 
@@ -382,13 +398,10 @@ static int reserve_step(struct mb_state *s)
 	    (err = mb_fwdbwd_reserve(m, s->set.tokens, s->cl, s->ledger, EPOCH_FWDBWD)))
 		return err;
 	/* buckets reduced during the GEMMs are alive with the forward/backward's buffers */
-	bucket = s->set.fwd_bwd && mb_plan_reduce_overlaps(&s->set.plan) ? EPOCH_FWDBWD
-									 : EPOCH_BUCKET;
-	if ((err = mb_ledger_reserve(s->ledger, bucket, "bwd.bucket", p->bucket_bytes, 1,
-				     "a smaller --reduce-bucket-size needs less")) ||
-	    (err = mb_ledger_reserve(s->ledger, bucket, "bwd.bucket_bf16", p->bucket_bf16_bytes, 1,
-				     "a smaller --reduce-bucket-size needs less")) ||
-	    (err = mb_ledger_reserve(s->ledger, bucket, "bwd.norm", s->plan.norm_bytes, 1, NULL)))
+	if ((after < nb &&
+	     (err = reserve_bwd(s, EPOCH_FWDBWD, mb_plan_largest_piece(p, m, after, nb)))) ||
+	    (after > 0 &&
+	     (err = reserve_bwd(s, EPOCH_BUCKET, mb_plan_largest_piece(p, m, 0, after)))))
 		return err;
 	if (!mb_plan_batched(&s->set.plan))
 		err = mb_ledger_reserve(s->ledger, EPOCH_APPLY, "apply.subgroup",
@@ -466,70 +479,142 @@ void mb_state_release(struct mb_state *s)
 /*
  * The backward stand-in, bucket by bucket: the plan's buckets, each once the
  * backward has made all its grads (mb_plan_bucket_stage), the last bucket
- * first. Gradients are made on the device in fp32 (BUF) and rounded to
- * bf16, as a bf16 model's are. ZeRO-1/2 round them through their reduce
- * bucket (BF16) and copy them out in fp32, as DeepSpeed's .float() of the
- * grad before its copy to the host, all on the compute queue: DeepSpeed's
- * reduce runs on the backward's own stream there. ZeRO-3 casts them into its
- * resident reduce bucket; then, on the copy queue (DeepSpeed's
- * reduce_and_partition_stream, overlap_comm) while the compute queue goes on
- * with the backward's GEMMs, copies them to the host's bf16 grads and back
- * (stage3.py's partition_grads), widens them, takes their norm and copies
- * them out in fp32; the next bucket's fill waits for that last copy, which
- * frees BUF. The gradient norm is taken on the device from the fp32 grads,
- * read back once at the end and summed in bucket order.
+ * first, and each bucket a parameter's piece at a time (mb_plan_next_piece),
+ * as DeepSpeed reduces its bucket a parameter at a time. The grads are made
+ * on the device in fp32 (FP32, a piece) and rounded into the bf16 reduce
+ * bucket: ZeRO-1/2's (BUCKET, allocated in the backward, as
+ * stage_1_and_2.py's setup_buckets does), ZeRO-3's resident one
+ * (ds_buffer). The gradient norm's partial sums are taken from the bucket,
+ * read back at the end of each part and summed in bucket order.
+ *
+ * ZeRO-1/2, on the compute queue after the GEMMs (DeepSpeed's reduce runs on
+ * the backward's own stream there): each piece widened into FP32 and copied
+ * out, as copy_grads_in_partition's .to(fp32) and copy to the host. ZeRO-3,
+ * on the copy queue (reduce_and_partition_stream, overlap_comm) while the
+ * compute queue goes on with the GEMMs: the bucket to the host's bf16 grads;
+ * then each piece back (BF16, partition_grads' grad_buffer.to(device)),
+ * widened into FP32 and copied out in fp32; the next bucket's fill waits for
+ * that last copy, which frees FP32 and the bucket. The buckets that the
+ * last GEMMs make wait for the GEMMs' end (mb_plan_reduced_after), as
+ * DeepSpeed's epilogue: two parts, each with buffers for its largest piece.
  */
 struct bwd {
 	struct mb_state *s;
-	cl_mem buf, bf16, sums;
+	cl_mem bucket, fp32, bf16, sums; /* NULL: the part's buffers not allocated */
+	float *partial;			 /* every bucket's partial sums, on the host */
 	uint64_t left;	/* buckets not reduced yet: 0 .. left - 1, the highest next */
+	uint64_t after; /* buckets 0 .. after - 1 are reduced after the GEMMs */
 	cl_event freed; /* ZeRO-3: the last bucket's fp32 copy out */
 };
 
-static int bwd_alloc(struct bwd *b)
+/* Allocate the buffers of the part that reduces pieces of at most PIECE elements. */
+static int bwd_alloc(struct bwd *b, uint64_t piece)
 {
 	struct mb_state *s = b->s;
+	struct mb_ledger *l = s->ledger;
 	int err;
 
-	mb_ledger_phase(s->ledger, "backward");
-	if ((err = mb_ledger_alloc(s->ledger, s->plan.bucket_bytes, "bwd.bucket", &b->buf)) ||
-	    (err = mb_ledger_alloc(s->ledger, s->plan.bucket_bf16_bytes, "bwd.bucket_bf16",
-				   &b->bf16)))
+	mb_ledger_phase(l, "backward");
+	if ((s->plan.bucket_bf16_bytes && (err = mb_ledger_alloc(l, s->plan.bucket_bf16_bytes,
+								 "bwd.bucket_bf16", &b->bucket))) ||
+	    (err = mb_ledger_alloc(l, 4 * piece, "bwd.grad_fp32", &b->fp32)) ||
+	    (s->set.plan.stage == 3 &&
+	     (err = mb_ledger_alloc(l, 2 * piece, "bwd.grad_bf16", &b->bf16))))
 		return err;
-	return mb_ledger_alloc(s->ledger, s->plan.norm_bytes, "bwd.norm", &b->sums);
+	return mb_ledger_alloc(l, s->plan.norm_bytes, "bwd.norm", &b->sums);
 }
 
-static void bwd_release(struct bwd *b)
+static void bwd_free(struct bwd *b)
 {
 	if (b->freed)
 		clReleaseEvent(b->freed);
+	b->freed = NULL;
 	mb_ledger_free(b->s->ledger, b->sums);
 	mb_ledger_free(b->s->ledger, b->bf16);
-	mb_ledger_free(b->s->ledger, b->buf);
-	memset(b, 0, sizeof(*b));
+	mb_ledger_free(b->s->ledger, b->fp32);
+	mb_ledger_free(b->s->ledger, b->bucket);
+	b->sums = b->bf16 = b->fp32 = b->bucket = NULL;
 }
 
-/* ZeRO-3: bucket K's bf16 grads, cast into the resident bucket (event MADE), out and back in. */
-static int round_trip(struct bwd *b, uint64_t off, uint64_t len, cl_event made)
+/*
+ * The end of a part that reduced buckets [FIRST, END): once the queues are
+ * done, its partial sums into the host's, and its buffers freed.
+ */
+static int bwd_part_end(struct bwd *b, uint64_t first, uint64_t end)
 {
 	struct mb_state *s = b->s;
 	int err;
 
-	if ((err = mb_cl_check(s->cl, clFlush(s->cl->compute), "clFlush", "compute queue")) ||
-	    (err = host_copy(s, false, s->cl->copy, s->ds_buffer, 0, &s->grads_bf16, 2 * off,
-			     2 * len, made ? 1 : 0, made ? &made : NULL, NULL, K_D2H, NULL,
-			     "bf16 gradients to the host")))
-		return err;
-	return host_copy(s, true, s->cl->copy, b->bf16, 0, &s->grads_bf16, 2 * off, 2 * len, 0,
-			 NULL, NULL, K_H2D, NULL, "bf16 gradients back to the device");
+	if (!b->sums)
+		return 0;
+	if (!(err = finish(s, s->cl->copy)) && end > first)
+		err = mb_cl_check(
+			s->cl,
+			clEnqueueReadBuffer(s->cl->compute, b->sums, CL_TRUE,
+					    sizeof(float) * MB_NS_PARTIALS * first,
+					    sizeof(float) * MB_NS_PARTIALS * (end - first),
+					    b->partial + MB_NS_PARTIALS * first, 0, NULL, NULL),
+			"clEnqueueReadBuffer", "the gradient norm's partial sums");
+	if (!err)
+		err = finish(s, s->cl->compute);
+	bwd_free(b);
+	return err;
+}
+
+/* Bucket K's grads, made a piece at a time through FP32 into the bf16 BUCKET; the last cast's
+ * event into *MADE. */
+static int make_bucket(struct bwd *b, uint64_t k, cl_mem bucket, cl_event *made)
+{
+	struct mb_state *s = b->s;
+	uint64_t lo = k * s->plan.bucket_elems;
+	struct mb_plan_piece p = { 0 };
+	int err = 0;
+
+	while (!err && mb_plan_next_piece(&s->plan, s->model, k, &p)) {
+		if (*made)
+			clReleaseEvent(*made);
+		*made = NULL;
+		err = mb_rng_fill(s->cl, b->fp32, 0, p.len, s->set.seed,
+				  STREAM_GRADS + s->steps_done, p.off, GRAD_SCALE);
+		if (!err)
+			err = mb_ns_cast_bf16(&s->ns, b->fp32, 0, bucket, p.off - lo, p.len, made);
+	}
+	return err;
+}
+
+/* Bucket K's pieces on Q: (ZeRO-3: back from the host's bf16 grads,) widened, copied out. */
+static int copy_out(struct bwd *b, uint64_t k, cl_command_queue q, cl_mem bucket)
+{
+	struct mb_state *s = b->s;
+	uint64_t lo = k * s->plan.bucket_elems;
+	struct mb_plan_piece p = { 0 };
+	bool z3 = s->set.plan.stage == 3;
+	int err = 0;
+
+	while (!err && mb_plan_next_piece(&s->plan, s->model, k, &p)) {
+		if (b->freed)
+			clReleaseEvent(b->freed);
+		b->freed = NULL;
+		if (z3 && (err = host_copy(s, true, q, b->bf16, 0, &s->grads_bf16, 2 * p.off,
+					   2 * p.len, 0, NULL, NULL, K_H2D, NULL,
+					   "bf16 gradients back to the device")))
+			break;
+		if (!(err = mb_ns_widen_bf16(&s->ns, q, z3 ? b->bf16 : bucket, z3 ? 0 : p.off - lo,
+					     b->fp32, 0, p.len)))
+			err = host_copy(s, false, q, b->fp32, 0, &s->grads, 4 * p.off, 4 * p.len, 0,
+					NULL, NULL, K_D2H, z3 ? &b->freed : NULL,
+					"gradients to the host");
+	}
+	return err;
 }
 
 static int reduce_bucket(struct bwd *b, uint64_t k)
 {
 	struct mb_state *s = b->s;
 	const struct mb_cl *cl = s->cl;
-	bool z3 = mb_plan_reduce_overlaps(&s->set.plan);
-	cl_command_queue q = z3 ? cl->copy : cl->compute;
+	bool z3 = s->set.plan.stage == 3;
+	cl_command_queue q = mb_plan_reduce_overlaps(&s->set.plan) ? cl->copy : cl->compute;
+	cl_mem bucket = z3 ? s->ds_buffer : b->bucket;
 	uint64_t n = s->model->numel_total, off = k * s->plan.bucket_elems;
 	uint64_t len = n - off < s->plan.bucket_elems ? n - off : s->plan.bucket_elems;
 	cl_event made = NULL;
@@ -544,85 +629,90 @@ static int reduce_bucket(struct bwd *b, uint64_t k)
 		if (err)
 			return err;
 	}
-	if ((err = mb_rng_fill(cl, b->buf, 0, len, s->set.seed, STREAM_GRADS + s->steps_done, off,
-			       GRAD_SCALE)) ||
-	    (err = mb_ns_cast_bf16(&s->ns, b->buf, 0, z3 ? s->ds_buffer : b->bf16, 0, len,
-				   z3 ? &made : NULL)))
+	err = make_bucket(b, k, bucket, &made);
+	/* ZeRO-3: the bucket to the host's bf16 grads, once made (stage3.py's partition_grads) */
+	if (!err && z3 &&
+	    !(err = mb_cl_check(cl, clFlush(cl->compute), "clFlush", "compute queue")))
+		err = host_copy(s, false, q, bucket, 0, &s->grads_bf16, 2 * off, 2 * len,
+				made ? 1 : 0, made ? &made : NULL, NULL, K_D2H, NULL,
+				"bf16 gradients to the host");
+	if (made)
+		clReleaseEvent(made);
+	if (err ||
+	    (err = mb_ns_sumsq_bf16(&s->ns, q, bucket, 0, len, b->sums, k * MB_NS_PARTIALS)) ||
+	    (err = copy_out(b, k, q, bucket)))
 		return err;
-	if (z3) {
-		err = round_trip(b, off, len, made);
-		if (made)
-			clReleaseEvent(made);
-		if (err)
-			return err;
-	}
-	if ((err = mb_ns_widen_bf16(&s->ns, q, b->bf16, 0, b->buf, 0, len)) ||
-	    (err = mb_ns_sumsq(&s->ns, q, b->buf, 0, len, b->sums, k * MB_NS_PARTIALS)) ||
-	    (err = host_copy(s, false, q, b->buf, 0, &s->grads, 4 * off, 4 * len, 0, NULL, NULL,
-			     K_D2H, z3 ? &b->freed : NULL, "gradients to the host")))
-		return err;
-	return z3 ? mb_cl_check(cl, clFlush(q), "clFlush", "copy queue") : 0;
+	return q == cl->copy ? mb_cl_check(cl, clFlush(q), "clFlush", "copy queue") : 0;
 }
 
-/* The backward has made every grad of stage STAGE and above: reduce the buckets they fill. */
-static int stage_done(void *arg, unsigned stage)
+/* Reduce the buckets the backward has made by STAGE, down to bucket FLOOR. */
+static int reduce_down(struct bwd *b, uint64_t floor, unsigned stage)
 {
-	struct bwd *b = arg;
+	struct mb_state *s = b->s;
 	int err = 0;
 
-	if (!b->buf && (err = bwd_alloc(b)))
-		return err;
-	while (b->left && !err &&
-	       mb_plan_bucket_stage(&b->s->plan, b->s->model, b->left - 1) >= stage) {
+	while (b->left > floor && !err &&
+	       mb_plan_bucket_stage(&s->plan, s->model, b->left - 1) >= stage) {
+		if (!b->sums &&
+		    (err = bwd_alloc(b, mb_plan_largest_piece(&s->plan, s->model, floor, b->left))))
+			break;
 		b->left--;
 		err = reduce_bucket(b, b->left);
 	}
 	return err;
 }
 
-/* The rest once the GEMMs are done: the buckets left, then the gradient norm into *norm. */
+/* The hook: the GEMMs have made every grad of stage STAGE and above. */
+static int stage_done(void *arg, unsigned stage)
+{
+	struct bwd *b = arg;
+
+	return reduce_down(b, b->after, stage);
+}
+
+/*
+ * The rest once the GEMMs are done: the end of the part during them, the
+ * buckets left, then the gradient norm into *norm.
+ */
 static int backward_end(struct bwd *b, double *norm)
 {
 	struct mb_state *s = b->s;
 	uint64_t k = mb_plan_nbuckets(&s->plan, s->model), i;
-	float *partial = malloc(s->plan.norm_bytes);
 	double sum = 0;
 	int err;
 
-	if (!partial)
-		return mb_fail("out of host memory for %llu partial sums",
-			       (unsigned long long)(s->plan.norm_bytes / sizeof(float)));
-	if (!(err = stage_done(b, 0)) && !(err = finish(s, s->cl->copy)) && k)
-		err = mb_cl_check(s->cl,
-				  clEnqueueReadBuffer(s->cl->compute, b->sums, CL_TRUE, 0,
-						      sizeof(float) * MB_NS_PARTIALS * k, partial,
-						      0, NULL, NULL),
-				  "clEnqueueReadBuffer", "the gradient norm's partial sums");
-	if (!err)
-		err = finish(s, s->cl->compute);
+	if (!(err = bwd_part_end(b, b->after, k)) && !(err = reduce_down(b, 0, 0)))
+		err = bwd_part_end(b, 0, b->after);
 	for (i = 0; i < MB_NS_PARTIALS * k && !err; i++)
-		sum += partial[i];
+		sum += b->partial[i];
 	*norm = sqrt(sum);
-	free(partial);
 	return err;
 }
 
 /*
  * The synthetic forward/backward (with the settings' fwd_bwd) and the
  * backward stand-in: ZeRO-3's buckets reduced during the backward's GEMMs
- * (mb_plan_reduce_overlaps), ZeRO-1/2's after them. The times into T.
+ * (mb_plan_reduce_overlaps) but for the last ones, ZeRO-1/2's after them.
+ * The times into T.
  */
 static int backward(struct mb_state *s, struct mb_step_times *t)
 {
-	struct bwd b = { .s = s, .left = mb_plan_nbuckets(&s->plan, s->model) };
+	uint64_t k = mb_plan_nbuckets(&s->plan, s->model);
+	struct bwd b = { .s = s,
+			 .left = k,
+			 .after = mb_plan_reduced_after(&s->plan, s->model, s->set.fwd_bwd) };
 	struct mb_fwdbwd_hook hook = { stage_done, &b };
 	double t1;
 	int err = 0;
 
+	b.partial = malloc(s->plan.norm_bytes);
+	if (!b.partial)
+		return mb_fail("out of host memory for %llu partial sums",
+			       (unsigned long long)(MB_NS_PARTIALS * k));
 	if (s->set.fwd_bwd)
 		err = mb_fwdbwd_run(s->model, s->set.tokens, s->cl, s->ledger,
-				    mb_plan_reduce_overlaps(&s->set.plan) ? &hook : NULL,
-				    &t->phase.forward_s, &t->phase.backward_s);
+				    b.after < k ? &hook : NULL, &t->phase.forward_s,
+				    &t->phase.backward_s);
 	t1 = mb_now_s();
 	if (!err)
 		err = backward_end(&b, &t->grad_norm);
@@ -631,7 +721,8 @@ static int backward(struct mb_state *s, struct mb_step_times *t)
 		clFinish(s->cl->compute);
 		clFinish(s->cl->copy);
 	}
-	bwd_release(&b);
+	bwd_free(&b);
+	free(b.partial);
 	return err;
 }
 

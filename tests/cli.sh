@@ -301,7 +301,7 @@ for case in 200Ki:params.bf16 500Ki:fwd. 800Ki:bwd. 2Mi:; do
 done
 # Out of device memory at a buffer: the message says what makes it smaller.
 for case in "200Ki|on|params.bf16|the bf16 params stay on the device all run: fewer --layers, or a device with more memory" \
-	"500Ki|off|bwd.bucket|a smaller --reduce-bucket-size makes the bucket smaller"; do
+	"500Ki|off|bwd.bucket_bf16|a smaller --reduce-bucket-size makes the bucket smaller"; do
 	limit=${case%%|*} rest=${case#*|}
 	fb=${rest%%|*} rest=${rest#*|}
 	buffer=${rest%%|*} remedy=${rest#*|}
@@ -1008,7 +1008,7 @@ fi
 # predict: the reference's table from profiles/reference.json, with no device.
 expect_output "predict: the reference's ZeRO-2 master row, fitted" "| 2 | master | 8.54 | 5.13 s |" predict --profile reference --model qwen3-4b --stage 2,3 --variant all
 expect_output "predict: ZeRO-2 both" "| 2 | both | 5.72 (-33%) | 2.31 s (-55%) |" predict --stage 2,3
-expect_output "predict: ZeRO-3 master" "| 3 | master | 7.61 | 3.69 s |" predict --stage 2,3
+expect_output "predict: ZeRO-3 master" "| 3 | master | 7.62 | 3.69 s |" predict --stage 2,3
 expect_output "predict: a sweep prints a table for each value" "## --pageable-gbs 40" predict --pageable-gbs 5,10,20,40
 expect_output "predict: json has the run's names" '"apply_mean_s": ' predict --format json --variant both
 # sweeps of the gather budget and the sub-group size: each point a cell of its own

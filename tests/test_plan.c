@@ -205,8 +205,12 @@ static void bucket_and_ds_buffer(void **state)
 	(void)state;
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
 	assert_int_equal(p.bucket_elems, tiny.numel_total); /* 5e8 is more than tiny */
-	assert_int_equal(p.bucket_bytes, 4 * tiny.numel_total);
+	/* ZeRO-1/2's reduce bucket in bf16, allocated in the backward */
 	assert_int_equal(p.bucket_bf16_bytes, 2 * tiny.numel_total);
+	/* the largest piece, the embedding, widened to fp32, all after the GEMMs */
+	assert_int_equal(p.piece_during_elems, 0);
+	assert_int_equal(p.piece_after_elems, 1024 * 256);
+	assert_int_equal(mb_plan_piece_bytes(&p, p.piece_after_elems), 4 * 1024 * 256);
 	/* ZeRO-1/2's grads go out once, in fp32 */
 	assert_int_equal(p.bwd_d2h_bytes, 4 * tiny.numel_total);
 	assert_int_equal(p.bwd_h2d_bytes, 0);
@@ -214,14 +218,18 @@ static void bucket_and_ds_buffer(void **state)
 	mb_plan_release(&p);
 	s.reduce_bucket_elems = 1000;
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
-	assert_int_equal(p.bucket_bytes, 4000);
+	assert_int_equal(p.bucket_bf16_bytes, 2000);
+	assert_int_equal(p.piece_after_elems, 1000);
 	mb_plan_release(&p);
-	/* ZeRO-3 holds its reduce bucket instead: 1000 elements of bf16, every phase */
+	/* ZeRO-3 holds its reduce bucket instead: 1000 elements of bf16, every phase, and
+	 * fills it: no bucket of the backward's own; a piece in fp32 and back in bf16 */
 	s = settings(3);
 	s.reduce_bucket_elems = 1000;
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
 	assert_string_equal(p.ds_buffer, "ds.ipg_bucket");
 	assert_int_equal(p.ds_buffer_bytes, 2000);
+	assert_int_equal(p.bucket_bf16_bytes, 0);
+	assert_int_equal(mb_plan_piece_bytes(&p, p.piece_after_elems), (4 + 2) * 1000);
 	/* and its grads go out in bf16, back in, and out in fp32 (partition_grads) */
 	assert_int_equal(p.host_bytes[MB_HOST_GRADS_BF16], 2 * tiny.numel_total);
 	assert_int_equal(p.bwd_d2h_bytes, (2 + 4) * tiny.numel_total);
@@ -229,6 +237,62 @@ static void bucket_and_ds_buffer(void **state)
 	assert_int_equal(p.peak_step_bytes_sync,
 			 p.resident_bytes + 2000 + p.apply_bytes_sync + p.ns_workspace_bytes);
 	mb_plan_release(&p);
+}
+
+/*
+ * The backward's pieces: an embedding of 1000 elements, two layers of a
+ * (1500) and b (500), a head of 1000; buckets of 1200. Flat: embedding
+ * [0, 1000), layer 0 [1000, 3000), layer 1 [3000, 5000), head [5000, 6000).
+ * Bucket 2, [2400, 3600), holds 100 of layer 0's a, its b, and 600 of layer
+ * 1's a. Buckets 0-2 hold grads of stage 0 (the first layer, the
+ * embedding): ZeRO-3 reduces them after the GEMMs, 3 and 4 during them.
+ */
+static void backward_pieces(void **state)
+{
+	static const char cfg[] = "{\"parameters\": ["
+				  "{\"name\": \"embed.weight\", \"shape\": [10, 100]},"
+				  "{\"name\": \"a\", \"shape\": [15, 100], \"repeat\": 2},"
+				  "{\"name\": \"b\", \"shape\": [5, 100], \"repeat\": 2},"
+				  "{\"name\": \"head.weight\", \"shape\": [10, 100]}]}";
+	static const uint64_t want[][2] = { { 2400, 100 }, { 2500, 500 }, { 3000, 600 } };
+	struct mb_plan_settings s = settings(3);
+	struct mb_plan_piece piece = { 0 };
+	struct mb_model m;
+	struct mb_plan p;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(mb_config_parse(&m, cfg, strlen(cfg), "pieces", 0), 0);
+	s.reduce_bucket_elems = 1200;
+	s.tokens = 64;
+	assert_int_equal(mb_plan_build(&p, &m, &s), 0);
+	assert_int_equal(mb_plan_nbuckets(&p, &m), 5);
+	while (mb_plan_next_piece(&p, &m, 2, &piece)) {
+		assert_true(n < 3);
+		assert_int_equal(piece.off, want[n][0]);
+		assert_int_equal(piece.len, want[n][1]);
+		n++;
+	}
+	assert_int_equal(n, 3);
+	assert_int_equal(mb_plan_bucket_stage(&p, &m, 2), 0);
+	assert_int_equal(mb_plan_bucket_stage(&p, &m, 3), 1);
+	assert_int_equal(mb_plan_reduced_after(&p, &m, true), 3);
+	assert_int_equal(mb_plan_reduced_after(&p, &m, false), 5);
+	/* during: layer 1's a (900), b (300, 200) and the head (1000); after: layer 0's a
+	 * fills bucket 1 */
+	assert_int_equal(p.piece_during_elems, 1000);
+	assert_int_equal(p.piece_after_elems, 1200);
+	assert_int_equal(mb_plan_largest_piece(&p, &m, 2, 3), 600);
+	assert_int_equal(mb_plan_largest_piece(&p, &m, 4, 5), 1000);
+	mb_plan_release(&p);
+	/* ZeRO-1/2 reduce every bucket after the GEMMs */
+	s.stage = 2;
+	assert_int_equal(mb_plan_build(&p, &m, &s), 0);
+	assert_int_equal(mb_plan_reduced_after(&p, &m, true), 5);
+	assert_int_equal(p.piece_during_elems, 0);
+	assert_int_equal(p.piece_after_elems, 1200);
+	mb_plan_release(&p);
+	mb_model_release(&m);
 }
 
 /* Every Muon matrix lands in exactly one batch, in order, and batching is greedy. */
@@ -482,6 +546,7 @@ int main(void)
 		cmocka_unit_test(batches_by_hand),
 		cmocka_unit_test(batches_by_shape),
 		cmocka_unit_test(bucket_and_ds_buffer),
+		cmocka_unit_test(backward_pieces),
 		cmocka_unit_test(zero3_batches_within_sub_groups),
 		cmocka_unit_test(zero3_batched_peak_near_zero2),
 		cmocka_unit_test(batches_cover_qwen3_4b),

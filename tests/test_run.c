@@ -433,7 +433,11 @@ static void params_back_pageable(void **state)
 	free(r);
 }
 
-/* The backward's bucket is --reduce-bucket-size elements of fp32: its peak follows. */
+/*
+ * The backward's bucket is --reduce-bucket-size elements of bf16 and its
+ * largest piece (a parameter's grads in fp32) at most a bucket: the peak
+ * follows.
+ */
 static void reduce_bucket_sets_the_backward_peak(void **state)
 {
 	struct mb_run_result *r = malloc(sizeof(*r));
@@ -446,20 +450,21 @@ static void reduce_bucket_sets_the_backward_peak(void **state)
 	want = r->checksum;
 	s.step.plan.reduce_bucket_elems = 1000;
 	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
-	/* the bucket and its bf16 twin shrink; each of its 132 pieces has a norm's 64
-	 * partial sums */
+	/* the bf16 bucket shrinks, and the fp32 piece from the embedding's 16384 elements to
+	 * 1000; each of the 132 buckets has a norm's 64 partial sums */
 	assert_int_equal(whole - r->own_peak_backward_bytes,
-			 (4 + 2) * (micro.numel_total - 1000) - 4 * 64 * (132 - 1));
+			 2 * (micro.numel_total - 1000) + 4 * (16384 - 1000) - 4 * 64 * (132 - 1));
 	assert_true(r->checksum == want); /* the same gradients, in more pieces */
 	free(r);
 }
 
 /*
  * ZeRO-3 reduces each bucket on the copy queue as soon as the backward's
- * GEMMs have made its grads (DeepSpeed's overlap_comm), ZeRO-1/2 after the
- * GEMMs: with buckets small enough to fall between layers, every stage and
- * variant ends where the step without a forward/backward does, and the
- * backward's peak is the plan's (ZeRO-3: the buckets alive with the GEMMs'
+ * GEMMs have made its grads (DeepSpeed's overlap_comm), but for those the
+ * last GEMMs make, ZeRO-1/2 after the GEMMs: with buckets small enough to
+ * fall between layers, every stage and variant ends where the step without
+ * a forward/backward does, and the backward's peak is the plan's (ZeRO-3:
+ * the pieces of the buckets reduced during the GEMMs alive with their
  * buffers).
  */
 static void buckets_reduced_during_the_backward(void **state)
@@ -489,6 +494,12 @@ static void buckets_reduced_during_the_backward(void **state)
 					 (unsigned long long)want);
 			assert_int_equal(mb_plan_build(&p, &micro, &s.step.plan), 0);
 			assert_true(mb_plan_nbuckets(&p, &micro) > micro.layers);
+			/* ZeRO-3: those of the first layer and the embedding after the GEMMs */
+			if (stage == 3) {
+				uint64_t after = mb_plan_reduced_after(&p, &micro, true);
+
+				assert_true(after > 0 && after < mb_plan_nbuckets(&p, &micro));
+			}
 			assert_int_equal(r->own_peak_backward_bytes, p.peak_backward_bytes);
 			mb_plan_release(&p);
 		}
@@ -607,7 +618,9 @@ static void pinned_chunks_change_nothing(void **state)
 /*
  * Every device buffer a step needs comes from the pool made before the
  * first step: no step allocates or releases anything on the device, and the
- * peaks are still the plan's.
+ * peaks are still the plan's. The buckets are smaller than a layer, so that
+ * ZeRO-3 reduces some during the GEMMs and the rest after them, each part
+ * with buffers of its own.
  */
 static void steps_allocate_nothing(void **state)
 {
@@ -626,6 +639,7 @@ static void steps_allocate_nothing(void **state)
 
 			s.step.fwd_bwd = true;
 			s.step.tokens = 48;
+			s.step.plan.reduce_bucket_elems = 10000;
 			mb_ledger_init(&ledger, &cl, 0);
 			assert_int_equal(mb_state_init(&st, &micro, &s.step, &cl, &ledger), 0);
 			allocs = ledger.device_allocs;
