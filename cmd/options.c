@@ -76,10 +76,9 @@ static const struct option options[] = {
 	  "(2.5e8,1e9) is swept: each value a cell of its own" },
 	{ "reduce-bucket-size", "N", COUNT, AT(reduce_bucket_size), "5e8", 1, UINT64_MAX, NULL,
 	  MODEL_CMDS,
-	  "elements of the backward's gradient bucket (DeepSpeed's "
-	  "zero_optimization.reduce_bucket_size; the stand-in's bucket holds fp32); "
-	  "ZeRO-3 also holds a bf16 bucket of this size in every phase, as stage3.py's "
-	  "ipg_buckets do" },
+	  "elements of the backward's bf16 gradient bucket (DeepSpeed's "
+	  "zero_optimization.reduce_bucket_size): ZeRO-1/2's allocated in the backward, "
+	  "ZeRO-3's held in every phase, as stage3.py's ipg_buckets are" },
 	{ "grad-clip", "X", REAL, AT(grad_clip), "1.0", 0, 1000000, NULL, ON(MB_CMD_RUN),
 	  "the largest norm of the gradients (DeepSpeed's gradient_clipping, as "
 	  "unscale_and_clip_grads applies it: a pass over the whole fp32 grad buffer each "
