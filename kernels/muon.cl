@@ -27,7 +27,9 @@ __kernel void muon_momentum(__global float *grad, const ulong grad_off, __global
 
 /*
  * Sum of squares of x[off .. off+n) in work-group partials: group g writes
- * partial[part_off + g]. The local size must be a power of two.
+ * partial[part_off + g]. The local size must be a power of two. Each
+ * work-item takes the elements a global size apart, the order a GPU wants;
+ * a CPU device sums with sumsq_runs instead (mb_ns).
  */
 __kernel void sumsq_partial(__global const float *x, const ulong off, const ulong n,
 			    __global float *partial, const ulong part_off,
@@ -60,15 +62,52 @@ __kernel void sumsq_partial(__global const float *x, const ulong off, const ulon
  * one after another, wants SPAN large enough for each to stream its own
  * contiguous run (sumsq_partial's stride there costs a cache line and a
  * page an element: twenty times slower on PoCL at 186 M elements).
+ * Newton-Schulz's norm on a CPU device.
  */
+__kernel void sumsq_runs(__global const float *x, const ulong off, const ulong n,
+			 __global float *partial, const ulong part_off, const ulong span,
+			 __local float *scratch)
+{
+	const ulong lid = get_local_id(0), lsize = get_local_size(0);
+	const ulong stride = get_global_size(0) * span;
+	float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f, v;
+	ulong i, j, end, step;
+
+	/* four sums a run, so that a CPU's adds need not wait on each other; a
+	 * run of one element only ever adds to a0: sumsq_partial's order */
+	for (i = get_global_id(0) * span; i < n; i += stride) {
+		end = n - i < span ? n : i + span;
+		for (j = i; j + 4 <= end; j += 4) {
+			a0 += x[off + j] * x[off + j];
+			a1 += x[off + j + 1] * x[off + j + 1];
+			a2 += x[off + j + 2] * x[off + j + 2];
+			a3 += x[off + j + 3] * x[off + j + 3];
+		}
+		for (; j < end; j++) {
+			v = x[off + j];
+			a0 += v * v;
+		}
+	}
+	scratch[lid] = span == 1 ? a0 : (a0 + a1) + (a2 + a3);
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (step = lsize / 2; step > 0; step /= 2) {
+		if (lid < step)
+			scratch[lid] += scratch[lid + step];
+		barrier(CLK_LOCAL_MEM_FENCE);
+	}
+	if (lid == 0)
+		partial[part_off + get_group_id(0)] = scratch[0];
+}
+
 static float widened(__global const ushort *x, const ulong i)
 {
 	return as_float((uint)x[i] << 16);
 }
 
 /*
- * X holds bf16 values (the backward's gradient bucket), each widened
- * exactly to fp32 before it is squared: the sums of their fp32 copies.
+ * sumsq_runs over bf16 values (the backward's gradient bucket), each
+ * widened exactly to fp32 before it is squared: the sums of their fp32
+ * copies, in the same order (with SPAN 1 on every device but a CPU).
  */
 __kernel void sumsq_runs_bf16(__global const ushort *x, const ulong off, const ulong n,
 			      __global float *partial, const ulong part_off, const ulong span,

@@ -110,7 +110,8 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 	    (err = mb_cl_kernel(cl, "cast_bf16", &ns->cast_bf16)) ||
 	    (err = mb_cl_kernel(cl, "widen_bf16", &ns->widen_bf16)) ||
 	    (err = mb_cl_kernel(cl, "sumsq_partial", &ns->sumsq)) ||
-	    (err = mb_cl_kernel(cl, "sumsq_runs_bf16", &ns->sumsq_runs)) ||
+	    (err = mb_cl_kernel(cl, "sumsq_runs", &ns->sumsq_runs)) ||
+	    (err = mb_cl_kernel(cl, "sumsq_runs_bf16", &ns->sumsq_runs_bf16)) ||
 	    (err = mb_cl_kernel(cl, "norm_finish", &ns->finish)) ||
 	    (err = mb_cl_kernel(cl, "ns_load", &ns->load)) ||
 	    (err = mb_cl_kernel(cl, "ns_store", &ns->store)) ||
@@ -383,42 +384,64 @@ int mb_ns_widen_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t xo
 		       NULL);
 }
 
+/*
+ * Enqueue on Q the sum of squares of X[OFF .. OFF+N), fp32 or (BF16) bf16,
+ * in MB_NS_PARTIALS partial sums, into PARTIAL at element PART_OFF; its
+ * event into *EV unless EV is NULL. A CPU device sums contiguous runs
+ * (sumsq_runs, sumsq_runs_bf16), whose work-items one core runs one after
+ * another; any other device the elements a global size apart, the order a
+ * GPU wants: sumsq_partial for fp32, sumsq_runs_bf16 with a span of 1.
+ */
+static int partial_sums(struct mb_ns *ns, cl_command_queue q, bool bf16, cl_mem x, uint64_t off,
+			uint64_t n, cl_mem partial, uint64_t part_off, cl_event *ev)
+{
+	size_t global = MB_NS_PARTIALS * ns->reduce_local;
+	bool cpu = !strcmp(ns->cl->info.type, "CPU"), runs = cpu || bf16;
+	cl_kernel k = bf16 ? ns->sumsq_runs_bf16 : cpu ? ns->sumsq_runs : ns->sumsq;
+	const char *name = bf16 ? "sumsq_runs_bf16" : cpu ? "sumsq_runs" : "sumsq_partial";
+	cl_ulong xoff = off, count = n, poff = part_off, span = cpu ? (n + global - 1) / global : 1;
+	size_t scratch = ns->reduce_local * sizeof(float);
+	cl_int st;
+
+	st = set_args(k, 5, ARG(x), ARG(xoff), ARG(count), ARG(partial), ARG(poff));
+	if (st == CL_SUCCESS && runs)
+		st = clSetKernelArg(k, 5, sizeof(span), &span);
+	if (st == CL_SUCCESS)
+		st = clSetKernelArg(k, runs ? 6 : 5, scratch, NULL);
+	if (mb_cl_check(ns->cl, st, "clSetKernelArg", "%s, %llu elements", name,
+			(unsigned long long)n))
+		return -MB_EFAIL;
+	st = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &ns->reduce_local, 0, NULL, ev);
+	return mb_cl_check(ns->cl, st, "clEnqueueNDRangeKernel", "%s, %llu elements", name,
+			   (unsigned long long)n);
+}
+
 int mb_ns_sumsq_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t off, uint64_t n,
 		     cl_mem partial, uint64_t part_off)
 {
-	size_t global = MB_NS_PARTIALS * ns->reduce_local;
-	bool cpu = !strcmp(ns->cl->info.type, "CPU");
-	cl_ulong xoff = off, count = n, poff = part_off, span = cpu ? (n + global - 1) / global : 1;
-	cl_int st;
-
-	st = set_args(ns->sumsq_runs, 7, ARG(x), ARG(xoff), ARG(count), ARG(partial), ARG(poff),
-		      ARG(span), ns->reduce_local * sizeof(float), (const void *)NULL);
-	if (st == CL_SUCCESS)
-		st = clEnqueueNDRangeKernel(q, ns->sumsq_runs, 1, NULL, &global, &ns->reduce_local,
-					    0, NULL, NULL);
-	return mb_cl_check(ns->cl, st, "sumsq_runs_bf16", "%llu elements", (unsigned long long)n);
+	return partial_sums(ns, q, true, x, off, n, partial, part_off, NULL);
 }
 
-/* Workspace[scratch + PARTIALS] = 1 / (|in|_F + eps); the first command's event into *EV. */
+/*
+ * Workspace[scratch + PARTIALS] = 1 / (|in|_F + eps), the sums in the
+ * device's order (partial_sums, as the backward's gradient norm); the first
+ * command's event into *EV.
+ */
 static int norm(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
 		uint64_t scratch, cl_event *ev)
 {
-	size_t global = MB_NS_PARTIALS * ns->reduce_local, one = 1;
-	cl_ulong off = in_off, count = rows * cols, part_off = scratch;
+	size_t one = 1;
+	cl_ulong part_off = scratch;
 	cl_uint npartials = MB_NS_PARTIALS;
 	float eps = MB_NS_EPS;
 	cl_int st;
 	int err;
 
-	st = set_args(ns->sumsq, 6, ARG(in), ARG(off), ARG(count), ARG(ns->work), ARG(part_off),
-		      ns->reduce_local * sizeof(float), (const void *)NULL);
-	if (st == CL_SUCCESS)
-		st = set_args(ns->finish, 4, ARG(ns->work), ARG(part_off), ARG(npartials),
-			      ARG(eps));
+	st = set_args(ns->finish, 4, ARG(ns->work), ARG(part_off), ARG(npartials), ARG(eps));
 	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "norm of %llux%llu",
 			       (unsigned long long)rows, (unsigned long long)cols)) ||
-	    (err = enqueue(ns, ns->sumsq, "sumsq_partial", 1, &global, &ns->reduce_local, rows,
-			   cols, ev)))
+	    (err = partial_sums(ns, ns->cl->compute, false, in, in_off, rows * cols, ns->work,
+				scratch, ev)))
 		return err;
 	if ((err = enqueue(ns, ns->finish, "norm_finish", 1, &one, &one, rows, cols, NULL)) && ev) {
 		clReleaseEvent(*ev);
@@ -576,9 +599,9 @@ int mb_ns_momentum_bf16(struct mb_ns *ns, cl_mem grad, uint64_t grad_off, cl_mem
 void mb_ns_release(struct mb_ns *ns)
 {
 	cl_kernel *k[] = {
-		&ns->momentum, &ns->momentum_bf16, &ns->cast_bf16, &ns->widen_bf16,
-		&ns->sumsq,    &ns->sumsq_runs,	   &ns->finish,	   &ns->load,
-		&ns->store,    &ns->stamp,	   &ns->diagonal,
+		&ns->momentum, &ns->momentum_bf16, &ns->cast_bf16,	 &ns->widen_bf16,
+		&ns->sumsq,    &ns->sumsq_runs,	   &ns->sumsq_runs_bf16, &ns->finish,
+		&ns->load,     &ns->store,	   &ns->stamp,		 &ns->diagonal,
 	};
 	size_t i;
 

@@ -88,8 +88,8 @@ struct mb_ns {
 	 * (gram's, after a reserve for standard) is refused.
 	 */
 	enum mb_ns_method method;
-	cl_kernel momentum, momentum_bf16, cast_bf16, widen_bf16, sumsq, sumsq_runs, finish, load,
-		store, stamp, diagonal;
+	cl_kernel momentum, momentum_bf16, cast_bf16, widen_bf16, sumsq, sumsq_runs,
+		sumsq_runs_bf16, finish, load, store, stamp, diagonal;
 	size_t reduce_local; /* work-group size of the norm's reduction (a power of two) */
 	size_t momentum_local, momentum_bf16_local, cast_local, widen_local; /* and of the others */
 	size_t load_local[2], store_local[2], diagonal_local;
@@ -179,8 +179,9 @@ int mb_ns_widen_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t xo
  * sums, into PARTIAL at element PART_OFF (a gradient norm, as DeepSpeed
  * takes one of the bf16 grads in the backward). On a CPU device each
  * work-item sums one contiguous run, on others the elements a global size
- * apart: the sums' order, and so their last bits, depend on the device type
- * (Newton-Schulz's own norm keeps one order everywhere).
+ * apart: the sums' order, and so their last bits, depend on the device type.
+ * Newton-Schulz's own norm (mb_ns_orthogonalize) adds its fp32 input in the
+ * same order: on the fp32 copies of these values, the same partial sums.
  */
 int mb_ns_sumsq_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t off, uint64_t n,
 		     cl_mem partial, uint64_t part_off);

@@ -2,9 +2,9 @@
  * The OpenCL engine on the default device (PoCL in CI): Newton-Schulz by
  * either method against the float64 reference of the same method, the
  * GEMMs each method issues against its FLOP count, the momentum kernel against a host loop bit for
- * bit, the random numbers against the host, work-group padding that writes nothing, the events that
- * time a call, a driver that gives no times, the ledger's books, the device-memory limit, and
- * device selection.
+ * bit, the norm's sums in the device's order, the random numbers against the host, work-group
+ * padding that writes nothing, the events that time a call, a driver that gives no times, the
+ * ledger's books, the device-memory limit, and device selection.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -283,6 +283,134 @@ static void momentum_bit_for_bit(void **state)
 	free(m);
 	free(g_dev);
 	free(m_dev);
+}
+
+/*
+ * The partial sums of squares of X (N floats) in the order that mb_ns's
+ * kernels add them on a device whose reduction takes work-groups of LOCAL:
+ * each work-item's contiguous runs (RUNS, a CPU device's sumsq_runs), or
+ * the elements a global size apart (sumsq_partial), then each work-group's
+ * items added as a tree.
+ */
+static void host_partials(const float *x, uint64_t n, size_t local, bool runs, float *partial)
+{
+	uint64_t global = MB_NS_PARTIALS * local, span = runs ? (n + global - 1) / global : 1;
+	float *item = malloc(global * sizeof(float));
+	uint64_t id, i, j, end, g, step, l;
+
+	assert_non_null(item);
+	for (id = 0; id < global; id++) {
+		float a[4] = { 0 };
+
+		for (i = id * span; i < n; i += global * span) {
+			end = n - i < span ? n : i + span;
+			for (j = i; j + 4 <= end; j += 4)
+				for (l = 0; l < 4; l++)
+					a[l] += x[j + l] * x[j + l];
+			for (; j < end; j++)
+				a[0] += x[j] * x[j];
+		}
+		item[id] = span == 1 ? a[0] : (a[0] + a[1]) + (a[2] + a[3]);
+	}
+	for (g = 0; g < MB_NS_PARTIALS; g++) {
+		float *s = item + g * local;
+
+		for (step = local / 2; step > 0; step /= 2)
+			for (l = 0; l < step; l++)
+				s[l] += s[l + step];
+		partial[g] = s[0];
+	}
+	free(item);
+}
+
+/* The N partial sums that Newton-Schulz left in NS's workspace after a ROWS x COLS matrix. */
+static void ns_partials(struct mb_ns *ns, uint64_t rows, uint64_t cols, float *out, uint64_t n)
+{
+	uint64_t scratch =
+		mb_ns_workspace_bytes(rows, cols, ns->method) / sizeof(float) - MB_NS_PARTIALS - 1;
+
+	read_floats(ns->work, scratch, n, out);
+}
+
+/*
+ * The norm's sums in the device's order: contiguous runs on a CPU device, a
+ * global size apart elsewhere, bit for bit as the host adds them in that
+ * order (which differs in the last bits from the other order on this
+ * input), for the backward's bf16 gradient norm (mb_ns_sumsq_bf16) and
+ * Newton-Schulz's own: on the fp32 copies of the same bf16 values, the same
+ * partial sums; and 1 / (norm + eps) from them.
+ */
+static void norm_in_the_devices_order(void **state)
+{
+	const uint64_t rows = 16, cols = 65537, n = rows * cols, off = 3;
+	bool cpu = !strcmp(cl.info.type, "CPU");
+	float *x = malloc(n * sizeof(float)), *wide = malloc(n * sizeof(float));
+	uint16_t *half = malloc(n * sizeof(uint16_t));
+	float got[MB_NS_PARTIALS], want[MB_NS_PARTIALS], other[MB_NS_PARTIALS];
+	float ns_got[MB_NS_PARTIALS + 1];
+	struct mb_ledger ledger;
+	struct mb_ns ns;
+	cl_mem in, bf16, wide_in, out, sums;
+	uint64_t i;
+	double sum = 0;
+
+	(void)state;
+	assert_true(x && wide && half);
+	mb_ledger_init(&ledger, &cl, 0);
+	assert_int_equal(mb_ns_init(&ns, &cl, &ledger), 0);
+	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
+	assert_int_equal(mb_ledger_alloc(&ledger, (n + off) * sizeof(float), "test.in", &in), 0);
+	assert_int_equal(mb_ledger_alloc(&ledger, (n + off) * 2, "test.bf16", &bf16), 0);
+	assert_int_equal(mb_ledger_alloc(&ledger, n * sizeof(float), "test.wide", &wide_in), 0);
+	assert_int_equal(mb_ledger_alloc(&ledger, n * sizeof(float), "test.out", &out), 0);
+	assert_int_equal(mb_ledger_alloc(&ledger, sizeof(got), "test.sums", &sums), 0);
+	assert_int_equal(mb_rng_fill(&cl, in, off, n, 5, 1, 0, 1.0f), 0);
+	assert_int_equal(mb_ns_cast_bf16(&ns, in, off, bf16, off, n, NULL), 0);
+	read_floats(in, off, n, x);
+	assert_int_equal(clEnqueueReadBuffer(cl.compute, bf16, CL_TRUE, off * 2, n * 2, half, 0,
+					     NULL, NULL),
+			 CL_SUCCESS);
+	for (i = 0; i < n; i++) {
+		uint32_t bits = (uint32_t)half[i] << 16;
+
+		memcpy(&wide[i], &bits, sizeof(bits));
+	}
+	assert_int_equal(clEnqueueWriteBuffer(cl.compute, wide_in, CL_TRUE, 0, n * sizeof(float),
+					      wide, 0, NULL, NULL),
+			 CL_SUCCESS);
+	/* runs of more than one group of four on this device, so that every path adds */
+	assert_true(n > 4 * MB_NS_PARTIALS * ns.reduce_local);
+	/* the backward's norm of the bf16 grads */
+	assert_int_equal(mb_ns_sumsq_bf16(&ns, cl.compute, bf16, off, n, sums, 0), 0);
+	read_floats(sums, 0, MB_NS_PARTIALS, got);
+	host_partials(wide, n, ns.reduce_local, cpu, want);
+	host_partials(wide, n, ns.reduce_local, !cpu, other);
+	assert_memory_equal(got, want, sizeof(got));
+	assert_memory_not_equal(want, other, sizeof(want));
+	/* Newton-Schulz's of their fp32 copies: the same partial sums, left in its scratch */
+	assert_int_equal(mb_ns_orthogonalize(&ns, wide_in, 0, rows, cols, out, 0, NULL, NULL), 0);
+	ns_partials(&ns, rows, cols, ns_got, MB_NS_PARTIALS);
+	assert_memory_equal(ns_got, got, sizeof(got));
+	/* and of the fp32 input, 1 / (norm + eps) after them */
+	assert_int_equal(mb_ns_orthogonalize(&ns, in, off, rows, cols, out, 0, NULL, NULL), 0);
+	ns_partials(&ns, rows, cols, ns_got, MB_NS_PARTIALS + 1);
+	host_partials(x, n, ns.reduce_local, cpu, want);
+	host_partials(x, n, ns.reduce_local, !cpu, other);
+	assert_memory_equal(ns_got, want, sizeof(want));
+	assert_memory_not_equal(want, other, sizeof(want));
+	for (i = 0; i < n; i++)
+		sum += (double)x[i] * x[i];
+	assert_true(fabs(ns_got[MB_NS_PARTIALS] * (sqrt(sum) + MB_NS_EPS) - 1) < 1e-6);
+	mb_ledger_free(&ledger, in);
+	mb_ledger_free(&ledger, bf16);
+	mb_ledger_free(&ledger, wide_in);
+	mb_ledger_free(&ledger, out);
+	mb_ledger_free(&ledger, sums);
+	mb_ns_release(&ns);
+	mb_ledger_release(&ledger);
+	free(x);
+	free(wide);
+	free(half);
 }
 
 static void rng_matches_host(void **state)
@@ -670,6 +798,7 @@ int main(void)
 		cmocka_unit_test(ns_method_needs_its_reserve),
 		cmocka_unit_test(ns_of_known_matrices),
 		cmocka_unit_test(momentum_bit_for_bit),
+		cmocka_unit_test(norm_in_the_devices_order),
 		cmocka_unit_test(rng_matches_host),
 		cmocka_unit_test(padding_writes_nothing),
 		cmocka_unit_test(events_of_own_commands),
