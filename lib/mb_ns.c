@@ -417,9 +417,11 @@ static int partial_sums(struct mb_ns *ns, cl_command_queue q, bool bf16, cl_mem 
 }
 
 int mb_ns_sumsq_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t off, uint64_t n,
-		     cl_mem partial, uint64_t part_off)
+		     cl_mem partial, uint64_t part_off, cl_event *ev)
 {
-	return partial_sums(ns, q, true, x, off, n, partial, part_off, NULL);
+	if (ev)
+		*ev = NULL;
+	return partial_sums(ns, q, true, x, off, n, partial, part_off, ev);
 }
 
 /*

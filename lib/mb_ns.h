@@ -182,9 +182,11 @@ int mb_ns_widen_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t xo
  * apart: the sums' order, and so their last bits, depend on the device type.
  * Newton-Schulz's own norm (mb_ns_orthogonalize) adds its fp32 input in the
  * same order: on the fp32 copies of these values, the same partial sums.
+ * It is one kernel: its event into *EV unless EV is NULL (the caller
+ * releases it; NULL on failure).
  */
 int mb_ns_sumsq_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t off, uint64_t n,
-		     cl_mem partial, uint64_t part_off);
+		     cl_mem partial, uint64_t part_off, cl_event *ev);
 
 /* Release the kernels and the buffers (through the ledger). */
 void mb_ns_release(struct mb_ns *ns);

@@ -639,7 +639,8 @@ static int reduce_bucket(struct bwd *b, uint64_t k)
 	if (made)
 		clReleaseEvent(made);
 	if (err ||
-	    (err = mb_ns_sumsq_bf16(&s->ns, q, bucket, 0, len, b->sums, k * MB_NS_PARTIALS)) ||
+	    (err = mb_ns_sumsq_bf16(&s->ns, q, bucket, 0, len, b->sums, k * MB_NS_PARTIALS,
+				    NULL)) ||
 	    (err = copy_out(b, k, q, bucket)))
 		return err;
 	return q == cl->copy ? mb_cl_check(cl, clFlush(q), "clFlush", "copy queue") : 0;

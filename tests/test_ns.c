@@ -381,7 +381,7 @@ static void norm_in_the_devices_order(void **state)
 	/* runs of more than one group of four on this device, so that every path adds */
 	assert_true(n > 4 * MB_NS_PARTIALS * ns.reduce_local);
 	/* the backward's norm of the bf16 grads */
-	assert_int_equal(mb_ns_sumsq_bf16(&ns, cl.compute, bf16, off, n, sums, 0), 0);
+	assert_int_equal(mb_ns_sumsq_bf16(&ns, cl.compute, bf16, off, n, sums, 0, NULL), 0);
 	read_floats(sums, 0, MB_NS_PARTIALS, got);
 	host_partials(wide, n, ns.reduce_local, cpu, want);
 	host_partials(wide, n, ns.reduce_local, !cpu, other);
