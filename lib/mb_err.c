@@ -47,6 +47,16 @@ int mb_bad_input(const char *fmt, ...)
 	return -MB_EINPUT;
 }
 
+int mb_bad_input_kind(enum mb_err_kind kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	record(kind, fmt, ap);
+	va_end(ap);
+	return -MB_EINPUT;
+}
+
 const char *mb_errmsg(void)
 {
 	return errbuf;

@@ -23,6 +23,7 @@ enum mb_err_kind {
 	MB_KIND_OTHER = 0,
 	MB_KIND_DEVICE_MEMORY, /* the device is out of memory, or of resources for a command */
 	MB_KIND_HOST_MEMORY,   /* the host is out of memory */
+	MB_KIND_OLD_FORMAT,    /* an input an older muonbench wrote: writing it anew mends it */
 };
 
 /* Record a failure message of kind MB_KIND_OTHER; return -MB_EFAIL. */
@@ -33,6 +34,10 @@ int mb_fail_kind(enum mb_err_kind kind, const char *fmt, ...) __attribute__((for
 
 /* Record a bad-input message (kind MB_KIND_OTHER); return -MB_EINPUT. */
 int mb_bad_input(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Record a bad-input message of kind KIND; return -MB_EINPUT. */
+int mb_bad_input_kind(enum mb_err_kind kind, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* The last recorded message of this thread ("" if none). */
 const char *mb_errmsg(void);

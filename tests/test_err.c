@@ -21,6 +21,10 @@ static void kind_comes_with_the_error(void **state)
 	assert_string_equal(mb_errmsg(), "cannot allocate 'x'");
 	assert_int_equal(mb_fail_kind(MB_KIND_HOST_MEMORY, "out of host memory"), -MB_EFAIL);
 	assert_int_equal(mb_err_kind(), MB_KIND_HOST_MEMORY);
+	/* bad input of a kind: an old file, which the caller may write anew */
+	assert_int_equal(mb_bad_input_kind(MB_KIND_OLD_FORMAT, "'%s': version 1", "f"), -MB_EINPUT);
+	assert_int_equal(mb_err_kind(), MB_KIND_OLD_FORMAT);
+	assert_string_equal(mb_errmsg(), "'f': version 1");
 }
 
 static void every_new_error_resets_it(void **state)
