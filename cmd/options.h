@@ -76,7 +76,9 @@ enum mb_format { MB_FORMATS(MB_FORMAT_ENUM_, ) MB_NFORMATS };
 	X(CAST, "cast-gbs", "cast_gbs", NULL,                                                \
 	  "GB/s of the device's fp32/bf16 casts (rounding, widening), bytes moved")          \
 	X(MOMENTUM, "momentum-gbs", "momentum_gbs", NULL,                                    \
-	  "GB/s of the device's elementwise kernels (momentum, casts, the backward's fill)") \
+	  "GB/s of the device's momentum kernel, bytes read and written")                    \
+	X(NORM, "norm-gbs", "norm_gbs", NULL,                                                \
+	  "GB/s of the device's norm kernel (the gradient norm's partial sums), bytes read") \
 	X(FWD_BWD, "fwd-bwd-gflops", "fwd_bwd_gflops", NULL,                                 \
 	  "GFLOP/s of the forward/backward's GEMMs")                                         \
 	X(HOST_OPT, "host-opt-gbs", "host_opt_gbs", NULL,                                    \

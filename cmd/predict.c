@@ -252,13 +252,13 @@ static void md_profile(const struct mb_profile *p)
 {
 	printf("Profile '%s' (%s): H2D %g / D2H %g GB/s pinned (%g both at once), %g / %g "
 	       "pageable (%g), pageable copies %s the host; Newton-Schulz %g GFLOP/s gram, %g "
-	       "standard; elementwise kernels %g GB/s; forward/backward %g GFLOP/s; host "
-	       "optimizer %g GB/s, memcpy %g GB/s; %g us a command.\n\n",
+	       "standard; momentum kernel %g GB/s, norm %g GB/s; forward/backward %g GFLOP/s; "
+	       "host optimizer %g GB/s, memcpy %g GB/s; %g us a command.\n\n",
 	       p->name, p->device, p->h2d_pinned_gbs, p->d2h_pinned_gbs, p->both_pinned_gbs,
 	       p->h2d_pageable_gbs, p->d2h_pageable_gbs, p->both_pageable_gbs,
 	       p->pageable_holds_host ? "hold" : "do not hold", p->ns_gram_gflops,
-	       p->ns_standard_gflops, p->momentum_gbs, p->fwd_bwd_gflops, p->host_opt_gbs,
-	       p->memcpy_gbs, p->command_overhead_us);
+	       p->ns_standard_gflops, p->momentum_gbs, p->norm_gbs, p->fwd_bwd_gflops,
+	       p->host_opt_gbs, p->memcpy_gbs, p->command_overhead_us);
 }
 
 /* ---- CSV, JSON ---- */

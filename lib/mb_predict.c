@@ -255,6 +255,12 @@ static double elementwise_s(const struct sim *s, double bytes)
 	return bytes / (1e9 * s->prof->momentum_gbs);
 }
 
+/* Seconds of the norm's partial sums that read BYTES (of the bf16 grads: 2 an element). */
+static double norm_s(const struct sim *s, double bytes)
+{
+	return bytes / (1e9 * s->prof->norm_gbs);
+}
+
 /* Seconds of a cast between fp32 and bf16 that moves BYTES. */
 static double cast_s(const struct sim *s, double bytes)
 {
@@ -310,7 +316,7 @@ static void reduce_bucket(struct bwd *b, uint64_t k)
 	}
 	if (z3) /* to the host's bf16 grads, on the copy queue */
 		enqueue(s, q, D2H, grads_pageable(s), NONE, 2 * e, made);
-	enqueue(s, q, KERNEL, false, NONE, elementwise_s(s, 2 * e), 0); /* the norm's sums */
+	enqueue(s, q, KERNEL, false, NONE, norm_s(s, 2 * e), 0); /* the norm's sums */
 	for (p = (struct mb_plan_piece){ 0 }; mb_plan_next_piece(s->plan, s->m, k, &p);) {
 		len = (double)p.len;
 		if (z3) /* back from the host */

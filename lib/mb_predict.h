@@ -13,7 +13,7 @@
  *              the backward's stage by stage (the head, then each layer);
  *   backward   per gradient bucket the fp32 fill (fill_gbs), the rounding to
  *              bf16 (ZeRO-3: D2H to the host's bf16 grads and back), the
- *              widening (cast_gbs), the norm's kernel (momentum_gbs)
+ *              widening (cast_gbs), the norm's kernel (norm_gbs)
  *              and the bucket's fp32 D2H: ZeRO-1/2's on the compute queue
  *              after the GEMMs; ZeRO-3's, after the fill and the rounding,
  *              on the copy queue as soon as the stage that completes the
@@ -22,7 +22,8 @@
  *   apply      per batch (ZeRO-1/2, ZeRO-3 batched) or sub-group (ZeRO-3): the grads and
  *              momentum H2D, the momentum kernel (reads grads and momentum,
  *              writes both), ZeRO-3's bf16 cast of the grads (cast_gbs), Newton-Schulz
- *              per matrix (mb_ns_flops at the method's GFLOP/s), the
+ *              per matrix (mb_ns_flops at the method's GFLOP/s, which the
+ *              profile times with its norm: not charged apart), the
  *              writeback of each update and of the momentum; synchronously
  *              on the compute queue, or overlapped on the copy queue after
  *              the next unit is queued, behind a host wait (or an event

@@ -43,6 +43,7 @@ static const struct field fields[] = {
 	{ "ns_gram_gflops", RATE, AT(ns_gram_gflops), "GFLOP/s" },
 	{ "ns_standard_gflops", RATE, AT(ns_standard_gflops), "GFLOP/s" },
 	{ "momentum_gbs", RATE, AT(momentum_gbs), "GB/s" },
+	{ "norm_gbs", RATE, AT(norm_gbs), "GB/s" },
 	{ "fill_gbs", RATE, AT(fill_gbs), "GB/s" },
 	{ "cast_gbs", RATE, AT(cast_gbs), "GB/s" },
 	{ "fwd_bwd_gflops", RATE, AT(fwd_bwd_gflops), "GFLOP/s" },
@@ -89,20 +90,43 @@ struct reader {
 	const cJSON *root;
 };
 
-/* "SOURCE:LINE:COL: KEY: what" at V (or "SOURCE: KEY: what" if V cannot be found). */
-__attribute__((format(printf, 4, 5))) static int bad(const struct reader *r, const cJSON *v,
-						     const char *key, const char *fmt, ...)
+/* "SOURCE:LINE:COL: KEY: what" at V (or "SOURCE: KEY: what" if V cannot be found), of KIND. */
+__attribute__((format(printf, 5, 0))) static int vbad(const struct reader *r, enum mb_err_kind kind,
+						      const cJSON *v, const char *key,
+						      const char *fmt, va_list ap)
 {
 	struct mb_json_span s;
 	char what[512];
+
+	vsnprintf(what, sizeof(what), fmt, ap);
+	if (v && mb_json_where(r->text, r->len, r->root, v, &s))
+		return mb_bad_input_kind(kind, "%s:%zu:%zu: %s: %s", r->source, s.line, s.col, key,
+					 what);
+	return mb_bad_input_kind(kind, "%s: %s: %s", r->source, key, what);
+}
+
+__attribute__((format(printf, 4, 5))) static int bad(const struct reader *r, const cJSON *v,
+						     const char *key, const char *fmt, ...)
+{
 	va_list ap;
+	int err;
 
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	err = vbad(r, MB_KIND_OTHER, v, key, fmt, ap);
 	va_end(ap);
-	if (v && mb_json_where(r->text, r->len, r->root, v, &s))
-		return mb_bad_input("%s:%zu:%zu: %s: %s", r->source, s.line, s.col, key, what);
-	return mb_bad_input("%s: %s: %s", r->source, key, what);
+	return err;
+}
+
+__attribute__((format(printf, 4, 5))) static int bad_old(const struct reader *r, const cJSON *v,
+							 const char *key, const char *fmt, ...)
+{
+	va_list ap;
+	int err;
+
+	va_start(ap, fmt);
+	err = vbad(r, MB_KIND_OLD_FORMAT, v, key, fmt, ap);
+	va_end(ap);
+	return err;
 }
 
 static int read_field(const struct reader *r, struct mb_profile *p, const struct field *f,
@@ -144,11 +168,19 @@ static int read_version(const struct reader *r, const cJSON *v)
 		return mb_bad_input("%s: missing key \"format_version\" (this muonbench reads "
 				    "version %d)",
 				    r->source, MB_PROFILE_FORMAT_VERSION);
-	if (!cJSON_IsNumber(v) || v->valuedouble != MB_PROFILE_FORMAT_VERSION)
-		return bad(r, v, "format_version",
-			   "a profile of another version (this muonbench reads version %d)",
-			   MB_PROFILE_FORMAT_VERSION);
-	return 0;
+	if (cJSON_IsNumber(v) && v->valuedouble == MB_PROFILE_FORMAT_VERSION)
+		return 0;
+	/* an older muonbench's: measured with other kernels, and without the newer keys */
+	if (cJSON_IsNumber(v) && v->valuedouble >= 1 &&
+	    v->valuedouble < MB_PROFILE_FORMAT_VERSION && v->valuedouble == (int)v->valuedouble)
+		return bad_old(r, v, "format_version",
+			       "a profile of version %d, from an older muonbench (this one reads "
+			       "version %d, with norm_gbs): run `muonbench profile` to measure it "
+			       "again",
+			       (int)v->valuedouble, MB_PROFILE_FORMAT_VERSION);
+	return bad(r, v, "format_version",
+		   "a profile of another version (this muonbench reads version %d)",
+		   MB_PROFILE_FORMAT_VERSION);
 }
 
 static int read_tree(const struct reader *r, struct mb_profile *p)

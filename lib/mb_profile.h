@@ -19,7 +19,12 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#define MB_PROFILE_FORMAT_VERSION 1
+/*
+ * Version 2 adds norm_gbs, and measures Newton-Schulz with its norm in the
+ * device's order (contiguous runs on a CPU device). A version-1 file is
+ * refused, MB_KIND_OLD_FORMAT, with a message that says to measure it again.
+ */
+#define MB_PROFILE_FORMAT_VERSION 2
 
 struct mb_profile {
 	char name[64];	  /* "reference", or the device's cache key */
@@ -34,7 +39,8 @@ struct mb_profile {
 	bool pageable_holds_host;
 
 	double ns_gram_gflops, ns_standard_gflops; /* Newton-Schulz, by method */
-	double momentum_gbs;   /* device elementwise kernels: momentum, the norm's sums */
+	double momentum_gbs;			   /* the momentum kernel, bytes read and written */
+	double norm_gbs;       /* the norm's partial sums (mb_ns_sumsq_bf16), bytes read */
 	double fill_gbs;       /* the backward stand-in's gradient fill (a PRNG), bytes written */
 	double cast_gbs;       /* the fp32 <-> bf16 casts (rounding, widening), bytes moved */
 	double fwd_bwd_gflops; /* the synthetic forward/backward's GEMMs */
@@ -53,7 +59,9 @@ const char *mb_profile_key(size_t i);
  * key, an unknown one, a value of the wrong type, a rate that is not
  * positive and finite, or a format_version other than
  * MB_PROFILE_FORMAT_VERSION is -MB_EINPUT, "SOURCE:LINE:COL: KEY: what"
- * where the value is in the text ("SOURCE: missing key" where it is not).
+ * where the value is in the text ("SOURCE: missing key" where it is not);
+ * an older version's kind is MB_KIND_OLD_FORMAT (a caller may measure the
+ * profile again), any other failure's MB_KIND_OTHER.
  */
 int mb_profile_parse(struct mb_profile *p, const char *text, size_t len, const char *source);
 

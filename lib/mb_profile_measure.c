@@ -97,13 +97,16 @@ out:
 
 /*
  * The fp32 momentum kernel over N elements (16 bytes an element) by its
- * events, and the backward's gradient fill (4 bytes written an element).
+ * events, the backward's gradient fill (4 bytes written an element), the
+ * bf16 cast, and the norm's partial sums of the cast's bf16 values (2 bytes
+ * read an element) with the kernel the step runs on this device
+ * (mb_ns_sumsq_bf16: contiguous runs on a CPU), by its events.
  */
 static int momentum(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
 		    struct mb_profile *p)
 {
 	double *t = calloc(s->reps, sizeof(*t)), a, b;
-	cl_mem grad = NULL, mom = NULL;
+	cl_mem grad = NULL, mom = NULL, sums = NULL;
 	cl_event first, last;
 	struct mb_ledger ledger;
 	struct mb_ns ns;
@@ -115,7 +118,8 @@ static int momentum(const struct mb_cl *cl, const struct mb_profile_measure_sett
 	mb_ledger_init(&ledger, cl, 0);
 	if ((err = mb_ns_init(&ns, cl, &ledger)) ||
 	    (err = mb_ledger_alloc(&ledger, 4 * s->elementwise_elems, "profile.grad", &grad)) ||
-	    (err = mb_ledger_alloc(&ledger, 4 * s->elementwise_elems, "profile.mom", &mom)))
+	    (err = mb_ledger_alloc(&ledger, 4 * s->elementwise_elems, "profile.mom", &mom)) ||
+	    (err = mb_ledger_alloc(&ledger, 4 * MB_NS_PARTIALS, "profile.sums", &sums)))
 		goto out;
 	for (i = 0; i <= s->reps && !err; i++) { /* the first is the warm-up */
 		if ((err = mb_ns_momentum(&ns, grad, 0, mom, 0, s->elementwise_elems, 0.95f, &first,
@@ -168,9 +172,30 @@ static int momentum(const struct mb_cl *cl, const struct mb_profile_measure_sett
 
 		p->cast_gbs = 6.0 * (double)s->elementwise_elems / sp.median / 1e9;
 	}
+	/* the norm's partial sums over the cast's bf16 grads (in MOM), by its event */
+	for (i = 0; i <= s->reps && !err; i++) {
+		cl_event ev = NULL;
+
+		err = mb_ns_sumsq_bf16(&ns, cl->compute, mom, 0, s->elementwise_elems, sums, 0,
+				       &ev);
+		if (!err)
+			err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "the norm's sums");
+		if (!err && i)
+			err = mb_cl_event_span(cl, ev, "the norm's sums", &a, &b);
+		if (!err && i)
+			t[i - 1] = b - a;
+		if (ev)
+			clReleaseEvent(ev);
+	}
+	if (!err) {
+		struct mb_spread sp = mb_spread_of(t, s->reps);
+
+		p->norm_gbs = 2.0 * (double)s->elementwise_elems / sp.median / 1e9;
+	}
 out:
 	mb_ledger_free(&ledger, grad);
 	mb_ledger_free(&ledger, mom);
+	mb_ledger_free(&ledger, sums);
 	mb_ns_release(&ns);
 	mb_ledger_release(&ledger);
 	free(t);

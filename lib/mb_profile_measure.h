@@ -14,8 +14,10 @@
  *               the driver stages it on the host's thread;
  *   NS          the median GFLOP/s of each method on NS_SHAPE; the
  *               forward/backward's rate is its GEMMs' alone (standard);
- *   kernels     the momentum kernel by its events, the backward's gradient
- *               fill by the host clock;
+ *   kernels     the momentum kernel, the bf16 cast and the norm's partial
+ *               sums (mb_ns_sumsq_bf16, the kernel the step runs on the device)
+ *               by their events, the backward's gradient fill by the host
+ *               clock;
  *   overhead    the host clock of a 4 KiB pinned H2D.
  */
 #ifndef MB_PROFILE_MEASURE_H

@@ -1088,14 +1088,24 @@ expect_error "predict: a rate must be positive" 2 "--h2d-gbs: must be a positive
 expect_error "predict: a bad value in a sweep" 2 "--pageable-gbs: invalid number 'x' (GB/s)" predict --pageable-gbs 5,x
 expect_error "predict: one sweep at a time" 2 "--h2d-gbs and --d2h-gbs both give a list" predict --h2d-gbs 1,2 --d2h-gbs 3,4
 expect_error "predict: an unknown profile" 2 "no device profile 'nope' (shipped: reference" predict --profile nope
-printf '{"format_version": 2}\n' >"$tmp/v2.json"
-expect_error "predict: a profile of another version" 2 "$tmp/v2.json:1:20: format_version: a profile of another version" predict --profile "$tmp/v2.json"
+printf '{"format_version": 3}\n' >"$tmp/v3.json"
+expect_error "predict: a profile of another version" 2 "$tmp/v3.json:1:20: format_version: a profile of another version" predict --profile "$tmp/v3.json"
+printf '{"format_version": 1, "name": "old"}\n' >"$tmp/v1.json"
+expect_error "predict: an older muonbench's profile, and what to do" 2 "$tmp/v1.json:1:20: format_version: a profile of version 1, from an older muonbench (this one reads version 2, with norm_gbs): run \`muonbench profile\` to measure it again" predict --profile "$tmp/v1.json"
+# the backward's norm at --norm-gbs, not at the momentum kernel's rate
+nb() { "$bin" predict --profile reference --model qwen3-4b --stage 2 --variant master --format csv "$@" | col /dev/stdin backward_s; }
+if awk -v a="$(nb --norm-gbs 5)" -v b="$(nb --norm-gbs 500)" -v c="$(nb --momentum-gbs 5)" \
+	'BEGIN { exit !(a > b + 1.5 && c == b) }'; then
+	report ok "predict: --norm-gbs moves the backward's norm, --momentum-gbs does not"
+else
+	report fail "predict: --norm-gbs moves the backward's norm, --momentum-gbs does not" "$(nb --norm-gbs 5) $(nb --norm-gbs 500) $(nb --momentum-gbs 5)"
+fi
 expect_error "predict: holds-host is on or off" 2 "--pageable-holds-host: invalid value 'maybe' (expected on or off)" predict --pageable-holds-host maybe
 expect_error "predict takes no device" 2 "option '--device' does not apply to 'muonbench predict'" predict --device 0
 
 # run beside its prediction: the profile named (or the device's cached one) fills the pred_
 # columns and report's "Measured / predicted" table; --profile off leaves them empty.
-printf '{"format_version": 1, "name": "t", "device": "cli", "h2d_pinned_gbs": 10, "d2h_pinned_gbs": 10, "both_pinned_gbs": 20, "h2d_pageable_gbs": 5, "d2h_pageable_gbs": 5, "both_pageable_gbs": 10, "pageable_holds_host": false, "ns_gram_gflops": 20, "ns_standard_gflops": 20, "momentum_gbs": 10, "fill_gbs": 10, "cast_gbs": 10, "fwd_bwd_gflops": 20, "host_opt_gbs": 10, "memcpy_gbs": 10, "command_overhead_us": 5}\n' >"$tmp/cli-profile.json"
+printf '{"format_version": 2, "name": "t", "device": "cli", "h2d_pinned_gbs": 10, "d2h_pinned_gbs": 10, "both_pinned_gbs": 20, "h2d_pageable_gbs": 5, "d2h_pageable_gbs": 5, "both_pageable_gbs": 10, "pageable_holds_host": false, "ns_gram_gflops": 20, "ns_standard_gflops": 20, "momentum_gbs": 10, "norm_gbs": 10, "fill_gbs": 10, "cast_gbs": 10, "fwd_bwd_gflops": 20, "host_opt_gbs": 10, "memcpy_gbs": 10, "command_overhead_us": 5}\n' >"$tmp/cli-profile.json"
 # shellcheck disable=SC2086
 "$bin" run $micro --stage 2 --variant master,both --profile "$tmp/cli-profile.json" --out "$tmp/pred.csv" >"$tmp/pred.md" 2>/dev/null
 # shellcheck disable=SC2086
@@ -1127,7 +1137,7 @@ fi
 
 # profile: a measured profile that predict reads back; --if-missing leaves it be.
 if "$bin" profile --reps 1 --shape 64x128 --out "$tmp/measured.json" >"$tmp/measured.out" 2>"$tmp/err" &&
-	cmp -s "$tmp/measured.json" "$tmp/measured.out" &&
+	cmp -s "$tmp/measured.json" "$tmp/measured.out" && grep -q '"norm_gbs": [0-9]' "$tmp/measured.json" &&
 	"$bin" predict --model tiny --profile "$tmp/measured.json" >/dev/null 2>>"$tmp/err" &&
 	"$bin" profile --if-missing --out "$tmp/measured.json" 2>&1 >/dev/null | grep -q "remove it to measure again"; then
 	report ok "profile: measured, written, read back by predict; --if-missing keeps it"

@@ -46,6 +46,8 @@ static struct mb_profile hand_profile(void)
 		.ns_gram_gflops = 10,
 		.ns_standard_gflops = 10,
 		.momentum_gbs = 0.016,
+		.norm_gbs = 0.016, /* the norm reads the bf16 grads, 2 bytes an element: 2e6 in 0.25
+				      s */
 		.fill_gbs = 0.016,
 		.cast_gbs = 0.016,
 		.fwd_bwd_gflops = 1,
@@ -353,6 +355,29 @@ static void backward_by_hand(void **state)
 	assert_secs(t.phase.backward_s, 9.75 + partials);
 }
 
+/*
+ * The backward's norm at norm_gbs, not at the momentum kernel's rate: a
+ * quarter of the rate makes the bucket's norm 1 s (0.75 s more), a half of
+ * the momentum kernel's rate makes each batch's kernel 2 s and leaves the
+ * backward be.
+ */
+static void norm_at_its_own_rate(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+
+	(void)state;
+	p.norm_gbs = 0.004;
+	t = predict(2, MB_MASTER, false, &p);
+	assert_secs(t.phase.backward_s, backward_s(2) + 0.75);
+	assert_secs(t.apply_s, 20);
+	p = hand_profile();
+	p.momentum_gbs = 0.008;
+	t = predict(2, MB_MASTER, false, &p);
+	assert_secs(t.phase.backward_s, backward_s(2));
+	assert_secs(t.apply_s, 22);
+}
+
 /* 0.5 s a command: master's six commands a batch take 3 s more each. */
 static void command_overhead(void **state)
 {
@@ -368,13 +393,13 @@ static void command_overhead(void **state)
 /* ---- the profile's reader and writer ---- */
 
 static const char good[] =
-	"{\n  \"format_version\": 1,\n  \"name\": \"x\",\n  \"device\": \"y \\\"z\\\"\",\n"
+	"{\n  \"format_version\": 2,\n  \"name\": \"x\",\n  \"device\": \"y \\\"z\\\"\",\n"
 	"  \"note\": [\"for people\"],\n"
 	"  \"h2d_pinned_gbs\": 43, \"d2h_pinned_gbs\": 57, \"both_pinned_gbs\": 100,\n"
 	"  \"h2d_pageable_gbs\": 10.1, \"d2h_pageable_gbs\": 0.1, \"both_pageable_gbs\": 20,\n"
 	"  \"pageable_holds_host\": true, \"ns_gram_gflops\": 104887.123456789,\n"
 	"  \"ns_standard_gflops\": 3e4, \"momentum_gbs\": 500, \"fwd_bwd_gflops\": 30770,\n"
-	"  \"fill_gbs\": 250, \"cast_gbs\": 125,\n"
+	"  \"fill_gbs\": 250, \"cast_gbs\": 125, \"norm_gbs\": 62.5,\n"
 	"  \"host_opt_gbs\": 100, \"memcpy_gbs\": 200, \"command_overhead_us\": 0\n}\n";
 
 static void profile_round_trip(void **state)
@@ -389,6 +414,7 @@ static void profile_round_trip(void **state)
 	assert_string_equal(a.device, "y \"z\"");
 	assert_true(a.pageable_holds_host);
 	assert_true(a.d2h_pageable_gbs == 0.1);
+	assert_true(a.norm_gbs == 62.5 && a.momentum_gbs == 500);
 	assert_non_null(f = open_memstream(&text, &len));
 	mb_profile_write(f, &a);
 	fclose(f);
@@ -403,6 +429,9 @@ static void profile_round_trip(void **state)
 	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "-1", "--momentum-gbs"), -MB_EINPUT);
 	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: must be a positive number"));
 	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "1x", "--momentum-gbs"), -MB_EINPUT);
+	assert_int_equal(mb_profile_set(&a, "norm_gbs", "7.5", "--norm-gbs"), 0);
+	assert_true(mb_profile_get(&a, "norm_gbs") == 7.5 && a.momentum_gbs == 500);
+	assert_int_equal(mb_profile_set(&a, "norm_gbs", "0", "--norm-gbs"), -MB_EINPUT);
 	assert_true(isnan(mb_profile_get(&a, "nope")));
 	/* the shipped one, and every key in the table */
 	assert_int_equal(mb_profile_load(&a, "reference"), 0);
@@ -410,18 +439,27 @@ static void profile_round_trip(void **state)
 	assert_int_equal(mb_profile_load(&a, "nope"), -MB_EINPUT);
 	assert_non_null(strstr(mb_errmsg(), "shipped: reference"));
 	assert_string_equal(mb_profile_key(0), "name");
-	assert_null(mb_profile_key(18));
+	assert_string_equal(mb_profile_key(12), "norm_gbs");
+	assert_non_null(mb_profile_key(18));
+	assert_null(mb_profile_key(19));
+}
+
+/* IN with its first FROM replaced by TO into OUT (LEN bytes). */
+static void replace(char *out, size_t len, const char *in, const char *from, const char *to)
+{
+	const char *at = strstr(in, from);
+
+	assert_non_null(at);
+	snprintf(out, len, "%.*s%s%s", (int)(at - in), in, to, at + strlen(from));
 }
 
 /* GOOD with FROM replaced by TO must be refused, the message holding WANT. */
 static void refused(const char *from, const char *to, const char *want)
 {
 	char text[sizeof(good) + 64];
-	const char *at = strstr(good, from);
 	struct mb_profile p;
 
-	assert_non_null(at);
-	snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - good), good, to, at + strlen(from));
+	replace(text, sizeof(text), good, from, to);
 	assert_int_equal(mb_profile_parse(&p, text, strlen(text), "bad.json"), -MB_EINPUT);
 	if (!strstr(mb_errmsg(), want))
 		fail_msg("'%s' for '%s' -> '%s': want '%s'", mb_errmsg(), from, to, want);
@@ -436,9 +474,17 @@ static void bad_profiles(void **state)
 	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 0", "memcpy_gbs: must be a positive");
 	refused("\"command_overhead_us\": 0", "\"command_overhead_us\": -1",
 		"command_overhead_us: must be a number no less than 0");
-	refused("\"format_version\": 1", "\"format_version\": 2",
-		"bad.json:2:21: format_version: a profile of another version");
-	refused("\"format_version\": 1,", "", "missing key \"format_version\"");
+	refused("\"format_version\": 2", "\"format_version\": 3",
+		"bad.json:2:21: format_version: a profile of another version (this muonbench "
+		"reads version 2)");
+	assert_int_equal(mb_err_kind(), MB_KIND_OTHER);
+	refused("\"format_version\": 2", "\"format_version\": 1.5",
+		"format_version: a profile of another version");
+	refused("\"format_version\": 2", "\"format_version\": 0",
+		"format_version: a profile of another version");
+	refused("\"format_version\": 2,", "", "missing key \"format_version\"");
+	refused(", \"norm_gbs\": 62.5", "", "bad.json: missing key \"norm_gbs\"");
+	refused("\"norm_gbs\": 62.5", "\"norm_gbs\": -1", "norm_gbs: must be a positive number");
 	refused("\"name\": \"x\"", "\"name\": 3", "bad.json:3:11: name: must be a string");
 	refused("\"pageable_holds_host\": true", "\"pageable_holds_host\": 1",
 		"pageable_holds_host: must be true or false");
@@ -447,6 +493,27 @@ static void bad_profiles(void **state)
 	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 200, \"memcpy_gbs\": 2",
 		"memcpy_gbs: given twice");
 	refused("{", "[", "bad.json:");
+}
+
+/*
+ * A profile as an older muonbench wrote it (version 1: no norm_gbs, and
+ * Newton-Schulz timed with its norm in another order) is refused, with
+ * what to do and a kind that lets run and profile --if-missing act on it.
+ */
+static void old_profile_refused(void **state)
+{
+	char text[sizeof(good)], v1[sizeof(good)];
+	struct mb_profile p;
+
+	(void)state;
+	replace(text, sizeof(text), good, ", \"norm_gbs\": 62.5", "");
+	replace(v1, sizeof(v1), text, "\"format_version\": 2", "\"format_version\": 1");
+	assert_int_equal(mb_profile_parse(&p, v1, strlen(v1), "old.json"), -MB_EINPUT);
+	assert_string_equal(mb_errmsg(),
+			    "old.json:2:21: format_version: a profile of version 1, from an older "
+			    "muonbench (this one reads version 2, with norm_gbs): run `muonbench "
+			    "profile` to measure it again");
+	assert_int_equal(mb_err_kind(), MB_KIND_OLD_FORMAT);
 }
 
 /* ---- the reference ---- */
@@ -532,8 +599,10 @@ int main(void)
 		cmocka_unit_test(zero3_batched_by_hand),
 		cmocka_unit_test(command_overhead),
 		cmocka_unit_test(backward_by_hand),
+		cmocka_unit_test(norm_at_its_own_rate),
 		cmocka_unit_test(profile_round_trip),
 		cmocka_unit_test(bad_profiles),
+		cmocka_unit_test(old_profile_refused),
 		cmocka_unit_test(reproduces_the_reference),
 	};
 
