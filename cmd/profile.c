@@ -2,7 +2,8 @@
  * profile: measure a device profile (mb_profile_measure) on the device that
  * --platform and --device select, print it, and keep it in the cache under
  * the device's key, beside its tuning (or in --out FILE), where
- * `predict --profile FILE` and run find it.
+ * `predict --profile FILE` and run find it. --if-missing measures only
+ * where there is none, or one of an older format (which run cannot read).
  */
 #include <stdio.h>
 #include <string.h>
@@ -55,11 +56,17 @@ int mb_cmd_profile(const struct mb_args *args)
 		else
 			mb_profile_cache_path(&d, path, sizeof(path));
 		if (!access(path, F_OK)) {
-			fprintf(stderr,
-				"muonbench: the profile of '%s' is %s (remove it to measure "
-				"again)\n",
-				d.name, path);
-			return 0;
+			if (!(err = mb_profile_load(&p, path))) {
+				fprintf(stderr,
+					"muonbench: the profile of '%s' is %s (remove it to "
+					"measure again)\n",
+					d.name, path);
+				return 0;
+			}
+			/* an older muonbench's, which run cannot read, is measured anew */
+			if (mb_err_kind() != MB_KIND_OLD_FORMAT)
+				return err;
+			fprintf(stderr, "muonbench: measuring again: %s\n", mb_errmsg());
 		}
 	}
 	if ((err = mb_setup_binding(args, &host)) || (err = mb_setup_device(args, &cl)))

@@ -533,12 +533,14 @@ static int build_cells(struct grid *g)
 
 /*
  * The profile each cell is predicted from: --profile's (off: none), else the
- * device's own in the cache, if muonbench profile made one.
+ * device's own in the cache, if muonbench profile made one (and not an older
+ * muonbench, whose profile this one does not read: said on stderr).
  */
 static int load_profile(struct grid *g)
 {
 	const char *name = g->args->profile;
 	char path[4096];
+	int err;
 
 	if (name && !strcmp(name, "off"))
 		return 0;
@@ -554,8 +556,15 @@ static int load_profile(struct grid *g)
 		}
 		name = path;
 	}
+	if ((err = mb_profile_load(&g->profile, name))) {
+		/* the cache's, from an older muonbench: no prediction, and how to mend it */
+		if (name != path || mb_err_kind() != MB_KIND_OLD_FORMAT)
+			return err;
+		fprintf(stderr, "muonbench: %s: the cells are not predicted\n", mb_errmsg());
+		return 0;
+	}
 	snprintf(g->profile_src, sizeof(g->profile_src), "%.511s", name);
-	return mb_profile_load(&g->profile, name);
+	return 0;
 }
 
 static int setup(struct grid *g)

@@ -1135,14 +1135,35 @@ else
 	report fail "report --format csv|json: each cell's predicted iteration and apply, empty without one" "$(cat "$tmp/flat.csv" "$tmp/flat-none.csv" "$tmp/flat.json" "$tmp/err")"
 fi
 
-# profile: a measured profile that predict reads back; --if-missing leaves it be.
-if "$bin" profile --reps 1 --shape 64x128 --out "$tmp/measured.json" >"$tmp/measured.out" 2>"$tmp/err" &&
-	cmp -s "$tmp/measured.json" "$tmp/measured.out" && grep -q '"norm_gbs": [0-9]' "$tmp/measured.json" &&
-	"$bin" predict --model tiny --profile "$tmp/measured.json" >/dev/null 2>>"$tmp/err" &&
-	"$bin" profile --if-missing --out "$tmp/measured.json" 2>&1 >/dev/null | grep -q "remove it to measure again"; then
-	report ok "profile: measured, written, read back by predict; --if-missing keeps it"
+# profile: a measured profile in the device's cache that predict and run read back;
+# --if-missing leaves it be.
+cache="$tmp/xdg/muonbench"
+if XDG_CACHE_HOME="$tmp/xdg" "$bin" profile --reps 1 --shape 64x128 >"$tmp/measured.out" 2>"$tmp/err" &&
+	measured=$(ls "$cache"/profile-*.json) && cmp -s "$measured" "$tmp/measured.out" &&
+	grep -q '"norm_gbs": [0-9]' "$measured" &&
+	"$bin" predict --model tiny --profile "$measured" >/dev/null 2>>"$tmp/err" &&
+	XDG_CACHE_HOME="$tmp/xdg" "$bin" profile --if-missing 2>&1 >/dev/null | grep -q "remove it to measure again"; then
+	report ok "profile: measured, cached, read back by predict; --if-missing keeps it"
 else
-	report fail "profile: measured, written, read back by predict; --if-missing keeps it" "$(cat "$tmp/err" "$tmp/measured.out")"
+	report fail "profile: measured, cached, read back by predict; --if-missing keeps it" "$(cat "$tmp/err" "$tmp/measured.out")"
+fi
+# An older muonbench's profile (version 1, no norm_gbs) in the cache: run goes on unpredicted and
+# says why; profile --if-missing (make run's first step) measures it again, here into --out.
+measured=$(ls "$cache"/profile-*.json)
+sed -e 's/"format_version": 2/"format_version": 1/' -e '/"norm_gbs"/d' "$measured" >"$tmp/old.json"
+cp "$tmp/old.json" "$measured"
+# shellcheck disable=SC2086
+if XDG_CACHE_HOME="$tmp/xdg" "$bin" run $micro --stage 2 --variant master --out "$tmp/old-run.csv" >/dev/null 2>"$tmp/err" &&
+	grep -q "format_version: a profile of version 1, from an older muonbench .*: the cells are not predicted" "$tmp/err" &&
+	[ -z "$(col "$tmp/old-run.csv" pred_apply_s)" ] &&
+	XDG_CACHE_HOME="$tmp/xdg" "$bin" profile --if-missing --reps 1 --shape 64x128 --out "$tmp/old.json" >/dev/null 2>>"$tmp/err" &&
+	grep -q "^muonbench: measuring again: .*a profile of version 1, from an older muonbench" "$tmp/err" &&
+	grep -q '"format_version": 2' "$tmp/old.json" && cp "$tmp/old.json" "$measured" &&
+	XDG_CACHE_HOME="$tmp/xdg" "$bin" run $micro --stage 2 --variant master --out "$tmp/new-run.csv" >/dev/null 2>>"$tmp/err" &&
+	[ -n "$(col "$tmp/new-run.csv" pred_apply_s)" ]; then
+	report ok "run: an older muonbench's cached profile predicts nothing and says why; profile --if-missing measures it again"
+else
+	report fail "run: an older muonbench's cached profile predicts nothing and says why; profile --if-missing measures it again" "$(cat "$tmp/err")"
 fi
 
 echo "1..$n"
