@@ -107,14 +107,17 @@ bench: $(BIN)
 	$(BIN) ns
 
 # The committed baseline that CI checks (see README, "The baseline"): the tiny
-# model, one layer, every stage and variant; `make baseline` writes it anew.
+# model, one layer, every stage and variant, and ZeRO-3's batched apply; one
+# `run` a group of options (--and between them, scripts/run-groups.sh);
+# `make baseline` writes it anew.
 BASELINE = results/baseline-tiny.csv
-BASELINE_ARGS = --model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --stage 1,2,3 --profile off \
-		--variant all --runs 1 --steps 12 --measure 2-12
+BASELINE_CELLS = --model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --profile off \
+		 --variant all --runs 1 --steps 12 --measure 2-12
+BASELINE_ARGS = $(BASELINE_CELLS) --stage 1,2,3 --and $(BASELINE_CELLS) --stage 3 --zero3-apply batched
 
 baseline: $(BIN)
 	rm -f $(BASELINE)
-	$(BIN) run $(BASELINE_ARGS) --out $(BASELINE)
+	scripts/run-groups.sh $(BIN) $(BASELINE) $(BASELINE_ARGS)
 
 # The binary with the test-only variant row (lib/mb_variant.h, MB_TEST_VARIANT)
 # and phase row (lib/mb_phase.h, MB_TEST_PHASE), in a build of its own, for

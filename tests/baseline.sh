@@ -17,7 +17,8 @@
 # Then the gate itself is tested on that rerun: a baseline with a planted
 # change of an exact figure must fail, a device-dependent figure must count
 # on the same device and tuning and not on another.
-# Usage: tests/baseline.sh BIN BASELINE.csv RUN-ARGS...
+# Usage: tests/baseline.sh BIN BASELINE.csv RUN-ARGS...   (groups of them between --and:
+# scripts/run-groups.sh)
 set -u
 bin=$1
 baseline=$2
@@ -48,7 +49,7 @@ rerun() {
 	set -- $(busy) "$(date +%s.%N)" "$@"
 	b0=$1 c0=$2 t0=$3
 	shift 3
-	if ! "$bin" run "$@" --out "$out" >"$tmp/out" 2>"$tmp/err"; then
+	if ! scripts/run-groups.sh "$bin" "$out" "$@" >"$tmp/out" 2>"$tmp/err"; then
 		cat "$tmp/out" "$tmp/err"
 		exit 1
 	fi
