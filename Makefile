@@ -112,7 +112,7 @@ bench: $(BIN)
 # `make baseline` writes it anew.
 BASELINE = results/baseline-tiny.csv
 BASELINE_CELLS = --model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --profile off \
-		 --variant all --runs 1 --steps 12 --measure 2-12
+		 --variant all --runs 3 --steps 6 --measure 2-6
 BASELINE_ARGS = $(BASELINE_CELLS) --stage 1,2,3 --and $(BASELINE_CELLS) --stage 3 --zero3-apply batched
 
 baseline: $(BIN)

@@ -506,7 +506,7 @@ else
 	report fail "report: different knobs are separate tables" "$(grep '^# ' "$tmp/out")"
 fi
 expect_output "report: one CSV row a cell" "1,pthread" report --format csv "$tmp/all.csv"
-expect_output "report: the header counts in words, as plan does" "Model builtin tiny: 1 layer, 1.31 M parameters, 786 K Muon. Steps 2-12 of 12 per run; gather budget 2.00 MiB; sub-group 1.00 B elements;" report results/baseline-tiny.csv
+expect_output "report: the header counts in words, as plan does" "Model builtin tiny: 1 layer, 1.31 M parameters, 786 K Muon. Steps 2-6 of 6 per run; gather budget 2.00 MiB; sub-group 1.00 B elements;" report results/baseline-tiny.csv
 expect_error "plot: no -o" 2 "plot needs -o IMAGE (a .svg or .png file to draw)" plot results/baseline-tiny.csv
 expect_error "report: no files" 2 "report needs results files" report
 printf 'name,value\n1,2\n' >"$tmp/notours.csv"
@@ -554,16 +554,16 @@ for edit in "iter_mean_s|-5|expected seconds (a finite number >= 0) or nothing, 
 	expect_error "report: a hand-edited $column '$value' is refused" 2 "edited.csv:3: column '$column': $msg" report "$tmp/edited.csv"
 done
 awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "status") s = i; if ($i == "reason") r = i }; print; next }
-	{ print } NR == 3 { $s = "interrupted"; $r = "stopped by a signal after 3 of 12 steps"; print }
-	NR == 4 { $s = "interrupted"; $r = "stopped by a signal after 5 of 12 steps"; print }' results/baseline-tiny.csv >"$tmp/int.csv"
+	{ print } NR == 3 { $s = "interrupted"; $r = "stopped by a signal after 3 of 6 steps"; print }
+	NR == 4 { $s = "interrupted"; $r = "stopped by a signal after 5 of 6 steps"; print }' results/baseline-tiny.csv >"$tmp/int.csv"
 "$bin" report "$tmp/int.csv" >"$tmp/out" 2>&1
-if grep -qF "| 1 | pin | (also an interrupted run: stopped by a signal after 3 of 12 steps) |" "$tmp/out"; then
+if grep -qF "| 1 | pin | (also an interrupted run: stopped by a signal after 3 of 6 steps) |" "$tmp/out"; then
 	report ok "report: also an interrupted run"
 else
 	report fail "report: also an interrupted run" "$(grep '| 1 | pin' "$tmp/out")"
 fi
 sed -n '1p;2p;6p' "$tmp/int.csv" >"$tmp/int-only.csv"
-expect_output "report: a cell whose run was interrupted says interrupted, not failed" "| 1 | overlap | interrupted: stopped by a signal after 5 of 12 steps |" report "$tmp/int-only.csv"
+expect_output "report: a cell whose run was interrupted says interrupted, not failed" "| 1 | overlap | interrupted: stopped by a signal after 5 of 6 steps |" report "$tmp/int-only.csv"
 cat results/baseline-tiny.csv results/baseline-tiny.csv >"$tmp/joined.csv"
 second=$(($(wc -l <results/baseline-tiny.csv) + 1))
 expect_error "report: two files joined into one name the second header" 2 "joined.csv:$second: a second header at line $second (two files joined into one?)" report "$tmp/joined.csv"
