@@ -169,8 +169,10 @@ int mb_cmd_compare(const struct mb_args *args)
 	       "base's cells when larger) times sqrt(1/base runs + 1/new runs); no floor "
 	       "without two runs.\n\n",
 	       new_.path, base.path,
-	       s.ratios ? "Medians of each timing over master's median in its own file and stage"
-			: "Medians",
+	       s.ratios
+		       ? "Medians of each timing over master's in its own file and stage (a run over "
+			 "master's run of the same number, which ran in the same round)"
+		       : "Medians",
 	       s.alpha, s.threshold_pct, s.noise_factor);
 	printf("| ZeRO | Variant | iteration %s | Muon apply %s | other changes | verdict |\n"
 	       "|---|---|---|---|---|---|\n",

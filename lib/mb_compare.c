@@ -64,19 +64,56 @@ static double master_median(const struct mb_table *t, unsigned stage, int k)
 	return m > 0 ? m : NAN;
 }
 
-/* The samples, divided by master's median in table T when RATIOS asks so. */
+/* The median of timing K in run R, or NaN. */
+static double run_median(const struct mb_run *r, int k)
+{
+	double *v = malloc((r->nsteps ? r->nsteps : 1) * sizeof(*v)), m = NAN;
+	size_t n;
+
+	if (v && (n = run_samples(r, k, v)))
+		m = mb_spread_of(v, n).median;
+	free(v);
+	return m;
+}
+
+/*
+ * What run R of a cell of table T's stage STAGE is divided by for ratios:
+ * the median of timing K in master's run of the same number, which an
+ * interleaved run measured in the same round, so that the machine's state
+ * of the moment cancels; where master has no such run, OVERALL, master's
+ * median over all its runs.
+ */
+static double ratio_base(const struct mb_table *t, unsigned stage, const struct mb_run *r, int k,
+			 double overall)
+{
+	const struct mb_cell *master = mb_results_cell(t, stage, mb_variant_name(MB_VARIANT_BASE));
+	double m;
+	size_t i;
+
+	for (i = 0; master && i < master->nruns; i++)
+		if (master->runs[i].run == r->run)
+			return (m = run_median(&master->runs[i], k)) > 0 ? m : overall;
+	return overall;
+}
+
+/* The samples, each run's divided by its ratio_base in table T when RATIOS asks so. */
 static size_t samples(const struct mb_table *t, const struct mb_cell *c, int k, bool ratios,
 		      double *v)
 {
-	size_t n = raw_samples(c, k, v), i;
-	double m;
+	size_t n = 0, i, j, nr;
+	double overall, b;
 
 	if (!ratios)
-		return n;
-	if (isnan(m = master_median(t, c->stage, k)))
+		return raw_samples(c, k, v);
+	if (isnan(overall = master_median(t, c->stage, k)))
 		return 0;
-	for (i = 0; i < n; i++)
-		v[i] /= m;
+	for (i = 0; i < c->nruns; i++) {
+		nr = run_samples(&c->runs[i], k, v + n);
+		b = ratio_base(t, c->stage, &c->runs[i], k, overall);
+		for (j = 0; j < nr; j++)
+			v[n + j] /= b;
+		n += nr;
+	}
 	return n;
 }
 
@@ -90,7 +127,7 @@ static size_t samples(const struct mb_table *t, const struct mb_cell *c, int k, 
 static int run_spread_pct(const struct mb_table *t, const struct mb_cell *c, int k, bool ratios,
 			  double *pct)
 {
-	double m = ratios ? master_median(t, c->stage, k) : 1, *v, *runs, mean = 0, ss = 0, md;
+	double m = ratios ? master_median(t, c->stage, k) : 1, *v, *runs, mean = 0, ss = 0, md, b;
 	size_t i, n = 0, ns;
 
 	*pct = NAN;
@@ -100,8 +137,10 @@ static int run_spread_pct(const struct mb_table *t, const struct mb_cell *c, int
 		return mb_fail("out of host memory comparing results");
 	runs = v + room(c);
 	for (i = 0; i < c->nruns; i++)
-		if ((ns = run_samples(&c->runs[i], k, v)))
-			runs[n++] = mb_spread_of(v, ns).median / m;
+		if ((ns = run_samples(&c->runs[i], k, v))) {
+			b = ratios ? ratio_base(t, c->stage, &c->runs[i], k, m) : 1;
+			runs[n++] = mb_spread_of(v, ns).median / b;
+		}
 	if (n >= 2) {
 		for (i = 0; i < n; i++)
 			mean += runs[i] / (double)n;

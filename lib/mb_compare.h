@@ -26,9 +26,11 @@
  * on the same device under the same tuning, and shown otherwise. Any
  * difference compared is reported, and a rise in a peak is a regression.
  *
- * With ratios on, every timing is first divided by the median of master's in
- * the same file and stage: what is compared is each variant against master
- * measured in the same run, which survives a slower or busier machine.
+ * With ratios on, every run's timings are first divided by the median of
+ * master's run of the same number in the same file and stage (measured in
+ * the same round of an interleaved run; master's median over all its runs
+ * where it has no such run): what is compared is each variant against
+ * master measured beside it, which survives a slower or busier machine.
  *
  * A cell's verdict comes from its headline figures, the iteration and the
  * Muon apply (the per-step samples). A phase (a figure a run) moves it only

@@ -515,10 +515,11 @@ head -c 2000 "$tmp/all.csv" >"$tmp/cut.csv"
 expect_error "report: a truncated file" 2 "truncated" report "$tmp/cut.csv"
 # A long file: read a row at a time, the memory that of its cells. 24,000
 # rows (20 MB) held whole took 500 MB (20 KiB a row); under a 150 MB address
-# space limit the baseline's rows (a run a cell), repeated to 30,000, report.
+# space limit the baseline's rows, repeated to 30,000, report.
 # (ASan's shadow memory needs more address space.)
-cells=$(($(wc -l <results/baseline-tiny.csv) - 1))
-reps=$((30000 / cells))
+rows=$(($(wc -l <results/baseline-tiny.csv) - 1))
+cells=$(($("$bin" report --format csv results/baseline-tiny.csv | wc -l) - 1))
+reps=$((30000 / rows))
 awk -v reps="$reps" 'NR == 1 { print; next } { row[NR] = $0 } END { for (i = 0; i < reps; i++) for (r in row) print row[r] }' \
 	results/baseline-tiny.csv >"$tmp/long.csv"
 if ldd "$bin" 2>/dev/null | grep -q libasan; then
@@ -526,7 +527,7 @@ if ldd "$bin" 2>/dev/null | grep -q libasan; then
 else
 	(ulimit -v 150000 && "$bin" report --format csv "$tmp/long.csv") >"$tmp/out" 2>"$tmp/err"
 	rc=$?
-	if [ "$rc" -eq 0 ] && grep -q ",3,both,$reps,no," "$tmp/out" && [ "$(wc -l <"$tmp/out")" -eq $((cells + 1)) ]; then
+	if [ "$rc" -eq 0 ] && grep -q ",3,both,$((reps * rows / cells)),no," "$tmp/out" && [ "$(wc -l <"$tmp/out")" -eq $((cells + 1)) ]; then
 		report ok "report: 30,000 rows under a 150 MB address space"
 	else
 		report fail "report: 30,000 rows under a 150 MB address space" "exit $rc: $(cat "$tmp/err")"
@@ -669,6 +670,13 @@ expect_output "compare: a significant slowdown past the noise, within the thresh
 { grep -v ',both,' "$tmp/spread.csv"; grep ',both,' "$tmp/quiet.csv"; } >"$tmp/noisyfile.csv"
 { grep -v ',both,' "$tmp/spread-slow.csv"; grep ',both,' "$tmp/slow.csv"; } >"$tmp/noisyfile-slow.csv"
 expect_output "compare: a quiet cell of a noisy file takes the file's noise" "base file's runs' sd 6.6%, floor 20.8%; within the noise) |  | ok |" compare --noise-factor 5 "$tmp/noisyfile.csv" "$tmp/noisyfile-slow.csv"
+# --ratios holds each run against master's run of the same number (the same
+# round): every cell's run r is 0.9 + 0.1 r times as slow (the machine of that
+# round), then both alone 20% slower: over master's run the ratios are steady
+# and the 20% a regression; over master's median of all runs they would
+# spread 33% and hide it
+{ grep -v ',both,' "$tmp/spread.csv"; grep ',both,' "$tmp/spread-slow.csv"; } >"$tmp/bothslow.csv"
+expect_fail "compare --ratios: each run over master's run of the same round" "base runs' sd 0.0%, floor 0.0%) |  | REGRESSION |" compare --ratios "$tmp/spread.csv" "$tmp/bothslow.csv"
 expect_fail "compare: a quiet baseline's noise floor lets 20% through" "base runs' sd 0.0%, floor 0.0%) |  | REGRESSION |" compare "$tmp/quiet.csv" "$tmp/slow.csv"
 expect_fail "compare: a run that fails now is a regression" "a run failed: out of memory | REGRESSION |" compare "$tmp/cmp.csv" "$tmp/onefail.csv"
 # a planted phase change: each run's H2D 0.6 ms slower, significant (the runs'
