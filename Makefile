@@ -94,11 +94,12 @@ run: $(BIN)
 	$(BIN) run --model tiny --layers 1 --gather-budget 2Mi --seq 128 --stage 2,3 --variant all
 
 # The gate's noise floor both ways (tests/noise.sh): ten pairs of identical
-# tiny runs must compare all ok, a planted 25% slowdown must fail; and the
-# apply's spread over ten `make run`s (tests/stability.sh). Minutes each, and
-# only meaningful on a machine that nothing else keeps busy.
+# tiny runs must compare all ok, a planted 25% slowdown must fail, compared
+# as CI's gate compares (--ratios); and the apply's spread over ten
+# `make run`s (tests/stability.sh). About 18 and 10 minutes, and only
+# meaningful on a machine that nothing else keeps busy.
 noise: $(BIN)
-	rm -rf build/noise && tests/noise.sh $(BIN) build/noise
+	rm -rf build/noise && tests/noise.sh $(BIN) build/noise --ratios
 stability: $(BIN)
 	rm -rf build/stability && tests/stability.sh $(BIN) build/stability
 

@@ -17,7 +17,7 @@ bin=$1
 dir=$2
 shift 2
 pairs=${PAIRS:-10}
-run_args=${RUN_ARGS:---model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --stage 1,2,3 --variant all --runs 3 --steps 7}
+run_args=${RUN_ARGS:---model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --stage 1,2,3 --variant all --runs 8 --steps 5 --measure 2-5 --profile off}
 plant=${PLANT:-2,both}
 mkdir -p "$dir" || exit 2
 
