@@ -248,17 +248,38 @@ static void md_tables(const struct grid *g)
 #undef VALUE_
 }
 
+/* "104887" for one rate, else "15.5 to 36.9 (3 sizes)", into BUF. */
+static const char *ladder_text(char *buf, size_t len, const struct mb_profile_ladder *l)
+{
+	double lo = l->gflops[0], hi = l->gflops[0];
+	size_t i;
+
+	for (i = 1; i < l->n; i++) {
+		lo = fmin(lo, l->gflops[i]);
+		hi = fmax(hi, l->gflops[i]);
+	}
+	if (lo == hi)
+		snprintf(buf, len, "%g", lo);
+	else
+		snprintf(buf, len, "%g to %g (%zu sizes)", lo, hi, l->n);
+	return buf;
+}
+
 static void md_profile(const struct mb_profile *p)
 {
+	char gram[64], standard[64];
+
 	printf("Profile '%s' (%s): H2D %g / D2H %g GB/s pinned (%g both at once), %g / %g "
-	       "pageable (%g), pageable copies %s the host; Newton-Schulz %g GFLOP/s gram, %g "
+	       "pageable (%g), pageable copies %s the host; Newton-Schulz %s GFLOP/s gram, %s "
 	       "standard; momentum kernel %g GB/s, norm %g GB/s; forward/backward %g GFLOP/s; "
 	       "host optimizer %g GB/s, memcpy %g GB/s; %g us a command.\n\n",
 	       p->name, p->device, p->h2d_pinned_gbs, p->d2h_pinned_gbs, p->both_pinned_gbs,
 	       p->h2d_pageable_gbs, p->d2h_pageable_gbs, p->both_pageable_gbs,
-	       p->pageable_holds_host ? "hold" : "do not hold", p->ns_gram_gflops,
-	       p->ns_standard_gflops, p->momentum_gbs, p->norm_gbs, p->fwd_bwd_gflops,
-	       p->host_opt_gbs, p->memcpy_gbs, p->command_overhead_us);
+	       p->pageable_holds_host ? "hold" : "do not hold",
+	       ladder_text(gram, sizeof(gram), &p->ns_gram_gflops),
+	       ladder_text(standard, sizeof(standard), &p->ns_standard_gflops), p->momentum_gbs,
+	       p->norm_gbs, p->fwd_bwd_gflops, p->host_opt_gbs, p->memcpy_gbs,
+	       p->command_overhead_us);
 }
 
 /* ---- CSV, JSON ---- */

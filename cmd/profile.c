@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "mb_err.h"
+#include "mb_ns.h"
 #include "mb_num.h"
 #include "mb_profile_measure.h"
 #include "mb_tuning.h"
@@ -18,11 +19,32 @@
 
 #define COPY_BYTES	  (64ull << 20)
 #define ELEMENTWISE_ELEMS (16ull << 20)
-#define PROFILE_SHAPE	  "512x1536"
+/* Newton-Schulz's ladder: small to large, the tiny model's sizes to a 0.6B's (clamped above) */
+#define PROFILE_SHAPES "128x256,256x768,512x1536"
 
 void mb_profile_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len)
 {
 	mb_tuning_cache_file(d, "profile", "json", buf, len);
+}
+
+/* Shape I of a ladder: refused if a shape before it has its FLOPs by a method. */
+static int distinct(const struct mb_shape *shape, size_t i)
+{
+	size_t j;
+	int k;
+
+	for (j = 0; j < i; j++)
+		for (k = 0; k < MB_NS_NMETHODS; k++)
+			if (mb_ns_flops(shape[i].rows, shape[i].cols, (enum mb_ns_method)k) ==
+			    mb_ns_flops(shape[j].rows, shape[j].cols, (enum mb_ns_method)k))
+				return mb_bad_input("--shape: %llux%llu and %llux%llu are the same "
+						    "size (Newton-Schulz's ladder wants a rate a "
+						    "size)",
+						    (unsigned long long)shape[j].rows,
+						    (unsigned long long)shape[j].cols,
+						    (unsigned long long)shape[i].rows,
+						    (unsigned long long)shape[i].cols);
+	return 0;
 }
 
 int mb_cmd_profile(const struct mb_args *args)
@@ -31,19 +53,27 @@ int mb_cmd_profile(const struct mb_args *args)
 						 .elementwise_elems = ELEMENTWISE_ELEMS,
 						 .reps = (unsigned)args->reps,
 						 .seed = args->seed };
-	struct mb_shape shape;
+	uint64_t rows[MB_PROFILE_LADDER_MAX], cols[MB_PROFILE_LADDER_MAX];
+	struct mb_shape shape[MB_PROFILE_LADDER_MAX];
 	struct mb_profile p;
 	struct mb_host host;
 	struct mb_cl cl;
 	char path[4096];
-	size_t n;
+	size_t n, i;
 	int err;
 
-	if ((err = mb_parse_shapes("--shape", args->shapes ? args->shapes : PROFILE_SHAPE, &shape,
-				   1, &n)))
+	if ((err = mb_parse_shapes("--shape", args->shapes ? args->shapes : PROFILE_SHAPES, shape,
+				   MB_PROFILE_LADDER_MAX, &n)))
 		return err;
-	s.ns_rows = shape.rows;
-	s.ns_cols = shape.cols;
+	for (i = 0; i < n; i++) {
+		rows[i] = shape[i].rows;
+		cols[i] = shape[i].cols;
+		if ((err = distinct(shape, i)))
+			return err;
+	}
+	s.ns_rows = rows;
+	s.ns_cols = cols;
+	s.ns_nshapes = n;
 	if (args->if_missing) {
 		struct mb_cl_device_info d;
 		struct mb_cl_select sel;

@@ -518,10 +518,14 @@ static size_t orthogonalize(struct apply *a, size_t k)
 {
 	const struct mb_param *p = &a->s->m->params[a->s->plan->order[k]];
 	enum mb_ns_method method = a->s->plan->set.ns_method;
-	double gflops = method == MB_NS_GRAM ? a->s->prof->ns_gram_gflops
-					     : a->s->prof->ns_standard_gflops;
+	double flops = (double)mb_ns_flops(p->rows, p->cols, method);
+	/* the method's rate at this matrix's size: a CPU's is not one figure */
+	double gflops = mb_profile_ladder_gflops(method == MB_NS_GRAM
+							 ? &a->s->prof->ns_gram_gflops
+							 : &a->s->prof->ns_standard_gflops,
+						 flops);
 
-	return kernel(a->s, K_NS, (double)mb_ns_flops(p->rows, p->cols, method) / (1e9 * gflops));
+	return kernel(a->s, K_NS, flops / (1e9 * gflops));
 }
 
 /* As mb_step's: pipeline's batch arrived while the previous one computed. */

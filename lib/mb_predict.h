@@ -22,8 +22,9 @@
  *   apply      per batch (ZeRO-1/2, ZeRO-3 batched) or sub-group (ZeRO-3): the grads and
  *              momentum H2D, the momentum kernel (reads grads and momentum,
  *              writes both), ZeRO-3's bf16 cast of the grads (cast_gbs), Newton-Schulz
- *              per matrix (mb_ns_flops at the method's GFLOP/s, which the
- *              profile times with its norm: not charged apart), the
+ *              per matrix (mb_ns_flops at the method's GFLOP/s at that
+ *              many FLOPs, interpolated on the profile's ladder, which
+ *              times it with its norm: not charged apart), the
  *              writeback of each update and of the momentum; synchronously
  *              on the compute queue, or overlapped on the copy queue after
  *              the next unit is queued, behind a host wait (or an event

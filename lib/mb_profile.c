@@ -19,6 +19,7 @@ enum kind {
 	RATE, /* double, positive and finite */
 	TIME, /* double, zero or more, finite */
 	BOOL,
+	LADDER, /* struct mb_profile_ladder, of RATEs */
 };
 
 struct field {
@@ -40,8 +41,8 @@ static const struct field fields[] = {
 	{ "d2h_pageable_gbs", RATE, AT(d2h_pageable_gbs), "GB/s" },
 	{ "both_pageable_gbs", RATE, AT(both_pageable_gbs), "GB/s" },
 	{ "pageable_holds_host", BOOL, AT(pageable_holds_host), "" },
-	{ "ns_gram_gflops", RATE, AT(ns_gram_gflops), "GFLOP/s" },
-	{ "ns_standard_gflops", RATE, AT(ns_standard_gflops), "GFLOP/s" },
+	{ "ns_gram_gflops", LADDER, AT(ns_gram_gflops), "GFLOP/s" },
+	{ "ns_standard_gflops", LADDER, AT(ns_standard_gflops), "GFLOP/s" },
 	{ "momentum_gbs", RATE, AT(momentum_gbs), "GB/s" },
 	{ "norm_gbs", RATE, AT(norm_gbs), "GB/s" },
 	{ "fill_gbs", RATE, AT(fill_gbs), "GB/s" },
@@ -74,10 +75,40 @@ static void *at(struct mb_profile *p, const struct field *f)
 	return (char *)p + f->offset;
 }
 
+double mb_profile_ladder_gflops(const struct mb_profile_ladder *l, double flops)
+{
+	size_t i;
+	double t;
+
+	if (flops <= l->flops[0])
+		return l->gflops[0];
+	for (i = 1; i < l->n; i++)
+		if (flops <= l->flops[i])
+			break;
+	if (i == l->n)
+		return l->gflops[l->n - 1];
+	if (flops == l->flops[i])
+		return l->gflops[i];
+	t = log(flops / l->flops[i - 1]) / log(l->flops[i] / l->flops[i - 1]);
+	return exp(log(l->gflops[i - 1]) + t * log(l->gflops[i] / l->gflops[i - 1]));
+}
+
+void mb_profile_ladder_set(struct mb_profile_ladder *l, double gflops)
+{
+	size_t i;
+
+	if (!l->n) {
+		l->n = 1;
+		l->flops[0] = 1;
+	}
+	for (i = 0; i < l->n; i++)
+		l->gflops[i] = gflops;
+}
+
 /* A number of field F's kind: why not, or NULL. */
 static const char *check_number(const struct field *f, double d)
 {
-	if (f->kind == RATE && !(isfinite(d) && d > 0))
+	if ((f->kind == RATE || f->kind == LADDER) && !(isfinite(d) && d > 0))
 		return "must be a positive number";
 	if (f->kind == TIME && !(isfinite(d) && d >= 0))
 		return "must be a number no less than 0";
@@ -129,6 +160,62 @@ __attribute__((format(printf, 4, 5))) static int bad_old(const struct reader *r,
 	return err;
 }
 
+/* Point V (the I-th) of ladder F's into *L: {"flops": F, "gflops": G}, F above the last. */
+static int read_point(const struct reader *r, const struct field *f, const cJSON *v, size_t i,
+		      struct mb_profile_ladder *l)
+{
+	static const char *const names[] = { "flops", "gflops" };
+	double d[2];
+	const cJSON *e;
+	size_t k;
+
+	if (!cJSON_IsObject(v) || cJSON_GetArraySize(v) != 2)
+		return bad(r, v, f->key,
+			   "point %zu must be an object {\"flops\": F, \"gflops\": G}, got %s",
+			   i + 1, cJSON_IsObject(v) ? "other keys" : mb_json_type_name(v));
+	for (k = 0; k < 2; k++) {
+		e = cJSON_GetObjectItemCaseSensitive(v, names[k]);
+		if (!e)
+			return bad(r, v, f->key, "point %zu: missing key \"%s\"", i + 1, names[k]);
+		if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble <= 0)
+			return bad(r, e, f->key, "point %zu: %s must be a positive number", i + 1,
+				   names[k]);
+		d[k] = e->valuedouble;
+	}
+	if (i && d[0] <= l->flops[i - 1])
+		return bad(r, v, f->key,
+			   "point %zu: flops %.17g not above the point before's (%.17g): the "
+			   "ladder goes up in FLOPs",
+			   i + 1, d[0], l->flops[i - 1]);
+	l->flops[i] = d[0];
+	l->gflops[i] = d[1];
+	return 0;
+}
+
+/* Ladder F from V: a list of 1 to MB_PROFILE_LADDER_MAX points. */
+static int read_ladder(const struct reader *r, struct mb_profile_ladder *l, const struct field *f,
+		       const cJSON *v)
+{
+	const cJSON *e;
+	size_t i = 0;
+	int err;
+
+	if (!cJSON_IsArray(v))
+		return bad(r, v, f->key,
+			   "must be a list of {\"flops\": F, \"gflops\": G} points, got %s",
+			   mb_json_type_name(v));
+	if (cJSON_GetArraySize(v) < 1 || cJSON_GetArraySize(v) > MB_PROFILE_LADDER_MAX)
+		return bad(r, v, f->key, "must hold 1 to %d points, got %d", MB_PROFILE_LADDER_MAX,
+			   cJSON_GetArraySize(v));
+	cJSON_ArrayForEach(e, v) {
+		if ((err = read_point(r, f, e, i, l)))
+			return err;
+		i++;
+	}
+	l->n = i;
+	return 0;
+}
+
 static int read_field(const struct reader *r, struct mb_profile *p, const struct field *f,
 		      const cJSON *v)
 {
@@ -158,6 +245,8 @@ static int read_field(const struct reader *r, struct mb_profile *p, const struct
 				   v->valuedouble);
 		*(double *)at(p, f) = v->valuedouble;
 		return 0;
+	case LADDER:
+		return read_ladder(r, at(p, f), f, v);
 	}
 	return 0;
 }
@@ -175,8 +264,8 @@ static int read_version(const struct reader *r, const cJSON *v)
 	    v->valuedouble < MB_PROFILE_FORMAT_VERSION && v->valuedouble == (int)v->valuedouble)
 		return bad_old(r, v, "format_version",
 			       "a profile of version %d, from an older muonbench (this one reads "
-			       "version %d, with norm_gbs): run `muonbench profile` to measure it "
-			       "again",
+			       "version %d, with Newton-Schulz's rate at several sizes): run "
+			       "`muonbench profile` to measure it again",
 			       (int)v->valuedouble, MB_PROFILE_FORMAT_VERSION);
 	return bad(r, v, "format_version",
 		   "a profile of another version (this muonbench reads version %d)",
@@ -295,12 +384,16 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 		return 0;
 	case RATE:
 	case TIME:
+	case LADDER:
 		d = strtod(value, &end);
 		if (!*value || *end)
 			return mb_bad_input("%s: invalid number '%s' (%s)", what, value, f->unit);
 		if ((why = check_number(f, d)))
 			return mb_bad_input("%s: %s (%s), got '%s'", what, why, f->unit, value);
-		*(double *)at(p, f) = d;
+		if (f->kind == LADDER)
+			mb_profile_ladder_set(at(p, f), d);
+		else
+			*(double *)at(p, f) = d;
 		return 0;
 	}
 	return 0;
@@ -314,6 +407,15 @@ double mb_profile_get(const struct mb_profile *p, const char *key)
 		return NAN;
 	if (f->kind == BOOL)
 		return *(const bool *)((const char *)p + f->offset);
+	if (f->kind == LADDER) {
+		const struct mb_profile_ladder *l = (const void *)((const char *)p + f->offset);
+		size_t i;
+
+		for (i = 1; i < l->n; i++)
+			if (l->gflops[i] != l->gflops[0])
+				return NAN;
+		return l->n ? l->gflops[0] : NAN;
+	}
 	return *(const double *)((const char *)p + f->offset);
 }
 
@@ -333,6 +435,17 @@ static void write_text(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+static void write_ladder(FILE *out, const struct mb_profile_ladder *l)
+{
+	size_t i;
+
+	fputc('[', out);
+	for (i = 0; i < l->n; i++)
+		fprintf(out, "%s\n    { \"flops\": %.17g, \"gflops\": %.17g }", i ? "," : "",
+			l->flops[i], l->gflops[i]);
+	fputs("\n  ]", out);
+}
+
 void mb_profile_write(FILE *out, const struct mb_profile *p)
 {
 	const char *base = (const char *)p;
@@ -347,6 +460,8 @@ void mb_profile_write(FILE *out, const struct mb_profile *p)
 			write_text(out, base + f->offset);
 		else if (f->kind == BOOL)
 			fputs(*(const bool *)(base + f->offset) ? "true" : "false", out);
+		else if (f->kind == LADDER)
+			write_ladder(out, (const void *)(base + f->offset));
 		else
 			fprintf(out, "%.17g", *(const double *)(base + f->offset));
 	}

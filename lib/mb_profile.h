@@ -21,10 +21,26 @@
 
 /*
  * Version 2 adds norm_gbs, and measures Newton-Schulz with its norm in the
- * device's order (contiguous runs on a CPU device). A version-1 file is
- * refused, MB_KIND_OLD_FORMAT, with a message that says to measure it again.
+ * device's order (contiguous runs on a CPU device). Version 3 holds
+ * Newton-Schulz's rate at a ladder of matrix sizes (struct mb_profile_ladder)
+ * where version 2 held one rate. A file of an older version is refused,
+ * MB_KIND_OLD_FORMAT, with a message that says to measure it again.
  */
-#define MB_PROFILE_FORMAT_VERSION 2
+#define MB_PROFILE_FORMAT_VERSION 3
+
+/* The most points of a ladder. */
+#define MB_PROFILE_LADDER_MAX 8
+
+/*
+ * A rate at a few sizes of the work: point i does flops[i] FLOPs a matrix
+ * at gflops[i] GFLOP/s; flops strictly increasing, every value positive and
+ * finite, 1 to MB_PROFILE_LADDER_MAX points. A file writes it as a list of
+ * {"flops": F, "gflops": G} objects.
+ */
+struct mb_profile_ladder {
+	size_t n;
+	double flops[MB_PROFILE_LADDER_MAX], gflops[MB_PROFILE_LADDER_MAX];
+};
 
 struct mb_profile {
 	char name[64];	  /* "reference", or the device's cache key */
@@ -38,8 +54,9 @@ struct mb_profile {
 	/* a pageable copy returns to the host only once it is done (the driver stages it) */
 	bool pageable_holds_host;
 
-	double ns_gram_gflops, ns_standard_gflops; /* Newton-Schulz, by method */
-	double momentum_gbs;			   /* the momentum kernel, bytes read and written */
+	/* Newton-Schulz, by method, by the FLOPs of a matrix (mb_profile_ladder_gflops) */
+	struct mb_profile_ladder ns_gram_gflops, ns_standard_gflops;
+	double momentum_gbs;   /* the momentum kernel, bytes read and written */
 	double norm_gbs;       /* the norm's partial sums (mb_ns_sumsq_bf16), bytes read */
 	double fill_gbs;       /* the backward stand-in's gradient fill (a PRNG), bytes written */
 	double cast_gbs;       /* the fp32 <-> bf16 casts (rounding, widening), bytes moved */
@@ -51,13 +68,27 @@ struct mb_profile {
 	double command_overhead_us; /* added to each device command; 0: none */
 };
 
+/*
+ * The rate of L at FLOPS a matrix: interpolated log-log between the two
+ * points around it (a power law between them), the first point's rate
+ * below the first, the last's above the last. L must hold a point.
+ */
+double mb_profile_ladder_gflops(const struct mb_profile_ladder *l, double flops);
+
+/*
+ * Set every point of L to GFLOPS, keeping its sizes; an empty L gets one
+ * point (at 1 FLOP: one rate at every size).
+ */
+void mb_profile_ladder_set(struct mb_profile_ladder *l, double gflops);
+
 /* The key of field I, in the file's order (for help and tests); NULL past the last. */
 const char *mb_profile_key(size_t i);
 
 /*
  * Parse LEN bytes of TEXT (SOURCE names it in errors) into *p. A missing
  * key, an unknown one, a value of the wrong type, a rate that is not
- * positive and finite, or a format_version other than
+ * positive and finite, a ladder that is empty, too long or not in
+ * increasing FLOPs, or a format_version other than
  * MB_PROFILE_FORMAT_VERSION is -MB_EINPUT, "SOURCE:LINE:COL: KEY: what"
  * where the value is in the text ("SOURCE: missing key" where it is not);
  * an older version's kind is MB_KIND_OLD_FORMAT (a caller may measure the
@@ -74,12 +105,16 @@ int mb_profile_load(struct mb_profile *p, const char *name);
 
 /*
  * Set the field KEY to VALUE, which is checked as the file's would be
- * ("on"/"off", "true"/"false" for a bool); WHAT names it in errors
- * ("--h2d-gbs"). -MB_EINPUT for an unknown key or a bad value.
+ * ("on"/"off", "true"/"false" for a bool; one rate for a ladder sets every
+ * point, mb_profile_ladder_set); WHAT names it in errors ("--h2d-gbs").
+ * -MB_EINPUT for an unknown key or a bad value.
  */
 int mb_profile_set(struct mb_profile *p, const char *key, const char *value, const char *what);
 
-/* The value of the numeric field KEY, or NaN for no such field (a bool reads 0 or 1). */
+/*
+ * The value of the numeric field KEY, or NaN for no such field (a bool
+ * reads 0 or 1; a ladder its rate if every point has the same, else NaN).
+ */
 double mb_profile_get(const struct mb_profile *p, const char *key);
 
 /* Write *p as JSON to OUT, every number exactly (%.17g): it parses back equal. */

@@ -60,35 +60,69 @@ static int copies(const struct mb_cl *cl, const struct mb_profile_measure_settin
 	return 0;
 }
 
+/* GFLOPS at F FLOPs into L, kept in increasing FLOPs; two shapes of one F are refused. */
+static int add_point(const struct mb_cl *cl, struct mb_profile_ladder *l, double f, double gflops)
+{
+	size_t i;
+
+	for (i = l->n; i > 0 && l->flops[i - 1] > f; i--) {
+		l->flops[i] = l->flops[i - 1];
+		l->gflops[i] = l->gflops[i - 1];
+	}
+	if (i > 0 && l->flops[i - 1] == f)
+		return mb_bad_input("Newton-Schulz on '%s': two shapes of %.0f FLOPs (the ladder "
+				    "wants one rate a size)",
+				    cl->info.name, f);
+	l->flops[i] = f;
+	l->gflops[i] = gflops;
+	l->n++;
+	return 0;
+}
+
+/* Each method on shape I into its ladder (the forward/backward's rate from the last, standard). */
+static int ns_shape(struct mb_ns *ns, const struct mb_profile_measure_settings *s, size_t i,
+		    struct mb_profile *p)
+{
+	struct mb_nsbench_settings ns_set = { .batch = 1, .reps = s->reps, .seed = s->seed };
+	uint64_t rows = s->ns_rows[i], cols = s->ns_cols[i];
+	const struct mb_cl *cl = ns->cl;
+	struct mb_nsbench_result r;
+	int k, err = 0;
+
+	for (k = 0; k < MB_NS_NMETHODS && !err; k++) {
+		ns->method = (enum mb_ns_method)k;
+		if ((err = mb_ns_reserve(ns, &rows, &cols, 1)) ||
+		    (err = mb_nsbench_run(ns, &ns_set, rows, cols, 0, &r)))
+			break;
+		if (!isfinite(r.gflops) || r.gflops <= 0)
+			return mb_fail("Newton-Schulz on '%s' (%llux%llu) was not timed: %s",
+				       cl->info.name, (unsigned long long)rows,
+				       (unsigned long long)cols, r.no_time);
+		err = add_point(
+			cl, ns->method == MB_NS_GRAM ? &p->ns_gram_gflops : &p->ns_standard_gflops,
+			(double)r.flops, r.gflops);
+		if (ns->method != MB_NS_GRAM && i + 1 == s->ns_nshapes)
+			p->fwd_bwd_gflops = (double)r.flops / r.gemm_s.median / 1e9;
+	}
+	return err;
+}
+
 static int newton_schulz(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
 			 struct mb_profile *p)
 {
-	struct mb_nsbench_settings ns_set = { .batch = 1, .reps = s->reps, .seed = s->seed };
-	struct mb_nsbench_result r;
 	struct mb_ledger ledger;
 	struct mb_ns ns;
-	int k, err;
+	size_t i;
+	int err;
 
+	if (s->ns_nshapes < 1 || s->ns_nshapes > MB_PROFILE_LADDER_MAX)
+		return mb_bad_input("Newton-Schulz: 1 to %d shapes, got %zu", MB_PROFILE_LADDER_MAX,
+				    s->ns_nshapes);
 	mb_ledger_init(&ledger, cl, 0);
 	if ((err = mb_ns_init(&ns, cl, &ledger)))
 		goto out;
-	for (k = 0; k < MB_NS_NMETHODS && !err; k++) {
-		ns.method = (enum mb_ns_method)k;
-		if ((err = mb_ns_reserve(&ns, &s->ns_rows, &s->ns_cols, 1)) ||
-		    (err = mb_nsbench_run(&ns, &ns_set, s->ns_rows, s->ns_cols, 0, &r)))
-			break;
-		if (!isfinite(r.gflops) || r.gflops <= 0) {
-			err = mb_fail("Newton-Schulz on '%s' was not timed: %s", cl->info.name,
-				      r.no_time);
-			break;
-		}
-		if (ns.method == MB_NS_GRAM) {
-			p->ns_gram_gflops = r.gflops;
-		} else {
-			p->ns_standard_gflops = r.gflops;
-			p->fwd_bwd_gflops = (double)r.flops / r.gemm_s.median / 1e9;
-		}
-	}
+	for (i = 0; i < s->ns_nshapes && !err; i++)
+		err = ns_shape(&ns, s, i, p);
 	mb_ns_release(&ns);
 out:
 	mb_ledger_release(&ledger);

@@ -12,8 +12,10 @@
  *   holds host  when a pageable copy's events time it well faster (1.5x)
  *               than the host waits for it, against the same ratio pinned:
  *               the driver stages it on the host's thread;
- *   NS          the median GFLOP/s of each method on NS_SHAPE; the
- *               forward/backward's rate is its GEMMs' alone (standard);
+ *   NS          the median GFLOP/s of each method on each of the NS
+ *               shapes, a ladder point each (by the method's FLOPs); the
+ *               forward/backward's rate is its GEMMs' alone (standard, on
+ *               the last shape);
  *   kernels     the momentum kernel, the bf16 cast and the norm's partial
  *               sums (mb_ns_sumsq_bf16, the kernel the step runs on the device)
  *               by their events, the backward's gradient fill by the host
@@ -29,8 +31,10 @@
 #include "mb_profile.h"
 
 struct mb_profile_measure_settings {
-	uint64_t copy_bytes;	    /* of each copy */
-	uint64_t ns_rows, ns_cols;  /* the shape Newton-Schulz is timed on */
+	uint64_t copy_bytes; /* of each copy */
+	/* the shapes Newton-Schulz is timed on, 1 to MB_PROFILE_LADDER_MAX */
+	const uint64_t *ns_rows, *ns_cols;
+	size_t ns_nshapes;
 	uint64_t elementwise_elems; /* of the momentum kernel and the host optimizer */
 	unsigned reps;
 	uint64_t seed;

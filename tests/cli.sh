@@ -1106,11 +1106,12 @@ expect_error "predict: a rate must be positive" 2 "--h2d-gbs: must be a positive
 expect_error "predict: a bad value in a sweep" 2 "--pageable-gbs: invalid number 'x' (GB/s)" predict --pageable-gbs 5,x
 expect_error "predict: one sweep at a time" 2 "--h2d-gbs and --d2h-gbs both give a list" predict --h2d-gbs 1,2 --d2h-gbs 3,4
 expect_error "predict: an unknown profile" 2 "no device profile 'nope' (shipped: reference" predict --profile nope
-printf '{"format_version": 3}\n' >"$tmp/v3.json"
-expect_error "predict: a profile of another version" 2 "$tmp/v3.json:1:20: format_version: a profile of another version" predict --profile "$tmp/v3.json"
+printf '{"format_version": 4}\n' >"$tmp/v4.json"
+expect_error "predict: a profile of another version" 2 "$tmp/v4.json:1:20: format_version: a profile of another version" predict --profile "$tmp/v4.json"
 printf '{"format_version": 1, "name": "old"}\n' >"$tmp/v1.json"
-expect_error "predict: an older muonbench's profile, and what to do" 2 "$tmp/v1.json:1:20: format_version: a profile of version 1, from an older muonbench (this one reads version 2, with norm_gbs): run \`muonbench profile\` to measure it again" predict --profile "$tmp/v1.json"
+expect_error "predict: an older muonbench's profile, and what to do" 2 "$tmp/v1.json:1:20: format_version: a profile of version 1, from an older muonbench (this one reads version 3, with Newton-Schulz's rate at several sizes): run \`muonbench profile\` to measure it again" predict --profile "$tmp/v1.json"
 # the backward's norm at --norm-gbs, not at the momentum kernel's rate
+expect_error "profile: two shapes of one size on the ladder" 2 "--shape: 64x128 and 128x64 are the same size" profile --reps 1 --shape 64x128,128x64 --out "$tmp/never.json"
 nb() { "$bin" predict --profile reference --model qwen3-4b --stage 2 --variant master --format csv "$@" | col /dev/stdin backward_s; }
 if awk -v a="$(nb --norm-gbs 5)" -v b="$(nb --norm-gbs 500)" -v c="$(nb --momentum-gbs 5)" \
 	'BEGIN { exit !(a > b + 1.5 && c == b) }'; then
@@ -1123,13 +1124,23 @@ expect_error "predict takes no device" 2 "option '--device' does not apply to 'm
 
 # run beside its prediction: the profile named (or the device's cached one) fills the pred_
 # columns and report's "Measured / predicted" table; --profile off leaves them empty.
-printf '{"format_version": 2, "name": "t", "device": "cli", "h2d_pinned_gbs": 10, "d2h_pinned_gbs": 10, "both_pinned_gbs": 20, "h2d_pageable_gbs": 5, "d2h_pageable_gbs": 5, "both_pageable_gbs": 10, "pageable_holds_host": false, "ns_gram_gflops": 20, "ns_standard_gflops": 20, "momentum_gbs": 10, "norm_gbs": 10, "fill_gbs": 10, "cast_gbs": 10, "fwd_bwd_gflops": 20, "host_opt_gbs": 10, "memcpy_gbs": 10, "command_overhead_us": 5}\n' >"$tmp/cli-profile.json"
+printf '{"format_version": 3, "name": "t", "device": "cli", "h2d_pinned_gbs": 10, "d2h_pinned_gbs": 10, "both_pinned_gbs": 20, "h2d_pageable_gbs": 5, "d2h_pageable_gbs": 5, "both_pageable_gbs": 10, "pageable_holds_host": false, "ns_gram_gflops": [{"flops": 1e6, "gflops": 10}, {"flops": 1e9, "gflops": 20}], "ns_standard_gflops": [{"flops": 1, "gflops": 20}], "momentum_gbs": 10, "norm_gbs": 10, "fill_gbs": 10, "cast_gbs": 10, "fwd_bwd_gflops": 20, "host_opt_gbs": 10, "memcpy_gbs": 10, "command_overhead_us": 5}\n' >"$tmp/cli-profile.json"
 # shellcheck disable=SC2086
 "$bin" run $micro --stage 2 --variant master,both --profile "$tmp/cli-profile.json" --out "$tmp/pred.csv" >"$tmp/pred.md" 2>/dev/null
 # shellcheck disable=SC2086
 "$bin" run $micro --stage 2 --variant master --profile off --out "$tmp/nopred.csv" >/dev/null 2>&1
 # shellcheck disable=SC2086
 "$bin" predict --config tests/data/good/micro.json --gather-budget 128Ki --fwd-bwd off --stage 2 --variant master --profile "$tmp/cli-profile.json" --format csv >"$tmp/pred-alone.csv"
+# Newton-Schulz's ladder: each matrix at the rate of its size; --ns-gflops one rate at every size.
+sed -e 's/"ns_gram_gflops": \[[^]]*\]/"ns_gram_gflops": [{"flops": 1, "gflops": 20}]/' "$tmp/cli-profile.json" >"$tmp/cli-one.json"
+nsp() { "$bin" predict --config tests/data/good/micro.json --gather-budget 128Ki --fwd-bwd off --stage 2 --variant master --format csv "$@" | col /dev/stdin ns_s; }
+if [ "$(nsp --profile "$tmp/cli-profile.json" --ns-gflops 20)" = "$(nsp --profile "$tmp/cli-one.json")" ] &&
+	[ "$(nsp --profile "$tmp/cli-profile.json")" != "$(nsp --profile "$tmp/cli-one.json")" ] &&
+	grep -q '"ns_gram_gflops": \[{"flops": 1, "gflops": 20}\]' "$tmp/cli-one.json"; then
+	report ok "predict: Newton-Schulz at its size's rate on the ladder; --ns-gflops sets every size"
+else
+	report fail "predict: Newton-Schulz at its size's rate on the ladder; --ns-gflops sets every size" "$(nsp --profile "$tmp/cli-profile.json"; nsp --profile "$tmp/cli-one.json")"
+fi
 if [ "$(col "$tmp/pred.csv" profile | head -1)" = "$tmp/cli-profile.json" ] &&
 	[ "$(col "$tmp/pred.csv" pred_apply_s | head -1)" = "$(col "$tmp/pred-alone.csv" apply_mean_s | awk '{ printf "%.6f", $1 }')" ] &&
 	[ "$(col "$tmp/pred.csv" pred_apply_s | wc -l)" -eq 4 ] &&
@@ -1165,23 +1176,33 @@ if XDG_CACHE_HOME="$tmp/xdg" "$bin" profile --reps 1 --shape 64x128 >"$tmp/measu
 else
 	report fail "profile: measured, cached, read back by predict; --if-missing keeps it" "$(cat "$tmp/err" "$tmp/measured.out")"
 fi
-# An older muonbench's profile (version 1, no norm_gbs) in the cache: run goes on unpredicted and
-# says why; profile --if-missing (make run's first step) measures it again, here into --out.
+# An older muonbench's profile (version 2: one Newton-Schulz rate a method) in the cache: run goes
+# on unpredicted and says why; profile --if-missing (make run's first step) measures it again,
+# here into --out.
 measured=$(ls "$cache"/profile-*.json)
-sed -e 's/"format_version": 2/"format_version": 1/' -e '/"norm_gbs"/d' "$measured" >"$tmp/old.json"
+python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))
+p["format_version"] = 2
+for k in ("ns_gram_gflops", "ns_standard_gflops"):
+	p[k] = p[k][-1]["gflops"]
+json.dump(p, open(sys.argv[2], "w"), indent=2)' "$measured" "$tmp/old.json"
 cp "$tmp/old.json" "$measured"
 # shellcheck disable=SC2086
 if XDG_CACHE_HOME="$tmp/xdg" "$bin" run $micro --stage 2 --variant master --out "$tmp/old-run.csv" >/dev/null 2>"$tmp/err" &&
-	grep -q "format_version: a profile of version 1, from an older muonbench .*: the cells are not predicted" "$tmp/err" &&
+	grep -q "format_version: a profile of version 2, from an older muonbench .*: the cells are not predicted" "$tmp/err" &&
 	[ -z "$(col "$tmp/old-run.csv" pred_apply_s)" ] &&
-	XDG_CACHE_HOME="$tmp/xdg" "$bin" profile --if-missing --reps 1 --shape 64x128 --out "$tmp/old.json" >/dev/null 2>>"$tmp/err" &&
-	grep -q "^muonbench: measuring again: .*a profile of version 1, from an older muonbench" "$tmp/err" &&
-	grep -q '"format_version": 2' "$tmp/old.json" && cp "$tmp/old.json" "$measured" &&
+	XDG_CACHE_HOME="$tmp/xdg" "$bin" profile --if-missing --reps 1 --shape 64x128,96x160 --out "$tmp/old.json" >/dev/null 2>>"$tmp/err" &&
+	grep -q "^muonbench: measuring again: .*a profile of version 2, from an older muonbench" "$tmp/err" &&
+	grep -q '"format_version": 3' "$tmp/old.json" &&
+	python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))
+assert all(len(p[k]) == 2 and p[k][0]["flops"] < p[k][1]["flops"] for k in ("ns_gram_gflops", "ns_standard_gflops")), p' "$tmp/old.json" &&
+	cp "$tmp/old.json" "$measured" &&
 	XDG_CACHE_HOME="$tmp/xdg" "$bin" run $micro --stage 2 --variant master --out "$tmp/new-run.csv" >/dev/null 2>>"$tmp/err" &&
 	[ -n "$(col "$tmp/new-run.csv" pred_apply_s)" ]; then
-	report ok "run: an older muonbench's cached profile predicts nothing and says why; profile --if-missing measures it again"
+	report ok "run: an older muonbench's cached profile predicts nothing and says why; profile --if-missing measures it again, a point a shape"
 else
-	report fail "run: an older muonbench's cached profile predicts nothing and says why; profile --if-missing measures it again" "$(cat "$tmp/err")"
+	report fail "run: an older muonbench's cached profile predicts nothing and says why; profile --if-missing measures it again, a point a shape" "$(cat "$tmp/err" "$tmp/old.json")"
 fi
 
 echo "1..$n"

@@ -43,8 +43,8 @@ static struct mb_profile hand_profile(void)
 		.h2d_pageable_gbs = 0.002,
 		.d2h_pageable_gbs = 0.002,
 		.both_pageable_gbs = 1,
-		.ns_gram_gflops = 10,
-		.ns_standard_gflops = 10,
+		.ns_gram_gflops = { 1, { 1 }, { 10 } }, /* one rate at every size */
+		.ns_standard_gflops = { 1, { 1 }, { 10 } },
 		.momentum_gbs = 0.016,
 		.norm_gbs = 0.016, /* the norm reads the bf16 grads, 2 bytes an element: 2e6 in 0.25
 				      s */
@@ -225,7 +225,7 @@ static void pageable_holds_host_by_hand(void **state)
 	struct mb_step_times t;
 
 	(void)state;
-	p.ns_gram_gflops = 30;
+	mb_profile_ladder_set(&p.ns_gram_gflops, 30);
 	t = predict(2, MB_OVERLAP, false, &p);
 	assert_secs(t.apply_s, 13);
 	p.pageable_holds_host = true;
@@ -390,17 +390,54 @@ static void command_overhead(void **state)
 	assert_secs(t.apply_s, 26);
 }
 
+/*
+ * Newton-Schulz at the rate of its size: each 1000x1000 matrix is 3e10 FLOPs
+ * (3 s at the hand profile's 10 GFLOP/s). On a ladder of 10 GFLOP/s at 3e9
+ * and 1000 at 3e11, 3e10 is half way in log FLOPs, so the rate is half way
+ * in log rate, sqrt(10 x 1000) = 100: 0.3 s a matrix. Below the ladder's
+ * first point the first's rate (1 GFLOP/s: 30 s), above its last the last's
+ * (30 GFLOP/s: 1 s).
+ */
+static void ns_rate_by_size(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_profile_ladder l = { 2, { 1e6, 1e8 }, { 10, 40 } };
+	struct mb_step_times t;
+
+	(void)state;
+	assert_true(fabs(mb_profile_ladder_gflops(&l, 1e7) - 20) < 1e-9);
+	assert_true(mb_profile_ladder_gflops(&l, 1e6) == 10);
+	assert_true(mb_profile_ladder_gflops(&l, 1) == 10);
+	assert_true(mb_profile_ladder_gflops(&l, 1e8) == 40);
+	assert_true(mb_profile_ladder_gflops(&l, 1e12) == 40);
+	p.ns_gram_gflops = (struct mb_profile_ladder){ 2, { 3e9, 3e11 }, { 10, 1000 } };
+	t = predict(2, MB_MASTER, false, &p);
+	assert_secs(t.phase.ns_s, 0.6);
+	assert_secs(t.apply_s, 20 - 6 + 0.6);
+	p.ns_gram_gflops = (struct mb_profile_ladder){ 2, { 3e11, 3e12 }, { 1, 2 } };
+	assert_secs(predict(2, MB_MASTER, false, &p).phase.ns_s, 60);
+	p.ns_gram_gflops = (struct mb_profile_ladder){ 3, { 3e7, 3e8, 3e9 }, { 100, 50, 30 } };
+	assert_secs(predict(2, MB_MASTER, false, &p).phase.ns_s, 2);
+	/* one value (a flag's) sets every point: one rate at every size */
+	mb_profile_ladder_set(&p.ns_gram_gflops, 10);
+	assert_int_equal(p.ns_gram_gflops.n, 3);
+	assert_true(p.ns_gram_gflops.flops[1] == 3e8);
+	assert_secs(predict(2, MB_MASTER, false, &p).apply_s, 20);
+}
+
 /* ---- the profile's reader and writer ---- */
 
 static const char good[] =
-	"{\n  \"format_version\": 2,\n  \"name\": \"x\",\n  \"device\": \"y \\\"z\\\"\",\n"
+	"{\n  \"format_version\": 3,\n  \"name\": \"x\",\n  \"device\": \"y \\\"z\\\"\",\n"
 	"  \"note\": [\"for people\"],\n"
 	"  \"h2d_pinned_gbs\": 43, \"d2h_pinned_gbs\": 57, \"both_pinned_gbs\": 100,\n"
 	"  \"h2d_pageable_gbs\": 10.1, \"d2h_pageable_gbs\": 0.1, \"both_pageable_gbs\": 20,\n"
-	"  \"pageable_holds_host\": true, \"ns_gram_gflops\": 104887.123456789,\n"
-	"  \"ns_standard_gflops\": 3e4, \"momentum_gbs\": 500, \"fwd_bwd_gflops\": 30770,\n"
+	"  \"pageable_holds_host\": true, \"momentum_gbs\": 500, \"fwd_bwd_gflops\": 30770,\n"
 	"  \"fill_gbs\": 250, \"cast_gbs\": 125, \"norm_gbs\": 62.5,\n"
-	"  \"host_opt_gbs\": 100, \"memcpy_gbs\": 200, \"command_overhead_us\": 0\n}\n";
+	"  \"host_opt_gbs\": 100, \"memcpy_gbs\": 200, \"command_overhead_us\": 0,\n"
+	"  \"ns_gram_gflops\": [{\"flops\": 9.2e7, \"gflops\": 15.5},\n"
+	"    {\"flops\": 8.72e8, \"gflops\": 36.9}, {\"flops\": 6.98e9, \"gflops\": 104887.123456789}],\n"
+	"  \"ns_standard_gflops\": [{\"flops\": 1, \"gflops\": 3e4}]\n}\n";
 
 static void profile_round_trip(void **state)
 {
@@ -415,6 +452,10 @@ static void profile_round_trip(void **state)
 	assert_true(a.pageable_holds_host);
 	assert_true(a.d2h_pageable_gbs == 0.1);
 	assert_true(a.norm_gbs == 62.5 && a.momentum_gbs == 500);
+	assert_int_equal(a.ns_gram_gflops.n, 3);
+	assert_true(a.ns_gram_gflops.flops[1] == 8.72e8 && a.ns_gram_gflops.gflops[1] == 36.9);
+	assert_true(a.ns_gram_gflops.gflops[2] == 104887.123456789);
+	assert_true(a.ns_standard_gflops.n == 1 && a.ns_standard_gflops.gflops[0] == 3e4);
 	assert_non_null(f = open_memstream(&text, &len));
 	mb_profile_write(f, &a);
 	fclose(f);
@@ -433,6 +474,14 @@ static void profile_round_trip(void **state)
 	assert_true(mb_profile_get(&a, "norm_gbs") == 7.5 && a.momentum_gbs == 500);
 	assert_int_equal(mb_profile_set(&a, "norm_gbs", "0", "--norm-gbs"), -MB_EINPUT);
 	assert_true(isnan(mb_profile_get(&a, "nope")));
+	/* a rate flag sets every point of a ladder, its sizes kept */
+	assert_true(isnan(mb_profile_get(&a, "ns_gram_gflops")));
+	assert_true(mb_profile_get(&a, "ns_standard_gflops") == 3e4);
+	assert_int_equal(mb_profile_set(&a, "ns_gram_gflops", "50", "--ns-gflops"), 0);
+	assert_true(mb_profile_get(&a, "ns_gram_gflops") == 50);
+	assert_true(a.ns_gram_gflops.n == 3 && a.ns_gram_gflops.flops[2] == 6.98e9);
+	assert_int_equal(mb_profile_set(&a, "ns_gram_gflops", "-5", "--ns-gflops"), -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "--ns-gflops: must be a positive number (GFLOP/s)"));
 	/* the shipped one, and every key in the table */
 	assert_int_equal(mb_profile_load(&a, "reference"), 0);
 	assert_string_equal(a.name, "reference");
@@ -470,29 +519,50 @@ static void bad_profiles(void **state)
 	(void)state;
 	refused("\"h2d_pinned_gbs\": 43, ", "", "bad.json: missing key \"h2d_pinned_gbs\"");
 	refused("\"momentum_gbs\": 500", "\"momentum_gbs\": -500",
-		"bad.json:9:46: momentum_gbs: must be a positive number (GB/s), got -500");
+		"bad.json:8:48: momentum_gbs: must be a positive number (GB/s), got -500");
 	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 0", "memcpy_gbs: must be a positive");
 	refused("\"command_overhead_us\": 0", "\"command_overhead_us\": -1",
 		"command_overhead_us: must be a number no less than 0");
-	refused("\"format_version\": 2", "\"format_version\": 3",
+	refused("\"format_version\": 3", "\"format_version\": 4",
 		"bad.json:2:21: format_version: a profile of another version (this muonbench "
-		"reads version 2)");
+		"reads version 3)");
 	assert_int_equal(mb_err_kind(), MB_KIND_OTHER);
-	refused("\"format_version\": 2", "\"format_version\": 1.5",
+	refused("\"format_version\": 3", "\"format_version\": 1.5",
 		"format_version: a profile of another version");
-	refused("\"format_version\": 2", "\"format_version\": 0",
+	refused("\"format_version\": 3", "\"format_version\": 0",
 		"format_version: a profile of another version");
-	refused("\"format_version\": 2,", "", "missing key \"format_version\"");
+	refused("\"format_version\": 3,", "", "missing key \"format_version\"");
 	refused(", \"norm_gbs\": 62.5", "", "bad.json: missing key \"norm_gbs\"");
 	refused("\"norm_gbs\": 62.5", "\"norm_gbs\": -1", "norm_gbs: must be a positive number");
 	refused("\"name\": \"x\"", "\"name\": 3", "bad.json:3:11: name: must be a string");
 	refused("\"pageable_holds_host\": true", "\"pageable_holds_host\": 1",
 		"pageable_holds_host: must be true or false");
-	refused("\"ns_standard_gflops\": 3e4", "\"ns_standard_glops\": 3e4",
-		"bad.json:9:24: ns_standard_glops: not a key of a device profile");
+	refused("\"ns_standard_gflops\"", "\"ns_standard_glops\"",
+		"bad.json:13:24: ns_standard_glops: not a key of a device profile");
 	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 200, \"memcpy_gbs\": 2",
 		"memcpy_gbs: given twice");
 	refused("{", "[", "bad.json:");
+	/* Newton-Schulz's ladder: a list of points up in FLOPs, each rate positive */
+	refused(",\n  \"ns_standard_gflops\": [{\"flops\": 1, \"gflops\": 3e4}]", "",
+		"bad.json: missing key \"ns_standard_gflops\"");
+	refused("[{\"flops\": 1, \"gflops\": 3e4}]", "3e4",
+		"bad.json:13:25: ns_standard_gflops: must be a list of {\"flops\": F, "
+		"\"gflops\": G} points, got a number");
+	refused("[{\"flops\": 1, \"gflops\": 3e4}]", "[]",
+		"ns_standard_gflops: must hold 1 to 8 points, got 0");
+	refused("{\"flops\": 8.72e8, \"gflops\": 36.9}", "{\"flops\": 8.72e6, \"gflops\": 36.9}",
+		"bad.json:12:5: ns_gram_gflops: point 2: flops 8720000 not above the point before's "
+		"(92000000): the ladder goes up in FLOPs");
+	refused("{\"flops\": 8.72e8, \"gflops\": 36.9}", "{\"flops\": 9.2e7, \"gflops\": 36.9}",
+		"ns_gram_gflops: point 2: flops 92000000 not above");
+	refused("\"gflops\": 36.9", "\"gflops\": -36.9",
+		"bad.json:12:33: ns_gram_gflops: point 2: gflops must be a positive number");
+	refused("\"flops\": 9.2e7, ", "", "ns_gram_gflops: point 1 must be an object");
+	refused("\"flops\": 9.2e7, \"gflops\": 15.5", "\"flops\": 9.2e7, \"gflop\": 15.5",
+		"ns_gram_gflops: point 1: missing key \"gflops\"");
+	refused("{\"flops\": 1, \"gflops\": 3e4}", "[1, 3e4]",
+		"ns_standard_gflops: point 1 must be an object {\"flops\": F, \"gflops\": G}, "
+		"got a list");
 }
 
 /*
@@ -507,12 +577,18 @@ static void old_profile_refused(void **state)
 
 	(void)state;
 	replace(text, sizeof(text), good, ", \"norm_gbs\": 62.5", "");
-	replace(v1, sizeof(v1), text, "\"format_version\": 2", "\"format_version\": 1");
+	replace(v1, sizeof(v1), text, "\"format_version\": 3", "\"format_version\": 1");
 	assert_int_equal(mb_profile_parse(&p, v1, strlen(v1), "old.json"), -MB_EINPUT);
 	assert_string_equal(mb_errmsg(),
 			    "old.json:2:21: format_version: a profile of version 1, from an older "
-			    "muonbench (this one reads version 2, with norm_gbs): run `muonbench "
-			    "profile` to measure it again");
+			    "muonbench (this one reads version 3, with Newton-Schulz's rate at "
+			    "several sizes): run `muonbench profile` to measure it again");
+	assert_int_equal(mb_err_kind(), MB_KIND_OLD_FORMAT);
+	/* version 2: one Newton-Schulz rate a method, timed at one size */
+	replace(text, sizeof(text), good, "\"format_version\": 3", "\"format_version\": 2");
+	assert_int_equal(mb_profile_parse(&p, text, strlen(text), "v2.json"), -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "v2.json:2:21: format_version: a profile of version "
+					    "2, from an older muonbench"));
 	assert_int_equal(mb_err_kind(), MB_KIND_OLD_FORMAT);
 }
 
@@ -595,6 +671,7 @@ int main(void)
 		cmocka_unit_test(pipeline_by_hand),
 		cmocka_unit_test(shared_link_by_hand),
 		cmocka_unit_test(pageable_holds_host_by_hand),
+		cmocka_unit_test(ns_rate_by_size),
 		cmocka_unit_test(zero3_by_hand),
 		cmocka_unit_test(zero3_batched_by_hand),
 		cmocka_unit_test(command_overhead),
