@@ -18,6 +18,8 @@
 
 #define TINY_COPY  4096
 #define HOLD_RATIO 1.5
+/* Newton-Schulz's FLOPs a matrix past which a point is timed fewer times (512x1536's, gram) */
+#define NS_REPS_FLOPS 7e9
 
 /* The device's rate, else the host clock's. */
 static double rate_of(const struct mb_bw_result *r)
@@ -83,13 +85,18 @@ static int add_point(const struct mb_cl *cl, struct mb_profile_ladder *l, double
 static int ns_shape(struct mb_ns *ns, const struct mb_profile_measure_settings *s, size_t i,
 		    struct mb_profile *p)
 {
-	struct mb_nsbench_settings ns_set = { .batch = 1, .reps = s->reps, .seed = s->seed };
+	struct mb_nsbench_settings ns_set = { .batch = 1, .seed = s->seed };
 	uint64_t rows = s->ns_rows[i], cols = s->ns_cols[i];
 	const struct mb_cl *cl = ns->cl;
 	struct mb_nsbench_result r;
 	int k, err = 0;
 
 	for (k = 0; k < MB_NS_NMETHODS && !err; k++) {
+		double f = (double)mb_ns_flops(rows, cols, (enum mb_ns_method)k);
+
+		/* a large shape fewer times, each point about as long as NS_REPS_FLOPS's */
+		ns_set.reps = f > NS_REPS_FLOPS ? (unsigned)fmax(1, s->reps * NS_REPS_FLOPS / f)
+						: s->reps;
 		ns->method = (enum mb_ns_method)k;
 		if ((err = mb_ns_reserve(ns, &rows, &cols, 1)) ||
 		    (err = mb_nsbench_run(ns, &ns_set, rows, cols, 0, &r)))

@@ -13,7 +13,9 @@
  *               than the host waits for it, against the same ratio pinned:
  *               the driver stages it on the host's thread;
  *   NS          the median GFLOP/s of each method on each of the NS
- *               shapes, a ladder point each (by the method's FLOPs); the
+ *               shapes, a ladder point each (by the method's FLOPs; a
+ *               shape past 512x1536's 7e9 FLOPs timed REPS x 7e9 / FLOPs
+ *               times, at least once, so that it takes about as long); the
  *               forward/backward's rate is its GEMMs' alone (standard, on
  *               the last shape);
  *   kernels     the momentum kernel, the bf16 cast and the norm's partial
