@@ -137,6 +137,30 @@ out:
 }
 
 /*
+ * Finish the compute queue, and past the warm-up (I > 0) keep the span of
+ * event EV (WHAT) as T[I - 1]; EV is released either way.
+ */
+static int keep_span(const struct mb_cl *cl, unsigned i, cl_event ev, const char *what, double *t)
+{
+	double a, b;
+	int err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "%s", what);
+
+	if (!err && i && !ev)
+		err = mb_fail("%s gave no event to time it by", what);
+	if (!err && i && !(err = mb_cl_event_span(cl, ev, what, &a, &b)))
+		t[i - 1] = b - a;
+	if (ev)
+		clReleaseEvent(ev);
+	return err;
+}
+
+/* GB/s of BYTES an element over N elements in the median of the REPS times T (sorted). */
+static double median_gbs(double *t, unsigned reps, double bytes, uint64_t n)
+{
+	return bytes * (double)n / mb_spread_of(t, reps).median / 1e9;
+}
+
+/*
  * The fp32 momentum kernel over N elements (16 bytes an element) by its
  * events, the backward's gradient fill (4 bytes written an element), the
  * bf16 cast, and the norm's partial sums of the cast's bf16 values (2 bytes
@@ -146,9 +170,9 @@ out:
 static int momentum(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
 		    struct mb_profile *p)
 {
-	double *t = calloc(s->reps, sizeof(*t)), a, b;
+	double *t = calloc(s->reps, sizeof(*t));
 	cl_mem grad = NULL, mom = NULL, sums = NULL;
-	cl_event first, last;
+	cl_event first, last, ev;
 	struct mb_ledger ledger;
 	struct mb_ns ns;
 	unsigned i;
@@ -166,19 +190,11 @@ static int momentum(const struct mb_cl *cl, const struct mb_profile_measure_sett
 		if ((err = mb_ns_momentum(&ns, grad, 0, mom, 0, s->elementwise_elems, 0.95f, &first,
 					  &last)))
 			break;
-		err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "the momentum kernel");
-		if (!err && i)
-			err = mb_cl_event_span(cl, first, "the momentum kernel", &a, &b);
-		if (!err && i)
-			t[i - 1] = b - a;
-		clReleaseEvent(first);
 		clReleaseEvent(last);
+		err = keep_span(cl, i, first, "the momentum kernel", t);
 	}
-	if (!err) {
-		struct mb_spread sp = mb_spread_of(t, s->reps);
-
-		p->momentum_gbs = 16.0 * (double)s->elementwise_elems / sp.median / 1e9;
-	}
+	if (!err)
+		p->momentum_gbs = median_gbs(t, s->reps, 16, s->elementwise_elems);
 	/* the backward's fill: it has no event of its own, so the host clock to clFinish */
 	for (i = 0; i <= s->reps && !err; i++) {
 		double t0 = mb_now_s();
@@ -189,50 +205,27 @@ static int momentum(const struct mb_cl *cl, const struct mb_profile_measure_sett
 		if (i)
 			t[i - 1] = mb_now_s() - t0;
 	}
-	if (!err) {
-		struct mb_spread sp = mb_spread_of(t, s->reps);
-
-		p->fill_gbs = 4.0 * (double)s->elementwise_elems / sp.median / 1e9;
-	}
+	if (!err)
+		p->fill_gbs = median_gbs(t, s->reps, 4, s->elementwise_elems);
 	/* the cast to bf16 (reads 4 bytes, writes 2), by its event */
 	for (i = 0; i <= s->reps && !err; i++) {
-		cl_event ev = NULL;
-
-		if ((err = mb_ns_cast_bf16(&ns, grad, 0, mom, 0, s->elementwise_elems, &ev)) ||
-		    (err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "the bf16 cast")))
+		ev = NULL;
+		if ((err = mb_ns_cast_bf16(&ns, grad, 0, mom, 0, s->elementwise_elems, &ev)))
 			break;
-		if (i && ev)
-			err = mb_cl_event_span(cl, ev, "the bf16 cast", &a, &b);
-		if (!err && i)
-			t[i - 1] = b - a;
-		if (ev)
-			clReleaseEvent(ev);
+		err = keep_span(cl, i, ev, "the bf16 cast", t);
 	}
-	if (!err) {
-		struct mb_spread sp = mb_spread_of(t, s->reps);
-
-		p->cast_gbs = 6.0 * (double)s->elementwise_elems / sp.median / 1e9;
-	}
+	if (!err)
+		p->cast_gbs = median_gbs(t, s->reps, 6, s->elementwise_elems);
 	/* the norm's partial sums over the cast's bf16 grads (in MOM), by its event */
 	for (i = 0; i <= s->reps && !err; i++) {
-		cl_event ev = NULL;
-
-		err = mb_ns_sumsq_bf16(&ns, cl->compute, mom, 0, s->elementwise_elems, sums, 0,
-				       &ev);
-		if (!err)
-			err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "the norm's sums");
-		if (!err && i)
-			err = mb_cl_event_span(cl, ev, "the norm's sums", &a, &b);
-		if (!err && i)
-			t[i - 1] = b - a;
-		if (ev)
-			clReleaseEvent(ev);
+		ev = NULL;
+		if ((err = mb_ns_sumsq_bf16(&ns, cl->compute, mom, 0, s->elementwise_elems, sums, 0,
+					    &ev)))
+			break;
+		err = keep_span(cl, i, ev, "the norm's sums", t);
 	}
-	if (!err) {
-		struct mb_spread sp = mb_spread_of(t, s->reps);
-
-		p->norm_gbs = 2.0 * (double)s->elementwise_elems / sp.median / 1e9;
-	}
+	if (!err)
+		p->norm_gbs = median_gbs(t, s->reps, 2, s->elementwise_elems);
 out:
 	mb_ledger_free(&ledger, grad);
 	mb_ledger_free(&ledger, mom);
