@@ -109,27 +109,42 @@ static void gp_string(FILE *f, const char *text)
 	fputc('\'', f);
 }
 
-static int write_script(const char *path, const char *data, const char *image,
-			const struct mb_table *t)
+/*
+ * A plot script opened at PATH into *OUT, with its head: WHAT as its
+ * comment, the terminal that IMAGE's extension asks for, the output, and two
+ * panels titled TITLE (text from a results file: quoted, so that it cannot
+ * reach gnuplot's shell).
+ */
+static int script_head(const char *path, const char *image, const char *what, const char *title,
+		       FILE **out)
 {
 	const char *ext = strrchr(image, '.');
 	bool png = ext && !strcmp(ext, ".png");
 	FILE *f = fopen(path, "w");
-	char title[512];
-	size_t p, k;
 
-	if (!f)
+	if (!(*out = f))
 		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
-	fprintf(f, "# muonbench plot: edit and draw again with gnuplot\n");
-	fprintf(f, "set terminal %s size 1200,500\n", png ? "pngcairo" : "svg");
-	fprintf(f, "set output ");
+	fprintf(f, "# muonbench %s: edit and draw again with gnuplot\n", what);
+	fprintf(f, "set terminal %s size 1200,500\nset output ", png ? "pngcairo" : "svg");
 	gp_string(f, image);
-	/* the title is text from a results file: it must not reach gnuplot's shell */
-	snprintf(title, sizeof(title), "%s on '%s' (%s)", t->first->model, t->first->device,
-		 t->first->driver);
 	fprintf(f, "\nset multiplot layout 1,2 title ");
 	gp_string(f, title);
 	fprintf(f, "\n");
+	return 0;
+}
+
+static int write_script(const char *path, const char *data, const char *image,
+			const struct mb_table *t)
+{
+	char title[512];
+	size_t p, k;
+	FILE *f;
+	int err;
+
+	snprintf(title, sizeof(title), "%s on '%s' (%s)", t->first->model, t->first->device,
+		 t->first->driver);
+	if ((err = script_head(path, image, "plot", title, &f)))
+		return err;
 	fprintf(f, "set style fill solid 0.7 border -1\nset grid ytics\nset ylabel 'seconds'\n"
 		   "set xtics rotate by -30 nomirror\nset key below\nset yrange [0:*]\n");
 	fprintf(f, "set title 'Iteration and Muon apply (mean of runs; bars: min-max)'\n");
@@ -318,22 +333,15 @@ static int write_sweep_script(const char *path, const char *data, const char *im
 			      const char *model)
 {
 	static const char *const panels[][2] = { { "Iteration", "2" }, { "Muon apply", "3" } };
-	const char *ext = strrchr(image, '.');
-	bool png = ext && !strcmp(ext, ".png");
-	FILE *f = fopen(path, "w");
 	char text[512];
 	size_t i, p;
+	FILE *f;
+	int err;
 
-	if (!f)
-		return mb_bad_input("cannot write '%s': %s", path, strerror(errno));
-	fprintf(f, "# muonbench plot of a predict sweep: edit and draw again with gnuplot\n");
-	fprintf(f, "set terminal %s size 1200,500\nset output ", png ? "pngcairo" : "svg");
-	gp_string(f, image);
 	snprintf(text, sizeof(text), "%s, predicted along --%s", model, option);
-	fprintf(f, "\nset multiplot layout 1,2 title ");
-	gp_string(f, text);
-	fprintf(f,
-		"\nset grid\nset key below\nset ylabel 'seconds'\nset yrange [0:*]\nset xlabel ");
+	if ((err = script_head(path, image, "plot of a predict sweep", text, &f)))
+		return err;
+	fprintf(f, "set grid\nset key below\nset ylabel 'seconds'\nset yrange [0:*]\nset xlabel ");
 	snprintf(text, sizeof(text), "--%s", option);
 	gp_string(f, text);
 	fprintf(f, "\n");
