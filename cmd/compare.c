@@ -66,20 +66,22 @@ static int same_device(const struct side *b, const struct side *n, bool allow)
 	return 0;
 }
 
-static void print_timing(const struct mb_timing *t, double threshold_pct)
+static void print_timing(const struct mb_timing *t, const struct mb_compare_settings *s)
 {
 	if (!t->nbase || !t->nnew) {
 		printf(" - |");
 		return;
 	}
 	printf(" %.4g -> %.4g (%+.1f%%, p %.2g", t->base_s, t->new_s, t->change_pct, t->test.p);
-	if (!isnan(t->noise_pct))
+	if (!isnan(t->noise_pct) && s->estimate == MB_ESTIMATE_FASTEST)
+		printf(", halves %.1f%% apart, floor %.1f%%", t->noise_pct, t->noise_floor_pct);
+	else if (!isnan(t->noise_pct))
 		printf(", base %s sd %.1f%%, floor %.1f%%",
 		       t->noise_typical ? "file's runs'" : "runs'", t->noise_pct,
 		       t->noise_floor_pct);
 	if (!t->testable)
 		printf("; too few samples to reach alpha");
-	else if (t->significant && t->verdict == MB_SAME && fabs(t->change_pct) > threshold_pct)
+	else if (t->significant && t->verdict == MB_SAME && fabs(t->change_pct) > s->threshold_pct)
 		printf("; within the noise");
 	printf(") |");
 }
@@ -92,7 +94,7 @@ static const char *not_counted(const struct mb_timing *t)
 	return !t->testable ? "not flagged: too few samples" : "not flagged: not significant";
 }
 
-static void print_row(const struct mb_compared *c, double threshold_pct)
+static void print_row(const struct mb_compared *c, const struct mb_compare_settings *s)
 {
 	const struct mb_cell *any = c->new_ ? c->new_ : c->base;
 	const char *others = "";
@@ -116,8 +118,8 @@ static void print_row(const struct mb_compared *c, double threshold_pct)
 		printf(" | | | %s |\n", mb_verdict_names[c->verdict]);
 		return;
 	}
-	print_timing(&c->timing[0], threshold_pct);
-	print_timing(&c->timing[1], threshold_pct);
+	print_timing(&c->timing[0], s);
+	print_timing(&c->timing[1], s);
 	/* the phases only when they moved past their bar; why one does not count */
 	printf(" ");
 	for (k = 2; k < MB_COMPARE_TIMINGS; k++) {
@@ -147,8 +149,21 @@ int mb_cmd_compare(const struct mb_args *args)
 					 .threshold_pct = args->threshold,
 					 .phase_floor_pct = args->phase_floor,
 					 .noise_factor = args->noise_factor,
+					 .estimate = args->estimate,
 					 .ratios = args->ratios };
 	struct side base = { 0 }, new_ = { 0 };
+	/* what the timings are, by estimate and ratios */
+	static const char *const heading[MB_NESTIMATES][2] = {
+		[MB_ESTIMATE_FASTEST] = { "The fastest measured step of all runs (each phase: the "
+					  "fastest run)",
+					  "The fastest measured step of all runs over master's "
+					  "fastest in its own file and stage (each phase: the "
+					  "fastest run's)" },
+		[MB_ESTIMATE_MEDIAN] = { "Medians", "Medians of each timing over master's in its "
+						    "own file and stage (a run over master's run "
+						    "of the same number, which ran in the same "
+						    "round)" },
+	};
 	size_t n = 0, i, count[5] = { 0 }, unmatched = 0;
 	struct mb_compared *c = NULL;
 	int err;
@@ -162,23 +177,26 @@ int mb_cmd_compare(const struct mb_args *args)
 	    (err = same_device(&base, &new_, args->allow_device_change)) ||
 	    (err = mb_compare(base.tables, base.ntables, new_.tables, new_.ntables, &s, &c, &n)))
 		goto out;
-	printf("# %s against %s\n\n%s, base -> new; two-sided Mann-Whitney U; alpha %g, "
-	       "threshold %g%%. A change is flagged when significant and beyond a floor of %g "
-	       "standard errors, runs being the independent samples: the base's runs' standard "
-	       "deviation (of their medians, over their median; or the median of that over the "
-	       "base's cells when larger) times sqrt(1/base runs + 1/new runs); no floor "
-	       "without two runs.\n\n",
-	       new_.path, base.path,
-	       s.ratios
-		       ? "Medians of each timing over master's in its own file and stage (a run over "
-			 "master's run of the same number, which ran in the same round)"
-		       : "Medians",
-	       s.alpha, s.threshold_pct, s.noise_factor);
+	printf("# %s against %s\n\n%s, base -> new; two-sided Mann-Whitney U%s; alpha %g, "
+	       "threshold %g%%. A change is flagged when significant and beyond a floor of %g %s; "
+	       "no floor without two runs.\n\n",
+	       new_.path, base.path, heading[s.estimate][s.ratios],
+	       s.estimate == MB_ESTIMATE_FASTEST ? " on the faster half of each side's steps"
+						 : "",
+	       s.alpha, s.threshold_pct, s.noise_factor,
+	       s.estimate == MB_ESTIMATE_FASTEST
+		       ? "times how far apart the fastest steps of a cell's odd-numbered and "
+			 "even-numbered runs are (the median of that over a file's cells, the "
+			 "larger of the two files')"
+		       : "standard errors, runs being the independent samples: the base's runs' "
+			 "standard deviation (of their medians, over their median; or the median "
+			 "of that over the base's cells when larger) times sqrt(1/base runs + "
+			 "1/new runs)");
 	printf("| ZeRO | Variant | iteration %s | Muon apply %s | other changes | verdict |\n"
 	       "|---|---|---|---|---|---|\n",
 	       s.ratios ? "(ratio to master)" : "(s)", s.ratios ? "(ratio to master)" : "(s)");
 	for (i = 0; i < n; i++) {
-		print_row(&c[i], s.threshold_pct);
+		print_row(&c[i], &s);
 		if (!c[i].base || !c[i].new_)
 			unmatched++;
 		else

@@ -204,17 +204,25 @@ static const struct option options[] = {
 	{ "alpha", "A", REAL, AT(alpha), "0.01", 0, 1, NULL, ON(MB_CMD_COMPARE),
 	  "significance of the Mann-Whitney test for a timing to count as changed" },
 	{ "threshold", "PCT", REAL, AT(threshold), "5", 0, 1000, NULL, ON(MB_CMD_COMPARE),
-	  "the smallest slowdown, in percent of the baseline's median, that is a regression" },
+	  "the smallest slowdown, in percent of the baseline's timing, that is a regression" },
 	{ "phase-floor", "PCT", REAL, AT(phase_floor), "5", 0, 1000, NULL, ON(MB_CMD_COMPARE),
 	  "a phase moves a cell's verdict only when its change is also larger than PCT percent "
 	  "of the cell's Muon apply time (the iteration and the apply always count)" },
 	{ "noise-factor", "X", REAL, AT(noise_factor), "4", 0, 1000, NULL, ON(MB_CMD_COMPARE),
-	  "a change is flagged only when also larger than X standard errors of the "
-	  "difference, from the baseline's run-to-run spread (the standard deviation of its "
-	  "runs' medians over their median) and the two cells' numbers of runs" },
+	  "a change is flagged only when also larger than X times the baseline's own spread: "
+	  "under --estimate fastest, how far apart the fastest steps of its odd-numbered and "
+	  "its even-numbered runs are; under median, the standard error of the difference "
+	  "(its runs' medians' standard deviation over their median, times sqrt(1/base runs "
+	  "+ 1/new runs))" },
+	{ "estimate", MB_WORDS(MB_ESTIMATES), ENUM, AT(estimate), "fastest", 0, 0,
+	  MB_WORDS(MB_ESTIMATES), ON(MB_CMD_COMPARE),
+	  "what a cell's timing is taken as: its fastest step over all runs (what the machine "
+	  "slowed least: steady on a shared machine, blind to a slowdown that spares the "
+	  "fastest steps), or the median of its steps (each phase: of its runs)" },
 	{ "ratios", NULL, FLAG, AT(ratios), NULL, 0, 0, NULL, ON(MB_CMD_COMPARE),
-	  "compare each timing as a ratio to master's median in the same file and stage "
-	  "(what survives a slower or busier machine)" },
+	  "compare each timing as a ratio to master's in the same file and stage (under "
+	  "the median, each run over master's run of the same round; under the fastest, "
+	  "over master's fastest): what survives a slower or busier machine" },
 	{ "exact", NULL, FLAG, AT(exact), NULL, 0, 0, NULL, ON(MB_CMD_COMPARE),
 	  "a changed exact figure (peak memory, checksum, plan) fails too, as a regression "
 	  "does" },
@@ -255,7 +263,8 @@ _Static_assert(sizeof(enum mb_format) == sizeof(unsigned) &&
 		       sizeof(enum mb_momentum_dtype) == sizeof(unsigned) &&
 		       sizeof(enum mb_params_back) == sizeof(unsigned) &&
 		       sizeof(enum mb_zero3_apply) == sizeof(unsigned) &&
-		       sizeof(enum mb_ns_method) == sizeof(unsigned),
+		       sizeof(enum mb_ns_method) == sizeof(unsigned) &&
+		       sizeof(enum mb_estimate) == sizeof(unsigned),
 	       "the ENUM options' enums are the size of an unsigned");
 
 static void set_given(struct mb_args *args, size_t i)
@@ -303,11 +312,11 @@ static const struct command commands[MB_NCOMMANDS] = {
 	[MB_CMD_COMPARE] = { "compare", "a new results file against a baseline: the CI gate",
 			     "Compares NEW.csv against BASE.csv cell by cell (model, stage, "
 			     "variant and every knob must match). Timings: the change of the "
-			     "median and a two-sided Mann-Whitney U test on the per-step "
-			     "samples (iteration, apply) or the runs (each phase); a regression "
-			     "is a slowdown that is significant and beyond both the threshold "
-			     "and the noise floor (--noise-factor standard errors of the "
-			     "difference, from the spread of the baseline's runs). Exact "
+			     "fastest step (or the median, --estimate) and a two-sided "
+			     "Mann-Whitney U test on the per-step samples (iteration, apply) or "
+			     "the runs (each phase); a regression is a slowdown that is "
+			     "significant and beyond both the threshold and the noise floor "
+			     "(--noise-factor times the spread of the baseline's runs). Exact "
 			     "figures that the plan and the math fix (parameter counts, pinned "
 			     "bytes, the plan's step peak, the peaks without CLBlast's "
 			     "temporaries, the checksum) are compared on any device; CLBlast's "

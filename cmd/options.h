@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "mb_compare.h"
 #include "mb_plan.h"
 #include "mb_variant.h"
 #include "mb_words.h"
@@ -151,6 +152,7 @@ struct mb_args {
 	double alpha, threshold; /* compare: significance, and the smallest slowdown in % */
 	double phase_floor;	 /* compare: a phase's smallest change, in % of the apply */
 	double noise_factor;	 /* compare: times the baseline's run-to-run spread */
+	enum mb_estimate estimate; /* compare: what a timing is taken as */
 	bool allow_device_change, ratios, exact;
 
 	const char *image; /* plot: -o */

@@ -48,8 +48,16 @@ static size_t raw_samples(const struct mb_cell *c, int k, double *v)
 	return n;
 }
 
-/* Master's median of timing K in table T's stage STAGE (for ratios), or NaN. */
-static double master_median(const struct mb_table *t, unsigned stage, int k)
+/* The location of the N samples V (sorted in place) that estimate E takes. */
+static double location(double *v, size_t n, enum mb_estimate e)
+{
+	struct mb_spread sp = mb_spread_of(v, n);
+
+	return e == MB_ESTIMATE_FASTEST ? sp.min : sp.median;
+}
+
+/* Master's location (E) of timing K in table T's stage STAGE (for ratios), or NaN. */
+static double master_location(const struct mb_table *t, unsigned stage, int k, enum mb_estimate e)
 {
 	const struct mb_cell *master = mb_results_cell(t, stage, mb_variant_name(MB_VARIANT_BASE));
 	double m, *w;
@@ -59,7 +67,7 @@ static double master_median(const struct mb_table *t, unsigned stage, int k)
 	w = malloc(room(master) * sizeof(*w));
 	if (!w)
 		return NAN;
-	m = mb_spread_of(w, raw_samples(master, k, w)).median;
+	m = location(w, raw_samples(master, k, w), e);
 	free(w);
 	return m > 0 ? m : NAN;
 }
@@ -96,20 +104,27 @@ static double ratio_base(const struct mb_table *t, unsigned stage, const struct 
 	return overall;
 }
 
-/* The samples, each run's divided by its ratio_base in table T when RATIOS asks so. */
-static size_t samples(const struct mb_table *t, const struct mb_cell *c, int k, bool ratios,
-		      double *v)
+/*
+ * The samples, divided for ratios (S's) by what run R is held against: under
+ * the median, ratio_base (master's run of the same round); under the
+ * fastest, master's fastest over all its runs, since one run's fastest step
+ * says less about the machine's quiet level than all of them.
+ */
+static size_t samples(const struct mb_table *t, const struct mb_cell *c, int k,
+		      const struct mb_compare_settings *s, double *v)
 {
 	size_t n = 0, i, j, nr;
 	double overall, b;
 
-	if (!ratios)
+	if (!s->ratios)
 		return raw_samples(c, k, v);
-	if (isnan(overall = master_median(t, c->stage, k)))
+	if (isnan(overall = master_location(t, c->stage, k, s->estimate)))
 		return 0;
 	for (i = 0; i < c->nruns; i++) {
 		nr = run_samples(&c->runs[i], k, v + n);
-		b = ratio_base(t, c->stage, &c->runs[i], k, overall);
+		b = s->estimate == MB_ESTIMATE_FASTEST
+			    ? overall
+			    : ratio_base(t, c->stage, &c->runs[i], k, overall);
 		for (j = 0; j < nr; j++)
 			v[n + j] /= b;
 		n += nr;
@@ -118,16 +133,17 @@ static size_t samples(const struct mb_table *t, const struct mb_cell *c, int k, 
 }
 
 /*
- * The run-to-run spread of timing K in cell C of table T into *PCT: the
- * standard deviation of its runs' figures (each run's median of its steps,
- * or its phase figure; as ratios when RATIOS says so) in percent of their
- * median. NaN with fewer than two runs. Returns 0, or -MB_EFAIL out of host
- * memory.
+ * The run-to-run spread of timing K in cell C of table T, under the median,
+ * into *PCT: the standard deviation of its runs' figures (each run's median
+ * of its steps, or its phase figure; as ratios when S says so) in percent of
+ * their median. NaN with fewer than two runs. Returns 0, or -MB_EFAIL out of
+ * host memory.
  */
-static int run_spread_pct(const struct mb_table *t, const struct mb_cell *c, int k, bool ratios,
-			  double *pct)
+static int run_spread_pct(const struct mb_table *t, const struct mb_cell *c, int k,
+			  const struct mb_compare_settings *s, double *pct)
 {
-	double m = ratios ? master_median(t, c->stage, k) : 1, *v, *runs, mean = 0, ss = 0, md, b;
+	double m = s->ratios ? master_location(t, c->stage, k, MB_ESTIMATE_MEDIAN) : 1, *v, *runs,
+	       mean = 0, ss = 0, md, b;
 	size_t i, n = 0, ns;
 
 	*pct = NAN;
@@ -138,7 +154,7 @@ static int run_spread_pct(const struct mb_table *t, const struct mb_cell *c, int
 	runs = v + room(c);
 	for (i = 0; i < c->nruns; i++)
 		if ((ns = run_samples(&c->runs[i], k, v))) {
-			b = ratios ? ratio_base(t, c->stage, &c->runs[i], k, m) : 1;
+			b = s->ratios ? ratio_base(t, c->stage, &c->runs[i], k, m) : 1;
 			runs[n++] = mb_spread_of(v, ns).median / b;
 		}
 	if (n >= 2) {
@@ -155,11 +171,48 @@ static int run_spread_pct(const struct mb_table *t, const struct mb_cell *c, int
 }
 
 /*
- * The median run-to-run spread of timing K over the cells of table T into
- * *PCT (NaN when no cell has two runs): how noisy the machine was while T
- * ran. Returns 0, or -MB_EFAIL out of host memory.
+ * How far apart the fastest of timing K is in the two halves of cell C's
+ * runs (the odd-numbered and the even-numbered, in their order; as ratios
+ * when S says so), in percent of the smaller, into *PCT: how well the
+ * quiet level repeats from run to run. NaN with fewer than two runs.
+ * Returns 0, or -MB_EFAIL out of host memory.
  */
-static int typical_spread_pct(const struct mb_table *t, int k, bool ratios, double *pct)
+static int halves_spread_pct(const struct mb_table *t, const struct mb_cell *c, int k,
+			     const struct mb_compare_settings *s, double *pct)
+{
+	double m = s->ratios ? master_location(t, c->stage, k, MB_ESTIMATE_FASTEST) : 1, *v,
+	       half[2] = { INFINITY, INFINITY };
+	size_t i, j, ns;
+
+	*pct = NAN;
+	if (c->nruns < 2 || isnan(m))
+		return 0;
+	if (!(v = malloc(room(c) * sizeof(*v))))
+		return mb_fail("out of host memory comparing results");
+	for (i = 0; i < c->nruns; i++)
+		for (ns = run_samples(&c->runs[i], k, v), j = 0; j < ns; j++)
+			half[i % 2] = fmin(half[i % 2], v[j] / m);
+	if (isfinite(half[0]) && isfinite(half[1]) && fmin(half[0], half[1]) > 0)
+		*pct = 100 * fabs(half[0] - half[1]) / fmin(half[0], half[1]);
+	free(v);
+	return 0;
+}
+
+/* The spread of timing K in cell C of table T that S's estimate reads, into *PCT. */
+static int spread_pct(const struct mb_table *t, const struct mb_cell *c, int k,
+		      const struct mb_compare_settings *s, double *pct)
+{
+	return s->estimate == MB_ESTIMATE_FASTEST ? halves_spread_pct(t, c, k, s, pct)
+						  : run_spread_pct(t, c, k, s, pct);
+}
+
+/*
+ * The median spread of timing K over the cells of table T into *PCT (NaN
+ * when no cell has two runs): how noisy the machine was while T ran.
+ * Returns 0, or -MB_EFAIL out of host memory.
+ */
+static int typical_spread_pct(const struct mb_table *t, int k, const struct mb_compare_settings *s,
+			      double *pct)
 {
 	double *all = malloc((t->ncells ? t->ncells : 1) * sizeof(*all)), x;
 	size_t i, n = 0;
@@ -169,7 +222,7 @@ static int typical_spread_pct(const struct mb_table *t, int k, bool ratios, doub
 	if (!all)
 		return mb_fail("out of host memory comparing results");
 	for (i = 0; i < t->ncells && !err; i++)
-		if (!(err = run_spread_pct(t, &t->cells[i], k, ratios, &x)) && !isnan(x))
+		if (!(err = spread_pct(t, &t->cells[i], k, s, &x)) && !isnan(x))
 			all[n++] = x;
 	if (!err)
 		*pct = mb_spread_of(all, n).median;
@@ -178,65 +231,86 @@ static int typical_spread_pct(const struct mb_table *t, int k, bool ratios, doub
 }
 
 /*
- * The noise of timing T (K) of cell C: its baseline runs' spread, or the
- * typical spread of its baseline file (TYPICAL) when that is larger: three
- * runs that happen to agree say less about the machine than a dozen cells
- * measured in the same session.
+ * The noise of timing T (K) of cell C, from TYPICAL, each file's median
+ * spread of it (base, new). Under the median: the baseline runs' spread, or
+ * its file's typical spread when that is larger (three runs that happen to
+ * agree say less about the machine than a dozen cells measured in the same
+ * session). Under the fastest: the larger of the two files' typical
+ * spreads, since one cell's two halves are one sample of how well the
+ * machine's quiet level repeats, and either file may have run on a noisier
+ * machine.
  */
-static int noise_of(const struct mb_compared *c, int k, bool ratios, double typical,
-		    struct mb_timing *t)
+static int noise_of(const struct mb_compared *c, int k, const struct mb_compare_settings *s,
+		    const double typical[2], struct mb_timing *t)
 {
-	int err = run_spread_pct(c->base_table, c->base, k, ratios, &t->noise_pct);
+	int err = 0;
 
-	if (!err && !isnan(typical) && (isnan(t->noise_pct) || typical > t->noise_pct)) {
-		t->noise_pct = typical;
+	if (s->estimate == MB_ESTIMATE_FASTEST) {
+		t->noise_pct = fmax(typical[0], typical[1]); /* NaN only when both are */
+		t->noise_typical = true;
+		return 0;
+	}
+	err = run_spread_pct(c->base_table, c->base, k, s, &t->noise_pct);
+	if (!err && !isnan(typical[0]) && (isnan(t->noise_pct) || typical[0] > t->noise_pct)) {
+		t->noise_pct = typical[0];
 		t->noise_typical = true;
 	}
 	return err;
 }
 
 static int test_timing(const struct mb_compared *c, int k, const struct mb_compare_settings *s,
-		       double typical, struct mb_timing *t, double *vb, double *vn)
+		       const double typical[2], struct mb_timing *t, double *vb, double *vn)
 {
 #define NAME_(e, f, name, ...) name,
 	static const char *const names[] = { "iteration", "apply", MB_PHASES(NAME_) };
 #undef NAME_
 
 	_Static_assert(sizeof(names) / sizeof(names[0]) == MB_COMPARE_TIMINGS, "one name a timing");
+	bool fast;
 	int err;
 
 	memset(t, 0, sizeof(*t));
 	t->name = names[k];
-	if ((err = noise_of(c, k, s->ratios, typical, t)))
+	if ((err = noise_of(c, k, s, typical, t)))
 		return err;
-	t->nbase = samples(c->base_table, c->base, k, s->ratios, vb);
-	t->nnew = samples(c->new_table, c->new_, k, s->ratios, vn);
+	t->nbase = samples(c->base_table, c->base, k, s, vb);
+	t->nnew = samples(c->new_table, c->new_, k, s, vn);
 	if (!t->nbase || !t->nnew)
 		return 0;
-	if ((err = mb_mann_whitney(vn, t->nnew, vb, t->nbase, &t->test)))
+	t->base_s = location(vb, t->nbase, s->estimate); /* sorts them */
+	t->new_s = location(vn, t->nnew, s->estimate);
+	/*
+	 * Under the fastest, the test reads the faster half of each side's
+	 * per-step samples (the iteration, the apply), where the quiet level
+	 * shows: the slower half is the machine. A phase's figures, one a run,
+	 * are each a mean over the run's steps already: all of them.
+	 */
+	fast = s->estimate == MB_ESTIMATE_FASTEST && k < 2;
+	if ((err = mb_mann_whitney(vn, fast ? (t->nnew + 1) / 2 : t->nnew, vb,
+				   fast ? (t->nbase + 1) / 2 : t->nbase, &t->test)))
 		return err;
-	t->base_s = mb_spread_of(vb, t->nbase).median;
-	t->new_s = mb_spread_of(vn, t->nnew).median;
 	t->base_raw_s = t->base_s;
 	t->new_raw_s = t->new_s;
 	if (s->ratios) {
-		t->base_raw_s =
-			mb_spread_of(vb, samples(c->base_table, c->base, k, false, vb)).median;
-		t->new_raw_s =
-			mb_spread_of(vn, samples(c->new_table, c->new_, k, false, vn)).median;
+		t->base_raw_s = location(vb, raw_samples(c->base, k, vb), s->estimate);
+		t->new_raw_s = location(vn, raw_samples(c->new_, k, vn), s->estimate);
 	}
 	t->change_pct = t->base_s > 0 ? 100 * (t->new_s - t->base_s) / t->base_s : 0;
 	t->testable = t->test.p_min < s->alpha;
 	t->significant = t->test.p < s->alpha;
 	/*
 	 * The noise floor: the change must also pass the noise factor times the
-	 * standard error that the baseline's runs' spread gives the difference of
-	 * the two cells' medians, runs being the independent samples.
+	 * baseline's spread. Under the median, that is the standard error the
+	 * runs' spread gives the difference of the two cells' medians, runs being
+	 * the independent samples; under the fastest, how far the halves of the
+	 * baseline's runs disagree on their quiet level.
 	 */
 	t->noise_floor_pct = isnan(t->noise_pct) ? 0
-						 : s->noise_factor * t->noise_pct *
-							   sqrt(1.0 / (double)c->base->nruns +
-								1.0 / (double)c->new_->nruns);
+			     : s->estimate == MB_ESTIMATE_FASTEST
+				     ? s->noise_factor * t->noise_pct
+				     : s->noise_factor * t->noise_pct *
+					       sqrt(1.0 / (double)c->base->nruns +
+						    1.0 / (double)c->new_->nruns);
 	t->bar_pct = s->threshold_pct > t->noise_floor_pct ? s->threshold_pct : t->noise_floor_pct;
 	if (!t->significant || fabs(t->change_pct) <= t->noise_floor_pct)
 		t->verdict = MB_SAME;
@@ -338,9 +412,9 @@ static void exact_figures(struct mb_compared *c)
 	}
 }
 
-/* Compare cell C; TYPICAL: its baseline file's spread of each timing. */
+/* Compare cell C; TYPICAL: its two files' spreads of each timing (base, new), as typicals' rows. */
 static int compare_cell(struct mb_compared *c, const struct mb_compare_settings *s,
-			const double *typical)
+			const double *typical_base, const double *typical_new)
 {
 	double *vb = malloc(room(c->base) * sizeof(double)),
 	       *vn = malloc(room(c->new_) * sizeof(double));
@@ -350,8 +424,9 @@ static int compare_cell(struct mb_compared *c, const struct mb_compare_settings 
 		err = mb_fail("out of host memory comparing results");
 	for (k = 0; k < MB_COMPARE_TIMINGS && !err; k++) {
 		struct mb_timing *t = &c->timing[k];
+		double typical[2] = { typical_base[k], typical_new[k] };
 
-		err = test_timing(c, k, s, typical[k], t, vb, vn);
+		err = test_timing(c, k, s, typical, t, vb, vn);
 		/* a phase counts only when testable, significant and past the floor */
 		t->counts = k < 2 || (t->testable && t->test.p < s->alpha &&
 				      fabs(t->new_raw_s - t->base_raw_s) >
@@ -436,23 +511,37 @@ static void why_unmatched(const struct mb_table *tables, size_t nt, const struct
 	}
 }
 
+/*
+ * Each of the N TABLES' typical spread of each timing, once, into *OUT (N
+ * rows of MB_COMPARE_TIMINGS; freed by the caller).
+ */
+static int typicals(const struct mb_table *tables, size_t n, const struct mb_compare_settings *s,
+		    double **out)
+{
+	size_t k;
+	int t, err = 0;
+
+	if (!(*out = malloc((n ? n : 1) * MB_COMPARE_TIMINGS * sizeof(**out))))
+		return mb_fail("out of host memory comparing results");
+	for (k = 0; k < n && !err; k++)
+		for (t = 0; t < MB_COMPARE_TIMINGS && !err; t++)
+			err = typical_spread_pct(&tables[k], t, s, &(*out)[k * MB_COMPARE_TIMINGS + t]);
+	return err;
+}
+
 int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table *new_, size_t nnew,
 	       const struct mb_compare_settings *s, struct mb_compared **out, size_t *n)
 {
-	/* each baseline table's typical spread of each timing, once */
-	double *typical = malloc((nbase ? nbase : 1) * MB_COMPARE_TIMINGS * sizeof(*typical));
+	double *typical_base = NULL, *typical_new = NULL;
 	const struct mb_table *bt;
 	size_t k, i;
-	int err = 0, t;
+	int err;
 
 	*out = NULL;
 	*n = 0;
-	if (!typical)
-		return mb_fail("out of host memory comparing results");
-	for (k = 0; k < nbase && !err; k++)
-		for (t = 0; t < MB_COMPARE_TIMINGS && !err; t++)
-			err = typical_spread_pct(&base[k], t, s->ratios,
-						 &typical[k * MB_COMPARE_TIMINGS + t]);
+	if ((err = typicals(base, nbase, s, &typical_base)) ||
+	    (err = typicals(new_, nnew, s, &typical_new)))
+		goto out;
 	for (k = 0; k < nnew && !err; k++)
 		for (i = 0; i < new_[k].ncells && !err; i++) {
 			const struct mb_cell *nc = &new_[k].cells[i];
@@ -466,7 +555,8 @@ int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table 
 					      sizeof((*out)[*n - 1].changed));
 			if (bc && bc->nruns && nc->nruns)
 				err = compare_cell(&(*out)[*n - 1], s,
-						   typical + (bt - base) * MB_COMPARE_TIMINGS);
+						   typical_base + (bt - base) * MB_COMPARE_TIMINGS,
+						   typical_new + k * MB_COMPARE_TIMINGS);
 			else if (bc && bc->nruns) /* ran before, fails now */
 				(*out)[*n - 1].verdict = MB_REGRESSION;
 		}
@@ -478,6 +568,8 @@ int mb_compare(const struct mb_table *base, size_t nbase, const struct mb_table 
 				why_unmatched(new_, nnew, &base[k], &base[k].cells[i], "NEW",
 					      (*out)[*n - 1].changed,
 					      sizeof((*out)[*n - 1].changed));
-	free(typical);
+out:
+	free(typical_base);
+	free(typical_new);
 	return err;
 }
