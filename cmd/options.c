@@ -209,16 +209,18 @@ static const struct option options[] = {
 	  "a phase moves a cell's verdict only when its change is also larger than PCT percent "
 	  "of the cell's Muon apply time (the iteration and the apply always count)" },
 	{ "noise-factor", "X", REAL, AT(noise_factor), "4", 0, 1000, NULL, ON(MB_CMD_COMPARE),
-	  "a change is flagged only when also larger than X times the baseline's own spread: "
-	  "under --estimate fastest, how far apart the fastest steps of its odd-numbered and "
-	  "its even-numbered runs are; under median, the standard error of the difference "
-	  "(its runs' medians' standard deviation over their median, times sqrt(1/base runs "
-	  "+ 1/new runs))" },
-	{ "estimate", MB_WORDS(MB_ESTIMATES), ENUM, AT(estimate), "fastest", 0, 0,
+	  "a change is flagged only when also larger than X times the runs' own spread: "
+	  "under --estimate fastest, how far apart the fastest steps of a cell's odd-numbered "
+	  "and even-numbered runs are (the median over a file's cells, the larger of the two "
+	  "files'); under median, the standard error of the difference (the baseline's runs' "
+	  "medians' standard deviation over their median, times sqrt(1/base runs + 1/new "
+	  "runs))" },
+	{ "estimate", MB_WORDS(MB_ESTIMATES), ENUM, AT(estimate), "median", 0, 0,
 	  MB_WORDS(MB_ESTIMATES), ON(MB_CMD_COMPARE),
 	  "what a cell's timing is taken as: its fastest step over all runs (what the machine "
-	  "slowed least: steady on a shared machine, blind to a slowdown that spares the "
-	  "fastest steps), or the median of its steps (each phase: of its runs)" },
+	  "slowed least: the steadier where most runs reach the machine's quiet level, the "
+	  "less steady where few do; blind to a slowdown that spares the fastest steps), or "
+	  "the median of its steps (each phase: of its runs)" },
 	{ "ratios", NULL, FLAG, AT(ratios), NULL, 0, 0, NULL, ON(MB_CMD_COMPARE),
 	  "compare each timing as a ratio to master's in the same file and stage (under "
 	  "the median, each run over master's run of the same round; under the fastest, "
@@ -312,11 +314,11 @@ static const struct command commands[MB_NCOMMANDS] = {
 	[MB_CMD_COMPARE] = { "compare", "a new results file against a baseline: the CI gate",
 			     "Compares NEW.csv against BASE.csv cell by cell (model, stage, "
 			     "variant and every knob must match). Timings: the change of the "
-			     "fastest step (or the median, --estimate) and a two-sided "
+			     "median (or the fastest step, --estimate) and a two-sided "
 			     "Mann-Whitney U test on the per-step samples (iteration, apply) or "
 			     "the runs (each phase); a regression is a slowdown that is "
 			     "significant and beyond both the threshold and the noise floor "
-			     "(--noise-factor times the spread of the baseline's runs). Exact "
+			     "(--noise-factor times the runs' own spread). Exact "
 			     "figures that the plan and the math fix (parameter counts, pinned "
 			     "bytes, the plan's step peak, the peaks without CLBlast's "
 			     "temporaries, the checksum) are compared on any device; CLBlast's "

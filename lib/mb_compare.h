@@ -10,20 +10,23 @@
  * noise floor, the noise factor times the baseline's own spread (or the
  * median of that over the baseline's cells, when larger). The estimate is
  * one of:
- *  - the fastest (the default): the fastest sample of all runs. A step on a
- *    shared machine takes its code's time plus whatever the machine adds
- *    (other processes, a VM's neighbours, a CPU at its slow level), which is
- *    never negative: the fastest steps show the code with the least of the
- *    machine in them, and repeat from one invocation to the next far better
- *    than a median does (Chen and Revels, "Robust benchmarking in noisy
- *    environments", 2016). Its spread is how far the fastest of the
- *    baseline's odd-numbered runs is from that of its even-numbered ones. It
- *    does not see a change that leaves the fastest steps alone and slows the
- *    others (a stall now and then): the median does.
- *  - the median of all samples. Its spread is the standard error of the
- *    difference of the two medians that the baseline's runs give (the
- *    standard deviation of its runs' medians over their median, times
- *    sqrt(1/runs + 1/new runs)), runs being the independent samples.
+ *  - the median of all samples (the default). Its spread is the standard
+ *    error of the difference of the two medians that the baseline's runs
+ *    give (the standard deviation of its runs' medians over their median,
+ *    times sqrt(1/runs + 1/new runs)), runs being the independent samples.
+ *  - the fastest: the fastest sample of all runs. A step on a shared
+ *    machine takes its code's time plus whatever the machine adds (other
+ *    processes, a VM's neighbours, a CPU at its slow level), which is never
+ *    negative: the fastest steps show the code with the least of the
+ *    machine in them (Chen and Revels, "Robust benchmarking in noisy
+ *    environments", 2016). The test reads the faster half of each side's
+ *    per-step samples. Its spread is how far the fastest of a cell's
+ *    odd-numbered runs is from that of its even-numbered ones, the median
+ *    of that over a file's cells, the larger of the two files'. Where most
+ *    runs reach the machine's quiet level it repeats from one invocation to
+ *    the next far better than a median does; where few do, it is a rare
+ *    event and moves more. It does not see a change that leaves the fastest
+ *    steps alone and slows the others (a stall now and then).
  * The test pools the steps of all runs as if each were independent, but the
  * steps of one run share that run's machine: a shift of a whole run is
  * significant to the test and yet is noise, which only the spread between
