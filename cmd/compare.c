@@ -181,8 +181,7 @@ int mb_cmd_compare(const struct mb_args *args)
 	       "threshold %g%%. A change is flagged when significant and beyond a floor of %g %s; "
 	       "no floor without two runs.\n\n",
 	       new_.path, base.path, heading[s.estimate][s.ratios],
-	       s.estimate == MB_ESTIMATE_FASTEST ? " on the faster half of each side's steps"
-						 : "",
+	       s.estimate == MB_ESTIMATE_FASTEST ? " on the faster half of each side's steps" : "",
 	       s.alpha, s.threshold_pct, s.noise_factor,
 	       s.estimate == MB_ESTIMATE_FASTEST
 		       ? "times how far apart the fastest steps of a cell's odd-numbered and "

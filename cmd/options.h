@@ -149,9 +149,9 @@ struct mb_args {
 	uint64_t batch, reps;
 	bool verify;
 
-	double alpha, threshold; /* compare: significance, and the smallest slowdown in % */
-	double phase_floor;	 /* compare: a phase's smallest change, in % of the apply */
-	double noise_factor;	 /* compare: times the baseline's run-to-run spread */
+	double alpha, threshold;   /* compare: significance, and the smallest slowdown in % */
+	double phase_floor;	   /* compare: a phase's smallest change, in % of the apply */
+	double noise_factor;	   /* compare: times the baseline's run-to-run spread */
 	enum mb_estimate estimate; /* compare: what a timing is taken as */
 	bool allow_device_change, ratios, exact;
 

@@ -305,12 +305,12 @@ static int test_timing(const struct mb_compared *c, int k, const struct mb_compa
 	 * the independent samples; under the fastest, how far the halves of the
 	 * baseline's runs disagree on their quiet level.
 	 */
-	t->noise_floor_pct = isnan(t->noise_pct) ? 0
-			     : s->estimate == MB_ESTIMATE_FASTEST
-				     ? s->noise_factor * t->noise_pct
-				     : s->noise_factor * t->noise_pct *
-					       sqrt(1.0 / (double)c->base->nruns +
-						    1.0 / (double)c->new_->nruns);
+	t->noise_floor_pct =
+		isnan(t->noise_pct) ? 0
+		: s->estimate == MB_ESTIMATE_FASTEST
+			? s->noise_factor * t->noise_pct
+			: s->noise_factor * t->noise_pct *
+				  sqrt(1.0 / (double)c->base->nruns + 1.0 / (double)c->new_->nruns);
 	t->bar_pct = s->threshold_pct > t->noise_floor_pct ? s->threshold_pct : t->noise_floor_pct;
 	if (!t->significant || fabs(t->change_pct) <= t->noise_floor_pct)
 		t->verdict = MB_SAME;
@@ -525,7 +525,8 @@ static int typicals(const struct mb_table *tables, size_t n, const struct mb_com
 		return mb_fail("out of host memory comparing results");
 	for (k = 0; k < n && !err; k++)
 		for (t = 0; t < MB_COMPARE_TIMINGS && !err; t++)
-			err = typical_spread_pct(&tables[k], t, s, &(*out)[k * MB_COMPARE_TIMINGS + t]);
+			err = typical_spread_pct(&tables[k], t, s,
+						 &(*out)[k * MB_COMPARE_TIMINGS + t]);
 	return err;
 }
 

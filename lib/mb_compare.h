@@ -68,7 +68,7 @@
 #include "mb_stats.h"
 
 /* What a timing is taken as (--estimate): its fastest sample, or its median. */
-#define MB_ESTIMATES(X, SEP) X(FASTEST, "fastest") SEP X(MEDIAN, "median")
+#define MB_ESTIMATES(X, SEP)	  X(FASTEST, "fastest") SEP X(MEDIAN, "median")
 #define MB_ESTIMATE_ENUM_(e, ...) MB_ESTIMATE_##e,
 enum mb_estimate { MB_ESTIMATES(MB_ESTIMATE_ENUM_, ) MB_NESTIMATES };
 
