@@ -76,9 +76,11 @@ static void print_timing(const struct mb_timing *t, const struct mb_compare_sett
 	if (!isnan(t->noise_pct) && s->estimate == MB_ESTIMATE_FASTEST)
 		printf(", halves %.1f%% apart, floor %.1f%%", t->noise_pct, t->noise_floor_pct);
 	else if (!isnan(t->noise_pct))
-		printf(", base %s sd %.1f%%, floor %.1f%%",
-		       t->noise_typical ? "file's runs'" : "runs'", t->noise_pct,
-		       t->noise_floor_pct);
+		printf(", %s sd %.1f%%, floor %.1f%%",
+		       t->noise_new	  ? "new file's runs'"
+		       : t->noise_typical ? "base file's runs'"
+					  : "base runs'",
+		       t->noise_pct, t->noise_floor_pct);
 	if (!t->testable)
 		printf("; too few samples to reach alpha");
 	else if (t->significant && t->verdict == MB_SAME && fabs(t->change_pct) > s->threshold_pct)
@@ -189,8 +191,8 @@ int mb_cmd_compare(const struct mb_args *args)
 			 "larger of the two files')"
 		       : "standard errors, runs being the independent samples: the base's runs' "
 			 "standard deviation (of their medians, over their median; or the median "
-			 "of that over the base's cells when larger) times sqrt(1/base runs + "
-			 "1/new runs)");
+			 "of that over the base's cells when larger; the new file's, when the "
+			 "base has no two runs) times sqrt(1/base runs + 1/new runs)");
 	printf("| ZeRO | Variant | iteration %s | Muon apply %s | other changes | verdict |\n"
 	       "|---|---|---|---|---|---|\n",
 	       s.ratios ? "(ratio to master)" : "(s)", s.ratios ? "(ratio to master)" : "(s)");

@@ -235,7 +235,8 @@ static int typical_spread_pct(const struct mb_table *t, int k, const struct mb_c
  * spread of it (base, new). Under the median: the baseline runs' spread, or
  * its file's typical spread when that is larger (three runs that happen to
  * agree say less about the machine than a dozen cells measured in the same
- * session). Under the fastest: the larger of the two files' typical
+ * session); when the baseline has no cell of two runs, the new file's
+ * typical spread. Under the fastest: the larger of the two files' typical
  * spreads, since one cell's two halves are one sample of how well the
  * machine's quiet level repeats, and either file may have run on a noisier
  * machine.
@@ -254,6 +255,10 @@ static int noise_of(const struct mb_compared *c, int k, const struct mb_compare_
 	if (!err && !isnan(typical[0]) && (isnan(t->noise_pct) || typical[0] > t->noise_pct)) {
 		t->noise_pct = typical[0];
 		t->noise_typical = true;
+	}
+	if (!err && isnan(t->noise_pct) && !isnan(typical[1])) { /* a baseline of single runs */
+		t->noise_pct = typical[1];
+		t->noise_typical = t->noise_new = true;
 	}
 	return err;
 }

@@ -94,6 +94,7 @@ struct mb_timing {
 	struct mb_mwu test;
 	double noise_pct;	/* the baseline's spread in % (the estimate's; NaN: one run) */
 	bool noise_typical;	/* that is its file's median spread, larger than its own */
+	bool noise_new;		/* that is the new file's (the baseline has no two runs) */
 	double noise_floor_pct; /* the noise floor from that (0 for one run) */
 	double bar_pct;		/* the larger of the threshold and the noise floor */
 	bool testable;		/* the sample sizes can reach alpha */

@@ -678,6 +678,11 @@ expect_output "compare: a significant slowdown past the noise, within the thresh
 { grep -v ',both,' "$tmp/spread.csv"; grep ',both,' "$tmp/quiet.csv"; } >"$tmp/noisyfile.csv"
 { grep -v ',both,' "$tmp/spread-slow.csv"; grep ',both,' "$tmp/slow.csv"; } >"$tmp/noisyfile-slow.csv"
 expect_output "compare: a quiet cell of a noisy file takes the file's noise" "base file's runs' sd 6.6%, floor 20.8%; within the noise) |  | ok |" compare --noise-factor 5 "$tmp/noisyfile.csv" "$tmp/noisyfile-slow.csv"
+# a baseline of single runs has no spread of its own: the new file's runs'
+# (13.2%) give the floor, 4 x 13.17% x sqrt(1/1 + 1/5) = 57.7%; 20% slower than
+# their median is 44% slower than run 1 alone
+awk -F, -v r="$rn" 'NR == 1 || $r == 1' "$tmp/spread.csv" >"$tmp/one-run.csv"
+expect_output "compare: a baseline of single runs takes the new file's spread" "new file's runs' sd 13.2%, floor 57.7%; within the noise) |  | ok |" compare "$tmp/one-run.csv" "$tmp/spread-slow.csv"
 # the same under the fastest step: each run's fastest apply is
 # 0.09 s times its 0.9 + 0.1 r, so the odd-numbered runs' fastest (run 1,
 # 0.09) and the even-numbered runs' (run 2, 0.099) are 10.0% apart, and 20%
