@@ -12,38 +12,25 @@
 #include "mb_err.h"
 #include "mb_rng.h"
 
-struct bench {
-	struct mb_ns *ns;
-	const struct mb_nsbench_settings *s;
-	uint64_t rows, cols, numel; /* numel: of one matrix */
-	cl_mem in, out;
-};
-
-static int finish(const struct bench *b)
+static int finish(const struct mb_nsbench *b)
 {
 	return mb_cl_check(b->ns->cl, clFinish(b->ns->cl->compute), "clFinish",
 			   "Newton-Schulz on %llux%llu", (unsigned long long)b->rows,
 			   (unsigned long long)b->cols);
 }
 
-static int poison(const struct bench *b)
+static int poison(const struct mb_nsbench *b)
 {
 	float nan = NAN;
 	cl_int st;
 
 	st = clEnqueueFillBuffer(b->ns->cl->compute, b->out, &nan, sizeof(nan), 0,
-				 b->s->batch * b->numel * sizeof(float), 0, NULL, NULL);
+				 b->batch * b->numel * sizeof(float), 0, NULL, NULL);
 	return mb_cl_check(b->ns->cl, st, "clEnqueueFillBuffer", "NaN into the output, %llux%llu",
 			   (unsigned long long)b->rows, (unsigned long long)b->cols);
 }
 
-/*
- * One timed run (after a poisoning, untimed): Newton-Schulz or its GEMMs, in
- * device seconds from its first command's START to its last one's END. A
- * time the driver does not give is NaN, with why in mb_errmsg(), and no
- * error: the results can still be checked.
- */
-static int timed(const struct bench *b, bool gemms_only, double *seconds)
+int mb_nsbench_time(const struct mb_nsbench *b, bool gemms_only, double *seconds)
 {
 	cl_event first = NULL, last = NULL;
 	char what[96];
@@ -53,8 +40,8 @@ static int timed(const struct bench *b, bool gemms_only, double *seconds)
 	*seconds = NAN;
 	if ((err = poison(b)) || (gemms_only && (err = mb_ns_clear(b->ns))) || (err = finish(b)))
 		return err;
-	for (i = 0; i < b->s->batch && !err; i++) {
-		cl_event *f = i == 0 ? &first : NULL, *l = i + 1 == b->s->batch ? &last : NULL;
+	for (i = 0; i < b->batch && !err; i++) {
+		cl_event *f = i == 0 ? &first : NULL, *l = i + 1 == b->batch ? &last : NULL;
 
 		err = gemms_only ? mb_ns_gemms_only(b->ns, b->rows, b->cols, f, l)
 				 : mb_ns_orthogonalize(b->ns, b->in, i * b->numel, b->rows, b->cols,
@@ -74,9 +61,9 @@ static int timed(const struct bench *b, bool gemms_only, double *seconds)
 }
 
 /* The largest relative Frobenius error of the batch against the reference. */
-static int verify(const struct bench *b, double *rel_err)
+static int verify(const struct mb_nsbench *b, double *rel_err)
 {
-	uint64_t total = b->s->batch * b->numel, i;
+	uint64_t total = b->batch * b->numel, i;
 	float *in, *out;
 	double *ref, diff, norm;
 	unsigned k;
@@ -100,7 +87,7 @@ static int verify(const struct bench *b, double *rel_err)
 			       (unsigned long long)b->rows, (unsigned long long)b->cols)))
 		goto out_free;
 	*rel_err = 0;
-	for (k = 0; k < b->s->batch && !err; k++) {
+	for (k = 0; k < b->batch && !err; k++) {
 		if ((err = mb_ns_reference(in + k * b->numel, b->rows, b->cols, b->ns->method,
 					   ref)))
 			break;
@@ -130,20 +117,21 @@ static void note(const double *seconds, struct mb_nsbench_result *r)
 }
 
 /* A GEMMs-only run, then Newton-Schulz: last, so that the check reads its output. */
-static int pair(const struct bench *b, double *gemm_s, double *ns_s, struct mb_nsbench_result *r)
+static int pair(const struct mb_nsbench *b, double *gemm_s, double *ns_s,
+		struct mb_nsbench_result *r)
 {
 	int err;
 
-	if (!(err = timed(b, true, gemm_s)))
+	if (!(err = mb_nsbench_time(b, true, gemm_s)))
 		note(gemm_s, r);
-	if (!err && !(err = timed(b, false, ns_s)))
+	if (!err && !(err = mb_nsbench_time(b, false, ns_s)))
 		note(ns_s, r);
 	return err;
 }
 
-static int measure(struct bench *b, struct mb_nsbench_result *r)
+static int measure(const struct mb_nsbench *b, unsigned reps, struct mb_nsbench_result *r)
 {
-	unsigned reps = b->s->reps, i;
+	unsigned i;
 	double *ns_t, *gemm_t, warm[2];
 	int err = 0;
 
@@ -159,17 +147,44 @@ static int measure(struct bench *b, struct mb_nsbench_result *r)
 	if (!err && !r->no_time[0]) {
 		r->ns_s = mb_spread_of(ns_t, reps);
 		r->gemm_s = mb_spread_of(gemm_t, reps);
-		r->gflops = (double)b->s->batch * (double)r->flops / r->ns_s.median / 1e9;
+		r->gflops = (double)b->batch * (double)r->flops / r->ns_s.median / 1e9;
 	}
 	free(ns_t);
 	return err;
 }
 
+int mb_nsbench_init(struct mb_nsbench *b, struct mb_ns *ns, uint64_t rows, uint64_t cols,
+		    unsigned batch, uint64_t seed, unsigned index)
+{
+	uint64_t bytes = batch * rows * cols * sizeof(float);
+	int err;
+
+	memset(b, 0, sizeof(*b));
+	b->ns = ns;
+	b->rows = rows;
+	b->cols = cols;
+	b->numel = rows * cols;
+	b->batch = batch;
+	if ((err = mb_ledger_alloc(ns->ledger, bytes, "ns.input", &b->in)) ||
+	    (err = mb_ledger_alloc(ns->ledger, bytes, "ns.output", &b->out)) ||
+	    (err = mb_rng_fill(ns->cl, b->in, 0, batch * b->numel, seed, index, 0, 1.0f)))
+		mb_nsbench_release(b);
+	return err;
+}
+
+void mb_nsbench_release(struct mb_nsbench *b)
+{
+	if (!b->ns)
+		return;
+	mb_ledger_free(b->ns->ledger, b->in);
+	mb_ledger_free(b->ns->ledger, b->out);
+	b->in = b->out = NULL;
+}
+
 int mb_nsbench_run(struct mb_ns *ns, const struct mb_nsbench_settings *s, uint64_t rows,
 		   uint64_t cols, unsigned index, struct mb_nsbench_result *r)
 {
-	struct bench b = { .ns = ns, .s = s, .rows = rows, .cols = cols, .numel = rows * cols };
-	uint64_t bytes = s->batch * b.numel * sizeof(float);
+	struct mb_nsbench b;
 	int err;
 
 	memset(r, 0, sizeof(*r));
@@ -181,15 +196,10 @@ int mb_nsbench_run(struct mb_ns *ns, const struct mb_nsbench_settings *s, uint64
 	r->gemm_s = r->ns_s;
 	r->gflops = NAN;
 	r->rel_err = NAN;
-	if ((err = mb_ledger_alloc(ns->ledger, bytes, "ns.input", &b.in)) ||
-	    (err = mb_ledger_alloc(ns->ledger, bytes, "ns.output", &b.out)) ||
-	    (err = mb_rng_fill(ns->cl, b.in, 0, s->batch * b.numel, s->seed, index, 0, 1.0f)) ||
-	    (err = measure(&b, r)))
-		goto out_release;
-	if (s->verify)
+	if ((err = mb_nsbench_init(&b, ns, rows, cols, s->batch, s->seed, index)))
+		return err;
+	if (!(err = measure(&b, s->reps, r)) && s->verify)
 		err = verify(&b, &r->rel_err);
-out_release:
-	mb_ledger_free(ns->ledger, b.in);
-	mb_ledger_free(ns->ledger, b.out);
+	mb_nsbench_release(&b);
 	return err;
 }

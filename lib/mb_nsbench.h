@@ -37,6 +37,41 @@ struct mb_nsbench_result {
 };
 
 /*
+ * One shape's matrices on the device, timed a run at a time: what
+ * mb_nsbench_run times REPS times in a row, and what a caller that
+ * interleaves the runs of several shapes and methods holds across them
+ * (mb_profile_measure's rounds).
+ */
+struct mb_nsbench {
+	struct mb_ns *ns;
+	uint64_t rows, cols, numel; /* numel: of one matrix */
+	unsigned batch;		    /* matrices in one run */
+	cl_mem in, out;		    /* BATCH matrices each */
+};
+
+/*
+ * Allocate BATCH ROWS x COLS matrices in and out through NS's ledger and
+ * fill the input with stream INDEX of SEED (mb_rng: the same matrices on
+ * every device and under either method). On failure nothing is held.
+ */
+int mb_nsbench_init(struct mb_nsbench *b, struct mb_ns *ns, uint64_t rows, uint64_t cols,
+		    unsigned batch, uint64_t seed, unsigned index);
+
+/*
+ * One run of Newton-Schulz on the batch by NS's current method (whose
+ * workspace NS has reserved for the shape), or of its GEMMs alone, after
+ * an untimed poisoning of the output with NaN: device seconds into
+ * *seconds, from its first command's START to its last one's END. A time
+ * the driver does not give is NaN, with why in mb_errmsg(), and no error.
+ * The first run of a shape and method includes compiling its kernels: a
+ * caller warms each up with a run it does not keep.
+ */
+int mb_nsbench_time(const struct mb_nsbench *b, bool gemms_only, double *seconds);
+
+/* Free B's matrices; of a zeroed B, or one whose mb_nsbench_init failed, nothing. */
+void mb_nsbench_release(struct mb_nsbench *b);
+
+/*
  * Benchmark ROWS x COLS by NS's method (whose workspace NS has reserved) as
  * stream INDEX of the seed, into *r: the same INDEX, the same matrices under
  * either method. Its buffers go through NS's ledger and are released.

@@ -746,6 +746,48 @@ static void nsbench_verifies(void **state)
 	mb_ledger_release(&l);
 }
 
+/*
+ * A shape held across runs, as the profile's rounds time it: runs of either
+ * method and of the GEMMs alone in any order, each timed; a refused output
+ * buffer leaves nothing held.
+ */
+static void nsbench_holds_a_shape(void **state)
+{
+	uint64_t rows = 40, cols = 72, held, matrix = 40 * 72 * sizeof(float);
+	struct mb_nsbench b;
+	struct mb_ledger l;
+	struct mb_ns ns;
+	double t;
+	int k;
+
+	(void)state;
+	mb_ledger_init(&l, &cl, 0);
+	assert_int_equal(mb_ns_init(&ns, &cl, &l), 0);
+	for (k = 0; k < MB_NS_NMETHODS; k++) {
+		ns.method = (enum mb_ns_method)k;
+		assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
+	}
+	held = l.current_bytes;
+	assert_int_equal(mb_nsbench_init(&b, &ns, rows, cols, 1, 3, 0), 0);
+	assert_int_equal(l.current_bytes, held + 2 * matrix);
+	for (k = 0; k < 2 * MB_NS_NMETHODS; k++) {
+		ns.method = (enum mb_ns_method)(k % MB_NS_NMETHODS);
+		assert_int_equal(mb_nsbench_time(&b, k >= MB_NS_NMETHODS, &t), 0);
+		assert_true(t > 0 && isfinite(t));
+	}
+	mb_nsbench_release(&b);
+	mb_nsbench_release(&b);
+	assert_int_equal(l.current_bytes, held);
+
+	l.limit_bytes = held + matrix;
+	assert_int_equal(mb_nsbench_init(&b, &ns, rows, cols, 1, 3, 0), -MB_EFAIL);
+	assert_non_null(strstr(mb_errmsg(), "(ns.output, "));
+	assert_int_equal(l.current_bytes, held);
+	mb_nsbench_release(&b);
+	mb_ns_release(&ns);
+	mb_ledger_release(&l);
+}
+
 static void spread(void **state)
 {
 	double odd[] = { 3, 1, 2 }, even[] = { 4, 1, 3, 2 };
@@ -807,6 +849,7 @@ int main(void)
 		cmocka_unit_test(device_mem_limit),
 		cmocka_unit_test(ns_needs_reserve),
 		cmocka_unit_test(nsbench_verifies),
+		cmocka_unit_test(nsbench_holds_a_shape),
 		cmocka_unit_test(spread),
 		cmocka_unit_test(device_selection),
 	};
