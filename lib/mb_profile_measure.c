@@ -18,8 +18,10 @@
 
 #define TINY_COPY  4096
 #define HOLD_RATIO 1.5
-/* Newton-Schulz's FLOPs a matrix past which a point is timed fewer times (512x1536's, gram) */
+/* Newton-Schulz's FLOPs a matrix past which a point is timed in fewer rounds (512x1536's, gram) */
 #define NS_REPS_FLOPS 7e9
+/* The rounds, a multiple of --reps */
+#define ROUNDS_PER_REP 4
 
 /* The device's rate, else the host clock's. */
 static double rate_of(const struct mb_bw_result *r)
@@ -81,192 +83,352 @@ static int add_point(const struct mb_cl *cl, struct mb_profile_ladder *l, double
 	return 0;
 }
 
-/* Each method on shape I into its ladder (the forward/backward's rate from the last, standard). */
-static int ns_shape(struct mb_ns *ns, const struct mb_profile_measure_settings *s, size_t i,
-		    struct mb_profile *p)
-{
-	struct mb_nsbench_settings ns_set = { .batch = 1, .seed = s->seed };
-	uint64_t rows = s->ns_rows[i], cols = s->ns_cols[i];
-	const struct mb_cl *cl = ns->cl;
-	struct mb_nsbench_result r;
-	int k, err = 0;
+/*
+ * The rounds: every figure below but the copies is timed a sample at a time,
+ * round after round, each figure in its turn in a round (Newton-Schulz's
+ * large shapes in fewer rounds, spread evenly), after one untimed sample of
+ * each that compiles its kernels. A figure's rate is its total work over
+ * its total time: the mean of its times, which is what a mean over a run's
+ * steps reflects on a machine whose speed moves (a VM's CPUs here switch
+ * between two levels 1.8x apart every 0.1-1 s, bench/cpu-levels.sh), where
+ * a median of samples timed back to back lands on the level of that burst.
+ */
 
-	for (k = 0; k < MB_NS_NMETHODS && !err; k++) {
-		double f = (double)mb_ns_flops(rows, cols, (enum mb_ns_method)k);
-
-		/* a large shape fewer times, each point about as long as NS_REPS_FLOPS's */
-		ns_set.reps = f > NS_REPS_FLOPS ? (unsigned)fmax(1, s->reps * NS_REPS_FLOPS / f)
-						: s->reps;
-		ns->method = (enum mb_ns_method)k;
-		if ((err = mb_ns_reserve(ns, &rows, &cols, 1)) ||
-		    (err = mb_nsbench_run(ns, &ns_set, rows, cols, 0, &r)))
-			break;
-		if (!isfinite(r.gflops) || r.gflops <= 0)
-			return mb_fail("Newton-Schulz on '%s' (%llux%llu) was not timed: %s",
-				       cl->info.name, (unsigned long long)rows,
-				       (unsigned long long)cols, r.no_time);
-		err = add_point(
-			cl, ns->method == MB_NS_GRAM ? &p->ns_gram_gflops : &p->ns_standard_gflops,
-			(double)r.flops, r.gflops);
-		if (ns->method != MB_NS_GRAM && i + 1 == s->ns_nshapes)
-			p->fwd_bwd_gflops = (double)r.flops / r.gemm_s.median / 1e9;
-	}
-	return err;
-}
-
-static int newton_schulz(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
-			 struct mb_profile *p)
-{
+/* What the rounds time, held across them. */
+struct rig {
+	const struct mb_cl *cl;
+	const struct mb_profile_measure_settings *s;
 	struct mb_ledger ledger;
 	struct mb_ns ns;
-	size_t i;
-	int err;
+	struct mb_nsbench shape[MB_PROFILE_LADDER_MAX];
+	cl_mem grad, mom, bf16, sums; /* the elementwise kernels' */
+	float *host;		      /* the host optimizer's p, u (and g), m, v */
+	uint16_t *staging;
+	uint64_t host_step; /* AdamW's, from 1 */
+};
 
-	if (s->ns_nshapes < 1 || s->ns_nshapes > MB_PROFILE_LADDER_MAX)
-		return mb_bad_input("Newton-Schulz: 1 to %d shapes, got %zu", MB_PROFILE_LADDER_MAX,
-				    s->ns_nshapes);
-	mb_ledger_init(&ledger, cl, 0);
-	if ((err = mb_ns_init(&ns, cl, &ledger)))
-		goto out;
-	for (i = 0; i < s->ns_nshapes && !err; i++)
-		err = ns_shape(&ns, s, i, p);
-	mb_ns_release(&ns);
-out:
-	mb_ledger_release(&ledger);
-	return err;
-}
+/* One figure, timed a sample a round. */
+struct probe {
+	int (*once)(struct rig *g, const struct probe *p, double *seconds);
+	size_t shape;		  /* Newton-Schulz's: of the rig's */
+	enum mb_ns_method method; /* and by which method */
+	bool gemms_only;	  /* its GEMMs alone: the forward/backward's rate */
+	double work;		  /* FLOPs or bytes of a sample */
+	double flops;		  /* Newton-Schulz's: of one matrix, the ladder point's size */
+	unsigned samples;	  /* rounds it is timed in */
+	unsigned n;		  /* so far */
+	double total_s;
+	/* its rate goes to a point of LADDER, else into *RATE */
+	struct mb_profile_ladder *ladder;
+	double *rate;
+};
 
-/*
- * Finish the compute queue, and past the warm-up (I > 0) keep the span of
- * event EV (WHAT) as T[I - 1]; EV is released either way.
- */
-static int keep_span(const struct mb_cl *cl, unsigned i, cl_event ev, const char *what, double *t)
+/* The most figures: both methods on each shape, the GEMMs, four kernels, the host optimizer. */
+#define MAX_PROBES (2 * MB_PROFILE_LADDER_MAX + 6)
+
+/* Finish the compute queue and keep the span of event EV (WHAT) in *T; EV is released. */
+static int span_of(const struct mb_cl *cl, cl_event ev, const char *what, double *t)
 {
 	double a, b;
 	int err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "%s", what);
 
-	if (!err && i && !ev)
+	if (!err && !ev)
 		err = mb_fail("%s gave no event to time it by", what);
-	if (!err && i && !(err = mb_cl_event_span(cl, ev, what, &a, &b)))
-		t[i - 1] = b - a;
+	if (!err && !(err = mb_cl_event_span(cl, ev, what, &a, &b)))
+		*t = b - a;
 	if (ev)
 		clReleaseEvent(ev);
 	return err;
 }
 
-/* GB/s of BYTES an element over N elements in the median of the REPS times T (sorted). */
-static double median_gbs(double *t, unsigned reps, double bytes, uint64_t n)
+/* Newton-Schulz, or its GEMMs alone, on P's shape by P's method. */
+static int ns_once(struct rig *g, const struct probe *p, double *t)
 {
-	return bytes * (double)n / mb_spread_of(t, reps).median / 1e9;
-}
-
-/*
- * The fp32 momentum kernel over N elements (16 bytes an element) by its
- * events, the backward's gradient fill (4 bytes written an element), the
- * bf16 cast, and the norm's partial sums of the cast's bf16 values (2 bytes
- * read an element) with the kernel the step runs on this device
- * (mb_ns_sumsq_bf16: contiguous runs on a CPU), by its events.
- */
-static int momentum(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
-		    struct mb_profile *p)
-{
-	double *t = calloc(s->reps, sizeof(*t));
-	cl_mem grad = NULL, mom = NULL, sums = NULL;
-	cl_event first, last, ev;
-	struct mb_ledger ledger;
-	struct mb_ns ns;
-	unsigned i;
+	const struct mb_nsbench *b = &g->shape[p->shape];
 	int err;
 
-	if (!t)
-		return mb_fail("out of host memory");
-	mb_ledger_init(&ledger, cl, 0);
-	if ((err = mb_ns_init(&ns, cl, &ledger)) ||
-	    (err = mb_ledger_alloc(&ledger, 4 * s->elementwise_elems, "profile.grad", &grad)) ||
-	    (err = mb_ledger_alloc(&ledger, 4 * s->elementwise_elems, "profile.mom", &mom)) ||
-	    (err = mb_ledger_alloc(&ledger, 4 * MB_NS_PARTIALS, "profile.sums", &sums)))
-		goto out;
-	for (i = 0; i <= s->reps && !err; i++) { /* the first is the warm-up */
-		if ((err = mb_ns_momentum(&ns, grad, 0, mom, 0, s->elementwise_elems, 0.95f, &first,
-					  &last)))
-			break;
-		clReleaseEvent(last);
-		err = keep_span(cl, i, first, "the momentum kernel", t);
+	g->ns.method = p->method;
+	if ((err = mb_nsbench_time(b, p->gemms_only, t)))
+		return err;
+	if (isnan(*t)) {
+		mb_err_prefix("Newton-Schulz on '%s' (%llux%llu) was not timed", g->cl->info.name,
+			      (unsigned long long)b->rows, (unsigned long long)b->cols);
+		return -MB_EFAIL;
 	}
-	if (!err)
-		p->momentum_gbs = median_gbs(t, s->reps, 16, s->elementwise_elems);
-	/* the backward's fill: it has no event of its own, so the host clock to clFinish */
-	for (i = 0; i <= s->reps && !err; i++) {
-		double t0 = mb_now_s();
+	return 0;
+}
 
-		if ((err = mb_rng_fill(cl, grad, 0, s->elementwise_elems, s->seed, 1, 0, 1e-3f)) ||
-		    (err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "the gradient fill")))
-			break;
-		if (i)
-			t[i - 1] = mb_now_s() - t0;
-	}
-	if (!err)
-		p->fill_gbs = median_gbs(t, s->reps, 4, s->elementwise_elems);
-	/* the cast to bf16 (reads 4 bytes, writes 2), by its event */
-	for (i = 0; i <= s->reps && !err; i++) {
-		ev = NULL;
-		if ((err = mb_ns_cast_bf16(&ns, grad, 0, mom, 0, s->elementwise_elems, &ev)))
-			break;
-		err = keep_span(cl, i, ev, "the bf16 cast", t);
-	}
-	if (!err)
-		p->cast_gbs = median_gbs(t, s->reps, 6, s->elementwise_elems);
-	/* the norm's partial sums over the cast's bf16 grads (in MOM), by its event */
-	for (i = 0; i <= s->reps && !err; i++) {
-		ev = NULL;
-		if ((err = mb_ns_sumsq_bf16(&ns, cl->compute, mom, 0, s->elementwise_elems, sums, 0,
-					    &ev)))
-			break;
-		err = keep_span(cl, i, ev, "the norm's sums", t);
-	}
-	if (!err)
-		p->norm_gbs = median_gbs(t, s->reps, 2, s->elementwise_elems);
-out:
-	mb_ledger_free(&ledger, grad);
-	mb_ledger_free(&ledger, mom);
-	mb_ledger_free(&ledger, sums);
-	mb_ns_release(&ns);
-	mb_ledger_release(&ledger);
-	free(t);
-	return err;
+/* The fp32 momentum kernel over the rig's grads and momentum, by its event. */
+static int momentum_once(struct rig *g, const struct probe *p, double *t)
+{
+	cl_event first, last;
+	int err;
+
+	(void)p;
+	if ((err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, g->s->elementwise_elems, 0.95f,
+				  &first, &last)))
+		return err;
+	clReleaseEvent(last);
+	return span_of(g->cl, first, "the momentum kernel", t);
+}
+
+/* The backward's gradient fill: it has no event of its own, so the host clock to clFinish. */
+static int fill_once(struct rig *g, const struct probe *p, double *t)
+{
+	double t0 = mb_now_s();
+	int err;
+
+	(void)p;
+	if ((err = mb_rng_fill(g->cl, g->grad, 0, g->s->elementwise_elems, g->s->seed, 1, 0,
+			       1e-3f)) ||
+	    (err = mb_cl_check(g->cl, clFinish(g->cl->compute), "clFinish", "the gradient fill")))
+		return err;
+	*t = mb_now_s() - t0;
+	return 0;
+}
+
+/* The cast of the grads to bf16, by its event. */
+static int cast_once(struct rig *g, const struct probe *p, double *t)
+{
+	cl_event ev = NULL;
+	int err;
+
+	(void)p;
+	if ((err = mb_ns_cast_bf16(&g->ns, g->grad, 0, g->bf16, 0, g->s->elementwise_elems, &ev)))
+		return err;
+	return span_of(g->cl, ev, "the bf16 cast", t);
+}
+
+/* The norm's partial sums of the cast's bf16 grads, with the step's kernel, by its event. */
+static int norm_once(struct rig *g, const struct probe *p, double *t)
+{
+	cl_event ev = NULL;
+	int err;
+
+	(void)p;
+	if ((err = mb_ns_sumsq_bf16(&g->ns, g->cl->compute, g->bf16, 0, g->s->elementwise_elems,
+				    g->sums, 0, &ev)))
+		return err;
+	return span_of(g->cl, ev, "the norm's sums", t);
 }
 
 /* The host optimizer's loops over N Muon and N AdamW elements, as a step runs them. */
-static int host_optimizer(const struct mb_profile_measure_settings *s, struct mb_profile *p)
+static int host_opt_once(struct rig *g, const struct probe *p, double *t)
 {
-	uint64_t n = s->elementwise_elems;
+	uint64_t n = g->s->elementwise_elems, step = ++g->host_step;
 	struct mb_optim o = MB_OPTIM_DEFAULTS;
-	float *buf = calloc(4 * n, sizeof(float));
-	uint16_t *staging = calloc(n, sizeof(uint16_t));
-	double best = INFINITY, t;
-	unsigned i;
+	float *buf = g->host;
+	uint16_t *staging = g->staging;
 
-	if (!buf || !staging) {
-		free(buf);
-		free(staging);
-		return mb_fail("out of host memory for %llu elements", (unsigned long long)n);
-	}
-	for (i = 0; i <= s->reps; i++) {
-		t = mb_now_s();
+	(void)p;
+	*t = mb_now_s();
 #pragma omp parallel
-		{
-			mb_hostopt_muon(buf, buf + n, staging, n, &o);
-			mb_hostopt_adamw(buf + n, buf, buf + 2 * n, buf + 3 * n, staging, n, i + 1,
-					 &o);
-		}
-		t = mb_now_s() - t;
-		if (i && t < best)
-			best = t;
+	{
+		mb_hostopt_muon(buf, buf + n, staging, n, &o);
+		mb_hostopt_adamw(buf + n, buf, buf + 2 * n, buf + 3 * n, staging, n, step, &o);
 	}
-	p->host_opt_gbs = mb_hostopt_bytes(n, n) / best / 1e9;
-	free(buf);
-	free(staging);
+	*t = mb_now_s() - *t;
 	return 0;
+}
+
+/* Rounds a shape of FLOPS is timed in of ROUNDS: past NS_REPS_FLOPS fewer, as long in all. */
+static unsigned ns_samples(double flops, unsigned rounds)
+{
+	return flops > NS_REPS_FLOPS ? (unsigned)fmax(1, rounds * NS_REPS_FLOPS / flops) : rounds;
+}
+
+/* Newton-Schulz on shape I by METHOD, into the method's ladder. */
+static struct probe ns_probe(const struct rig *g, size_t i, enum mb_ns_method method,
+			     unsigned rounds, struct mb_profile *prof)
+{
+	struct probe p = { .once = ns_once, .shape = i, .method = method };
+
+	p.flops = (double)mb_ns_flops(g->s->ns_rows[i], g->s->ns_cols[i], method);
+	p.work = g->shape[i].batch * p.flops;
+	p.samples = ns_samples(p.flops, rounds);
+	p.ladder = method == MB_NS_GRAM ? &prof->ns_gram_gflops : &prof->ns_standard_gflops;
+	return p;
+}
+
+/* Each method on each shape, and the GEMMs alone of the last shape's standard method. */
+static size_t ns_probes(const struct rig *g, unsigned rounds, struct mb_profile *prof,
+			struct probe *p)
+{
+	size_t i, last = g->s->ns_nshapes - 1, n = 0;
+
+	for (i = 0; i <= last; i++) {
+		p[n++] = ns_probe(g, i, MB_NS_GRAM, rounds, prof);
+		p[n++] = ns_probe(g, i, MB_NS_STANDARD, rounds, prof);
+	}
+	p[n] = ns_probe(g, last, MB_NS_STANDARD, rounds, prof);
+	p[n].gemms_only = true;
+	p[n].ladder = NULL;
+	p[n].rate = &prof->fwd_bwd_gflops;
+	return n + 1;
+}
+
+/*
+ * The kernels over the rig's elements (grads written by the fill before the
+ * momentum and the cast read them; the norm reads the cast's bf16: the
+ * momentum kernel reads and writes 16 bytes an element, the fill writes 4,
+ * the cast moves 6, the norm reads 2), and the host optimizer.
+ */
+static size_t elementwise_probes(const struct rig *g, unsigned rounds, struct mb_profile *prof,
+				 struct probe *p)
+{
+	double e = (double)g->s->elementwise_elems;
+	const struct probe list[] = {
+		{ .once = fill_once, .work = 4 * e, .rate = &prof->fill_gbs },
+		{ .once = momentum_once, .work = 16 * e, .rate = &prof->momentum_gbs },
+		{ .once = cast_once, .work = 6 * e, .rate = &prof->cast_gbs },
+		{ .once = norm_once, .work = 2 * e, .rate = &prof->norm_gbs },
+		{ .once = host_opt_once,
+		  .work = mb_hostopt_bytes(g->s->elementwise_elems, g->s->elementwise_elems),
+		  .rate = &prof->host_opt_gbs },
+	};
+	size_t i, n = sizeof(list) / sizeof(list[0]);
+
+	for (i = 0; i < n; i++) {
+		p[i] = list[i];
+		p[i].samples = rounds;
+	}
+	return n;
+}
+
+/* Whether P's next sample falls in round R of ROUNDS: its samples spread evenly over them. */
+static bool due(const struct probe *p, unsigned r, unsigned rounds)
+{
+	return p->n < p->samples && (2ull * p->n + 1) * rounds / (2ull * p->samples) == r;
+}
+
+/* The warm-up, then the ROUNDS. */
+static int run_rounds(struct rig *g, struct probe *p, size_t n, unsigned rounds)
+{
+	unsigned r;
+	size_t i;
+	double t;
+	int err = 0;
+
+	for (i = 0; i < n && !err; i++)
+		err = p[i].once(g, &p[i], &t);
+	for (r = 0; r < rounds && !err; r++)
+		for (i = 0; i < n && !err; i++)
+			if (due(&p[i], r, rounds) && !(err = p[i].once(g, &p[i], &t))) {
+				p[i].total_s += t;
+				p[i].n++;
+			}
+	return err;
+}
+
+/* Each probe's rate, its total work over its total time (in 10^9 units a second). */
+static int keep_rates(const struct mb_cl *cl, const struct probe *p, size_t n)
+{
+	size_t i;
+	int err = 0;
+
+	for (i = 0; i < n && !err; i++) {
+		double rate = p[i].work * p[i].n / p[i].total_s / 1e9;
+
+		if (p[i].ladder)
+			err = add_point(cl, p[i].ladder, p[i].flops, rate);
+		else
+			*p[i].rate = rate;
+	}
+	return err;
+}
+
+static void rig_release(struct rig *g)
+{
+	size_t i;
+
+	for (i = 0; i < MB_PROFILE_LADDER_MAX; i++)
+		mb_nsbench_release(&g->shape[i]);
+	mb_ledger_free(&g->ledger, g->grad);
+	mb_ledger_free(&g->ledger, g->mom);
+	mb_ledger_free(&g->ledger, g->bf16);
+	mb_ledger_free(&g->ledger, g->sums);
+	mb_ns_release(&g->ns);
+	mb_ledger_release(&g->ledger);
+	free(g->host);
+	free(g->staging);
+}
+
+/* Newton-Schulz's workspace for every shape by either method, and each shape's matrices. */
+static int rig_shapes(struct rig *g)
+{
+	const struct mb_profile_measure_settings *s = g->s;
+	size_t i;
+	int k, err = 0;
+
+	for (k = 0; k < MB_NS_NMETHODS && !err; k++) {
+		g->ns.method = (enum mb_ns_method)k;
+		err = mb_ns_reserve(&g->ns, s->ns_rows, s->ns_cols, s->ns_nshapes);
+	}
+	/* the same stream for each shape, as ns times them */
+	for (i = 0; i < s->ns_nshapes && !err; i++)
+		err = mb_nsbench_init(&g->shape[i], &g->ns, s->ns_rows[i], s->ns_cols[i], 1,
+				      s->seed, 0);
+	return err;
+}
+
+/* The elementwise figures' buffers, the momentum seeded (the fill's warm-up writes the grads). */
+static int rig_buffers(struct rig *g)
+{
+	uint64_t e = g->s->elementwise_elems;
+	int err;
+
+	g->host = calloc(4 * e, sizeof(float));
+	g->staging = calloc(e, sizeof(uint16_t));
+	if (!g->host || !g->staging)
+		return mb_fail("out of host memory for %llu elements", (unsigned long long)e);
+	if ((err = mb_ledger_alloc(&g->ledger, 4 * e, "profile.grad", &g->grad)) ||
+	    (err = mb_ledger_alloc(&g->ledger, 4 * e, "profile.mom", &g->mom)) ||
+	    (err = mb_ledger_alloc(&g->ledger, 2 * e, "profile.bf16", &g->bf16)) ||
+	    (err = mb_ledger_alloc(&g->ledger, 4 * MB_NS_PARTIALS, "profile.sums", &g->sums)))
+		return err;
+	return mb_rng_fill(g->cl, g->mom, 0, e, g->s->seed, 2, 0, 1e-3f);
+}
+
+/* Everything the rounds time; on failure, nothing. */
+static int rig_init(struct rig *g, const struct mb_cl *cl,
+		    const struct mb_profile_measure_settings *s)
+{
+	int err;
+
+	memset(g, 0, sizeof(*g));
+	g->cl = cl;
+	g->s = s;
+	mb_ledger_init(&g->ledger, cl, 0);
+	if ((err = mb_ns_init(&g->ns, cl, &g->ledger))) {
+		mb_ledger_release(&g->ledger);
+		return err;
+	}
+	if ((err = rig_shapes(g)) || (err = rig_buffers(g)))
+		rig_release(g);
+	return err;
+}
+
+/* Newton-Schulz's ladders, the forward/backward's GEMMs, the kernels, the host optimizer. */
+static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
+			   struct mb_profile *prof)
+{
+	unsigned nrounds = ROUNDS_PER_REP * s->reps;
+	struct probe p[MAX_PROBES];
+	struct rig g;
+	size_t n;
+	int err;
+
+	if (s->ns_nshapes < 1 || s->ns_nshapes > MB_PROFILE_LADDER_MAX)
+		return mb_bad_input("Newton-Schulz: 1 to %d shapes, got %zu", MB_PROFILE_LADDER_MAX,
+				    s->ns_nshapes);
+	if ((err = rig_init(&g, cl, s)))
+		return err;
+	n = ns_probes(&g, nrounds, prof, p);
+	n += elementwise_probes(&g, nrounds, prof, p + n);
+	if (!(err = run_rounds(&g, p, n, nrounds)))
+		err = keep_rates(cl, p, n);
+	rig_release(&g);
+	return err;
 }
 
 int mb_profile_measure(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
@@ -278,8 +440,5 @@ int mb_profile_measure(const struct mb_cl *cl, const struct mb_profile_measure_s
 	snprintf(p->name, sizeof(p->name), "%.63s", cl->info.name);
 	snprintf(p->device, sizeof(p->device), "%.100s (%.60s, driver %.60s), measured",
 		 cl->info.name, cl->info.platform_name, cl->info.driver);
-	if ((err = copies(cl, s, p)) || (err = newton_schulz(cl, s, p)) ||
-	    (err = momentum(cl, s, p)) || (err = host_optimizer(s, p)))
-		return err;
-	return 0;
+	return (err = copies(cl, s, p)) ? err : rates_in_rounds(cl, s, p);
 }

@@ -2,8 +2,8 @@
  * mb_profile_measure: a device profile (mb_profile) measured on the device
  * at hand, in well under a minute on a CPU device, with the benchmark's own
  * instruments: the copies of mb_bandwidth, Newton-Schulz and its GEMMs of
- * mb_nsbench, the momentum kernel by its events, the host optimizer's own
- * loops (mb_hostopt) by the host clock.
+ * mb_nsbench, the elementwise kernels by their events, the host optimizer's
+ * own loops (mb_hostopt) by the host clock.
  *
  *   copies      COPY_BYTES each way, pinned and pageable, and both ways at
  *               once: pinned by the device's events (the host clock where
@@ -12,16 +12,21 @@
  *   holds host  when a pageable copy's events time it well faster (1.5x)
  *               than the host waits for it, against the same ratio pinned:
  *               the driver stages it on the host's thread;
- *   NS          the median GFLOP/s of each method on each of the NS
- *               shapes, a ladder point each (by the method's FLOPs; a
- *               shape past 512x1536's 7e9 FLOPs timed REPS x 7e9 / FLOPs
- *               times, at least once, so that it takes about as long); the
- *               forward/backward's rate is its GEMMs' alone (standard, on
- *               the last shape);
- *   kernels     the momentum kernel, the bf16 cast and the norm's partial
- *               sums (mb_ns_sumsq_bf16, the kernel the step runs on the device)
- *               by their events, the backward's gradient fill by the host
- *               clock;
+ *   rounds      Newton-Schulz by each method on each of the NS shapes, a
+ *               ladder point each (by the method's FLOPs), its GEMMs alone
+ *               on the last shape (standard: the forward/backward's rate),
+ *               the momentum kernel, the bf16 cast and the norm's partial
+ *               sums (mb_ns_sumsq_bf16, the kernel the step runs on the
+ *               device) by their events, the backward's gradient fill and
+ *               the host optimizer by the host clock: one untimed run of
+ *               each, then 4 x REPS interleaved rounds, each figure timed
+ *               once a round (a shape past 512x1536's 7e9 FLOPs in
+ *               ROUNDS x 7e9 / FLOPs of them, at least one, spread evenly,
+ *               so that it takes about as long), each charged at its
+ *               total work over its total time: the mean of its times,
+ *               which a mean step reflects on a machine whose speed
+ *               moves, where a median of runs in a row is the speed of
+ *               that moment;
  *   overhead    the host clock of a 4 KiB pinned H2D.
  */
 #ifndef MB_PROFILE_MEASURE_H
@@ -38,7 +43,7 @@ struct mb_profile_measure_settings {
 	const uint64_t *ns_rows, *ns_cols;
 	size_t ns_nshapes;
 	uint64_t elementwise_elems; /* of the momentum kernel and the host optimizer */
-	unsigned reps;
+	unsigned reps;		    /* of each copy; the rounds are 4 x REPS */
 	uint64_t seed;
 };
 

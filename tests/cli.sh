@@ -1195,6 +1195,16 @@ if XDG_CACHE_HOME="$tmp/xdg" "$bin" profile --reps 1 --shape 64x128 >"$tmp/measu
 else
 	report fail "profile: measured, cached, read back by predict; --if-missing keeps it" "$(cat "$tmp/err" "$tmp/measured.out")"
 fi
+# A driver that gives no event time: the profile cannot time Newton-Schulz, says so, exit 1,
+# and writes nothing.
+MUONBENCH_PROFILING=off "$bin" profile --reps 1 --shape 64x128 --out "$tmp/untimed.json" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ ! -e "$tmp/untimed.json" ] &&
+	grep -q "^muonbench: Newton-Schulz on '.*' (64x128) was not timed: clGetEventProfilingInfo(START) failed on .*: CL_PROFILING_INFO_NOT_AVAILABLE$" "$tmp/err"; then
+	report ok "profile: no event time is a failure that names the shape, nothing written"
+else
+	report fail "profile: no event time is a failure that names the shape, nothing written" "exit $rc: $(cat "$tmp/err")"
+fi
 # An older muonbench's profile (version 2: one Newton-Schulz rate a method) in the cache: run goes
 # on unpredicted and says why; profile --if-missing (make run's first step) measures it again,
 # here into --out.
