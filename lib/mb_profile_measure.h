@@ -22,11 +22,13 @@
  *               each, then 4 x REPS interleaved rounds, each figure timed
  *               once a round (a shape past 512x1536's 7e9 FLOPs in
  *               ROUNDS x 7e9 / FLOPs of them, at least one, spread evenly,
- *               so that it takes about as long), each charged at its
- *               total work over its total time: the mean of its times,
- *               which a mean step reflects on a machine whose speed
- *               moves, where a median of runs in a row is the speed of
- *               that moment;
+ *               so that it takes about as long; a small shape's sample is
+ *               a batch of its matrices back to back, up to 256x768's
+ *               8.7e8 FLOPs and at most 16, as a step runs one behind
+ *               another), each charged at its total work over its total
+ *               time: the mean of its times, which a mean step reflects on
+ *               a machine whose speed moves, where a median of runs in a
+ *               row is the speed of that moment;
  *   overhead    the host clock of a 4 KiB pinned H2D.
  */
 #ifndef MB_PROFILE_MEASURE_H
