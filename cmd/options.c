@@ -389,7 +389,7 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "charged at its total work over its total time (the mean of its "
 			     "times, which a run's mean step reflects): Newton-Schulz by each "
 			     "method on each --shape, a point of its ladder (default "
-			     "128x256,256x768,512x1536,1024x3072), the forward/backward's rate "
+			     "128x256,256x256,256x768,512x1536,1024x3072), the forward/backward's rate "
 			     "from the last one's GEMMs alone, the momentum kernel, the bf16 cast "
 			     "and the norm's sums (with the kernel the step runs on the device) by "
 			     "their events, the gradient fill and the host optimizer's loops by "

@@ -19,9 +19,10 @@
 
 #define COPY_BYTES	  (64ull << 20)
 #define ELEMENTWISE_ELEMS (16ull << 20)
-/* Newton-Schulz's ladder, small to large: the tiny model's sizes to a 0.6B's largest (clamped
- * beyond) */
-#define PROFILE_SHAPES "128x256,256x768,512x1536,1024x3072"
+/* Newton-Schulz's ladder, small to large: the tiny model's sizes (256x256 its square q and o,
+ * which run the standard iteration, faster than the Gram method's rungs around their FLOPs say)
+ * to a 0.6B's largest (clamped beyond) */
+#define PROFILE_SHAPES "128x256,256x256,256x768,512x1536,1024x3072"
 
 void mb_profile_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len)
 {
