@@ -264,7 +264,7 @@ static int read_version(const struct reader *r, const cJSON *v)
 	    v->valuedouble < MB_PROFILE_FORMAT_VERSION && v->valuedouble == (int)v->valuedouble)
 		return bad_old(r, v, "format_version",
 			       "a profile of version %d, from an older muonbench (this one reads "
-			       "version %d, with Newton-Schulz's rate at several sizes): run "
+			       "version %d, each rate a mean over interleaved rounds): run "
 			       "`muonbench profile` to measure it again",
 			       (int)v->valuedouble, MB_PROFILE_FORMAT_VERSION);
 	return bad(r, v, "format_version",

@@ -23,10 +23,12 @@
  * Version 2 adds norm_gbs, and measures Newton-Schulz with its norm in the
  * device's order (contiguous runs on a CPU device). Version 3 holds
  * Newton-Schulz's rate at a ladder of matrix sizes (struct mb_profile_ladder)
- * where version 2 held one rate. A file of an older version is refused,
- * MB_KIND_OLD_FORMAT, with a message that says to measure it again.
+ * where version 2 held one rate. Version 4 has the same keys, but its rates
+ * are the mean over interleaved rounds (total work over total time) where
+ * version 3's were medians of runs in a row. A file of an older version is
+ * refused, MB_KIND_OLD_FORMAT, with a message that says to measure it again.
  */
-#define MB_PROFILE_FORMAT_VERSION 3
+#define MB_PROFILE_FORMAT_VERSION 4
 
 /* The most points of a ladder. */
 #define MB_PROFILE_LADDER_MAX 8

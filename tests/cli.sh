@@ -1143,7 +1143,7 @@ expect_error "predict takes no device" 2 "option '--device' does not apply to 'm
 
 # run beside its prediction: the profile named (or the device's cached one) fills the pred_
 # columns and report's "Measured / predicted" table; --profile off leaves them empty.
-printf '{"format_version": 3, "name": "t", "device": "cli", "h2d_pinned_gbs": 10, "d2h_pinned_gbs": 10, "both_pinned_gbs": 20, "h2d_pageable_gbs": 5, "d2h_pageable_gbs": 5, "both_pageable_gbs": 10, "pageable_holds_host": false, "ns_gram_gflops": [{"flops": 1e6, "gflops": 10}, {"flops": 1e9, "gflops": 20}], "ns_standard_gflops": [{"flops": 1, "gflops": 20}], "momentum_gbs": 10, "norm_gbs": 10, "fill_gbs": 10, "cast_gbs": 10, "fwd_bwd_gflops": 20, "host_opt_gbs": 10, "memcpy_gbs": 10, "command_overhead_us": 5}\n' >"$tmp/cli-profile.json"
+printf '{"format_version": 4, "name": "t", "device": "cli", "h2d_pinned_gbs": 10, "d2h_pinned_gbs": 10, "both_pinned_gbs": 20, "h2d_pageable_gbs": 5, "d2h_pageable_gbs": 5, "both_pageable_gbs": 10, "pageable_holds_host": false, "ns_gram_gflops": [{"flops": 1e6, "gflops": 10}, {"flops": 1e9, "gflops": 20}], "ns_standard_gflops": [{"flops": 1, "gflops": 20}], "momentum_gbs": 10, "norm_gbs": 10, "fill_gbs": 10, "cast_gbs": 10, "fwd_bwd_gflops": 20, "host_opt_gbs": 10, "memcpy_gbs": 10, "command_overhead_us": 5}\n' >"$tmp/cli-profile.json"
 # shellcheck disable=SC2086
 "$bin" run $micro --stage 2 --variant master,both --profile "$tmp/cli-profile.json" --out "$tmp/pred.csv" >"$tmp/pred.md" 2>/dev/null
 # shellcheck disable=SC2086
@@ -1222,7 +1222,7 @@ if XDG_CACHE_HOME="$tmp/xdg" "$bin" run $micro --stage 2 --variant master --out 
 	[ -z "$(col "$tmp/old-run.csv" pred_apply_s)" ] &&
 	XDG_CACHE_HOME="$tmp/xdg" "$bin" profile --if-missing --reps 1 --shape 64x128,96x160 --out "$tmp/old.json" >/dev/null 2>>"$tmp/err" &&
 	grep -q "^muonbench: measuring again: .*a profile of version 2, from an older muonbench" "$tmp/err" &&
-	grep -q '"format_version": 3' "$tmp/old.json" &&
+	grep -q '"format_version": 4' "$tmp/old.json" &&
 	python3 -c 'import json, sys
 p = json.load(open(sys.argv[1]))
 assert all(len(p[k]) == 2 and p[k][0]["flops"] < p[k][1]["flops"] for k in ("ns_gram_gflops", "ns_standard_gflops")), p' "$tmp/old.json" &&
