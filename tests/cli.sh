@@ -357,7 +357,7 @@ mkdir "$tmp/disk"
 if mount -t tmpfs -o size=$((size + room)) muonbench-test "$tmp/disk" 2>/dev/null; then
 	cp "$tmp/full.csv" "$tmp/disk/full.csv"
 	# shellcheck disable=SC2086 # $micro is a list of options
-	TMPDIR=$tmp "$bin" run $micro --stage 2 --variant master,pin --out "$tmp/disk/full.csv" >/dev/null 2>"$tmp/err"
+	TMPDIR=$tmp "$bin" run $micro --profile off --stage 2 --variant master,pin --out "$tmp/disk/full.csv" >/dev/null 2>"$tmp/err"
 	rc=$?
 	cp "$tmp/disk/full.csv" "$tmp/full.csv"
 	umount "$tmp/disk"
@@ -726,7 +726,7 @@ head -1 "$tmp/cmp.csv" >"$tmp/header-only.csv"
 expect_error "compare: a file without rows is bad input, not a pass" 2 "header-only.csv' holds no results rows" compare "$tmp/header-only.csv" "$tmp/cmp.csv"
 expect_error "compare: two files" 2 "compare takes two results files" compare "$tmp/all.csv"
 expect_error "compare: bad alpha" 2 "--alpha: invalid number '2'" compare --alpha 2 "$tmp/all.csv" "$tmp/all.csv"
-"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master --runs 1 --steps 2 --quiet --out "$tmp/quiet.csv" >/dev/null 2>"$tmp/err"
+"$bin" run --config tests/data/good/micro.json --fwd-bwd off --profile off --stage 2 --variant master --runs 1 --steps 2 --quiet --out "$tmp/quiet.csv" >/dev/null 2>"$tmp/err"
 if [ ! -s "$tmp/err" ]; then
 	report ok "run: --quiet writes nothing to stderr"
 else
@@ -1125,10 +1125,10 @@ expect_error "predict: a rate must be positive" 2 "--h2d-gbs: must be a positive
 expect_error "predict: a bad value in a sweep" 2 "--pageable-gbs: invalid number 'x' (GB/s)" predict --pageable-gbs 5,x
 expect_error "predict: one sweep at a time" 2 "--h2d-gbs and --d2h-gbs both give a list" predict --h2d-gbs 1,2 --d2h-gbs 3,4
 expect_error "predict: an unknown profile" 2 "no device profile 'nope' (shipped: reference" predict --profile nope
-printf '{"format_version": 4}\n' >"$tmp/v4.json"
-expect_error "predict: a profile of another version" 2 "$tmp/v4.json:1:20: format_version: a profile of another version" predict --profile "$tmp/v4.json"
+printf '{"format_version": 5}\n' >"$tmp/v5.json"
+expect_error "predict: a profile of another version" 2 "$tmp/v5.json:1:20: format_version: a profile of another version" predict --profile "$tmp/v5.json"
 printf '{"format_version": 1, "name": "old"}\n' >"$tmp/v1.json"
-expect_error "predict: an older muonbench's profile, and what to do" 2 "$tmp/v1.json:1:20: format_version: a profile of version 1, from an older muonbench (this one reads version 3, with Newton-Schulz's rate at several sizes): run \`muonbench profile\` to measure it again" predict --profile "$tmp/v1.json"
+expect_error "predict: an older muonbench's profile, and what to do" 2 "$tmp/v1.json:1:20: format_version: a profile of version 1, from an older muonbench (this one reads version 4, each rate a mean over interleaved rounds): run \`muonbench profile\` to measure it again" predict --profile "$tmp/v1.json"
 # the backward's norm at --norm-gbs, not at the momentum kernel's rate
 expect_error "profile: two shapes of one size on the ladder" 2 "--shape: 64x128 and 128x64 are the same size" profile --reps 1 --shape 64x128,128x64 --out "$tmp/never.json"
 nb() { "$bin" predict --profile reference --model qwen3-4b --stage 2 --variant master --format csv "$@" | col /dev/stdin backward_s; }

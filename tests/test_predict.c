@@ -428,7 +428,7 @@ static void ns_rate_by_size(void **state)
 /* ---- the profile's reader and writer ---- */
 
 static const char good[] =
-	"{\n  \"format_version\": 3,\n  \"name\": \"x\",\n  \"device\": \"y \\\"z\\\"\",\n"
+	"{\n  \"format_version\": 4,\n  \"name\": \"x\",\n  \"device\": \"y \\\"z\\\"\",\n"
 	"  \"note\": [\"for people\"],\n"
 	"  \"h2d_pinned_gbs\": 43, \"d2h_pinned_gbs\": 57, \"both_pinned_gbs\": 100,\n"
 	"  \"h2d_pageable_gbs\": 10.1, \"d2h_pageable_gbs\": 0.1, \"both_pageable_gbs\": 20,\n"
@@ -523,15 +523,15 @@ static void bad_profiles(void **state)
 	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 0", "memcpy_gbs: must be a positive");
 	refused("\"command_overhead_us\": 0", "\"command_overhead_us\": -1",
 		"command_overhead_us: must be a number no less than 0");
-	refused("\"format_version\": 3", "\"format_version\": 4",
+	refused("\"format_version\": 4", "\"format_version\": 5",
 		"bad.json:2:21: format_version: a profile of another version (this muonbench "
-		"reads version 3)");
+		"reads version 4)");
 	assert_int_equal(mb_err_kind(), MB_KIND_OTHER);
-	refused("\"format_version\": 3", "\"format_version\": 1.5",
+	refused("\"format_version\": 4", "\"format_version\": 1.5",
 		"format_version: a profile of another version");
-	refused("\"format_version\": 3", "\"format_version\": 0",
+	refused("\"format_version\": 4", "\"format_version\": 0",
 		"format_version: a profile of another version");
-	refused("\"format_version\": 3,", "", "missing key \"format_version\"");
+	refused("\"format_version\": 4,", "", "missing key \"format_version\"");
 	refused(", \"norm_gbs\": 62.5", "", "bad.json: missing key \"norm_gbs\"");
 	refused("\"norm_gbs\": 62.5", "\"norm_gbs\": -1", "norm_gbs: must be a positive number");
 	refused("\"name\": \"x\"", "\"name\": 3", "bad.json:3:11: name: must be a string");
@@ -577,18 +577,24 @@ static void old_profile_refused(void **state)
 
 	(void)state;
 	replace(text, sizeof(text), good, ", \"norm_gbs\": 62.5", "");
-	replace(v1, sizeof(v1), text, "\"format_version\": 3", "\"format_version\": 1");
+	replace(v1, sizeof(v1), text, "\"format_version\": 4", "\"format_version\": 1");
 	assert_int_equal(mb_profile_parse(&p, v1, strlen(v1), "old.json"), -MB_EINPUT);
 	assert_string_equal(mb_errmsg(),
 			    "old.json:2:21: format_version: a profile of version 1, from an older "
-			    "muonbench (this one reads version 3, with Newton-Schulz's rate at "
-			    "several sizes): run `muonbench profile` to measure it again");
+			    "muonbench (this one reads version 4, each rate a mean over "
+			    "interleaved rounds): run `muonbench profile` to measure it again");
 	assert_int_equal(mb_err_kind(), MB_KIND_OLD_FORMAT);
 	/* version 2: one Newton-Schulz rate a method, timed at one size */
-	replace(text, sizeof(text), good, "\"format_version\": 3", "\"format_version\": 2");
+	replace(text, sizeof(text), good, "\"format_version\": 4", "\"format_version\": 2");
 	assert_int_equal(mb_profile_parse(&p, text, strlen(text), "v2.json"), -MB_EINPUT);
 	assert_non_null(strstr(mb_errmsg(), "v2.json:2:21: format_version: a profile of version "
 					    "2, from an older muonbench"));
+	assert_int_equal(mb_err_kind(), MB_KIND_OLD_FORMAT);
+	/* version 3: version 4's keys, its rates medians of runs in a row */
+	replace(text, sizeof(text), good, "\"format_version\": 4", "\"format_version\": 3");
+	assert_int_equal(mb_profile_parse(&p, text, strlen(text), "v3.json"), -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "v3.json:2:21: format_version: a profile of version "
+					    "3, from an older muonbench"));
 	assert_int_equal(mb_err_kind(), MB_KIND_OLD_FORMAT);
 }
 
