@@ -6,6 +6,8 @@
 #    cell (PLANT, "STAGE,VARIANT"; every measured step's apply times 1.25, its
 #    iteration longer by the same seconds, as a slower apply would make it):
 #    compare must fail (exit 1) with that cell a REGRESSION.
+# RUN_ARGS' 32 short runs a cell are what a 25% change needs on a 2-core VM:
+# the floor is 4 s sqrt(2/runs), s the runs' spread, 13-25% there (README).
 # The runs are kept in DIR, and a pair already there is reused, so that the
 # same runs can be compared again under other settings.
 # Prints the count of each verdict over all pairs and how often the planted
@@ -17,7 +19,7 @@ bin=$1
 dir=$2
 shift 2
 pairs=${PAIRS:-10}
-run_args=${RUN_ARGS:---model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --stage 1,2,3 --variant all --runs 8 --steps 5 --measure 2-5 --profile off}
+run_args=${RUN_ARGS:---model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --stage 1,2,3 --variant all --runs 32 --steps 3 --measure 2-3 --profile off}
 plant=${PLANT:-2,both}
 mkdir -p "$dir" || exit 2
 
