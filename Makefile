@@ -85,13 +85,16 @@ $(BUILD)/muonbench.1: $(BIN) scripts/manpage.sh
 man: $(BUILD)/muonbench.1
 
 # The main job on a CPU-only machine: the tiny model cut to one layer, in four
-# batches, a 128-token forward/backward, stages 2 and 3, every variant, 3 runs
-# of 7 steps (on 2 CPU cores: 30 s to a minute with a shipped tuning, 52 s measured on
-# cores shared with other jobs; longer without), each cell beside its prediction from the
-# device's profile (measured first, in seconds, if there is none).
+# batches, a 128-token forward/backward, stages 2 and 3, every variant, 16
+# short runs of 3 steps (2 measured: a shared VM's slow spells last seconds, so
+# many short runs average them out where a few long ones cannot; about a
+# minute on 2 CPU cores with a shipped tuning), each cell beside its prediction
+# from the device's profile (measured first, in 20-25 s, if there is none).
+RUN_CELLS = --model tiny --layers 1 --gather-budget 2Mi --seq 128 --stage 2,3 --variant all \
+	    --runs 16 --steps 3 --measure 2-3
 run: $(BIN)
 	$(BIN) profile --if-missing >/dev/null
-	$(BIN) run --model tiny --layers 1 --gather-budget 2Mi --seq 128 --stage 2,3 --variant all
+	$(BIN) run $(RUN_CELLS)
 
 # The gate's noise floor both ways (tests/noise.sh): ten pairs of identical
 # tiny runs must compare all ok, a planted 25% slowdown must fail, compared
@@ -101,7 +104,7 @@ run: $(BIN)
 noise: $(BIN)
 	rm -rf build/noise && tests/noise.sh $(BIN) build/noise --ratios
 stability: $(BIN)
-	rm -rf build/stability && tests/stability.sh $(BIN) build/stability
+	rm -rf build/stability && RUN_ARGS='$(RUN_CELLS)' tests/stability.sh $(BIN) build/stability
 
 # Newton-Schulz against its own GEMMs on the default device (about a minute on a CPU).
 bench: $(BIN)

@@ -4,19 +4,20 @@
 # coefficient of variation of the Muon apply's run means within each
 # invocation (the largest of them) and across the invocations (of each
 # invocation's mean), the CV across the invocations of the cell's fastest
-# measured step (what compare's default estimate reads), and the host
+# measured step (compare --estimate fastest's figure), and the host
 # optimizer's median and largest figure
 # (the two-level timings of issue 17 were a jump of host_opt_s from 0.0015 s
 # to 0.11 s). The load of the machine is printed before each invocation,
 # since other processes move every timing. Exits 1 when a CV reaches LIMIT
 # percent (default 10).
-# Usage: tests/stability.sh BIN DIR   (N=10 LIMIT=10 RUN_ARGS=... in the environment)
+# Usage: tests/stability.sh BIN DIR   (N=10 LIMIT=10 RUN_ARGS=... in the environment;
+# make stability passes the Makefile's RUN_CELLS, make run's)
 set -u
 bin=$1
 dir=$2
 n=${N:-10}
 limit=${LIMIT:-10}
-run_args=${RUN_ARGS:---model tiny --layers 1 --gather-budget 2Mi --seq 128 --stage 2,3 --variant all}
+run_args=${RUN_ARGS:---model tiny --layers 1 --gather-budget 2Mi --seq 128 --stage 2,3 --variant all --runs 16 --steps 3 --measure 2-3}
 mkdir -p "$dir" || exit 2
 i=1
 while [ "$i" -le "$n" ]; do
