@@ -1,6 +1,6 @@
 #!/bin/sh
-# Are the timings stable from run to run? Runs `make run`'s command (or
-# RUN_ARGS) N times in a row (default 10) and prints, per cell, the
+# Are the timings stable from run to run? Runs `run RUN_ARGS` (make
+# stability: make run's cells) N times in a row (default 10) and prints, per cell, the
 # coefficient of variation of the Muon apply's run means within each
 # invocation (the largest of them) and across the invocations (of each
 # invocation's mean), the CV across the invocations of the cell's fastest
@@ -10,14 +10,14 @@
 # to 0.11 s). The load of the machine is printed before each invocation,
 # since other processes move every timing. Exits 1 when a CV reaches LIMIT
 # percent (default 10).
-# Usage: tests/stability.sh BIN DIR   (N=10 LIMIT=10 RUN_ARGS=... in the environment;
+# Usage: RUN_ARGS='...' tests/stability.sh BIN DIR   (N=10 LIMIT=10 in the environment;
 # make stability passes the Makefile's RUN_CELLS, make run's)
 set -u
 bin=$1
 dir=$2
 n=${N:-10}
 limit=${LIMIT:-10}
-run_args=${RUN_ARGS:---model tiny --layers 1 --gather-budget 2Mi --seq 128 --stage 2,3 --variant all --runs 16 --steps 3 --measure 2-3}
+run_args=${RUN_ARGS:?stability.sh: RUN_ARGS, the run options to repeat (make stability passes make run\'s)}
 mkdir -p "$dir" || exit 2
 i=1
 while [ "$i" -le "$n" ]; do
