@@ -89,7 +89,7 @@ man: $(BUILD)/muonbench.1
 # short runs of 3 steps (2 measured: a shared VM's slow spells last seconds, so
 # many short runs average them out where a few long ones cannot; about a
 # minute on 2 CPU cores with a shipped tuning), each cell beside its prediction
-# from the device's profile (measured first, in 20-25 s, if there is none).
+# from the device's profile (measured first, in under a minute, if there is none).
 RUN_CELLS = --model tiny --layers 1 --gather-budget 2Mi --seq 128 --stage 2,3 --variant all \
 	    --runs 16 --steps 3 --measure 2-3
 run: $(BIN)

@@ -20,6 +20,13 @@
 #define HOLD_RATIO 1.5
 /* Newton-Schulz's FLOPs a matrix past which a point is timed in fewer rounds (512x1536's, gram) */
 #define NS_REPS_FLOPS 7e9
+/*
+ * but in this many at least: a large model's step is nearly all its largest
+ * shapes, and a point timed in one or two samples of seconds each lands on
+ * the host's level of those seconds (1024x3072's gram rate came out 11% apart
+ * in two profiles a minute apart on PoCL, the small shapes' within 1-3%)
+ */
+#define NS_MIN_SAMPLES 4
 /* and a sample's FLOPs, by either method, that a small shape's batch makes up to (256x768's) */
 #define NS_BATCH_FLOPS 8.7e8
 #define NS_BATCH_MAX   16
@@ -237,10 +244,12 @@ static int host_opt_once(struct rig *g, const struct probe *p, double *t)
 	return 0;
 }
 
-/* Rounds a shape of FLOPS is timed in of ROUNDS: past NS_REPS_FLOPS fewer, as long in all. */
+/* Rounds a shape of FLOPS is timed in of ROUNDS: past NS_REPS_FLOPS fewer, as long in all, down to NS_MIN_SAMPLES. */
 static unsigned ns_samples(double flops, unsigned rounds)
 {
-	return flops > NS_REPS_FLOPS ? (unsigned)fmax(1, rounds * NS_REPS_FLOPS / flops) : rounds;
+	if (flops <= NS_REPS_FLOPS)
+		return rounds;
+	return (unsigned)fmin(rounds, fmax(NS_MIN_SAMPLES, rounds * NS_REPS_FLOPS / flops));
 }
 
 /* Matrices of ROWS x COLS in a sample: NS_BATCH_FLOPS by the costlier method, 1 to NS_BATCH_MAX. */

@@ -1,6 +1,6 @@
 /*
  * mb_profile_measure: a device profile (mb_profile) measured on the device
- * at hand, in well under a minute on a CPU device, with the benchmark's own
+ * at hand, in under a minute on a CPU device, with the benchmark's own
  * instruments: the copies of mb_bandwidth, Newton-Schulz and its GEMMs of
  * mb_nsbench, the elementwise kernels by their events, the host optimizer's
  * own loops (mb_hostopt) by the host clock.
