@@ -244,7 +244,7 @@ static int host_opt_once(struct rig *g, const struct probe *p, double *t)
 	return 0;
 }
 
-/* Rounds a shape of FLOPS is timed in of ROUNDS: past NS_REPS_FLOPS fewer, as long in all, down to NS_MIN_SAMPLES. */
+/* Rounds a FLOPS shape is timed in, of ROUNDS: fewer past NS_REPS_FLOPS, NS_MIN_SAMPLES at least */
 static unsigned ns_samples(double flops, unsigned rounds)
 {
 	if (flops <= NS_REPS_FLOPS)
