@@ -65,7 +65,7 @@ awk -F, -v limit="$limit" '
 				# where a CV past the limit comes from: its slowest run (when, and against
 				# the mean), and the CV without it (a slow spell of the host is one round)
 				if (w >= limit)
-					spell[++nspell] = sprintf("%s %s in %s: %.1f%%, %.1f%% without its slowest, %s, %.2f x its mean", substr(k, 1, 1), substr(k, 3), name[f], w, cv(s[k, f] - top[k, f], q[k, f] - top[k, f] * top[k, f], m[k, f] - 1), topat[k, f], top[k, f] * m[k, f] / s[k, f])
+					past[++npast] = sprintf("%s %s in %s: %.1f%%, %.1f%% without its slowest, %s, %.2f x its mean", substr(k, 1, 1), substr(k, 3), name[f], w, cv(s[k, f] - top[k, f], q[k, f] - top[k, f] * top[k, f], m[k, f] - 1), topat[k, f], top[k, f] * m[k, f] / s[k, f])
 				mean = s[k, f] / m[k, f]; S += mean; Q += mean * mean; N++
 				if ((k, f) in fast) { FS += fast[k, f]; FQ += fast[k, f] * fast[k, f]; FN++ }
 			}
@@ -77,8 +77,8 @@ awk -F, -v limit="$limit" '
 			printf "| %s | %s | %.1f | %.1f | %.1f | %.5f | %.5f |\n", substr(k, 1, 1), substr(k, 3), worst, across, cv(FS, FQ, FN), med, v[nn]
 			if (worst >= limit || across >= limit) bad++
 		}
-		for (j = 1; j <= nspell; j++)
-			print "stability.sh: within a run, ZeRO-" spell[j]
+		for (j = 1; j <= npast; j++)
+			print "stability.sh: within a run, ZeRO-" past[j]
 		printf "stability.sh: %d of %d cells with a CV of %d%% or more\n", bad, ncells, limit
 		exit bad ? 1 : 0
 	}' "$dir"/run*.csv
