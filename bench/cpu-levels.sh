@@ -2,10 +2,12 @@
 # Does this machine itself run at one speed? With muonbench out of the
 # picture: a fixed arithmetic loop (about 50 ms), timed SAMPLES times on each
 # CPU in turn (taskset), then on all CPUs at once. Prints each CPU's times,
-# and the slowest over the fastest. A VM whose host is shared shows levels
+# the slowest over the fastest and their CV. A VM whose host is shared shows levels
 # here that no benchmark on it can remove: a cell measured while its CPU sat
 # at the slow level is that much slower, whatever muonbench does. Read a
-# compare of two runs on such a machine against this ratio.
+# compare of two runs on such a machine against this ratio, and a CV within a
+# run (tests/stability.sh prints this check's last lines before and after its
+# invocations) against the CV of the loop's own times.
 #
 # Usage: bench/cpu-levels.sh   (SAMPLES=40; needs cc and taskset)
 set -eu
@@ -38,9 +40,10 @@ int main(int argc, char **argv)
 C
 cc -O2 -o "$tmp/loop" "$tmp/loop.c"
 summary() { # FILE LABEL
-	sort -n "$1" | awk -v label="$2" '{ v[NR] = $1 } END {
-		printf "%s: fastest %.4f s, median %.4f s, slowest %.4f s: slowest / fastest %.2f\n",
-			label, v[1], v[int((NR + 1) / 2)], v[NR], v[NR] / v[1] }'
+	sort -n "$1" | awk -v label="$2" '{ v[NR] = $1; s += $1; q += $1 * $1 } END {
+		m = s / NR; sd = NR > 1 ? sqrt((q - NR * m * m) / (NR - 1)) : 0
+		printf "%s: fastest %.4f s, median %.4f s, slowest %.4f s: slowest / fastest %.2f, CV %.1f%%\n",
+			label, v[1], v[int((NR + 1) / 2)], v[NR], v[NR] / v[1], 100 * sd / m }'
 }
 ncpu=$(getconf _NPROCESSORS_ONLN)
 cpu=0

@@ -8,7 +8,10 @@
 # optimizer's median and largest figure
 # (the two-level timings of issue 17 were a jump of host_opt_s from 0.0015 s
 # to 0.11 s). The load of the machine is printed before each invocation,
-# since other processes move every timing. A cell whose CV within an
+# since other processes move every timing, and bench/cpu-levels.sh's loop on
+# all CPUs before the first and after the last: on a host whose own speed
+# moves (a CV of 10% or more, slowest / fastest of 1.5 and more) no cell can
+# be steadier than that. A cell whose CV within an
 # invocation reaches LIMIT percent (default 10) gets a line naming its slowest
 # run, when it ran, and the CV without it: a slow spell of a shared host (a few
 # seconds, every cell of one round) reads as one run at 1.5-2x and a CV of 2-5%
@@ -22,10 +25,19 @@ n=${N:-10}
 limit=${LIMIT:-10}
 run_args=${RUN_ARGS:?stability.sh: RUN_ARGS, the run options to repeat (make stability passes make run\'s)}
 mkdir -p "$dir" || exit 2
+# the machine's own speed, with muonbench out of the picture (bench/cpu-levels.sh):
+# a CV within a run cannot be smaller than the host's levels allow
+levels="$(dirname "$0")/../bench/cpu-levels.sh"
+machine() { # WHEN
+	[ -x "$levels" ] && SAMPLES=20 "$levels" 2>/dev/null | sed -n "s/^all \(.*\)/stability.sh: $1, a fixed loop on all \1/p"
+}
+ran=
 i=1
 while [ "$i" -le "$n" ]; do
 	f="$dir/run$i.csv"
 	if [ ! -s "$f" ]; then
+		[ "$ran" ] || machine "before the runs"
+		ran=1
 		echo "stability.sh: run $i of $n, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 		# shellcheck disable=SC2086 # the arguments are a list
 		"$bin" run $run_args --out "$f" >"$dir/run.out" 2>&1 || {
@@ -35,6 +47,7 @@ while [ "$i" -le "$n" ]; do
 	fi
 	i=$((i + 1))
 done
+[ "$ran" ] && machine "after the runs"
 awk -F, -v limit="$limit" '
 	$1 == "format_version" { for (i = 1; i <= NF; i++) c[$i] = i; name[++file] = FILENAME; next }
 	$c["status"] == "ok" {
