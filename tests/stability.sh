@@ -11,7 +11,9 @@
 # since other processes move every timing, and bench/cpu-levels.sh's loop on
 # all CPUs before the first and after the last: on a host whose own speed
 # moves (a CV of 10% or more, slowest / fastest of 1.5 and more) no cell can
-# be steadier than that. A cell whose CV within an
+# be steadier than that. After each invocation, how long it took and how
+# many CPUs' worth it got (its CPU time over the clock): one that got fewer
+# than its neighbours ran on less of the machine. A cell whose CV within an
 # invocation reaches LIMIT percent (default 10) gets a line naming its slowest
 # run, when it ran, and the CV without it: a slow spell of a shared host (a few
 # seconds, every cell of one round) reads as one run at 1.5-2x and a CV of 2-5%
@@ -31,6 +33,13 @@ levels="$(dirname "$0")/../bench/cpu-levels.sh"
 machine() { # WHEN
 	[ -x "$levels" ] && SAMPLES=20 "$levels" 2>/dev/null | sed -n "s/^all \(.*\)/stability.sh: $1, a fixed loop on all \1/p"
 }
+# the CPU time of the waited-for children (this shell's cutime + cstime) and the clock,
+# to say how many CPUs' worth each invocation got: a VM that gives a run one CPU
+# of two slows every cell of it, which muonbench cannot see from inside
+ticks=$(getconf CLK_TCK)
+used() {
+	awk -v now="$(date +%s.%N)" '{ print $16 + $17, now }' "/proc/$$/stat"
+}
 ran=
 i=1
 while [ "$i" -le "$n" ]; do
@@ -39,11 +48,14 @@ while [ "$i" -le "$n" ]; do
 		[ "$ran" ] || machine "before the runs"
 		ran=1
 		echo "stability.sh: run $i of $n, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+		t0=$(used)
 		# shellcheck disable=SC2086 # the arguments are a list
 		"$bin" run $run_args --out "$f" >"$dir/run.out" 2>&1 || {
 			cat "$dir/run.out"
 			exit 2
 		}
+		echo "$t0 $(used)" | awk -v hz="$ticks" -v i="$i" '{ wall = $4 - $2
+			printf "stability.sh: run %d took %.0f s with %.2f CPUs'"'"' worth (its CPU time over the clock)\n", i, wall, (wall > 0 ? ($3 - $1) / hz / wall : 0) }'
 	fi
 	i=$((i + 1))
 done
