@@ -166,7 +166,7 @@ static const struct option options[] = {
 	{ "shape", "RxC,...", TEXT, AT(shapes), NULL, 0, 0, NULL,
 	  ON(MB_CMD_NS) | ON(MB_CMD_TUNE) | ON(MB_CMD_PROFILE),
 	  "matrix shapes to orthogonalize (default: ns " MB_NS_DEFAULT_SHAPES
-	  "; tune the model's)" },
+	  "; profile " MB_PROFILE_DEFAULT_SHAPES "; tune the model's)" },
 	{ "ns-method", MB_WORDS(MB_NS_METHODS), ENUM, AT(ns_method), "gram", 0, 0,
 	  MB_WORDS(MB_NS_METHODS), MODEL_CMDS | ON(MB_CMD_NS),
 	  "Newton-Schulz: DeepSpeed's default, on the Gram matrix with a restart at iteration "
@@ -238,7 +238,8 @@ static const struct option options[] = {
 	  "nothing (default: predict reference; run the device's own, which muonbench profile "
 	  "measured, if any)" },
 	{ "if-missing", NULL, FLAG, AT(if_missing), NULL, 0, 0, NULL, ON(MB_CMD_PROFILE),
-	  "measure only when the file is not there yet (make run uses it)" },
+	  "measure only when the file is not there yet, or is of an older format (make run "
+	  "uses it)" },
 #define PREDICT_OPTION(id, name, key, key2, help) \
 	{ name,                                   \
 	  "X[,X...]",                             \
@@ -388,8 +389,8 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "4 x --reps interleaved rounds (the larger shapes in fewer, 4 at least), each "
 			     "charged at its total work over its total time (the mean of its "
 			     "times, which a run's mean step reflects): Newton-Schulz by each "
-			     "method on each --shape, a point of its ladder (default "
-			     "128x256,256x256,256x768,512x1536,1024x3072), the forward/backward's rate "
+			     "method on each --shape, a point of its ladder (default " MB_PROFILE_DEFAULT_SHAPES
+			     "), the forward/backward's rate "
 			     "from the last one's GEMMs alone, the momentum kernel, the bf16 cast "
 			     "and the norm's sums (with the kernel the step runs on the device) by "
 			     "their events, the gradient fill and the host optimizer's loops by "

@@ -45,6 +45,14 @@ enum mb_format { MB_FORMATS(MB_FORMAT_ENUM_, ) MB_NFORMATS };
 /* The shapes ns times without --shape (the three-way table uses them). */
 #define MB_NS_DEFAULT_SHAPES "256x768,1024x1024,1024x3072"
 
+/*
+ * Newton-Schulz's ladder that profile measures without --shape, small to
+ * large: the tiny model's sizes (256x256 its square q and o, which run the
+ * standard iteration, faster than the Gram method's rungs around their FLOPs
+ * say) to a 0.6B's largest (clamped beyond).
+ */
+#define MB_PROFILE_DEFAULT_SHAPES "128x256,256x256,256x768,512x1536,1024x3072"
+
 /* The most options the table may hold (struct mb_args' given has a bit for each). */
 #define MB_OPTIONS_MAX 128
 

@@ -19,10 +19,6 @@
 
 #define COPY_BYTES	  (64ull << 20)
 #define ELEMENTWISE_ELEMS (16ull << 20)
-/* Newton-Schulz's ladder, small to large: the tiny model's sizes (256x256 its square q and o,
- * which run the standard iteration, faster than the Gram method's rungs around their FLOPs say)
- * to a 0.6B's largest (clamped beyond) */
-#define PROFILE_SHAPES "128x256,256x256,256x768,512x1536,1024x3072"
 
 void mb_profile_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len)
 {
@@ -64,7 +60,8 @@ int mb_cmd_profile(const struct mb_args *args)
 	size_t n, i;
 	int err;
 
-	if ((err = mb_parse_shapes("--shape", args->shapes ? args->shapes : PROFILE_SHAPES, shape,
+	if ((err = mb_parse_shapes("--shape",
+				   args->shapes ? args->shapes : MB_PROFILE_DEFAULT_SHAPES, shape,
 				   MB_PROFILE_LADDER_MAX, &n)))
 		return err;
 	for (i = 0; i < n; i++) {
