@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "mb_err.h"
+#include "mb_json.h"
 #include "mb_ns.h"
 #include "mb_num.h"
 #include "mb_profile_measure.h"
@@ -98,7 +99,9 @@ int mb_cmd_profile(const struct mb_args *args)
 			fprintf(stderr, "muonbench: measuring again: %s\n", mb_errmsg());
 		}
 	}
-	if ((err = mb_setup_binding(args, &host)) || (err = mb_setup_device(args, &cl)))
+	/* an --out that cannot take the profile is refused before the minute of measuring */
+	if ((args->out && (err = mb_json_check_out(args->out))) ||
+	    (err = mb_setup_binding(args, &host)) || (err = mb_setup_device(args, &cl)))
 		return err;
 	err = mb_profile_measure(&cl, &s, &p);
 	if (args->out)

@@ -259,7 +259,10 @@ static int open_checked(const char *path, int *fd_out, bool *empty)
 	struct stat st;
 	int fd;
 
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+	/* a FIFO or a device is refused before it is opened: opening a FIFO waits for a reader */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode))
+		return mb_bad_input("'%s' is not a regular file", path);
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK, 0644);
 	if (fd < 0)
 		return mb_bad_input("cannot open '%s' for appending results: %s", path,
 				    strerror(errno));

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "mb_err.h"
 
@@ -409,4 +411,52 @@ int mb_json_read_file(const char *path, const char *what, char **text, size_t *l
 		*text = NULL;
 	}
 	return err;
+}
+
+/* PATH's temporary beside it, into TMP (SIZE bytes); false when the name does not fit. */
+static bool tmp_name(const char *path, char *tmp, size_t size)
+{
+	int n = snprintf(tmp, size, "%s.tmp%ld", path, (long)getpid());
+
+	return n > 0 && (size_t)n < size;
+}
+
+int mb_json_check_out(const char *path)
+{
+	char tmp[4200];
+	struct stat st;
+	FILE *f;
+
+	if (!lstat(path, &st) && !S_ISREG(st.st_mode))
+		return mb_bad_input("'%s' is not a regular file: muonbench writes it whole, and "
+				    "the rename that does would replace it; give a file's path",
+				    path);
+	if (!tmp_name(path, tmp, sizeof(tmp)))
+		return mb_bad_input("'%s': the path is too long", path);
+	if (!(f = fopen(tmp, "wx")))
+		return mb_bad_input("cannot write '%s': %s", tmp, strerror(errno));
+	fclose(f);
+	unlink(tmp);
+	return 0;
+}
+
+int mb_json_write_file(const char *path, const char *text)
+{
+	char tmp[4200];
+	FILE *f;
+	int err, bad;
+
+	if ((err = mb_json_check_out(path)))
+		return err;
+	tmp_name(path, tmp, sizeof(tmp));
+	if (!(f = fopen(tmp, "w")))
+		return mb_fail("cannot write '%s': %s", tmp, strerror(errno));
+	bad = fputs(text, f) < 0;
+	if (fclose(f) || bad || rename(tmp, path)) {
+		int e = errno;
+
+		unlink(tmp);
+		return mb_fail("cannot write '%s': %s", path, strerror(e));
+	}
+	return 0;
 }

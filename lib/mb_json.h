@@ -30,6 +30,22 @@ int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out)
  */
 int mb_json_read_file(const char *path, const char *what, char **text, size_t *len);
 
+/*
+ * Whether PATH may take a file that muonbench writes whole (a profile, a
+ * tuning): -MB_EINPUT, saying why, when it is there and not a regular file (a
+ * device, a FIFO, or a symlink, which the rename that replaces the file would
+ * replace) or when a file cannot be made beside it. Call it before the work
+ * whose result goes there.
+ */
+int mb_json_check_out(const char *path);
+
+/*
+ * Write TEXT to PATH whole: into PATH.tmpPID, then renamed over PATH, so
+ * that a reader never sees part of it and a failure leaves PATH as it was.
+ * Refused as mb_json_check_out refuses; a write that fails is -MB_EFAIL.
+ */
+int mb_json_write_file(const char *path, const char *text);
+
 /* Where a value is in the text: bytes [start, end), its first at line:col (from 1). */
 struct mb_json_span {
 	size_t start, end;

@@ -470,20 +470,19 @@ void mb_profile_write(FILE *out, const struct mb_profile *p)
 
 int mb_profile_save(const char *path, const struct mb_profile *p)
 {
-	char tmp[4200];
-	FILE *f;
-	int bad;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int err;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
-	if (!(f = fopen(tmp, "w")))
-		return mb_fail("cannot write '%s': %s", tmp, strerror(errno));
+	if (!f)
+		return mb_fail("out of host memory formatting a profile");
 	mb_profile_write(f, p);
-	bad = ferror(f);
-	if (fclose(f) || bad || rename(tmp, path)) {
-		int e = errno;
-
-		unlink(tmp);
-		return mb_fail("cannot write '%s': %s", path, strerror(e));
+	if (fclose(f) || !text) {
+		free(text);
+		return mb_fail("out of host memory formatting a profile");
 	}
-	return 0;
+	err = mb_json_write_file(path, text);
+	free(text);
+	return err;
 }

@@ -166,22 +166,19 @@ int mb_tuning_make_dirs(const char *path)
 
 int mb_tuning_save(const char *path, const struct mb_tuning *t)
 {
-	char *text = mb_tuning_format(t), tmp[4200];
-	FILE *f;
+	char *text = mb_tuning_format(t), *line;
 	int err;
 
 	if (!text)
 		return mb_fail("out of host memory formatting a tuning file");
-	err = mb_tuning_make_dirs(path);
-	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
-	if (!err && !(f = fopen(tmp, "w")))
-		err = mb_fail("cannot write '%s': %s", tmp, strerror(errno));
-	else if (!err && (fprintf(f, "%s\n", text) < 0) + (fclose(f) != 0))
-		err = mb_fail("cannot write '%s': %s", tmp, strerror(errno));
-	if (!err && rename(tmp, path))
-		err = mb_fail("cannot write '%s': %s", path, strerror(errno));
-	if (err)
-		unlink(tmp);
+	line = malloc(strlen(text) + 2);
+	if (!line)
+		err = mb_fail("out of host memory formatting a tuning file");
+	else if (!(err = mb_tuning_make_dirs(path))) {
+		sprintf(line, "%s\n", text);
+		err = mb_json_write_file(path, line);
+	}
+	free(line);
 	free(text);
 	return err;
 }

@@ -1131,6 +1131,25 @@ printf '{"format_version": 1, "name": "old"}\n' >"$tmp/v1.json"
 expect_error "predict: an older muonbench's profile, and what to do" 2 "$tmp/v1.json:1:20: format_version: a profile of version 1, from an older muonbench (this one reads version 4, each rate a mean over interleaved rounds): run \`muonbench profile\` to measure it again" predict --profile "$tmp/v1.json"
 # the backward's norm at --norm-gbs, not at the momentum kernel's rate
 expect_error "profile: two shapes of one size on the ladder" 2 "--shape: 64x128 and 128x64 are the same size" profile --reps 1 --shape 64x128,128x64 --out "$tmp/never.json"
+# profile writes its file whole, by a rename: a symlink or a device is refused, not
+# replaced, and an --out whose directory takes no file is refused before the measuring
+ln -s "$tmp/link-target.json" "$tmp/link.json"
+expect_error "profile: --out a symlink is refused, not replaced" 2 "'$tmp/link.json' is not a regular file: muonbench writes it whole" profile --reps 1 --shape 128x256 --out "$tmp/link.json"
+if [ -L "$tmp/link.json" ] && [ ! -e "$tmp/link-target.json" ]; then
+	report ok "profile: the symlink is left as it was"
+else
+	report fail "profile: the symlink is left as it was" "$(ls -l "$tmp/link.json")"
+fi
+expect_error "profile: an --out in no directory is refused before measuring" 2 "cannot write '$tmp/nodir/p.json.tmp" profile --reps 1 --shape 128x256 --out "$tmp/nodir/p.json"
+# a FIFO as run's --out: opening it would wait for a reader, with signals caught
+mkfifo "$tmp/fifo"
+timeout 60 "$bin" run $micro --profile off --stage 2 --variant master --out "$tmp/fifo" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && grep -qF "'$tmp/fifo' is not a regular file" "$tmp/err"; then
+	report ok "run: --out a FIFO is refused, not waited on"
+else
+	report fail "run: --out a FIFO is refused, not waited on" "exit $rc: $(cat "$tmp/err")"
+fi
 nb() { "$bin" predict --profile reference --model qwen3-4b --stage 2 --variant master --format csv "$@" | col /dev/stdin backward_s; }
 if awk -v a="$(nb --norm-gbs 5)" -v b="$(nb --norm-gbs 500)" -v c="$(nb --momentum-gbs 5)" \
 	'BEGIN { exit !(a > b + 1.5 && c == b) }'; then
