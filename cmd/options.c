@@ -238,8 +238,8 @@ static const struct option options[] = {
 	  "nothing (default: predict reference; run the device's own, which muonbench profile "
 	  "measured, if any)" },
 	{ "if-missing", NULL, FLAG, AT(if_missing), NULL, 0, 0, NULL, ON(MB_CMD_PROFILE),
-	  "measure only when the file is not there yet, or is of an older format (make run "
-	  "uses it)" },
+	  "measure only when the file is not there yet, or is of an older format (the "
+	  "cache's: or damaged) (make run uses it)" },
 #define PREDICT_OPTION(id, name, key, key2, help) \
 	{ name,                                   \
 	  "X[,X...]",                             \

@@ -87,7 +87,7 @@ static void print_value(const struct mb_field *f, bool json)
 	else if (f->kind != MB_FIELD_TEXT && isnan(f->num))
 		printf("%s", json ? "null" : "");
 	else if (f->kind == MB_FIELD_RATE)
-		printf("%.4f", f->num);
+		printf("%.6g", f->num);
 	else if (f->kind == MB_FIELD_FIGURE)
 		printf("%.9g", f->num);
 	else if (json)

@@ -22,7 +22,7 @@ void mb_print_json_text(const char *text);
 /* TEXT inside a Markdown table cell: '|' escaped, line breaks as spaces. */
 void mb_print_md_text(const char *text);
 
-/* One field of a record: text, a count, a rate (4 decimals) or a figure (9 digits). */
+/* One field of a record: text, a count, a rate (6 significant digits) or a figure (9). */
 enum mb_field_kind { MB_FIELD_TEXT, MB_FIELD_U64, MB_FIELD_RATE, MB_FIELD_FIGURE };
 
 struct mb_field {

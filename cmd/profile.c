@@ -93,8 +93,10 @@ int mb_cmd_profile(const struct mb_args *args)
 					d.name, path);
 				return 0;
 			}
-			/* an older muonbench's, which run cannot read, is measured anew */
-			if (mb_err_kind() != MB_KIND_OLD_FORMAT)
+			/* an older muonbench's, which run cannot read, is measured anew, as is a
+			 * damaged one in the cache (muonbench's own file; an --out is the user's)
+			 */
+			if (err != -MB_EINPUT || (mb_err_kind() != MB_KIND_OLD_FORMAT && args->out))
 				return err;
 			fprintf(stderr, "muonbench: measuring again: %s\n", mb_errmsg());
 		}

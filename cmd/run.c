@@ -557,10 +557,18 @@ static int load_profile(struct grid *g)
 		name = path;
 	}
 	if ((err = mb_profile_load(&g->profile, name))) {
-		/* the cache's, from an older muonbench: no prediction, and how to mend it */
-		if (name != path || mb_err_kind() != MB_KIND_OLD_FORMAT)
+		/* the cache's, from an older muonbench or damaged: no prediction, and how to mend
+		 * it; a --profile FILE that cannot be read is the user's to mend */
+		if (name != path || err != -MB_EINPUT)
 			return err;
-		fprintf(stderr, "muonbench: %s: the cells are not predicted\n", mb_errmsg());
+		if (mb_err_kind() == MB_KIND_OLD_FORMAT)
+			fprintf(stderr, "muonbench: %s: the cells are not predicted\n",
+				mb_errmsg());
+		else
+			fprintf(stderr,
+				"muonbench: the cached profile cannot be read: %s; the cells are not "
+				"predicted (muonbench profile measures it again)\n",
+				mb_errmsg());
 		return 0;
 	}
 	snprintf(g->profile_src, sizeof(g->profile_src), "%.511s", name);

@@ -199,7 +199,7 @@ static void samples(struct sbuf *b, const double *v, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		sb_printf(b, "%s%.6f", i ? ";" : "", v[i]);
+		sb_printf(b, "%s%.6g", i ? ";" : "", v[i]);
 }
 
 char *mb_csv_format(const struct mb_csv_row *row)
@@ -231,7 +231,7 @@ char *mb_csv_format(const struct mb_csv_row *row)
 		case FRACTION:
 			d = *(const double *)field;
 			if (!isnan(d))
-				sb_printf(&b, "%.6f", d);
+				sb_printf(&b, "%.6g", d);
 			break;
 		case ITER_SAMPLES:
 		case APPLY_SAMPLES:

@@ -437,7 +437,7 @@ if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/bw-np.csv")" -eq 7 ] && [ "$(wc -l <"$tm
 	[ -z "$(col "$tmp/bw-np.csv" device_gbs_median | sort -u)" ] &&
 	[ -z "$(col "$tmp/bw-np.csv" device_gbs_cv | sort -u)" ] &&
 	[ -z "$(col "$tmp/bw-np.csv" device_over_host | sort -u)" ] &&
-	[ "$(col "$tmp/bw-np.csv" host_gbs_median | grep -c '^[0-9][0-9.]*$')" -eq 6 ] &&
+	[ "$(col "$tmp/bw-np.csv" host_gbs_median | grep -c '^[0-9][0-9.e+-]*$')" -eq 6 ] &&
 	[ "$(grep -c 'clGetEventProfilingInfo' "$tmp/bw-np.csv")" -eq 6 ]; then
 	report ok "bandwidth: no event time is an empty CSV field, said on stderr, exit 1"
 else
@@ -1180,7 +1180,7 @@ else
 	report fail "predict: Newton-Schulz at its size's rate on the ladder; --ns-gflops sets every size" "$(nsp --profile "$tmp/cli-profile.json"; nsp --profile "$tmp/cli-one.json")"
 fi
 if [ "$(col "$tmp/pred.csv" profile | head -1)" = "$tmp/cli-profile.json" ] &&
-	[ "$(col "$tmp/pred.csv" pred_apply_s | head -1)" = "$(col "$tmp/pred-alone.csv" apply_mean_s | awk '{ printf "%.6f", $1 }')" ] &&
+	[ "$(col "$tmp/pred.csv" pred_apply_s | head -1)" = "$(col "$tmp/pred-alone.csv" apply_mean_s | awk '{ printf "%.6g", $1 }')" ] &&
 	[ "$(col "$tmp/pred.csv" pred_apply_s | wc -l)" -eq 4 ] &&
 	grep -q "^| 2 | master | .* / .* (.*%.*) | .* / .* (.*%.*) |" "$tmp/pred.md" &&
 	"$bin" report "$tmp/pred.csv" | grep -q "^| 2 | both | .* / .* (.*%.*) | .* / .* (.*%.*) |" &&
@@ -1252,6 +1252,27 @@ assert all(len(p[k]) == 2 and p[k][0]["flops"] < p[k][1]["flops"] for k in ("ns_
 else
 	report fail "run: an older muonbench's cached profile predicts nothing and says why; profile --if-missing measures it again, a point a shape" "$(cat "$tmp/err" "$tmp/old.json")"
 fi
+# A damaged profile in the cache (muonbench's own file): run goes on unpredicted and says
+# why, profile --if-missing measures it again; a damaged --profile FILE or --out is the
+# user's, refused.
+good=$(cat "$measured")
+echo garbage >"$measured"
+echo garbage >"$tmp/damaged.json"
+# shellcheck disable=SC2086
+if XDG_CACHE_HOME="$tmp/xdg" "$bin" run $micro --stage 2 --variant master --out "$tmp/damaged-run.csv" >/dev/null 2>"$tmp/err" &&
+	grep -q "the cached profile cannot be read: $measured:1:1: .*the cells are not predicted (muonbench profile measures it again)" "$tmp/err" &&
+	[ -z "$(col "$tmp/damaged-run.csv" pred_apply_s)" ] &&
+	! XDG_CACHE_HOME="$tmp/xdg" "$bin" run $micro --stage 2 --variant master --profile "$tmp/damaged.json" --out "$tmp/damaged-run2.csv" >/dev/null 2>>"$tmp/err" &&
+	! XDG_CACHE_HOME="$tmp/xdg" "$bin" profile --if-missing --reps 1 --shape 64x128 --out "$tmp/damaged.json" >/dev/null 2>>"$tmp/err" &&
+	[ "$(cat "$tmp/damaged.json")" = garbage ] &&
+	XDG_CACHE_HOME="$tmp/xdg" "$bin" profile --if-missing --reps 1 --shape 64x128 >/dev/null 2>>"$tmp/err" &&
+	grep -q "^muonbench: measuring again: $measured:1:1:" "$tmp/err" &&
+	grep -q '"format_version": 4' "$measured"; then
+	report ok "run: a damaged cached profile predicts nothing and says why; profile --if-missing measures it again; a damaged FILE is refused"
+else
+	report fail "run: a damaged cached profile predicts nothing and says why; profile --if-missing measures it again; a damaged FILE is refused" "$(cat "$tmp/err")"
+fi
+printf '%s\n' "$good" >"$measured"
 
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"

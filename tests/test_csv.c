@@ -80,6 +80,10 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	snprintf(r->profile, sizeof(r->profile), "profiles/reference.json");
 	r->pred_iter_s = NAN;
 	r->pred_apply_s = 2.25;
+	/* a GPU's microsecond phases and a tiny copy's rate: kept to 6 significant digits */
+	r->h2d_s = 3.78412e-6;
+	r->apply_samples_s[2] = 4.77717e-4;
+	r->h2d_gbs = 0.0249221;
 }
 
 static void write_text(const char *text)
@@ -119,6 +123,8 @@ static void round_trip(void **state)
 	assert_int_equal(rows[1].nsamples, 3);
 	assert_true(rows[1].iter_samples_s[0] == 1.5 && rows[1].iter_samples_s[2] == 0.25);
 	assert_true(rows[1].apply_samples_s[1] == 2);
+	assert_true(rows[1].h2d_s == 3.78412e-6 && rows[1].h2d_gbs == 0.0249221);
+	assert_true(rows[1].apply_samples_s[2] == 4.77717e-4);
 	free(rows);
 }
 
