@@ -3,6 +3,7 @@
  */
 #include "mb_profile.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -110,6 +111,9 @@ static const char *check_number(const struct field *f, double d)
 {
 	if ((f->kind == RATE || f->kind == LADDER) && !(isfinite(d) && d > 0))
 		return "must be a positive number";
+	/* below it a step's times overflow, or lose every digit (a subnormal rate) */
+	if ((f->kind == RATE || f->kind == LADDER) && d < 1e-6)
+		return "must be 1e-6 or more";
 	if (f->kind == TIME && !(isfinite(d) && d >= 0))
 		return "must be a number no less than 0";
 	return NULL;
@@ -386,7 +390,9 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 	case TIME:
 	case LADDER:
 		d = strtod(value, &end);
-		if (!*value || *end)
+		/* decimal, as every number on the command line: no space, sign, hex, inf or nan */
+		if (!isdigit((unsigned char)*value) || value[strspn(value, "0123456789.eE+-")] ||
+		    *end)
 			return mb_bad_input("%s: invalid number '%s' (%s)", what, value, f->unit);
 		if ((why = check_number(f, d)))
 			return mb_bad_input("%s: %s (%s), got '%s'", what, why, f->unit, value);

@@ -467,8 +467,13 @@ static void profile_round_trip(void **state)
 	assert_true(mb_profile_get(&a, "h2d_pageable_gbs") == 5);
 	assert_int_equal(mb_profile_set(&a, "pageable_holds_host", "off", "--x"), 0);
 	assert_true(mb_profile_get(&a, "pageable_holds_host") == 0);
-	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "-1", "--momentum-gbs"), -MB_EINPUT);
+	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "0", "--momentum-gbs"), -MB_EINPUT);
 	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: must be a positive number"));
+	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "-1", "--momentum-gbs"), -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: invalid number '-1'"));
+	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "1e-300", "--momentum-gbs"),
+			 -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: must be 1e-6 or more"));
 	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "1x", "--momentum-gbs"), -MB_EINPUT);
 	assert_int_equal(mb_profile_set(&a, "norm_gbs", "7.5", "--norm-gbs"), 0);
 	assert_true(mb_profile_get(&a, "norm_gbs") == 7.5 && a.momentum_gbs == 500);
@@ -480,7 +485,7 @@ static void profile_round_trip(void **state)
 	assert_int_equal(mb_profile_set(&a, "ns_gram_gflops", "50", "--ns-gflops"), 0);
 	assert_true(mb_profile_get(&a, "ns_gram_gflops") == 50);
 	assert_true(a.ns_gram_gflops.n == 3 && a.ns_gram_gflops.flops[2] == 6.98e9);
-	assert_int_equal(mb_profile_set(&a, "ns_gram_gflops", "-5", "--ns-gflops"), -MB_EINPUT);
+	assert_int_equal(mb_profile_set(&a, "ns_gram_gflops", "0", "--ns-gflops"), -MB_EINPUT);
 	assert_non_null(strstr(mb_errmsg(), "--ns-gflops: must be a positive number (GFLOP/s)"));
 	/* the shipped one, and every key in the table */
 	assert_int_equal(mb_profile_load(&a, "reference"), 0);
