@@ -485,8 +485,8 @@ static int set_value(struct mb_args *args, const struct option *o, const char *v
 		double d = strtod(value, &end);
 
 		/* decimal, as the whole numbers are: no space, sign, hex, inf or nan */
-		if (!isdigit((unsigned char)*value) || value[strspn(value, "0123456789.eE+-")] ||
-		    *end || !(d >= (double)o->min && d <= (double)o->max))
+		if (!mb_num_is_decimal(value) || *end ||
+		    !(d >= (double)o->min && d <= (double)o->max))
 			return mb_bad_input("%s: invalid number '%s' (expected %llu to %llu)", what,
 					    value, (unsigned long long)o->min,
 					    (unsigned long long)o->max);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "mb_err.h"
+#include "mb_num.h"
 
 /*
  * A column's type says how it is written and what the reader accepts: TEXT
@@ -578,8 +579,7 @@ static int parse_number(const struct reader *r, const struct column *c, const ch
 	}
 	d = strtod(text, &end);
 	/* decimal as the writer writes it: no sign, no hex, no inf or nan */
-	if (*end || !isdigit((unsigned char)*text) || text[strspn(text, "0123456789.e+-")] ||
-	    !isfinite(d) || (c->type == FRACTION && d > 1))
+	if (*end || !mb_num_is_decimal(text) || !isfinite(d) || (c->type == FRACTION && d > 1))
 		return bad(r, "column '%s': expected %s or nothing, found '%.40s'", c->name,
 			   what[c->type], text);
 	*field = d;

@@ -421,18 +421,28 @@ static bool tmp_name(const char *path, char *tmp, size_t size)
 	return n > 0 && (size_t)n < size;
 }
 
-int mb_json_check_out(const char *path)
+/* PATH's temporary into TMP, refused where the rename would replace what is not a file. */
+static int out_path(const char *path, char *tmp, size_t size)
 {
-	char tmp[4200];
 	struct stat st;
-	FILE *f;
 
 	if (!lstat(path, &st) && !S_ISREG(st.st_mode))
 		return mb_bad_input("'%s' is not a regular file: muonbench writes it whole, and "
 				    "the rename that does would replace it; give a file's path",
 				    path);
-	if (!tmp_name(path, tmp, sizeof(tmp)))
+	if (!tmp_name(path, tmp, size))
 		return mb_bad_input("'%s': the path is too long", path);
+	return 0;
+}
+
+int mb_json_check_out(const char *path)
+{
+	char tmp[4200];
+	FILE *f;
+	int err;
+
+	if ((err = out_path(path, tmp, sizeof(tmp))))
+		return err;
 	if (!(f = fopen(tmp, "wx")))
 		return mb_bad_input("cannot write '%s': %s", tmp, strerror(errno));
 	fclose(f);
@@ -446,9 +456,8 @@ int mb_json_write_file(const char *path, const char *text)
 	FILE *f;
 	int err, bad;
 
-	if ((err = mb_json_check_out(path)))
+	if ((err = out_path(path, tmp, sizeof(tmp))))
 		return err;
-	tmp_name(path, tmp, sizeof(tmp));
 	if (!(f = fopen(tmp, "w")))
 		return mb_fail("cannot write '%s': %s", tmp, strerror(errno));
 	bad = fputs(text, f) < 0;

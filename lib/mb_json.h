@@ -42,7 +42,8 @@ int mb_json_check_out(const char *path);
 /*
  * Write TEXT to PATH whole: into PATH.tmpPID, then renamed over PATH, so
  * that a reader never sees part of it and a failure leaves PATH as it was.
- * Refused as mb_json_check_out refuses; a write that fails is -MB_EFAIL.
+ * A PATH that is not a regular file is refused as mb_json_check_out refuses
+ * it; a write that fails is -MB_EFAIL.
  */
 int mb_json_write_file(const char *path, const char *text);
 

@@ -17,6 +17,11 @@
 
 #include "mb_err.h"
 
+bool mb_num_is_decimal(const char *text)
+{
+	return isdigit((unsigned char)*text) && !text[strspn(text, "0123456789.eE+-")];
+}
+
 typedef unsigned __int128 u128;
 
 struct unit {

@@ -10,8 +10,16 @@
 #ifndef MB_NUM_H
 #define MB_NUM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/*
+ * Whether TEXT is a decimal number as muonbench writes and reads them: a
+ * digit first, then digits, '.', an exponent (e or E, its sign): no space,
+ * sign, hex, inf or nan. strtod still has to take all of it.
+ */
+bool mb_num_is_decimal(const char *text);
 
 /* Parse a count (no suffix) in [min, max] into *out. 0 or -MB_EINPUT. */
 int mb_parse_count(const char *what, const char *text, uint64_t min, uint64_t max, uint64_t *out);

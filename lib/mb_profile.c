@@ -3,7 +3,6 @@
  */
 #include "mb_profile.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -14,6 +13,7 @@
 #include "mb_embedded.h"
 #include "mb_err.h"
 #include "mb_json.h"
+#include "mb_num.h"
 
 enum kind {
 	TEXT, /* char[], at most its size - 1 */
@@ -391,8 +391,7 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 	case LADDER:
 		d = strtod(value, &end);
 		/* decimal, as every number on the command line: no space, sign, hex, inf or nan */
-		if (!isdigit((unsigned char)*value) || value[strspn(value, "0123456789.eE+-")] ||
-		    *end)
+		if (!mb_num_is_decimal(value) || *end)
 			return mb_bad_input("%s: invalid number '%s' (%s)", what, value, f->unit);
 		if ((why = check_number(f, d)))
 			return mb_bad_input("%s: %s (%s), got '%s'", what, why, f->unit, value);
