@@ -153,7 +153,7 @@ static const struct option options[] = {
 	  "binding as it is" },
 	{ "out", "FILE", TEXT, AT(out), NULL, 0, 0, NULL, ON(MB_CMD_RUN) | ON(MB_CMD_PROFILE),
 	  "run: append the results to FILE (default: a new "
-	  "results/MODEL-stageS-UTCTIME.csv); profile: write the profile to FILE (default: the "
+	  "results/MODEL-stageS-UTCTIME.csv, or -2.csv and on where that is taken); profile: write the profile to FILE (default: the "
 	  "cache, under the device's key)" },
 	{ "world-size", "W", COUNT, AT(world_size), "1", 1, 1u << 20, NULL, ON(MB_CMD_PLAN),
 	  "ranks sharing the optimizer state" },

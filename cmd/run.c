@@ -11,6 +11,7 @@
 #define _DEFAULT_SOURCE /* mkstemps */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -63,6 +64,7 @@ struct grid {
 	struct mb_run_settings run;
 	char out[4096];
 	bool out_existed;     /* else an empty one is removed if nothing could run */
+	bool out_created;     /* the default name, created new by default_out */
 	char given_out[4096]; /* where the rows went first, before a fallback */
 	bool fallback;	      /* out is the fallback file */
 	unsigned failed, interrupted, checked, mismatched;
@@ -137,8 +139,26 @@ static int default_out(struct grid *g)
 	if (mkdir("results", 0755) && errno != EEXIST)
 		return mb_bad_input("cannot create the directory 'results': %s", strerror(errno));
 	file_name(name, sizeof(name), g->model.name);
-	snprintf(g->out, sizeof(g->out), "results/%s-stage%s-%s.csv", name, stages, stamp);
-	return 0;
+	/* a new file, created here so that a second invocation started in the same
+	   second takes the next name rather than appending its rows to this one's */
+	for (i = 1; i <= 100; i++) {
+		char n[16] = "";
+		int fd;
+
+		if (i > 1)
+			snprintf(n, sizeof(n), "-%zu", i);
+		snprintf(g->out, sizeof(g->out), "results/%s-stage%s-%s%s.csv", name, stages, stamp,
+			 n);
+		fd = open(g->out, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd >= 0) {
+			close(fd);
+			g->out_created = true;
+			return 0;
+		}
+		if (errno != EEXIST)
+			return mb_bad_input("cannot create '%s': %s", g->out, strerror(errno));
+	}
+	return mb_bad_input("'%s' and 99 more names like it exist already; give --out", g->out);
 }
 
 static void fill_meta(const struct grid *g, struct mb_csv_row *row)
@@ -593,7 +613,7 @@ static int setup(struct grid *g)
 	if ((err = mb_setup_model(g->args, &g->model)) || (err = build_cells(g)) ||
 	    (err = default_out(g)))
 		return err;
-	g->out_existed = !access(g->out, F_OK);
+	g->out_existed = !g->out_created && !access(g->out, F_OK);
 	if ((err = mb_csv_check(g->out)) || (err = mb_setup_device(g->args, &g->cl)))
 		return err;
 	if ((err = load_profile(g)))

@@ -807,6 +807,23 @@ if [ "$rc" -eq 0 ] && [ ! -e "$tmp/w/t" ] && [ "$(find "$tmp/w" -name '*.csv' | 
 else
 	report fail "run: a config named '../../t/pwned' writes results/_._.._t_pwned-stage2-*.csv" "exit $rc: $(find "$tmp/w") $(tail -3 "$tmp/out")"
 fi
+# Two invocations started in the same second: the second takes a new name, not the first's file.
+# Every default name of the next minute is taken already, by a file that holds only a header.
+mkdir -p "$tmp/same/results"
+now=$(date -u +%s)
+for s in $(seq "$now" $((now + 60))); do
+	head -1 results/baseline-tiny.csv >"$tmp/same/results/pwn-stage2-$(date -u -d "@$s" +%Y%m%dT%H%M%SZ).csv"
+done
+printf '{"name": "pwn", "parameters": [{"name": "w", "shape": [64, 64]}]}\n' >"$tmp/same/pwn.json"
+(cd "$tmp/same" && "$abs_bin" run --config pwn.json --fwd-bwd off --stage 2 --variant master --runs 1 --steps 2 --quiet) >"$tmp/out" 2>&1
+rc=$?
+out=$(sed -n 's/^Results: //p' "$tmp/out")
+if [ "$rc" -eq 0 ] && [ "$(cat "$tmp/same/results"/*Z.csv | wc -l)" -eq 61 ] &&
+	case $out in results/pwn-stage2-*Z-2.csv) [ "$(wc -l <"$tmp/same/$out")" -eq 2 ] ;; *) false ;; esac; then
+	report ok "run: a default name taken already (the same second) gives NAME-2.csv, the other file untouched"
+else
+	report fail "run: a default name taken already (the same second) gives NAME-2.csv, the other file untouched" "exit $rc, '$out': $(wc -l "$tmp/same/results"/* | sort -n | tail -3) $(tail -3 "$tmp/out")"
+fi
 # A config's name: UTF-8 (refused otherwise, at its byte), and no longer than a results file keeps.
 printf '{"name": "caf\303\251 \342\202\254", "parameters": [{"name": "w", "shape": [64, 64]}]}\n' >"$tmp/utf8.json"
 "$bin" plan --config "$tmp/utf8.json" --format json >"$tmp/out" 2>"$tmp/err"
