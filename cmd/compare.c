@@ -166,7 +166,7 @@ int mb_cmd_compare(const struct mb_args *args)
 						    "of the same number, which ran in the same "
 						    "round)" },
 	};
-	size_t n = 0, i, count[5] = { 0 }, unmatched = 0;
+	size_t n = 0, i, count[5] = { 0 }, unmatched = 0, untimed = 0;
 	struct mb_compared *c = NULL;
 	int err;
 
@@ -202,16 +202,27 @@ int mb_cmd_compare(const struct mb_args *args)
 			unmatched++;
 		else
 			count[c[i].verdict]++;
+		if (c[i].base && c[i].new_ && (!c[i].base->nruns || !c[i].new_->nruns))
+			untimed++;
 	}
 	printf("\ncompare: %zu cells matched: %zu ok, %zu faster, %zu slower, %zu changed, %zu "
-	       "REGRESSION; %zu unmatched\n",
+	       "REGRESSION; %zu unmatched",
 	       n - unmatched, count[MB_SAME], count[MB_FASTER], count[MB_SLOWER], count[MB_CHANGED],
 	       count[MB_REGRESSION], unmatched);
-	if (n == unmatched) /* the gate must not pass on nothing */
+	if (untimed)
+		printf("; %zu matched with no timings to compare (no ok run in one file or both)",
+		       untimed);
+	printf("\n");
+	/* the gate must not pass on nothing */
+	if (n == unmatched)
 		err = mb_fail("nothing compared: no cell of '%s' matches one of '%s' (%s)",
 			      new_.path, base.path, n ? c[0].changed : "no cells");
 	else if (count[MB_REGRESSION])
 		err = mb_fail("%zu regression(s) against '%s'", count[MB_REGRESSION], base.path);
+	else if (n - unmatched == untimed)
+		err = mb_fail("nothing compared: every cell that matches has no ok run in '%s', "
+			      "'%s' or both",
+			      base.path, new_.path);
 	else if (args->exact && count[MB_CHANGED])
 		err = mb_fail("%zu cell(s) changed an exact figure against '%s' (--exact)",
 			      count[MB_CHANGED], base.path);

@@ -619,6 +619,17 @@ if [ "$rc" -eq 1 ] && grep -q "nothing compared: no cell of" "$tmp/err" &&
 else
 	report fail "compare: nothing matched fails, naming the knob that differs" "exit $rc: $(tail -3 "$tmp/out") $(cat "$tmp/err")"
 fi
+# every matched cell failed in both files: no timing was compared, and the gate must not pass
+st=$(head -1 "$tmp/cmp.csv" | tr ',' '\n' | grep -n '^status$' | cut -d: -f1)
+awk -F, -v OFS=, -v c="$st" 'NR > 1 { $c = "failed"; $(c + 1) = "out of memory" } { print }' "$tmp/cmp.csv" >"$tmp/allfail.csv"
+"$bin" compare "$tmp/allfail.csv" "$tmp/allfail.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "nothing compared: every cell that matches has no ok run" "$tmp/err" &&
+	grep -q "matched with no timings to compare" "$tmp/out"; then
+	report ok "compare: files whose every cell failed compare nothing, exit 1"
+else
+	report fail "compare: files whose every cell failed compare nothing, exit 1" "exit $rc: $(tail -3 "$tmp/out") $(cat "$tmp/err")"
+fi
 awk -F, -v OFS=, 'NR == 3 { $2 = "failed"; $3 = "out of memory" } { print }' "$tmp/cmp.csv" >"$tmp/onefail.csv"
 # expect_fail NAME TEXT ARGS...: the command exits 1 and stdout contains TEXT.
 expect_fail() {
