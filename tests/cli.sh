@@ -575,6 +575,8 @@ expect_output "report: a cell whose run was interrupted says interrupted, not fa
 cat results/baseline-tiny.csv results/baseline-tiny.csv >"$tmp/joined.csv"
 second=$(($(wc -l <results/baseline-tiny.csv) + 1))
 expect_error "report: two files joined into one name the second header" 2 "joined.csv:$second: a second header at line $second (two files joined into one?)" report "$tmp/joined.csv"
+ln -s "$PWD/results/baseline-tiny.csv" "$tmp/same-file.csv"
+expect_error "report: a file given twice (by another name) is refused, not counted twice" 2 "'$tmp/same-file.csv' is 'results/baseline-tiny.csv' again: its runs would count twice" report results/baseline-tiny.csv "$tmp/same-file.csv"
 # 5 runs x 10 measured steps: 50 samples a cell, enough to tell 20% from the noise
 "$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master,both --runs 5 --steps 12 --measure 2-11 --out "$tmp/cmp.csv" >/dev/null 2>&1
 expect_output "compare: a file against itself is all ok" "compare: 2 cells matched: 2 ok, 0 faster, 0 slower, 0 changed, 0 REGRESSION; 0 unmatched" compare "$tmp/cmp.csv" "$tmp/cmp.csv"
