@@ -365,6 +365,33 @@ static int list_expand_entries(const struct reader *r, struct mb_model *m, const
 	return 0;
 }
 
+static int by_name(const void *a, const void *b)
+{
+	return strcmp((*(const struct mb_param *const *)a)->name,
+		      (*(const struct mb_param *const *)b)->name);
+}
+
+/* Each parameter's name once, as in a model's state dict: sorted, no two neighbours equal. */
+static int names_unique(const struct reader *r, const struct mb_model *m)
+{
+	const struct mb_param **sorted = malloc(m->nparams * sizeof(*sorted));
+	size_t i;
+	int err = 0;
+
+	if (!sorted)
+		return mb_fail("out of host memory reading %s", r->source);
+	for (i = 0; i < m->nparams; i++)
+		sorted[i] = &m->params[i];
+	qsort(sorted, m->nparams, sizeof(*sorted), by_name);
+	for (i = 1; i < m->nparams && !err; i++)
+		if (!strcmp(sorted[i - 1]->name, sorted[i]->name))
+			err = mb_bad_input("%s: the parameter '%s' is named twice: a model's "
+					   "parameters have one name each",
+					   r->source, sorted[i]->name);
+	free(sorted);
+	return err;
+}
+
 static int list_expand(struct reader *r, const cJSON *root, struct mb_model *m)
 {
 	const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "parameters");
@@ -393,6 +420,8 @@ static int list_expand(struct reader *r, const cJSON *root, struct mb_model *m)
 	}
 	if (!err)
 		err = list_expand_entries(r, m, entries, (size_t)n);
+	if (!err)
+		err = names_unique(r, m);
 	free(entries);
 	return err;
 }

@@ -294,6 +294,7 @@ static const struct {
 	{ "utf8-overlong.json", "utf8-overlong.json:1:28: expected UTF-8 text (the file must be "
 				"UTF-8), found byte 0xc0 at byte offset 27" },
 	{ "duplicate-key.json", "duplicate-key.json: parameters[0]: duplicate key \"shape\"" },
+	{ "name-twice.json", "name-twice.json: the parameter 'layers.1.w' is named twice" },
 	{ "top-level-list.json", "a model config must be a JSON object, got a list" },
 	{ "not-a-config.json", "not a model config: expected a \"parameters\" list or Hugging "
 			       "Face keys" },
