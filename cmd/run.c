@@ -25,6 +25,7 @@
 #include "mb_clock.h"
 #include "mb_err.h"
 #include "mb_fit.h"
+#include "mb_fwdbwd.h"
 #include "mb_host.h"
 #include "mb_num.h"
 #include "mb_phase.h"
@@ -492,6 +493,12 @@ static int fit_cell(struct grid *g, bool *fits)
 	*fits = true;
 	if (!g->args->fit_check_on)
 		return 0;
+	/* CLBlast's temporaries on this device; where CLBlast cannot say, the cell's
+	   state fails as it would and its row says why */
+	if (mb_step_clblast_bytes(&g->model, s->plan.ns_method, &g->cl, &cell.clblast_bytes) ||
+	    (cell.tokens &&
+	     mb_fwdbwd_temp_bytes(&g->model, cell.tokens, &g->cl, &cell.clblast_fwd_bytes)))
+		cell.clblast_bytes = cell.clblast_fwd_bytes = 0;
 	if (mb_host_mem_available(&host.available_bytes, host.where, sizeof(host.where))) {
 		snprintf(reason, sizeof(reason), "%s", mb_errmsg());
 		return mb_fail("%s (--fit-check off runs without the check)", reason);

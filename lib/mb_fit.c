@@ -76,7 +76,8 @@ static void apply_buffer(const struct mb_plan *plan, struct mb_fit_need *n)
 static void device(const struct mb_model *m, const struct mb_plan *plan,
 		   const struct mb_fit_cell *c, struct mb_fit_need *n)
 {
-	uint64_t base = plan->resident_bytes + plan->ds_buffer_bytes + plan->ns_workspace_bytes,
+	uint64_t base = plan->resident_bytes + plan->ds_buffer_bytes + plan->ns_workspace_bytes +
+			c->clblast_bytes,
 		 fb_largest,
 		 piece = plan->piece_during_elems > plan->piece_after_elems
 				 ? plan->piece_during_elems
@@ -87,7 +88,7 @@ static void device(const struct mb_model *m, const struct mb_plan *plan,
 				 : 0;
 	const char *fb_tag;
 
-	n->device_peak_bytes = mb_plan_peak_step_bytes(plan, c->alive);
+	n->device_peak_bytes = sat_add(mb_plan_peak_step_bytes(plan, c->alive), c->clblast_bytes);
 	n->device_peak_phase = "step";
 	/* the backward stand-in's buckets reduced after the forward/backward's GEMMs */
 	largest(&n->device_peak_bytes, &n->device_peak_phase, sat_add(base, after), "backward");
@@ -97,12 +98,16 @@ static void device(const struct mb_model *m, const struct mb_plan *plan,
 	largest(&n->device_largest_bytes, &n->device_largest, plan->bucket_bf16_bytes,
 		"bwd.bucket_bf16");
 	largest(&n->device_largest_bytes, &n->device_largest, 4 * piece, "bwd.grad_fp32");
+	largest(&n->device_largest_bytes, &n->device_largest, c->clblast_bytes, "clblast.temp");
 	apply_buffer(plan, n);
 	if (!c->tokens)
 		return;
 	/* its buffers, with those reduced during them (the plan's backward) */
-	largest(&n->device_peak_bytes, &n->device_peak_phase, plan->peak_backward_bytes,
+	largest(&n->device_peak_bytes, &n->device_peak_phase,
+		sat_add(plan->peak_backward_bytes, sat_add(c->clblast_bytes, c->clblast_fwd_bytes)),
 		"forward/backward");
+	largest(&n->device_largest_bytes, &n->device_largest, c->clblast_fwd_bytes,
+		"clblast.fwd.temp");
 	(void)mb_fwdbwd_bytes(m, c->tokens, &fb_largest, &fb_tag, NULL);
 	largest(&n->device_largest_bytes, &n->device_largest, fb_largest, fb_tag);
 }
@@ -189,7 +194,8 @@ static void two_sizes(char *a, char *b, size_t len, uint64_t x, uint64_t y)
 }
 
 static void say_shortfalls(struct text *t, unsigned s, const struct mb_fit_need *n,
-			   const struct mb_fit_host *h, const struct mb_fit_device *d)
+			   const struct mb_fit_cell *cell, const struct mb_fit_host *h,
+			   const struct mb_fit_device *d)
 {
 	char a[32], b[32], c[32];
 	const char *sep = "";
@@ -213,8 +219,8 @@ static void say_shortfalls(struct text *t, unsigned s, const struct mb_fit_need 
 	}
 	if (s & SHORT_PEAK) {
 		two_sizes(a, b, sizeof(a), n->device_peak_bytes, device_memory(d));
-		add(t, "%sthe device peak (%s phase, CLBlast's temporaries aside) is %s and ", sep,
-		    n->device_peak_phase, a);
+		add(t, "%sthe device peak (%s phase, CLBlast's temporaries %s) is %s and ", sep,
+		    n->device_peak_phase, cell->clblast_bytes ? "included" : "aside", a);
 		if (device_memory(d) < d->global_mem_bytes)
 			add(t, "the --device-mem-limit is %s", b);
 		else
@@ -401,7 +407,7 @@ int mb_fit_check(const struct mb_model *m, const struct mb_fit_cell *c, const st
 	if (!(s = shortfalls(&n, h, d)))
 		return 1;
 	add(&t, "does not fit: ");
-	say_shortfalls(&t, s, &n, h, d);
+	say_shortfalls(&t, s, &n, c, h, d);
 	say_suggestions(&t, s, m, c, h, d);
 	return 0;
 }

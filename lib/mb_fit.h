@@ -11,9 +11,9 @@
  *           allocation of the device;
  *   device  the highest of the phases' peaks: the synthetic forward/backward
  *           with its buffers, the backward stand-in with its gradient
- *           bucket, and the step as the plan predicts it, CLBlast's
- *           temporaries aside (they depend on the device); and each buffer
- *           one allocation of the device.
+ *           bucket, and the step as the plan predicts it, each with
+ *           CLBlast's temporaries where the caller gives them (they depend
+ *           on the device); and each buffer one allocation of the device.
  * These are held against what the host has available (mb_host_mem_available),
  * the device's global memory (or --device-mem-limit where that is less) and
  * its maximum allocation, as the caller read them once: the same figures that
@@ -57,6 +57,10 @@ struct mb_fit_cell {
 	bool pins_momentum;	      /* the variant pins the momentum (pin, both) */
 	unsigned alive;		      /* the variant's batches alive at once (mb_variant_alive) */
 	uint64_t tokens;	      /* of the synthetic forward/backward; 0: off */
+	/* CLBlast's temporary buffers on the device, as the caller asked CLBlast
+	   (0 where it did not): Newton-Schulz's, held in every phase, and the
+	   forward/backward's, in that phase */
+	uint64_t clblast_bytes, clblast_fwd_bytes;
 };
 
 /* What a cell needs. The names are static strings. */

@@ -401,6 +401,16 @@ int mb_fwdbwd_reserve(const struct mb_model *m, uint64_t tokens, const struct mb
 	return 0;
 }
 
+int mb_fwdbwd_temp_bytes(const struct mb_model *m, uint64_t tokens, const struct mb_cl *cl,
+			 uint64_t *bytes)
+{
+	struct pass p = { .m = m, .cl = cl, .t = tokens };
+	int err = measure(&p, true);
+
+	*bytes = err ? 0 : p.temp_bytes;
+	return err;
+}
+
 uint64_t mb_fwdbwd_bytes(const struct mb_model *m, uint64_t tokens, uint64_t *largest,
 			 const char **largest_tag, uint64_t *forward)
 {

@@ -64,6 +64,14 @@ int mb_fwdbwd_reserve(const struct mb_model *m, uint64_t tokens, const struct mb
 		      struct mb_ledger *ledger, unsigned epoch);
 
 /*
+ * The bytes of CLBlast's temporary buffer of the pass for TOKENS tokens on
+ * CL's device ("clblast.fwd.temp"), into *BYTES; nothing is allocated. A
+ * layer that cannot be cut small enough is refused, as by mb_fwdbwd_run.
+ */
+int mb_fwdbwd_temp_bytes(const struct mb_model *m, uint64_t tokens, const struct mb_cl *cl,
+			 uint64_t *bytes);
+
+/*
  * The device bytes the pass holds at once for TOKENS tokens (every buffer is
  * live at the end of the backward), CLBlast's temporary aside: what the
  * ledger's own peak adds in the forward and backward phases. *LARGEST is

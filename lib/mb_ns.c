@@ -135,18 +135,40 @@ out_release:
 }
 
 /* CLBlast's temporary bytes for one row-major GEMM C(m x n) = A(m x k) B(k x n). */
-static int gemm_temp(struct mb_ns *ns, bool b_transposed, uint64_t m, uint64_t n, uint64_t k,
+static int gemm_temp(const struct mb_cl *cl, bool b_transposed, uint64_t m, uint64_t n, uint64_t k,
 		     size_t *bytes)
 {
-	cl_command_queue q = ns->cl->compute;
+	cl_command_queue q = cl->compute;
 	int st;
 
 	st = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, CLBlastTransposeNo,
 					b_transposed ? CLBlastTransposeYes : CLBlastTransposeNo, m,
 					n, k, 0, k, 0, b_transposed ? k : n, 0, n, &q, bytes);
-	return mb_clblast_check(ns->cl, st, "CLBlastSGemmTempBufferSize", "%llux%llux%llu GEMM",
+	return mb_clblast_check(cl, st, "CLBlastSGemmTempBufferSize", "%llux%llux%llu GEMM",
 				(unsigned long long)m, (unsigned long long)n,
 				(unsigned long long)k);
+}
+
+int mb_ns_temp_bytes(const struct mb_cl *cl, enum mb_ns_method method, const uint64_t *rows,
+		     const uint64_t *cols, size_t n, uint64_t *bytes)
+{
+	size_t i, t1, t2, t3;
+	struct layout w;
+	int err;
+
+	*bytes = 0;
+	/* both methods' GEMMs are of these three shapes */
+	for (i = 0; i < n; i++) {
+		w = layout_of(rows[i], cols[i], method);
+		if ((err = gemm_temp(cl, true, w.m, w.m, w.n, &t1)) ||
+		    (err = gemm_temp(cl, false, w.m, w.m, w.m, &t2)) ||
+		    (err = gemm_temp(cl, false, w.m, w.n, w.m, &t3)))
+			return err;
+		*bytes = t1 > *bytes ? t1 : *bytes;
+		*bytes = t2 > *bytes ? t2 : *bytes;
+		*bytes = t3 > *bytes ? t3 : *bytes;
+	}
+	return 0;
 }
 
 /* Make *BUF (of *HAVE bytes) at least NEED bytes, through the ledger. */
@@ -167,25 +189,15 @@ static int grow(struct mb_ns *ns, cl_mem *buf, uint64_t *have, uint64_t need, co
 
 int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, size_t n)
 {
-	uint64_t work = 0, temp = 0;
-	size_t i, t1, t2, t3;
-	struct layout w;
+	uint64_t work = 0, temp;
+	size_t i;
 	int err;
 
-	/* both methods' GEMMs are of these three shapes */
-	for (i = 0; i < n; i++) {
-		w = layout_of(rows[i], cols[i], ns->method);
+	for (i = 0; i < n; i++)
 		if (mb_ns_workspace_bytes(rows[i], cols[i], ns->method) > work)
 			work = mb_ns_workspace_bytes(rows[i], cols[i], ns->method);
-		if ((err = gemm_temp(ns, true, w.m, w.m, w.n, &t1)) ||
-		    (err = gemm_temp(ns, false, w.m, w.m, w.m, &t2)) ||
-		    (err = gemm_temp(ns, false, w.m, w.n, w.m, &t3)))
-			return err;
-		temp = t1 > temp ? t1 : temp;
-		temp = t2 > temp ? t2 : temp;
-		temp = t3 > temp ? t3 : temp;
-	}
-	if ((err = grow(ns, &ns->work, &ns->work_bytes, work, "ns.workspace")))
+	if ((err = mb_ns_temp_bytes(ns->cl, ns->method, rows, cols, n, &temp)) ||
+	    (err = grow(ns, &ns->work, &ns->work_bytes, work, "ns.workspace")))
 		return err;
 	return grow(ns, &ns->temp, &ns->temp_bytes, temp, "clblast.temp");
 }

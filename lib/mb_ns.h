@@ -109,6 +109,14 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, size_t n);
 
 /*
+ * The bytes of the temporary buffer that CLBlast needs on CL's device for the
+ * GEMMs of METHOD over the N shapes ROWS[i] x COLS[i] (what mb_ns_reserve
+ * allocates as "clblast.temp"), into *BYTES; nothing is allocated.
+ */
+int mb_ns_temp_bytes(const struct mb_cl *cl, enum mb_ns_method method, const uint64_t *rows,
+		     const uint64_t *cols, size_t n, uint64_t *bytes);
+
+/*
  * Events for timing. FIRST and LAST (either may be NULL) receive the events
  * of the first and the last command a call enqueues, so that a caller can
  * time it from FIRST's START to LAST's END (mb_cl_event_interval), with no

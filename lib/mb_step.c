@@ -234,25 +234,49 @@ static float *f32(const struct mb_hostbuf *b, uint64_t off)
 	return mb_hostbuf_at(b, sizeof(float) * off, NULL);
 }
 
-static int reserve_shapes(struct mb_state *s)
+/* The shapes of M's Muon matrices, into *ROWS and *COLS (one allocation, at *ROWS), *N of them. */
+static int muon_shapes(const struct mb_model *m, uint64_t **rows, uint64_t **cols, size_t *n)
 {
-	const struct mb_model *m = s->model;
-	uint64_t *rows, *cols;
-	size_t i, n = 0;
-	int err;
+	size_t i;
 
-	rows = malloc((m->nparams + 1) * 2 * sizeof(*rows));
-	if (!rows)
+	*n = 0;
+	if (!(*rows = malloc((m->nparams + 1) * 2 * sizeof(**rows))))
 		return mb_fail("out of host memory for %zu shapes", m->nparams);
-	cols = rows + m->nparams + 1;
+	*cols = *rows + m->nparams + 1;
 	for (i = 0; i < m->nparams; i++)
 		if (m->params[i].muon) {
-			rows[n] = m->params[i].rows;
-			cols[n++] = m->params[i].cols;
+			(*rows)[*n] = m->params[i].rows;
+			(*cols)[(*n)++] = m->params[i].cols;
 		}
+	return 0;
+}
+
+static int reserve_shapes(struct mb_state *s)
+{
+	uint64_t *rows, *cols;
+	size_t n;
+	int err;
+
+	if ((err = muon_shapes(s->model, &rows, &cols, &n)))
+		return err;
 	/* the standard method until the settings carry one, as mb_plan's count does */
 	s->ns.method = s->set.plan.ns_method; /* the plan's, whose workspace the ledger holds */
 	err = mb_ns_reserve(&s->ns, rows, cols, n);
+	free(rows);
+	return err;
+}
+
+int mb_step_clblast_bytes(const struct mb_model *m, enum mb_ns_method method,
+			  const struct mb_cl *cl, uint64_t *bytes)
+{
+	uint64_t *rows, *cols;
+	size_t n;
+	int err;
+
+	*bytes = 0;
+	if ((err = muon_shapes(m, &rows, &cols, &n)))
+		return err;
+	err = mb_ns_temp_bytes(cl, method, rows, cols, n, bytes);
 	free(rows);
 	return err;
 }

@@ -86,6 +86,14 @@ struct mb_state {
 };
 
 /*
+ * The bytes of CLBlast's temporary buffer that the state of model M keeps on
+ * CL's device for the Newton-Schulz METHOD ("clblast.temp", every phase),
+ * into *BYTES; nothing is allocated.
+ */
+int mb_step_clblast_bytes(const struct mb_model *m, enum mb_ns_method method,
+			  const struct mb_cl *cl, uint64_t *bytes);
+
+/*
  * Set up a fresh rank for model M: host buffers (pinned as the settings
  * say), initial parameters from the seed, the resident bf16 params and the
  * Newton-Schulz workspace on the device, through LEDGER.

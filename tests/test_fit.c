@@ -172,6 +172,51 @@ static void device_short(void **state)
 	mb_model_release(&m);
 }
 
+/*
+ * CLBlast's temporaries, where the caller gives them, are in every phase's
+ * peak and in the suggestions: a stage 3 cell that fits a limit without them
+ * does not with them, and the sub-group size suggested fits with them.
+ */
+static void clblast_temporaries(void **state)
+{
+	struct mb_fit_host h = roomy_host();
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(3), with, smaller;
+	struct mb_fit_need plain, need, more;
+	struct mb_model m;
+
+	(void)state;
+	load(&m, "tiny", 0);
+	c.plan.reduce_bucket_elems = 1 << 18;
+	c.tokens = 128;
+	assert_int_equal(mb_fit_need(&m, &c, false, &plain), 0);
+	with = c;
+	with.clblast_bytes = 2 * MIB;
+	with.clblast_fwd_bytes = 40 * MIB; /* more than any buffer of the pass */
+	assert_int_equal(mb_fit_need(&m, &with, false, &need), 0);
+	assert_string_equal(need.device_peak_phase, "forward/backward");
+	assert_true(need.device_peak_bytes > plain.device_peak_bytes);
+	assert_string_equal(need.device_largest, "clblast.fwd.temp");
+	with.clblast_fwd_bytes = 80 * MIB; /* the pass's peak grows by as much */
+	assert_int_equal(mb_fit_need(&m, &with, false, &more), 0);
+	assert_true(more.device_peak_bytes == need.device_peak_bytes + 40 * MIB);
+	with.tokens = c.tokens = 0;
+	assert_int_equal(mb_fit_need(&m, &c, false, &plain), 0);
+	assert_int_equal(mb_fit_need(&m, &with, false, &need), 0);
+	assert_string_equal(plain.device_peak_phase, "step");
+	assert_true(need.device_peak_bytes == plain.device_peak_bytes + 2 * MIB);
+
+	d.limit_bytes = plain.device_peak_bytes + MIB;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+	assert_int_equal(mb_fit_check(&m, &with, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("the device peak (step phase, CLBlast's temporaries included) is ");
+	smaller = with;
+	smaller.plan.sub_group_size = after("--sub-group-size ");
+	assert_true(smaller.plan.sub_group_size > 0);
+	assert_int_equal(mb_fit_check(&m, &smaller, &h, &d, reason, sizeof(reason)), 1);
+	mb_model_release(&m);
+}
+
 /* Qwen3-4B's resident bf16 params (7.49 GiB) are one allocation of the device. */
 static void device_allocation_short(void **state)
 {
@@ -361,11 +406,17 @@ static void meminfo(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(tiny_fits),	     cmocka_unit_test(host_short),
-		cmocka_unit_test(device_short),	     cmocka_unit_test(device_allocation_short),
-		cmocka_unit_test(pinned_short),	     cmocka_unit_test(cpu_device),
-		cmocka_unit_test(peaks_as_measured), cmocka_unit_test(nothing_fits),
-		cmocka_unit_test(bad_plan),	     cmocka_unit_test(meminfo),
+		cmocka_unit_test(tiny_fits),
+		cmocka_unit_test(host_short),
+		cmocka_unit_test(device_short),
+		cmocka_unit_test(clblast_temporaries),
+		cmocka_unit_test(device_allocation_short),
+		cmocka_unit_test(pinned_short),
+		cmocka_unit_test(cpu_device),
+		cmocka_unit_test(peaks_as_measured),
+		cmocka_unit_test(nothing_fits),
+		cmocka_unit_test(bad_plan),
+		cmocka_unit_test(meminfo),
 	};
 
 	return cmocka_run_group_tests_name("fit", tests, NULL, NULL);
