@@ -472,6 +472,20 @@ static int unrun_row(struct grid *g, const char *reason)
 }
 
 /*
+ * CLBlast's temporaries on this device for model M under cell C (the fit
+ * check's mb_fit_device clblast); where CLBlast cannot say, they are left
+ * out, and the cell's state fails as it would, its row saying why.
+ */
+static int clblast_bytes(const struct mb_model *m, struct mb_fit_cell *c, void *ctx)
+{
+	const struct mb_cl *cl = ctx;
+
+	c->clblast_fwd_bytes = 0;
+	return mb_step_clblast_bytes(m, c->plan.ns_method, cl, &c->clblast_bytes) ||
+	       (c->tokens && mb_fwdbwd_temp_bytes(m, c->tokens, cl, &c->clblast_fwd_bytes));
+}
+
+/*
  * Whether the cell now in g->run fits the host and the device (mb_fit),
  * into *fits; when it does not, its failed row, whose reason says why and
  * what would fit, is written.
@@ -493,12 +507,6 @@ static int fit_cell(struct grid *g, bool *fits)
 	*fits = true;
 	if (!g->args->fit_check_on)
 		return 0;
-	/* CLBlast's temporaries on this device; where CLBlast cannot say, the cell's
-	   state fails as it would and its row says why */
-	if (mb_step_clblast_bytes(&g->model, s->plan.ns_method, &g->cl, &cell.clblast_bytes) ||
-	    (cell.tokens &&
-	     mb_fwdbwd_temp_bytes(&g->model, cell.tokens, &g->cl, &cell.clblast_fwd_bytes)))
-		cell.clblast_bytes = cell.clblast_fwd_bytes = 0;
 	if (mb_host_mem_available(&host.available_bytes, host.where, sizeof(host.where))) {
 		snprintf(reason, sizeof(reason), "%s", mb_errmsg());
 		return mb_fail("%s (--fit-check off runs without the check)", reason);
@@ -631,6 +639,8 @@ static int setup(struct grid *g)
 	g->fit.device_alloc_limit = mb_cl_alloc_limit(&g->cl.info);
 	g->fit.limit_bytes = g->args->device_mem_limit;
 	g->fit.host_memory = !strcmp(g->cl.info.type, "CPU");
+	g->fit.clblast = clblast_bytes;
+	g->fit.clblast_ctx = &g->cl;
 	return 0;
 }
 

@@ -153,13 +153,25 @@ static unsigned shortfalls(const struct mb_fit_need *n, const struct mb_fit_host
 	       (n->device_largest_bytes > d->device_alloc_limit ? SHORT_ALLOC : 0);
 }
 
+/* Cell C for model M with CLBlast's temporaries as device D gives them. */
+static struct mb_fit_cell with_clblast(const struct mb_model *m, const struct mb_fit_cell *c,
+				       const struct mb_fit_device *d)
+{
+	struct mb_fit_cell w = *c;
+
+	if (d->clblast && d->clblast(m, &w, d->clblast_ctx))
+		w.clblast_bytes = w.clblast_fwd_bytes = 0;
+	return w;
+}
+
 /* Whether cell C of M fits; a plan that cannot be made does not. */
 static bool fits(const struct mb_model *m, const struct mb_fit_cell *c, const struct mb_fit_host *h,
 		 const struct mb_fit_device *d)
 {
+	struct mb_fit_cell w = with_clblast(m, c, d);
 	struct mb_fit_need n;
 
-	return !mb_fit_need(m, c, d->host_memory, &n) && !shortfalls(&n, h, d);
+	return !mb_fit_need(m, &w, d->host_memory, &n) && !shortfalls(&n, h, d);
 }
 
 /* ---- the reason ---- */
@@ -396,18 +408,19 @@ int mb_fit_check(const struct mb_model *m, const struct mb_fit_cell *c, const st
 		 const struct mb_fit_device *d, char *reason, size_t len)
 {
 	struct text t = { reason, len, 0 };
+	struct mb_fit_cell w = with_clblast(m, c, d);
 	struct mb_fit_need n;
 	unsigned s;
 	int err;
 
 	if (len)
 		reason[0] = '\0';
-	if ((err = mb_fit_need(m, c, d->host_memory, &n)))
+	if ((err = mb_fit_need(m, &w, d->host_memory, &n)))
 		return err;
 	if (!(s = shortfalls(&n, h, d)))
 		return 1;
 	add(&t, "does not fit: ");
-	say_shortfalls(&t, s, &n, c, h, d);
+	say_shortfalls(&t, s, &n, &w, h, d);
 	say_suggestions(&t, s, m, c, h, d);
 	return 0;
 }

@@ -40,6 +40,8 @@ struct mb_fit_host {
 	char where[128]; /* where the figure comes from: "MemAvailable" */
 };
 
+struct mb_fit_cell;
+
 /* What the device has, as read once when it was opened. */
 struct mb_fit_device {
 	char name[128];
@@ -48,6 +50,14 @@ struct mb_fit_device {
 				      */
 	uint64_t limit_bytes;	     /* --device-mem-limit; 0: none */
 	bool host_memory;	     /* a CPU device: its buffers are host memory too */
+	/*
+	 * CLBlast's temporaries on this device for model M under cell C, into
+	 * C's clblast_bytes and clblast_fwd_bytes; asked for the cell and for
+	 * each model and cell a suggestion checks (a smaller model's GEMMs need
+	 * less). NULL: the cell's figures as given. Nonzero: they are left out.
+	 */
+	int (*clblast)(const struct mb_model *m, struct mb_fit_cell *c, void *ctx);
+	void *clblast_ctx;
 };
 
 /* A cell, as run allocates it. */
@@ -57,8 +67,8 @@ struct mb_fit_cell {
 	bool pins_momentum;	      /* the variant pins the momentum (pin, both) */
 	unsigned alive;		      /* the variant's batches alive at once (mb_variant_alive) */
 	uint64_t tokens;	      /* of the synthetic forward/backward; 0: off */
-	/* CLBlast's temporary buffers on the device, as the caller asked CLBlast
-	   (0 where it did not): Newton-Schulz's, held in every phase, and the
+	/* CLBlast's temporary buffers on the device (mb_fit_device's clblast; 0
+	   where not known): Newton-Schulz's, held in every phase, and the
 	   forward/backward's, in that phase */
 	uint64_t clblast_bytes, clblast_fwd_bytes;
 };

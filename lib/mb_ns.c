@@ -152,13 +152,17 @@ static int gemm_temp(const struct mb_cl *cl, bool b_transposed, uint64_t m, uint
 int mb_ns_temp_bytes(const struct mb_cl *cl, enum mb_ns_method method, const uint64_t *rows,
 		     const uint64_t *cols, size_t n, uint64_t *bytes)
 {
-	size_t i, t1, t2, t3;
+	size_t i, j, t1, t2, t3;
 	struct layout w;
 	int err;
 
 	*bytes = 0;
 	/* both methods' GEMMs are of these three shapes */
 	for (i = 0; i < n; i++) {
+		for (j = 0; j < i && (rows[j] != rows[i] || cols[j] != cols[i]); j++)
+			;
+		if (j < i)
+			continue; /* a model has a few shapes, many times over */
 		w = layout_of(rows[i], cols[i], method);
 		if ((err = gemm_temp(cl, true, w.m, w.m, w.n, &t1)) ||
 		    (err = gemm_temp(cl, false, w.m, w.m, w.m, &t2)) ||

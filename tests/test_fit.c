@@ -217,6 +217,51 @@ static void clblast_temporaries(void **state)
 	mb_model_release(&m);
 }
 
+/* A device whose CLBlast wants a byte of temporary per parameter of the model. */
+static int byte_per_param(const struct mb_model *m, struct mb_fit_cell *c, void *ctx)
+{
+	(*(unsigned *)ctx)++;
+	c->clblast_bytes = m->numel_total;
+	c->clblast_fwd_bytes = 0;
+	return 0;
+}
+
+/*
+ * The device's CLBlast is asked for each model a suggestion checks: a model
+ * smaller than this one is held against its own temporaries, not this one's.
+ */
+static void clblast_per_model(void **state)
+{
+	struct mb_fit_host h = roomy_host();
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(2), w;
+	struct mb_fit_need tiny_need, need;
+	struct mb_model m, tiny;
+	unsigned asked = 0;
+
+	(void)state;
+	load(&m, "qwen3-0.6b", 0);
+	load(&tiny, "tiny", 0);
+	c.pin_memory = false;
+	w = c;
+	w.clblast_bytes = tiny.numel_total;
+	assert_int_equal(mb_fit_need(&tiny, &w, false, &tiny_need), 0);
+	w.clblast_bytes = m.numel_total;
+	assert_int_equal(mb_fit_need(&m, &w, false, &need), 0);
+	/* room for tiny with its own temporaries, not for tiny with qwen3-0.6b's */
+	d.global_mem_bytes = tiny_need.device_peak_bytes + MIB;
+	assert_true(tiny_need.device_peak_bytes - tiny.numel_total + m.numel_total >
+		    d.global_mem_bytes);
+	d.clblast = byte_per_param;
+	d.clblast_ctx = &asked;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("CLBlast's temporaries included) is ");
+	assert_says("would fit: --model tiny");
+	assert_true(asked > 2);
+	mb_model_release(&tiny);
+	mb_model_release(&m);
+}
+
 /* Qwen3-4B's resident bf16 params (7.49 GiB) are one allocation of the device. */
 static void device_allocation_short(void **state)
 {
@@ -406,17 +451,12 @@ static void meminfo(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(tiny_fits),
-		cmocka_unit_test(host_short),
-		cmocka_unit_test(device_short),
-		cmocka_unit_test(clblast_temporaries),
-		cmocka_unit_test(device_allocation_short),
-		cmocka_unit_test(pinned_short),
-		cmocka_unit_test(cpu_device),
-		cmocka_unit_test(peaks_as_measured),
-		cmocka_unit_test(nothing_fits),
-		cmocka_unit_test(bad_plan),
-		cmocka_unit_test(meminfo),
+		cmocka_unit_test(tiny_fits),	     cmocka_unit_test(host_short),
+		cmocka_unit_test(device_short),	     cmocka_unit_test(clblast_temporaries),
+		cmocka_unit_test(clblast_per_model), cmocka_unit_test(device_allocation_short),
+		cmocka_unit_test(pinned_short),	     cmocka_unit_test(cpu_device),
+		cmocka_unit_test(peaks_as_measured), cmocka_unit_test(nothing_fits),
+		cmocka_unit_test(bad_plan),	     cmocka_unit_test(meminfo),
 	};
 
 	return cmocka_run_group_tests_name("fit", tests, NULL, NULL);
