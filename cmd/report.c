@@ -4,6 +4,7 @@
  * cells ran is its failures alone, one line per cell.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -414,75 +415,108 @@ static int print_md(const struct mb_table *t, size_t nt)
 }
 
 /* The metadata of a flat row: device, driver, host, model, quoted. */
+/* Text T as a CSV field or a JSON string. */
+static void flat_text(const char *t, bool json)
+{
+	if (json)
+		mb_print_json_text(t);
+	else
+		mb_print_csv_text(t);
+}
+
+/* The table's device, host, model and knobs: what tells its cells from another table's. */
 static void flat_meta(const struct mb_csv_row *r, bool json)
 {
-	const char *keys[] = { "device", "driver", "host", "model" };
-	const char *values[] = { r->device, r->driver, r->host, r->model };
+	const char *keys[] = { "device", "driver", "host" };
+	const char *values[] = { r->device, r->driver, r->host };
+	char value[256];
+	const char *name;
 	size_t i;
+	bool text;
 
-	for (i = 0; i < 4; i++) {
-		if (json) {
-			printf(", \"%s\": ", keys[i]);
-			mb_print_json_text(values[i]);
-		} else {
-			printf(",");
-			mb_print_csv_text(values[i]);
-		}
+	for (i = 0; i < 3; i++) {
+		printf(json ? ", \"%s\": " : ",", keys[i]);
+		flat_text(values[i], json);
 	}
+	for (i = 0; i < mb_results_nknobs(); i++) {
+		name = mb_results_knob(i, r, value, sizeof(value), &text);
+		printf(json ? ", \"%s\": " : ",", name);
+		if (text)
+			flat_text(value, json);
+		else
+			printf("%s", value);
+	}
+}
+
+/* Figure X with FMT, or empty (CSV) or null (JSON) where there is none (!HAVE). */
+static const char *flat_figure(char *buf, size_t len, bool have, bool json, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static const char *flat_figure(char *buf, size_t len, bool have, bool json, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!have) {
+		snprintf(buf, len, "%s", json ? "null" : "");
+		return buf;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return buf;
 }
 
 static void print_flat(const struct mb_table *t, size_t nt, bool json)
 {
+	char value[256];
 	size_t k, i;
+	bool text;
 
-	if (json)
+	if (json) {
 		printf("[");
-	else
-		printf("table,device,driver,host,model,stage,variant,runs,failed,iter_mean_s,"
-		       "apply_mean_s,peak_device_bytes,peak_forward_bytes,peak_backward_bytes,"
-		       "peak_step_bytes,pred_iter_s,pred_apply_s\n");
+	} else {
+		printf("table,device,driver,host");
+		for (i = 0; i < mb_results_nknobs(); i++)
+			printf(",%s", mb_results_knob(i, t[0].first, value, sizeof(value), &text));
+		printf(",stage,variant,runs,failed,reason,iter_mean_s,apply_mean_s,"
+		       "peak_device_bytes,peak_forward_bytes,peak_backward_bytes,peak_step_bytes,"
+		       "pred_iter_s,pred_apply_s\n");
+	}
 	for (k = 0; k < nt; k++)
 		for (i = 0; i < t[k].ncells; i++) {
 			const struct mb_cell *c = &t[k].cells[i];
+			bool ran = c->nruns > 0;
 			/* empty (CSV) or null (JSON) if none ran, or none was predicted */
-			char it[32] = "", ap[32] = "", pit[32] = "", pap[32] = "";
-
-			if (c->nruns) {
-				snprintf(it, sizeof(it), "%.6g", c->iter_mean_s);
-				snprintf(ap, sizeof(ap), "%.6g", c->apply_mean_s);
-			} else if (json) {
-				snprintf(it, sizeof(it), "null");
-				snprintf(ap, sizeof(ap), "null");
-			}
-			if (c->predicted) {
-				snprintf(pit, sizeof(pit), "%.6g", c->pred_iter_s);
-				snprintf(pap, sizeof(pap), "%.6g", c->pred_apply_s);
-			} else if (json) {
-				snprintf(pit, sizeof(pit), "null");
-				snprintf(pap, sizeof(pap), "null");
-			}
+			char f[8][32];
 
 			printf(json ? "%s\n  {\"table\": %zu" : "%s%zu",
 			       json && (k || i) ? "," : "", k + 1);
 			flat_meta(t[k].first, json);
-			if (json)
-				printf(", \"stage\": %u, \"variant\": \"%s\", \"runs\": %zu, "
-				       "\"failed\": %s, \"iter_mean_s\": %s, \"apply_mean_s\": %s, "
-				       "\"peak_device_bytes\": %llu, \"peak_forward_bytes\": %llu, "
-				       "\"peak_backward_bytes\": %llu, \"peak_step_bytes\": %llu, "
-				       "\"pred_iter_s\": %s, \"pred_apply_s\": %s}",
-				       c->stage, c->variant, c->nruns, c->failed ? "true" : "false",
-				       it, ap, (unsigned long long)c->peak_bytes,
-				       (unsigned long long)c->peak_forward_bytes,
-				       (unsigned long long)c->peak_backward_bytes,
-				       (unsigned long long)c->peak_step_bytes, pit, pap);
-			else
-				printf(",%u,%s,%zu,%s,%s,%s,%llu,%llu,%llu,%llu,%s,%s\n", c->stage,
-				       c->variant, c->nruns, c->failed ? "yes" : "no", it, ap,
-				       (unsigned long long)c->peak_bytes,
-				       (unsigned long long)c->peak_forward_bytes,
-				       (unsigned long long)c->peak_backward_bytes,
-				       (unsigned long long)c->peak_step_bytes, pit, pap);
+			printf(json ? ", \"stage\": %u, \"variant\": \"%s\", \"runs\": %zu, "
+				      "\"failed\": %s, \"reason\": "
+				    : ",%u,%s,%zu,%s,",
+			       c->stage, c->variant, c->nruns,
+			       c->failed ? (json ? "true" : "yes") : (json ? "false" : "no"));
+			if (c->failed)
+				flat_text(c->failed->reason, json);
+			else if (json)
+				printf("null");
+			printf(json ? ", \"iter_mean_s\": %s, \"apply_mean_s\": %s, "
+				      "\"peak_device_bytes\": %s, \"peak_forward_bytes\": %s, "
+				      "\"peak_backward_bytes\": %s, \"peak_step_bytes\": %s, "
+				      "\"pred_iter_s\": %s, \"pred_apply_s\": %s}"
+				    : ",%s,%s,%s,%s,%s,%s,%s,%s\n",
+			       flat_figure(f[0], 32, ran, json, "%.6g", c->iter_mean_s),
+			       flat_figure(f[1], 32, ran, json, "%.6g", c->apply_mean_s),
+			       flat_figure(f[2], 32, ran, json, "%llu",
+					   (unsigned long long)c->peak_bytes),
+			       flat_figure(f[3], 32, ran, json, "%llu",
+					   (unsigned long long)c->peak_forward_bytes),
+			       flat_figure(f[4], 32, ran, json, "%llu",
+					   (unsigned long long)c->peak_backward_bytes),
+			       flat_figure(f[5], 32, ran, json, "%llu",
+					   (unsigned long long)c->peak_step_bytes),
+			       flat_figure(f[6], 32, c->predicted, json, "%.6g", c->pred_iter_s),
+			       flat_figure(f[7], 32, c->predicted, json, "%.6g", c->pred_apply_s));
 		}
 	if (json)
 		printf("\n]\n");

@@ -120,6 +120,26 @@ static size_t differences(const struct mb_csv_row *a, const struct mb_csv_row *b
 	return n;
 }
 
+size_t mb_results_nknobs(void)
+{
+	return sizeof(knobs) / sizeof(knobs[0]);
+}
+
+const char *mb_results_knob(size_t i, const struct mb_csv_row *r, char *buf, size_t len, bool *text)
+{
+	const char *p = (const char *)r + knobs[i].offset;
+	uint64_t u;
+
+	*text = knobs[i].text;
+	if (knobs[i].text) {
+		snprintf(buf, len, "%s", knobs[i].setting ? knobs[i].setting(r) : p);
+	} else {
+		memcpy(&u, p, sizeof(u));
+		snprintf(buf, len, "%llu", (unsigned long long)u);
+	}
+	return knobs[i].name;
+}
+
 size_t mb_results_knob_differences(const struct mb_csv_row *a, const struct mb_csv_row *b,
 				   char *buf, size_t len)
 {

@@ -513,6 +513,30 @@ else
 	report fail "report: different knobs are separate tables" "$(grep '^# ' "$tmp/out")"
 fi
 expect_output "report: one CSV row a cell" "1,pthread" report --format csv "$tmp/all.csv"
+# one row a cell with what tells it apart: a sweep's two budgets, and a failed cell's reason with no figures
+gb=$(head -1 results/baseline-tiny.csv | tr ',' '\n' | grep -n '^gather_budget_bytes$' | cut -d: -f1)
+rn=$(head -1 results/baseline-tiny.csv | tr ',' '\n' | grep -n '^run$' | cut -d: -f1)
+awk -F, -v OFS=, -v g="$gb" -v r="$rn" 'NR > 1 && $r == 1 { $g = 4194304 } { print }' results/baseline-tiny.csv >"$tmp/swept.csv"
+"$bin" report --format csv "$tmp/swept.csv" "$tmp/oom.csv" >"$tmp/flat.csv" 2>"$tmp/err"
+"$bin" report --format json "$tmp/swept.csv" "$tmp/oom.csv" >"$tmp/flat.json" 2>>"$tmp/err"
+if python3 - "$tmp/flat.csv" "$tmp/flat.json" <<'PY' 2>>"$tmp/err"; then
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+objs = json.load(open(sys.argv[2]))
+assert len(rows) == len(objs)
+for cells in (rows, objs):
+    ok = [c for c in cells if c["model"] == "tiny" and c["stage"] in ("2", 2) and c["variant"] == "both"]
+    assert sorted(int(c["gather_budget_bytes"]) for c in ok) == [2097152, 4194304], ok
+    bad = [c for c in cells if c["model"] == "micro" and c["stage"] in ("3", 3)]
+    assert len(bad) == 1 and bad[0]["reason"].startswith("step 1: sub-group 1 of 1"), bad
+    none = "" if cells is rows else None
+    assert bad[0]["peak_device_bytes"] == none and bad[0]["iter_mean_s"] == none, bad
+    assert all(c["reason"] == none for c in cells if c["failed"] in ("no", False))
+PY
+	report ok "report --format csv|json: a sweep's cells by their knobs, a failed cell's reason and no peaks"
+else
+	report fail "report --format csv|json: a sweep's cells by their knobs, a failed cell's reason and no peaks" "$(cat "$tmp/err") $(head -3 "$tmp/flat.csv")"
+fi
 expect_output "report: the header counts in words, as plan does" "Model builtin tiny: 1 layer, 1.31 M parameters, 786 K Muon. Steps 2-6 of 6 per run; gather budget 2.00 MiB; sub-group 1.00 B elements;" report results/baseline-tiny.csv
 expect_error "plot: no -o" 2 "plot needs -o IMAGE (a .svg or .png file to draw)" plot results/baseline-tiny.csv
 expect_error "report: no files" 2 "report needs results files" report
