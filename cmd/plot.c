@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -236,16 +237,30 @@ static bool split(char *line, char **f)
 	return true;
 }
 
-/* A cell of the sweep, "ZeRO-2 both", and its points (value, iteration, apply) in file order. */
+/*
+ * A cell of the sweep, "ZeRO-2 both", and its points (value, iteration,
+ * apply) in file order; where a value is not a number (on/off, or two knobs'
+ * "4194304,1000000"), the points are placed by the order in which the values
+ * first came, each labelled with its value.
+ */
 struct sweep_cell {
 	char name[48];
 	double pt[64][3];
+	char label[64][64];
 	size_t npts;
+};
+
+/* The distinct sweep values of a file, in the order they first came. */
+struct sweep_values {
+	char v[64][64];
+	size_t n;
+	bool numeric; /* every value is a number: placed by value */
 };
 
 /* PATH's sweep into CELLS (at most MOST), the option and the model into OPTION and MODEL. */
 static int read_sweep(const char *path, struct sweep_cell *cells, size_t most, size_t *ncells,
-		      char *option, size_t olen, char *model, size_t mlen)
+		      struct sweep_values *values, char *option, size_t olen, char *model,
+		      size_t mlen)
 {
 	FILE *in = fopen(path, "r");
 	char line[4096], *f[SW_N], *end[3], name[48];
@@ -255,6 +270,8 @@ static int read_sweep(const char *path, struct sweep_cell *cells, size_t most, s
 	if (!in)
 		return mb_bad_input("cannot read '%s': %s", path, strerror(errno));
 	*ncells = 0;
+	values->n = 0;
+	values->numeric = true;
 	option[0] = model[0] = '\0';
 	if (!fgets(line, sizeof(line), in))
 		err = mb_bad_input("%s: empty", path);
@@ -295,13 +312,34 @@ static int read_sweep(const char *path, struct sweep_cell *cells, size_t most, s
 		v = strtod(f[SW_VALUE], &end[0]);
 		c->pt[c->npts][1] = strtod(f[SW_ITER], &end[1]);
 		c->pt[c->npts][2] = strtod(f[SW_APPLY], &end[2]);
-		if (*end[0] || *end[1] || *end[2]) {
-			err = mb_bad_input("%s:%zu: sweep_value, iter_mean_s and apply_mean_s must "
-					   "be numbers",
+		if (*end[1] || *end[2]) {
+			err = mb_bad_input("%s:%zu: iter_mean_s and apply_mean_s must be numbers",
 					   path, lineno);
 			break;
 		}
+		values->numeric = values->numeric && !*end[0];
+		for (k = 0; k < values->n && strcmp(values->v[k], f[SW_VALUE]); k++)
+			;
+		if (k == values->n) {
+			if (k == 64) {
+				err = mb_bad_input("%s:%zu: more than 64 values to plot", path,
+						   lineno);
+				break;
+			}
+			snprintf(values->v[values->n++], sizeof(values->v[0]), "%s", f[SW_VALUE]);
+		}
+		snprintf(c->label[c->npts], sizeof(c->label[0]), "%s", f[SW_VALUE]);
 		c->pt[c->npts++][0] = v;
+	}
+	/* values that are not all numbers: each point at its value's place */
+	for (k = 0; !err && !values->numeric && k < *ncells; k++) {
+		size_t i, j;
+
+		for (i = 0; i < cells[k].npts; i++) {
+			for (j = 0; strcmp(values->v[j], cells[k].label[i]); j++)
+				;
+			cells[k].pt[i][0] = (double)j;
+		}
 	}
 	if (!err && !*ncells)
 		err = mb_bad_input("%s: no rows to plot", path);
@@ -309,19 +347,25 @@ static int read_sweep(const char *path, struct sweep_cell *cells, size_t most, s
 	return err;
 }
 
-/* The cells into DATA: one gnuplot data block (index) a cell. */
+/* The cells into DATA: one gnuplot data block (index) a cell; each point's value labels it. */
 static int write_sweep_data(const char *data, const struct sweep_cell *cells, size_t n)
 {
 	FILE *out = fopen(data, "w");
+	const char *l;
 	size_t i, k;
 
 	if (!out)
 		return mb_bad_input("cannot write '%s': %s", data, strerror(errno));
 	for (i = 0; i < n; i++) {
 		fprintf(out, "%s# %s\n", i ? "\n\n" : "", cells[i].name);
-		for (k = 0; k < cells[i].npts; k++)
-			fprintf(out, "%.9g %.9g %.9g\n", cells[i].pt[k][0], cells[i].pt[k][1],
+		for (k = 0; k < cells[i].npts; k++) {
+			fprintf(out, "%.9g %.9g %.9g \"", cells[i].pt[k][0], cells[i].pt[k][1],
 				cells[i].pt[k][2]);
+			for (l = cells[i].label[k]; *l; l++)
+				if (*l != '"' && *l != '\n' && *l != '\r')
+					fputc(*l, out);
+			fprintf(out, "\"\n");
+		}
 	}
 	if (fclose(out))
 		return mb_bad_input("cannot write '%s': %s", data, strerror(errno));
@@ -329,8 +373,8 @@ static int write_sweep_data(const char *data, const struct sweep_cell *cells, si
 }
 
 static int write_sweep_script(const char *path, const char *data, const char *image,
-			      const struct sweep_cell *cells, size_t n, const char *option,
-			      const char *model)
+			      const struct sweep_cell *cells, size_t n, bool numeric,
+			      const char *option, const char *model)
 {
 	static const char *const panels[][2] = { { "Iteration", "2" }, { "Muon apply", "3" } };
 	char text[512];
@@ -345,13 +389,15 @@ static int write_sweep_script(const char *path, const char *data, const char *im
 	snprintf(text, sizeof(text), "--%s", option);
 	gp_string(f, text);
 	fprintf(f, "\n");
+	if (!numeric) /* the values in their order, each a tic of its own */
+		fprintf(f, "set offsets 0.25, 0.25, 0, 0\nset xtics rotate by -30\n");
 	for (p = 0; p < 2; p++) {
 		fprintf(f, "set title '%s (predicted)'\nplot ", panels[p][0]);
 		for (i = 0; i < n; i++) {
 			fprintf(f, "%s", i ? ", " : "");
 			gp_string(f, data);
-			fprintf(f, " index %zu using 1:%s with linespoints lw 2 pt 7 title ", i,
-				panels[p][1]);
+			fprintf(f, " index %zu using 1:%s%s with linespoints lw 2 pt 7 title ", i,
+				panels[p][1], numeric ? "" : ":xtic(4)");
 			gp_string(f, cells[i].name);
 		}
 		fprintf(f, "\n");
@@ -376,9 +422,31 @@ static bool is_sweep(const char *path)
 	return yes;
 }
 
+/* Refuse to write the image or a side file that is one of the inputs (by any name). */
+static int outputs_not_inputs(const struct mb_args *args, const char *data, const char *script)
+{
+	const char *out[] = { args->image, data, script };
+	struct stat a, b;
+	size_t i;
+	int k;
+
+	for (i = 0; i < 3; i++) {
+		if (stat(out[i], &a))
+			continue;
+		for (k = 0; k < args->nfiles; k++)
+			if (!stat(args->files[k], &b) && a.st_dev == b.st_dev &&
+			    a.st_ino == b.st_ino)
+				return mb_bad_input("-o %s would write '%s' over the input '%s': "
+						    "give the image another name",
+						    args->image, out[i], args->files[k]);
+	}
+	return 0;
+}
+
 static int plot_sweep(const struct mb_args *args)
 {
 	char data[4096], script[4096], option[64], model[128];
+	struct sweep_values values;
 	struct sweep_cell *cells;
 	const size_t most = 64;
 	size_t n = 0;
@@ -392,10 +460,12 @@ static int plot_sweep(const struct mb_args *args)
 		return mb_fail("out of host memory for a sweep's %zu cells", most);
 	beside(data, sizeof(data), args->image, ".dat");
 	beside(script, sizeof(script), args->image, ".gp");
-	if (!(err = read_sweep(args->files[0], cells, most, &n, option, sizeof(option), model,
-			       sizeof(model))) &&
+	if (!(err = outputs_not_inputs(args, data, script)) &&
+	    !(err = read_sweep(args->files[0], cells, most, &n, &values, option, sizeof(option),
+			       model, sizeof(model))) &&
 	    !(err = write_sweep_data(data, cells, n)) &&
-	    !(err = write_sweep_script(script, data, args->image, cells, n, option, model)) &&
+	    !(err = write_sweep_script(script, data, args->image, cells, n, values.numeric, option,
+				       model)) &&
 	    !(err = gnuplot(script)))
 		printf("%s (data %s, script %s)\n", args->image, data, script);
 	free(cells);
@@ -443,7 +513,8 @@ int mb_cmd_plot(const struct mb_args *args)
 	if (!err) {
 		beside(data, sizeof(data), args->image, ".dat");
 		beside(script, sizeof(script), args->image, ".gp");
-		if (!(err = write_data(data, &tables[0])) &&
+		if (!(err = outputs_not_inputs(args, data, script)) &&
+		    !(err = write_data(data, &tables[0])) &&
 		    !(err = write_script(script, data, args->image, &tables[0])) &&
 		    !(err = gnuplot(script)))
 			printf("%s (data %s, script %s)\n", args->image, data, script);

@@ -817,6 +817,26 @@ if [ "$rc" -eq 0 ] && grep -q "<svg" "$tmp/sweep.svg" && [ "$(grep -c '^# ZeRO-'
 else
 	report fail "plot: a predict sweep, a line a cell along the swept field" "exit $rc: $(cat "$tmp/err" "$tmp/sweep.dat")"
 fi
+# a sweep whose values are not numbers (on/off; two knobs at once): a place and a label each, in their order
+"$bin" predict --profile reference --model tiny --stage 2 --variant master,both --pageable-holds-host on,off --format csv >"$tmp/onoff.csv"
+"$bin" predict --profile reference --model tiny --stage 3 --variant master --gather-budget 4Mi,8Mi --sub-group-size 1e6,1e9 --format csv >"$tmp/twoknobs.csv"
+"$bin" plot "$tmp/onoff.csv" -o "$tmp/onoff.svg" >/dev/null 2>"$tmp/err" &&
+	"$bin" plot "$tmp/twoknobs.csv" -o "$tmp/twoknobs.svg" >/dev/null 2>>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "<svg" "$tmp/onoff.svg" && grep -q "<svg" "$tmp/twoknobs.svg" &&
+	[ "$(awk '/^# ZeRO-2 both/ { on = 1; next } on && NF == 0 { exit } on { print $1, $4 }' "$tmp/onoff.dat" | tr '\n' ' ')" = '0 "on" 1 "off" ' ] &&
+	[ "$(grep -c '^[0-9] .* "4194304,1000000"$' "$tmp/twoknobs.dat")" -eq 1 ] &&
+	grep -q "index 1 using 1:3:xtic(4) .* title 'ZeRO-2 both'" "$tmp/onoff.gp"; then
+	report ok "plot: a predict sweep of on/off, or of two knobs, a labelled place for each value"
+else
+	report fail "plot: a predict sweep of on/off, or of two knobs, a labelled place for each value" "exit $rc: $(cat "$tmp/err" "$tmp/onoff.dat")"
+fi
+# an input named like a side file of the image is not written over
+cp "$tmp/onoff.csv" "$tmp/side.dat"
+expect_error "plot: an input named as the image's data file is refused, not overwritten" 2 "-o $tmp/side.svg would write '$tmp/side.dat' over the input '$tmp/side.dat'" plot "$tmp/side.dat" -o "$tmp/side.svg"
+if ! cmp -s "$tmp/side.dat" "$tmp/onoff.csv"; then
+	report fail "plot: the input is as it was" "$(head -2 "$tmp/side.dat")"
+fi
 "$bin" predict --profile reference --model tiny --stage 2 --variant master --format csv >"$tmp/nosweep.csv"
 expect_error "plot: a prediction without a sweep" 2 "$tmp/nosweep.csv:2: not a row of a predict sweep" plot "$tmp/nosweep.csv" -o "$tmp/x.svg"
 expect_error "plot: an image it cannot draw" 2 "-o: the image must end in .svg or .png, got 'chart.pdf'" plot "$tmp/cmp.csv" -o chart.pdf
