@@ -1284,7 +1284,7 @@ fi
 "$bin" report --format csv "$tmp/nopred.csv" >"$tmp/flat-none.csv" 2>>"$tmp/err"
 "$bin" report --format json "$tmp/pred.csv" >"$tmp/flat.json" 2>>"$tmp/err"
 want=$(col "$tmp/pred.csv" pred_apply_s | head -1 | awk '{ printf "%.6g", $1 }')
-if [ "$(awk -F, 'NR > 1 && $7 == "master" { print $NF }' "$tmp/flat.csv")" = "$want" ] &&
+if [ "$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "variant") v = i } NR > 1 && $v == "master" { print $NF }' "$tmp/flat.csv")" = "$want" ] &&
 	[ "$(awk -F, 'NR > 1 { print $(NF - 1) "," $NF }' "$tmp/flat-none.csv")" = "," ] &&
 	python3 -c 'import json, sys; cells = json.load(open(sys.argv[1])); sys.exit(not (len(cells) == 2 and all(c["pred_apply_s"] > 0 and c["pred_iter_s"] >= c["pred_apply_s"] for c in cells)))' "$tmp/flat.json"; then
 	report ok "report --format csv|json: each cell's predicted iteration and apply, empty without one"
