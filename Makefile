@@ -194,9 +194,9 @@ ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 # LeakSanitizer leaves PoCL's and LLVM's own kernel-compile leaks aside (tests/lsan.supp).
 # use_tls=0: its tracer crashed ("Tracer caught signal 11", addr 0x7b0) scanning the
 # thread-local storage of PoCL's threads after a cold kernel compile whose cache
-# path ($XDG_CACHE_HOME/pocl) is long, with every muonbench binary back to ef9ce1f;
-# without the TLS as roots, a leak is reported where it would have been missed, not
-# the other way round.
+# path ($XDG_CACHE_HOME/pocl) is long, with every muonbench binary back to ef9ce1f.
+# Without the TLS as roots, a block that only TLS holds is reported as a leak: this
+# can add a report, never hide one.
 asan:
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0:use_tls=0 \
 		$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_FLAGS)" LDFLAGS="$(ASAN_FLAGS)" test

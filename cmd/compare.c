@@ -1,6 +1,6 @@
 /*
  * compare: NEW.csv against BASE.csv (mb_compare) as a Markdown table and a
- * one-line summary; exit 1 on a regression.
+ * one-line summary; exit 1 on a regression, or when nothing was compared.
  */
 #include <math.h>
 #include <stdio.h>
@@ -198,12 +198,15 @@ int mb_cmd_compare(const struct mb_args *args)
 	       s.ratios ? "(ratio to master)" : "(s)", s.ratios ? "(ratio to master)" : "(s)");
 	for (i = 0; i < n; i++) {
 		print_row(&c[i], &s);
+		bool timed = c[i].base && c[i].new_ && c[i].base->nruns && c[i].new_->nruns;
+
 		if (!c[i].base || !c[i].new_)
 			unmatched++;
-		else
-			count[c[i].verdict]++;
-		if (c[i].base && c[i].new_ && (!c[i].base->nruns || !c[i].new_->nruns))
+		else if (!timed)
 			untimed++;
+		/* a cell with no timings is ok or not by its other figures, but not "ok" */
+		if (c[i].base && c[i].new_ && (timed || c[i].verdict != MB_SAME))
+			count[c[i].verdict]++;
 	}
 	printf("\ncompare: %zu cells matched: %zu ok, %zu faster, %zu slower, %zu changed, %zu "
 	       "REGRESSION; %zu unmatched",

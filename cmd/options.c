@@ -325,8 +325,9 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "temporaries, the checksum) are compared on any device; CLBlast's "
 			     "temporaries and the whole peaks only on the same device and "
 			     "tuning, and shown otherwise. Any difference compared is reported, "
-			     "a rise in a peak is a regression. Exits 1 on a regression or when "
-			     "no cell matched, 2 on bad input." },
+			     "a rise in a peak is a regression. Exits 1 on a regression, when "
+			     "no cell matched or when every cell that matched has no ok run in "
+			     "one file or both, 2 on bad input." },
 	[MB_CMD_BANDWIDTH] = { "bandwidth", "host-device copy bandwidth, pageable against pinned",
 			       "Times copies of each size host to device (H2D), device to host "
 			       "(D2H) and both at once, from pageable and from pinned host "

@@ -255,6 +255,7 @@ struct sweep_values {
 	char v[64][64];
 	size_t n;
 	bool numeric; /* every value is a number: placed by value */
+	bool over;    /* more than 64 of them */
 };
 
 /* PATH's sweep into CELLS (at most MOST), the option and the model into OPTION and MODEL. */
@@ -272,6 +273,7 @@ static int read_sweep(const char *path, struct sweep_cell *cells, size_t most, s
 	*ncells = 0;
 	values->n = 0;
 	values->numeric = true;
+	values->over = false;
 	option[0] = model[0] = '\0';
 	if (!fgets(line, sizeof(line), in))
 		err = mb_bad_input("%s: empty", path);
@@ -318,19 +320,19 @@ static int read_sweep(const char *path, struct sweep_cell *cells, size_t most, s
 			break;
 		}
 		values->numeric = values->numeric && !*end[0];
-		for (k = 0; k < values->n && strcmp(values->v[k], f[SW_VALUE]); k++)
-			;
-		if (k == values->n) {
-			if (k == 64) {
-				err = mb_bad_input("%s:%zu: more than 64 values to plot", path,
-						   lineno);
-				break;
-			}
-			snprintf(values->v[values->n++], sizeof(values->v[0]), "%s", f[SW_VALUE]);
-		}
+		/* the label as kept (64 bytes at most), which the places are found by */
 		snprintf(c->label[c->npts], sizeof(c->label[0]), "%s", f[SW_VALUE]);
+		for (k = 0; k < values->n && strcmp(values->v[k], c->label[c->npts]); k++)
+			;
+		if (k == values->n && k < 64)
+			snprintf(values->v[values->n++], sizeof(values->v[0]), "%s",
+				 c->label[c->npts]);
+		else if (k == values->n)
+			values->over = true;
 		c->pt[c->npts++][0] = v;
 	}
+	if (!err && values->over && !values->numeric)
+		err = mb_bad_input("%s: more than 64 values that are not numbers to plot", path);
 	/* values that are not all numbers: each point at its value's place */
 	for (k = 0; !err && !values->numeric && k < *ncells; k++) {
 		size_t i, j;

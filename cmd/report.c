@@ -414,7 +414,6 @@ static int print_md(const struct mb_table *t, size_t nt)
 	return md_tradeoffs(t, nt);
 }
 
-/* The metadata of a flat row: device, driver, host, model, quoted. */
 /* Text T as a CSV field or a JSON string. */
 static void flat_text(const char *t, bool json)
 {
@@ -427,14 +426,16 @@ static void flat_text(const char *t, bool json)
 /* The table's device, host, model and knobs: what tells its cells from another table's. */
 static void flat_meta(const struct mb_csv_row *r, bool json)
 {
-	const char *keys[] = { "device", "driver", "host" };
-	const char *values[] = { r->device, r->driver, r->host };
+	const char *keys[] = { "platform", "device", "driver", "tuning", "tuning_match",
+			       "host",	   "cpus",   "mems",   "binding" };
+	const char *values[] = { r->platform, r->device, r->driver, r->tuning, r->tuning_match,
+				 r->host,     r->cpus,	 r->mems,   r->binding };
 	char value[256];
 	const char *name;
 	size_t i;
 	bool text;
 
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		printf(json ? ", \"%s\": " : ",", keys[i]);
 		flat_text(values[i], json);
 	}
@@ -474,7 +475,7 @@ static void print_flat(const struct mb_table *t, size_t nt, bool json)
 	if (json) {
 		printf("[");
 	} else {
-		printf("table,device,driver,host");
+		printf("table,platform,device,driver,tuning,tuning_match,host,cpus,mems,binding");
 		for (i = 0; i < mb_results_nknobs(); i++)
 			printf(",%s", mb_results_knob(i, t[0].first, value, sizeof(value), &text));
 		printf(",stage,variant,runs,failed,reason,iter_mean_s,apply_mean_s,"

@@ -159,8 +159,11 @@ static struct mb_fit_cell with_clblast(const struct mb_model *m, const struct mb
 {
 	struct mb_fit_cell w = *c;
 
-	if (d->clblast && d->clblast(m, &w, d->clblast_ctx))
-		w.clblast_bytes = w.clblast_fwd_bytes = 0;
+	if (d->clblast) {
+		w.clblast_known = !d->clblast(m, &w, d->clblast_ctx);
+		if (!w.clblast_known)
+			w.clblast_bytes = w.clblast_fwd_bytes = 0;
+	}
 	return w;
 }
 
@@ -232,7 +235,11 @@ static void say_shortfalls(struct text *t, unsigned s, const struct mb_fit_need 
 	if (s & SHORT_PEAK) {
 		two_sizes(a, b, sizeof(a), n->device_peak_bytes, device_memory(d));
 		add(t, "%sthe device peak (%s phase, CLBlast's temporaries %s) is %s and ", sep,
-		    n->device_peak_phase, cell->clblast_bytes ? "included" : "aside", a);
+		    n->device_peak_phase,
+		    cell->clblast_known || cell->clblast_bytes || cell->clblast_fwd_bytes
+			    ? "included"
+			    : "aside",
+		    a);
 		if (device_memory(d) < d->global_mem_bytes)
 			add(t, "the --device-mem-limit is %s", b);
 		else

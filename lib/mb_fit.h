@@ -71,6 +71,7 @@ struct mb_fit_cell {
 	   where not known): Newton-Schulz's, held in every phase, and the
 	   forward/backward's, in that phase */
 	uint64_t clblast_bytes, clblast_fwd_bytes;
+	bool clblast_known; /* the two are the device's (set by mb_fit_check's asking) */
 };
 
 /* What a cell needs. The names are static strings. */

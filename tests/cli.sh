@@ -512,7 +512,7 @@ if [ "$(grep -c '^# micro on ' "$tmp/out")" -eq 3 ]; then
 else
 	report fail "report: different knobs are separate tables" "$(grep '^# ' "$tmp/out")"
 fi
-expect_output "report: one CSV row a cell" "1,pthread" report --format csv "$tmp/all.csv"
+expect_output "report: one CSV row a cell" "1,Portable Computing Language,pthread" report --format csv "$tmp/all.csv"
 # one row a cell with what tells it apart: a sweep's two budgets, and a failed cell's reason with no figures
 gb=$(head -1 results/baseline-tiny.csv | tr ',' '\n' | grep -n '^gather_budget_bytes$' | cut -d: -f1)
 rn=$(head -1 results/baseline-tiny.csv | tr ',' '\n' | grep -n '^run$' | cut -d: -f1)
@@ -524,6 +524,7 @@ import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 objs = json.load(open(sys.argv[2]))
 assert len(rows) == len(objs)
+assert all(k in c for c in rows + objs for k in ("platform", "tuning", "tuning_match", "cpus", "mems", "binding"))
 for cells in (rows, objs):
     ok = [c for c in cells if c["model"] == "tiny" and c["stage"] in ("2", 2) and c["variant"] == "both"]
     assert sorted(int(c["gather_budget_bytes"]) for c in ok) == [2097152, 4194304], ok
