@@ -499,6 +499,7 @@ static int fit_cell(struct grid *g, bool *fits)
 		.pins_momentum = mb_variant_pins(s->variant),
 		.alive = mb_variant_alive(s->variant),
 		.tokens = s->fwd_bwd ? s->tokens : 0,
+		.micro_batch = g->args->micro_batch,
 	};
 	struct mb_fit_host host;
 	char reason[sizeof(((struct mb_csv_row *)0)->reason)];

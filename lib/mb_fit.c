@@ -336,6 +336,31 @@ static bool smaller_apply(const struct mb_model *m, const struct mb_fit_cell *c,
 	return false;
 }
 
+/*
+ * The largest halving of --seq (the forward/backward's tokens over its micro
+ * batch) with which C fits, into *SEQ; else 0, and *OFF whether --fwd-bwd off
+ * would fit. Nothing for a cell without the forward/backward.
+ */
+static void shorter_pass(const struct mb_model *m, const struct mb_fit_cell *c,
+			 const struct mb_fit_host *h, const struct mb_fit_device *d, uint64_t *seq,
+			 bool *off)
+{
+	struct mb_fit_cell less = *c;
+	uint64_t micro_batch = c->micro_batch ? c->micro_batch : 1;
+
+	*seq = 0;
+	*off = false;
+	if (!c->tokens)
+		return;
+	for (*seq = c->tokens / micro_batch / 2; *seq; *seq /= 2) {
+		less.tokens = *seq * micro_batch;
+		if (fits(m, &less, h, d))
+			return;
+	}
+	less.tokens = 0;
+	*off = fits(m, &less, h, d);
+}
+
 /* The largest built-in model smaller than M with which C fits, into NAME; false if none. */
 static bool smaller_model(const struct mb_model *m, const struct mb_fit_cell *c,
 			  const struct mb_fit_host *h, const struct mb_fit_device *d, char *name,
@@ -373,6 +398,8 @@ static void say_suggestions(struct text *t, unsigned s, const struct mb_model *m
 	unsigned layers = most_layers(m, c, h, d), unpinned_layers = 0;
 	char apply[64], model[512];
 	const char *sep = "; would fit: ";
+	uint64_t seq = 0;
+	bool off = false;
 
 	unpinned.pin_memory = false;
 	if (layers) {
@@ -400,15 +427,26 @@ static void say_suggestions(struct text *t, unsigned s, const struct mb_model *m
 			sep = ", or ";
 		}
 	}
+	if (s & (SHORT_PEAK | SHORT_ALLOC))
+		shorter_pass(m, c, h, d, &seq, &off);
+	if (seq || off) {
+		if (seq)
+			add(t, "%s--seq %llu", sep, (unsigned long long)seq);
+		else
+			add(t, "%s--fwd-bwd off", sep);
+		sep = ", or ";
+	}
 	if (smaller_model(m, c, h, d, model, sizeof(model))) {
 		add(t, "%s--model %s", sep, model);
 		sep = ", or ";
 	}
 	if (!strcmp(sep, "; would fit: "))
 		add(t,
-		    "; no fewer --layers, %s--gather-budget or --sub-group-size, nor a smaller "
+		    "; no fewer --layers, %s--gather-budget or --sub-group-size, %snor a smaller "
 		    "built-in --model fits either",
-		    s & SHORT_PINNED ? "--pin-memory off, " : "");
+		    s & SHORT_PINNED ? "--pin-memory off, " : "",
+		    c->tokens && (s & (SHORT_PEAK | SHORT_ALLOC)) ? "shorter --seq, --fwd-bwd off, "
+								  : "");
 }
 
 int mb_fit_check(const struct mb_model *m, const struct mb_fit_cell *c, const struct mb_fit_host *h,

@@ -21,8 +21,8 @@
  *
  * A reason names each shortfall with its figures, then what would fit, each
  * suggestion checked the same way: the largest --layers, --pin-memory off, a
- * smaller --gather-budget or --sub-group-size, the largest built-in --model
- * smaller than this one.
+ * smaller --gather-budget or --sub-group-size, a shorter --seq (or
+ * --fwd-bwd off), the largest built-in --model smaller than this one.
  */
 #ifndef MB_FIT_H
 #define MB_FIT_H
@@ -67,6 +67,7 @@ struct mb_fit_cell {
 	bool pins_momentum;	      /* the variant pins the momentum (pin, both) */
 	unsigned alive;		      /* the variant's batches alive at once (mb_variant_alive) */
 	uint64_t tokens;	      /* of the synthetic forward/backward; 0: off */
+	uint64_t micro_batch;	      /* tokens is --seq times this (0: taken as 1) */
 	/* CLBlast's temporary buffers on the device (mb_fit_device's clblast; 0
 	   where not known): Newton-Schulz's, held in every phase, and the
 	   forward/backward's, in that phase */

@@ -393,6 +393,54 @@ static void peaks_as_measured(void **state)
 	mb_model_release(&m);
 }
 
+/*
+ * The forward/backward's peak past the device: the largest halving of --seq
+ * that fits (and it does fit), and --fwd-bwd off where no --seq does (the
+ * pass's CLBlast temporaries alone too large).
+ */
+static void pass_short(void **state)
+{
+	struct mb_fit_host h = roomy_host();
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(3), shorter;
+	struct mb_fit_need full, half, quarter, none;
+	struct mb_model m;
+
+	(void)state;
+	load(&m, "tiny", 0);
+	c.micro_batch = 2;
+	c.tokens = 2 * 2048;
+	shorter = c;
+	assert_int_equal(mb_fit_need(&m, &c, false, &full), 0);
+	shorter.tokens = 2 * 1024;
+	assert_int_equal(mb_fit_need(&m, &shorter, false, &half), 0);
+	shorter.tokens = 2 * 512;
+	assert_int_equal(mb_fit_need(&m, &shorter, false, &quarter), 0);
+	shorter.tokens = 0;
+	assert_int_equal(mb_fit_need(&m, &shorter, false, &none), 0);
+	assert_string_equal(full.device_peak_phase, "forward/backward");
+	assert_true(full.device_peak_bytes > half.device_peak_bytes &&
+		    half.device_peak_bytes > quarter.device_peak_bytes &&
+		    quarter.device_peak_bytes > none.device_peak_bytes);
+
+	/* room for a quarter of the sequence, not half */
+	d.limit_bytes = (half.device_peak_bytes + quarter.device_peak_bytes) / 2;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("the device peak (forward/backward phase");
+	assert_int_equal(after("--seq "), 512);
+	shorter.tokens = c.micro_batch * after("--seq ");
+	assert_int_equal(mb_fit_check(&m, &shorter, &h, &d, reason, sizeof(reason)), 1);
+
+	/* CLBlast's temporaries of the pass more than the room left beside the step,
+	 * however short the sequence: no --seq fits, no forward/backward does */
+	c.clblast_fwd_bytes = 64 * MIB;
+	d.limit_bytes = none.device_peak_bytes;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("--fwd-bwd off");
+	assert_null(strstr(reason, "--seq "));
+	mb_model_release(&m);
+}
+
 static void nothing_fits(void **state)
 {
 	struct mb_fit_host h = roomy_host();
@@ -455,8 +503,9 @@ int main(void)
 		cmocka_unit_test(device_short),	     cmocka_unit_test(clblast_temporaries),
 		cmocka_unit_test(clblast_per_model), cmocka_unit_test(device_allocation_short),
 		cmocka_unit_test(pinned_short),	     cmocka_unit_test(cpu_device),
-		cmocka_unit_test(peaks_as_measured), cmocka_unit_test(nothing_fits),
-		cmocka_unit_test(bad_plan),	     cmocka_unit_test(meminfo),
+		cmocka_unit_test(peaks_as_measured), cmocka_unit_test(pass_short),
+		cmocka_unit_test(nothing_fits),	     cmocka_unit_test(bad_plan),
+		cmocka_unit_test(meminfo),
 	};
 
 	return cmocka_run_group_tests_name("fit", tests, NULL, NULL);
