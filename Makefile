@@ -99,7 +99,7 @@ run: $(BIN)
 # The gate's noise floor both ways (tests/noise.sh): ten pairs of identical
 # tiny runs must compare all ok, a planted 25% slowdown must fail, compared
 # as CI's gate compares (--ratios); and the apply's spread over ten
-# `make run`s (tests/stability.sh). About 40 and 10 minutes, and only
+# `make run`s (tests/stability.sh). About 40 and 20 minutes, and only
 # meaningful on a machine that nothing else keeps busy.
 noise: $(BIN)
 	rm -rf build/noise && tests/noise.sh $(BIN) build/noise --ratios
