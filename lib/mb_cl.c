@@ -510,7 +510,8 @@ static int build_program(struct mb_cl *cl)
 	cl_int st;
 
 	for (f = mb_embedded_files; f->path && n < 16; f++) {
-		if (strncmp(f->path, "kernels/", 8))
+		/* ns_gemm.cl holds NVIDIA's PTX: mb_gemm16 builds it apart, per path */
+		if (strncmp(f->path, "kernels/", 8) || !strcmp(f->path, "kernels/ns_gemm.cl"))
 			continue;
 		sources[n] = f->data;
 		lengths[n++] = f->size;

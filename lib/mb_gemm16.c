@@ -1,0 +1,300 @@
+/*
+ * mb_gemm16: kernels/ns_gemm.cl built per path, the choice of path for a
+ * device (with the mma path checked against the portable one), and the
+ * enqueue.
+ */
+#include "mb_gemm16.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_embedded.h"
+#include "mb_err.h"
+
+#define SOURCE	 "kernels/ns_gemm.cl"
+#define TILE_M	 64 /* NSG_BM, NSG_BN and NSG_THREADS of the kernel */
+#define TILE_N	 64
+#define THREADS	 128
+#define NSG_BF16 1u /* the kernel's precision argument */
+#define NSG_FP16 2u
+
+const char *const mb_precision_names[MB_NPRECISIONS] = { MB_PRECISIONS(MB_NAME_, ) };
+const char *const mb_gemm16_path_names[MB_GEMM16_NPATHS] = { MB_GEMM16_PATHS(MB_NAME_, ) };
+
+static const char *const path_options[MB_GEMM16_NPATHS] = {
+	[MB_GEMM16_PORTABLE] = "",
+	[MB_GEMM16_MMA] = "-D NSG_MMA=1",
+	[MB_GEMM16_MMA_EMUL] = "-D NSG_MMA_EMUL=1",
+};
+
+bool mb_gemm16_mma_capable(const struct mb_cl_device_info *info)
+{
+	char *end;
+	unsigned long sm;
+
+	if (!strstr(info->vendor, "NVIDIA") && !strstr(info->platform_name, "NVIDIA"))
+		return false;
+	if (strncmp(info->arch, "sm_", 3))
+		return false;
+	sm = strtoul(info->arch + 3, &end, 10);
+	return end != info->arch + 3 && !*end && sm >= 80;
+}
+
+/* The build log of G's program on its device, into a new string (NULL if none). */
+static char *build_log(const struct mb_gemm16 *g)
+{
+	size_t len = 0;
+	char *log;
+
+	if (clGetProgramBuildInfo(g->program, g->cl->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &len))
+		return NULL;
+	log = calloc(len + 1, 1);
+	if (log && clGetProgramBuildInfo(g->program, g->cl->device, CL_PROGRAM_BUILD_LOG, len, log,
+					 NULL)) {
+		free(log);
+		return NULL;
+	}
+	return log;
+}
+
+int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path)
+{
+	const struct mb_embedded_file *f = mb_embedded_find(SOURCE);
+	const char *name = mb_gemm16_path_names[path];
+	char options[256], *log;
+	const char *src;
+	size_t wg = 0;
+	cl_int st;
+	int err;
+
+	memset(g, 0, sizeof(*g));
+	g->cl = cl;
+	g->path = path;
+	if (!f)
+		return mb_fail("%s is not in this binary", SOURCE);
+	snprintf(options, sizeof(options), "%s%s%s", path_options[path],
+		 cl->info.unrestricted_size ? " " : "",
+		 cl->info.unrestricted_size ? MB_CL_INTEL_STATELESS : "");
+	src = f->data;
+	g->program = clCreateProgramWithSource(cl->context, 1, &src, &f->size, &st);
+	if ((err = mb_cl_check(cl, st, "clCreateProgramWithSource", "%s, %s path", SOURCE, name)))
+		goto out_release;
+	st = clBuildProgram(g->program, 1, &cl->device, options, NULL, NULL);
+	if (st != CL_SUCCESS) {
+		log = build_log(g);
+		err = mb_fail(
+			"clBuildProgram failed on '%s' (%s, %s path, '%s'): %s; build log:\n%s",
+			cl->info.name, SOURCE, name, options, mb_cl_strerror(st),
+			log ? log : "(none)");
+		free(log);
+		goto out_release;
+	}
+	g->kernel = clCreateKernel(g->program, "ns_gemm", &st);
+	if ((err = mb_cl_check(cl, st, "clCreateKernel", "ns_gemm, %s path", name)))
+		goto out_release;
+	st = clGetKernelWorkGroupInfo(g->kernel, cl->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof(wg),
+				      &wg, NULL);
+	if ((err = mb_cl_check(cl, st, "clGetKernelWorkGroupInfo", "ns_gemm, %s path", name)))
+		goto out_release;
+	if (wg < THREADS) {
+		err = mb_fail(
+			"ns_gemm (%s path) on '%s': work-groups of %zu work-items at most, it "
+			"needs %d",
+			name, cl->info.name, wg, THREADS);
+		goto out_release;
+	}
+	return 0;
+
+out_release:
+	mb_gemm16_release(g);
+	return err;
+}
+
+int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_precision prec,
+		      bool b_transposed, uint64_t m, uint64_t n, uint64_t k, float alpha, cl_mem a,
+		      uint64_t a_off, cl_mem b, uint64_t b_off, float beta, cl_mem c,
+		      uint64_t c_off, cl_event *ev)
+{
+	cl_ulong cm = m, cn = n, ck = k, ao = a_off, bo = b_off, co = c_off;
+	cl_uint bt = b_transposed, p = prec == MB_PREC_FP16 ? NSG_FP16 : NSG_BF16;
+	size_t global[2], local[2] = { THREADS, 1 };
+	const void *values[] = { &cm, &cn, &ck, &alpha, &a, &ao, &b, &bo, &bt, &beta, &c, &co, &p };
+	const size_t sizes[] = { sizeof(cm), sizeof(cn), sizeof(ck), sizeof(alpha), sizeof(a),
+				 sizeof(ao), sizeof(b),	 sizeof(bo), sizeof(bt),    sizeof(beta),
+				 sizeof(c),  sizeof(co), sizeof(p) };
+	cl_int st = CL_SUCCESS;
+	cl_uint i;
+
+	if (ev)
+		*ev = NULL;
+	if (prec != MB_PREC_BF16 && prec != MB_PREC_FP16)
+		return mb_fail("ns_gemm: no %s kernel (bf16 and fp16 only)",
+			       prec < MB_NPRECISIONS ? mb_precision_names[prec] : "such");
+	if (!m || !n)
+		return 0;
+	if ((n + TILE_N - 1) / TILE_N > SIZE_MAX / THREADS)
+		return mb_fail("ns_gemm: %llux%llu is too large", (unsigned long long)m,
+			       (unsigned long long)n);
+	global[0] = (size_t)((n + TILE_N - 1) / TILE_N) * THREADS;
+	global[1] = (size_t)((m + TILE_M - 1) / TILE_M);
+	for (i = 0; i < sizeof(values) / sizeof(values[0]) && st == CL_SUCCESS; i++)
+		st = clSetKernelArg(g->kernel, i, sizes[i], values[i]);
+	if (mb_cl_check(g->cl, st, "clSetKernelArg", "ns_gemm (%s), %llux%llux%llu",
+			mb_gemm16_path_names[g->path], (unsigned long long)m, (unsigned long long)n,
+			(unsigned long long)k))
+		return -MB_EFAIL;
+	st = clEnqueueNDRangeKernel(q, g->kernel, 2, NULL, global, local, 0, NULL, ev);
+	return mb_cl_check(g->cl, st, "clEnqueueNDRangeKernel", "ns_gemm (%s, %s), %llux%llux%llu",
+			   mb_gemm16_path_names[g->path], mb_precision_names[prec],
+			   (unsigned long long)m, (unsigned long long)n, (unsigned long long)k);
+}
+
+void mb_gemm16_release(struct mb_gemm16 *g)
+{
+	if (g->kernel)
+		clReleaseKernel(g->kernel);
+	if (g->program)
+		clReleaseProgram(g->program);
+	g->kernel = NULL;
+	g->program = NULL;
+}
+
+/* The check's problem: C (M x N) from A (M x K) and B (K x N or N x K), one buffer. */
+#define CHECK_M	     100
+#define CHECK_N	     70
+#define CHECK_K	     130
+#define CHECK_A	     0
+#define CHECK_B	     (CHECK_M * CHECK_K)
+#define CHECK_C	     (CHECK_B + CHECK_N * CHECK_K)
+#define CHECK_FLOATS (CHECK_C + CHECK_M * CHECK_N)
+
+/*
+ * Run G and REF on the check's problem at PREC with op(B) transposed or not
+ * into GOT and WANT (CHECK_M x CHECK_N each), on CL's compute queue.
+ */
+static int run_check(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, cl_mem buf,
+		     const float *init, enum mb_precision prec, bool bt, float *got, float *want)
+{
+	const struct mb_cl *cl = g->cl;
+	cl_command_queue q = cl->compute;
+	const struct mb_gemm16 *run[2] = { g, ref };
+	float *out[2] = { got, want };
+	cl_int st;
+	int i, err;
+
+	for (i = 0; i < 2; i++) {
+		st = clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, CHECK_FLOATS * sizeof(float), init, 0,
+					  NULL, NULL);
+		if ((err = mb_cl_check(cl, st, "clEnqueueWriteBuffer", "ns_gemm's check")) ||
+		    (err = mb_gemm16_enqueue(run[i], q, prec, bt, CHECK_M, CHECK_N, CHECK_K, 1.5f,
+					     buf, CHECK_A, buf, CHECK_B, -0.5f, buf, CHECK_C,
+					     NULL)))
+			return err;
+		st = clEnqueueReadBuffer(q, buf, CL_TRUE, CHECK_C * sizeof(float),
+					 CHECK_M * CHECK_N * sizeof(float), out[i], 0, NULL, NULL);
+		if ((err = mb_cl_check(cl, st, "clEnqueueReadBuffer", "ns_gemm's check")))
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Whether G's results match REF's on the check's problems (both precisions,
+ * op(B) both ways): every element within 2^-6 of the largest (a 16-bit
+ * rounding either way of a sum in another order; a wrong fragment index is
+ * off by the order of the values). WHY says what differed. Errors running
+ * it are failures of the check, not of the caller.
+ */
+static bool matches(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, char *why, size_t len)
+{
+	const struct mb_cl *cl = g->cl;
+	float *init = malloc((CHECK_FLOATS + 2 * CHECK_M * CHECK_N) * sizeof(float));
+	float *got = init + CHECK_FLOATS, *want = got + CHECK_M * CHECK_N;
+	uint32_t state = 12345;
+	cl_mem buf = NULL;
+	bool ok = false;
+	cl_int st;
+	int p, bt;
+	size_t i;
+
+	if (!init) {
+		snprintf(why, len, "out of host memory for the check");
+		return false;
+	}
+	for (i = 0; i < CHECK_FLOATS; i++) {
+		state = state * 1664525u + 1013904223u;
+		init[i] = (float)((double)(state >> 8) / (double)(1u << 24) * 2.0 - 1.0);
+	}
+	buf = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, CHECK_FLOATS * sizeof(float), NULL,
+			     &st);
+	if (mb_cl_check(cl, st, "clCreateBuffer", "ns_gemm's check")) {
+		snprintf(why, len, "%s", mb_errmsg());
+		goto out_free;
+	}
+	for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
+		for (bt = 0; bt < 2; bt++) {
+			float big = 0, worst = 0;
+
+			if (run_check(g, ref, buf, init, (enum mb_precision)p, bt, got, want)) {
+				snprintf(why, len, "%s", mb_errmsg());
+				goto out_free;
+			}
+			for (i = 0; i < CHECK_M * CHECK_N; i++)
+				big = fmaxf(big, fabsf(want[i]));
+			for (i = 0; i < CHECK_M * CHECK_N; i++) {
+				float d = fabsf(got[i] - want[i]);
+
+				if (!(d <= worst)) /* NaN wins */
+					worst = d;
+			}
+			if (!(worst <= big / 64)) {
+				snprintf(why, len,
+					 "%s, op(B) %s, %dx%dx%d: off by %.3g where values reach "
+					 "%.3g",
+					 mb_precision_names[p], bt ? "Bᵀ" : "B", CHECK_M, CHECK_N,
+					 CHECK_K, worst, big);
+				goto out_free;
+			}
+		}
+	}
+	ok = true;
+out_free:
+	if (buf)
+		clReleaseMemObject(buf);
+	free(init);
+	return ok;
+}
+
+int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
+{
+	struct mb_gemm16 mma;
+	char why[sizeof(g->why) - 64] = "";
+	int err;
+
+	if ((err = mb_gemm16_init(g, cl, MB_GEMM16_PORTABLE)))
+		return err;
+	if (!mb_gemm16_mma_capable(&cl->info)) {
+		snprintf(g->why, sizeof(g->why),
+			 "portable: no mma path for '%s' (arch '%s'): "
+			 "NVIDIA sm_80 and up only",
+			 cl->info.name, cl->info.arch);
+		return 0;
+	}
+	if (mb_gemm16_init(&mma, cl, MB_GEMM16_MMA)) {
+		snprintf(g->why, sizeof(g->why), "portable: the mma path failed to build: %.400s",
+			 mb_errmsg());
+		return 0;
+	}
+	if (!matches(&mma, g, why, sizeof(why))) {
+		snprintf(g->why, sizeof(g->why),
+			 "portable: the mma path does not match the portable kernel: %s", why);
+		mb_gemm16_release(&mma);
+		return 0;
+	}
+	mb_gemm16_release(g);
+	*g = mma;
+	snprintf(g->why, sizeof(g->why), "mma: %s, matches the portable kernel", cl->info.arch);
+	return 0;
+}

@@ -1,0 +1,87 @@
+/*
+ * mb_gemm16: Newton-Schulz's GEMMs at 16-bit precision, our own kernel
+ * (kernels/ns_gemm.cl), for the precisions a framework runs Newton-Schulz
+ * in: bf16 (the standard method's) and fp16 (the Gram method's).
+ *
+ * Matrices stay fp32 in memory; the kernel rounds A and op(B) to the
+ * precision as it loads them, accumulates in fp32 and rounds C to the
+ * precision (stored as a float). The kernel file is built apart from the
+ * other kernels (its NVIDIA path holds PTX, which no other compiler takes),
+ * once per path:
+ * - portable: plain OpenCL C, any device;
+ * - mma: NVIDIA sm_80 and up, mma.sync.m16n8k16 on the tensor cores, used
+ *   only after it builds and matches the portable kernel on the device;
+ * - mma-emul: the mma path's tiling and fragment layouts with mma.sync
+ *   emulated in OpenCL C, for the tests on a CPU device.
+ */
+#ifndef MB_GEMM16_H
+#define MB_GEMM16_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mb_cl.h"
+#include "mb_words.h"
+
+/* Newton-Schulz's precisions (a list, mb_words.h): fp32 on CLBlast, bf16 and fp16 ours. */
+#define MB_PRECISIONS(X, SEP)	   X(FP32, "fp32") SEP X(BF16, "bf16") SEP X(FP16, "fp16")
+#define MB_PRECISION_ENUM_(e, ...) MB_PREC_##e,
+enum mb_precision { MB_PRECISIONS(MB_PRECISION_ENUM_, ) MB_NPRECISIONS };
+
+/* "fp32", "bf16", "fp16" */
+extern const char *const mb_precision_names[MB_NPRECISIONS];
+
+#define MB_GEMM16_PATHS(X, SEP) \
+	X(PORTABLE, "portable") SEP X(MMA, "mma") SEP X(MMA_EMUL, "mma-emul")
+#define MB_GEMM16_ENUM_(e, ...) MB_GEMM16_##e,
+enum mb_gemm16_path { MB_GEMM16_PATHS(MB_GEMM16_ENUM_, ) MB_GEMM16_NPATHS };
+
+/* "portable", "mma", "mma-emul" */
+extern const char *const mb_gemm16_path_names[MB_GEMM16_NPATHS];
+
+struct mb_gemm16 {
+	const struct mb_cl *cl;
+	enum mb_gemm16_path path;
+	cl_program program;
+	cl_kernel kernel;
+	char why[512]; /* why this path (mb_gemm16_open), for people */
+};
+
+/*
+ * Pure: whether the device INFO describes may have the mma path: an NVIDIA
+ * device (vendor or platform name) whose arch is sm_80 or above.
+ */
+bool mb_gemm16_mma_capable(const struct mb_cl_device_info *info);
+
+/*
+ * Build PATH of kernels/ns_gemm.cl for CL's device into *G. A build that
+ * fails is -MB_EFAIL with the build log; a kernel whose work-group cannot
+ * be 128 work-items is -MB_EFAIL too. On failure nothing is held.
+ */
+int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path);
+
+/*
+ * The path for CL's device into *G: mma where mb_gemm16_mma_capable, it
+ * builds, and its results on a few odd shapes match the portable kernel's
+ * at both precisions (within a 16-bit rounding); else portable. G->why says
+ * which and why; an mma path that fails is no error, only a portable one.
+ * The check runs once per call (once per device open in muonbench).
+ */
+int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl);
+
+/*
+ * Enqueue on Q: C (M x N) = ALPHA A (M x K) op(B) + BETA C, row-major fp32
+ * buffers at element offsets, op(B) = B (K x N) or, B_TRANSPOSED, Bᵀ (B is
+ * N x K); inputs and result rounded to PREC (MB_PREC_BF16 or MB_PREC_FP16).
+ * C must not overlap A or B. BETA 0 reads nothing of C. Its event into *EV
+ * unless EV is NULL (NULL on failure or when M or N is 0: nothing enqueued).
+ */
+int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_precision prec,
+		      bool b_transposed, uint64_t m, uint64_t n, uint64_t k, float alpha, cl_mem a,
+		      uint64_t a_off, cl_mem b, uint64_t b_off, float beta, cl_mem c,
+		      uint64_t c_off, cl_event *ev);
+
+/* Release the program and kernel; of a zeroed G, nothing. */
+void mb_gemm16_release(struct mb_gemm16 *g);
+
+#endif

@@ -1,0 +1,258 @@
+/*
+ * Our 16-bit GEMM (kernels/ns_gemm.cl) on the default device (PoCL in CI):
+ * the portable kernel and the mma path's tiling with mma.sync emulated, at
+ * both precisions, op(B) both ways, with alpha and beta, at shapes that are
+ * not multiples of the 64 x 64 x 16 tile, against a host reference on the
+ * same rounded inputs; the choice of path from a device's description; and
+ * mb_gemm16_open on this device.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mb_err.h"
+#include "mb_gemm16.h"
+
+#include "device.h"
+
+/* X rounded to bf16, nearest even, as the kernel rounds it. */
+static float host_bf16(float x)
+{
+	uint32_t bits;
+
+	memcpy(&bits, &x, sizeof(bits));
+	bits += 0x7fffu + ((bits >> 16) & 1u);
+	bits &= 0xffff0000u;
+	memcpy(&x, &bits, sizeof(x));
+	return x;
+}
+
+/* X rounded to fp16, nearest even (11 significant bits, subnormals below 2^-14). */
+static float host_fp16(float x)
+{
+	double ax = fabs(x), scale;
+	int e;
+
+	if (ax == 0)
+		return x;
+	frexp(ax, &e); /* ax = f 2^e, f in [0.5, 1) */
+	scale = e - 1 < -14 ? ldexp(1, -24) : ldexp(1, e - 11);
+	ax = nearbyint(ax / scale) * scale;
+	if (ax >= 65520)
+		ax = INFINITY;
+	return (float)(x < 0 ? -ax : ax);
+}
+
+static float host_round(float x, enum mb_precision p)
+{
+	return p == MB_PREC_BF16 ? host_bf16(x) : host_fp16(x);
+}
+
+static void fill_random(float *x, size_t n, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		x[i] = (float)((double)(seed >> 8) / (double)(1u << 24) * 2.0 - 1.0);
+	}
+}
+
+/*
+ * One GEMM on the device by G and on the host, in one buffer with A, B and
+ * C at odd offsets; each element within a 16-bit rounding of its own size
+ * plus one of the sum of the magnitudes (the order of the sum differs).
+ */
+static void check_one(const struct mb_gemm16 *g, enum mb_precision p, bool bt, uint64_t m,
+		      uint64_t n, uint64_t k, float alpha, float beta)
+{
+	const uint64_t a_off = 3, b_off = a_off + m * k + 5, c_off = b_off + n * k + 7;
+	const uint64_t total = c_off + m * n + 11;
+	const double eps = p == MB_PREC_BF16 ? 1.0 / 256 : 1.0 / 2048;
+	float *x = malloc(total * sizeof(float)), *out = malloc(m * n * sizeof(float));
+	uint64_t i, j, l;
+	cl_mem buf;
+	cl_int st;
+
+	assert_non_null(x);
+	assert_non_null(out);
+	fill_random(x, total, (uint32_t)(m * 7919 + n * 131 + k + bt));
+	if (beta == 0) /* beta 0 reads nothing: NaN in C must not show */
+		for (i = 0; i < m * n; i++)
+			x[c_off + i] = NAN;
+	buf = clCreateBuffer(cl.context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+			     total * sizeof(float), x, &st);
+	assert_int_equal(st, CL_SUCCESS);
+	assert_int_equal(mb_gemm16_enqueue(g, cl.compute, p, bt, m, n, k, alpha, buf, a_off, buf,
+					   b_off, beta, buf, c_off, NULL),
+			 0);
+	assert_int_equal(clEnqueueReadBuffer(cl.compute, buf, CL_TRUE, c_off * sizeof(float),
+					     m * n * sizeof(float), out, 0, NULL, NULL),
+			 CL_SUCCESS);
+	/* the padding around C is untouched */
+	{
+		float after;
+
+		assert_int_equal(clEnqueueReadBuffer(cl.compute, buf, CL_TRUE,
+						     (c_off + m * n) * sizeof(float), sizeof(float),
+						     &after, 0, NULL, NULL),
+				 CL_SUCCESS);
+		assert_true(after == x[c_off + m * n]);
+	}
+	for (i = 0; i < m; i++)
+		for (j = 0; j < n; j++) {
+			double s = 0, mag = 0, want, c = x[c_off + i * n + j];
+
+			for (l = 0; l < k; l++) {
+				double av = host_round(x[a_off + i * k + l], p);
+				double bv = host_round(
+					bt ? x[b_off + j * k + l] : x[b_off + l * n + j], p);
+
+				s += av * bv;
+				mag += fabs(av * bv);
+			}
+			want = alpha * s + (beta != 0 ? beta * c : 0);
+			mag = fabs(alpha) * mag + (beta != 0 ? fabs(beta * c) : 0);
+			if (!(fabs(out[i * n + j] - want) <= eps * (fabs(want) + mag / 8) + 1e-30))
+				fail_msg(
+					"%s %s %s %llux%llux%llu alpha %g beta %g: C[%llu][%llu] = "
+					"%.8g, want %.8g",
+					mb_gemm16_path_names[g->path], mb_precision_names[p],
+					bt ? "Bᵀ" : "B", (unsigned long long)m,
+					(unsigned long long)n, (unsigned long long)k, alpha, beta,
+					(unsigned long long)i, (unsigned long long)j,
+					out[i * n + j], want);
+			/* the result is a value of the precision */
+			assert_true(host_round(out[i * n + j], p) == out[i * n + j]);
+		}
+	clReleaseMemObject(buf);
+	free(x);
+	free(out);
+}
+
+/* Shapes: one element, odd edges, several tiles, and NS's on the tests' matrices. */
+static const uint64_t shapes[][3] = {
+	{ 1, 1, 1 },	 { 17, 33, 9 },	  { 100, 70, 130 }, { 64, 64, 16 },
+	{ 65, 129, 17 }, { 48, 48, 160 }, { 48, 160, 48 },  { 67, 67, 131 },
+};
+
+static void check_path(enum mb_gemm16_path path)
+{
+	struct mb_gemm16 g;
+	size_t s;
+	int p;
+
+	if (mb_gemm16_init(&g, &cl, path))
+		fail_msg("%s", mb_errmsg());
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+		for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
+			const uint64_t *d = shapes[s];
+
+			check_one(&g, (enum mb_precision)p, false, d[0], d[1], d[2], 1.0f, 0.0f);
+			check_one(&g, (enum mb_precision)p, true, d[0], d[1], d[2], 1.0f, 0.0f);
+			check_one(&g, (enum mb_precision)p, s % 2, d[0], d[1], d[2], 2.0315f,
+				  -4.775f);
+		}
+	mb_gemm16_release(&g);
+}
+
+static void portable_matches_host(void **state)
+{
+	(void)state;
+	check_path(MB_GEMM16_PORTABLE);
+}
+
+static void emulated_mma_matches_host(void **state)
+{
+	(void)state;
+	check_path(MB_GEMM16_MMA_EMUL);
+}
+
+/* k = 0 is C = beta C, rounded; m or n = 0 enqueues nothing; fp32 is no kernel of ours. */
+static void degenerate(void **state)
+{
+	struct mb_gemm16 g;
+	cl_event ev = (cl_event)1;
+
+	(void)state;
+	assert_int_equal(mb_gemm16_init(&g, &cl, MB_GEMM16_PORTABLE), 0);
+	check_one(&g, MB_PREC_BF16, false, 5, 7, 0, 1.0f, 0.5f);
+	assert_int_equal(mb_gemm16_enqueue(&g, cl.compute, MB_PREC_BF16, false, 0, 5, 5, 1.0f, NULL,
+					   0, NULL, 0, 0.0f, NULL, 0, &ev),
+			 0);
+	assert_null(ev);
+	assert_int_equal(mb_gemm16_enqueue(&g, cl.compute, MB_PREC_FP32, false, 5, 5, 5, 1.0f, NULL,
+					   0, NULL, 0, 0.0f, NULL, 0, NULL),
+			 -MB_EFAIL);
+	assert_non_null(strstr(mb_errmsg(), "no fp32 kernel"));
+	mb_gemm16_release(&g);
+}
+
+/* The mma path only where the device is NVIDIA at sm_80 or above. */
+static void mma_capable(void **state)
+{
+	static const struct {
+		const char *vendor, *platform, *arch;
+		bool want;
+	} cases[] = {
+		{ "NVIDIA Corporation", "NVIDIA CUDA", "sm_90", true },
+		{ "NVIDIA Corporation", "NVIDIA CUDA", "sm_80", true },
+		{ "NVIDIA Corporation", "NVIDIA CUDA", "sm_120", true },
+		{ "NVIDIA Corporation", "NVIDIA CUDA", "sm_75", false },
+		{ "NVIDIA Corporation", "NVIDIA CUDA", "", false },
+		{ "NVIDIA Corporation", "NVIDIA CUDA", "sm_8x", false },
+		{ "Advanced Micro Devices, Inc.", "AMD Accelerated Parallel Processing", "gfx90a",
+		  false },
+		{ "GenuineIntel", "Portable Computing Language", "haswell", false },
+		{ "pocl", "Portable Computing Language", "sm_90", false },
+	};
+	struct mb_cl_device_info info;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&info, 0, sizeof(info));
+		snprintf(info.vendor, sizeof(info.vendor), "%s", cases[i].vendor);
+		snprintf(info.platform_name, sizeof(info.platform_name), "%s", cases[i].platform);
+		snprintf(info.arch, sizeof(info.arch), "%s", cases[i].arch);
+		if (mb_gemm16_mma_capable(&info) != cases[i].want)
+			fail_msg("%s, %s: want %d", cases[i].vendor, cases[i].arch, cases[i].want);
+	}
+}
+
+/* On this device: the portable path unless it is NVIDIA sm_80+, and why is said. */
+static void open_picks_a_path(void **state)
+{
+	struct mb_gemm16 g;
+
+	(void)state;
+	assert_int_equal(mb_gemm16_open(&g, &cl), 0);
+	assert_non_null(g.kernel);
+	if (!mb_gemm16_mma_capable(&cl.info)) {
+		assert_int_equal(g.path, MB_GEMM16_PORTABLE);
+		assert_non_null(strstr(g.why, "no mma path"));
+	}
+	print_message("%s: %s\n", mb_gemm16_path_names[g.path], g.why);
+	check_one(&g, MB_PREC_FP16, true, 100, 70, 130, 1.0f, 0.0f);
+	mb_gemm16_release(&g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(portable_matches_host),
+		cmocka_unit_test(emulated_mma_matches_host),
+		cmocka_unit_test(degenerate),
+		cmocka_unit_test(mma_capable),
+		cmocka_unit_test(open_picks_a_path),
+	};
+
+	return cmocka_run_group_tests_name("gemm16", tests, open_device, close_device);
+}
