@@ -607,7 +607,9 @@ int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel)
 	cl->prefetch = clCreateCommandQueue(cl->context, cl->device, props, &st);
 	if ((err = mb_cl_check(cl, st, "clCreateCommandQueue", "prefetch queue")))
 		goto out_release;
-	if ((err = build_program(cl)) || (err = stateless_clblast(cl)))
+	if ((err = build_program(cl)) || (err = stateless_clblast(cl)) ||
+	    (err = mb_cl_kernel(cl, "zero_span", &cl->zero)) ||
+	    (err = mb_cl_local_size(cl, cl->zero, "zero_span", 1, &cl->zero_local)))
 		goto out_release;
 	return 0;
 
@@ -618,6 +620,8 @@ out_release:
 
 void mb_cl_release(struct mb_cl *cl)
 {
+	if (cl->zero)
+		clReleaseKernel(cl->zero);
 	if (cl->program)
 		clReleaseProgram(cl->program);
 	if (cl->prefetch)
@@ -645,9 +649,31 @@ static enum mb_err_kind kind_of(int status)
 		return MB_KIND_DEVICE_MEMORY;
 	case CL_OUT_OF_HOST_MEMORY:
 		return MB_KIND_HOST_MEMORY;
+	/* a command that faulted, and what the driver says of its queues and
+	 * context after: the context is gone (mb_cl_alive tells the rest) */
+	case MB_CL_NV_ILLEGAL_ADDRESS:
+	case CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST:
+	case CL_INVALID_COMMAND_QUEUE:
+	case CL_INVALID_CONTEXT:
+		return MB_KIND_DEVICE_LOST;
 	default:
 		return MB_KIND_OTHER;
 	}
+}
+
+int mb_cl_alive(const struct mb_cl *cl)
+{
+	const cl_command_queue q[] = { cl->compute, cl->copy, cl->prefetch };
+	const char *names[] = { "compute", "copy", "prefetch" };
+	char msg[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(q) / sizeof(q[0]); i++)
+		if (mb_cl_check(cl, clFinish(q[i]), "clFinish", "the %s queue", names[i])) {
+			snprintf(msg, sizeof(msg), "%s", mb_errmsg());
+			return mb_fail_kind(MB_KIND_DEVICE_LOST, "%s", msg);
+		}
+	return 0;
 }
 
 static int vcheck(const struct mb_cl *cl, int status, const char *status_name, const char *call,
@@ -822,6 +848,38 @@ const char *mb_clblast_strerror(int status)
 	}
 	/* the rest are OpenCL's own codes */
 	return mb_cl_strerror(status);
+}
+
+/* Work-items of a zero_span at most: enough to fill any device, few enough to loop. */
+#define ZERO_ITEMS_MAX ((size_t)1 << 20)
+
+int mb_cl_zero(const struct mb_cl *cl, cl_command_queue q, cl_mem buf, uint64_t off, uint64_t bytes,
+	       const char *what)
+{
+	cl_uint width = 16;
+	uint64_t words;
+	size_t global;
+	cl_int st;
+
+	while (width > 1 && (off % width || bytes % width))
+		width /= width == 16 ? 4 : 2;
+	words = bytes / width;
+	if (!words)
+		return 0;
+	global = mb_cl_round_up(words < ZERO_ITEMS_MAX ? (size_t)words : ZERO_ITEMS_MAX,
+				cl->zero_local);
+	st = clSetKernelArg(cl->zero, 0, sizeof(buf), &buf);
+	if (st == CL_SUCCESS)
+		st = clSetKernelArg(cl->zero, 1, sizeof(cl_ulong), &(cl_ulong){ off });
+	if (st == CL_SUCCESS)
+		st = clSetKernelArg(cl->zero, 2, sizeof(cl_ulong), &(cl_ulong){ words });
+	if (st == CL_SUCCESS)
+		st = clSetKernelArg(cl->zero, 3, sizeof(width), &width);
+	if (mb_cl_check(cl, st, "clSetKernelArg", "zero_span, %s", what))
+		return -MB_EFAIL;
+	st = clEnqueueNDRangeKernel(q, cl->zero, 1, NULL, &global, &cl->zero_local, 0, NULL, NULL);
+	return mb_cl_check(cl, st, "clEnqueueNDRangeKernel", "zero_span, %s, %llu bytes at %llu",
+			   what, (unsigned long long)bytes, (unsigned long long)off);
 }
 
 int mb_cl_kernel(const struct mb_cl *cl, const char *name, cl_kernel *out)

@@ -89,6 +89,8 @@ struct mb_cl {
 	cl_command_queue compute, copy; /* in order; profiling on unless MUONBENCH_PROFILING=off */
 	cl_command_queue prefetch;	/* the second copy queue: pipeline's next-batch gathers */
 	cl_program program;		/* every kernel source, built once */
+	cl_kernel zero;			/* zero_span, for mb_cl_zero */
+	size_t zero_local;
 	char tuning[4096]; /* CLBlast's parameters in force: "default", or the tuning's source */
 	char tuning_match[16]; /* how it was chosen (mb_tuning_match_names); "none": default */
 	char tuning_why[1024]; /* for people */
@@ -104,13 +106,27 @@ int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel);
 
 void mb_cl_release(struct mb_cl *cl);
 
+/* NVIDIA's status for a kernel's illegal address: the context is lost (no name in Khronos'). */
+#define MB_CL_NV_ILLEGAL_ADDRESS (-9999)
+
+/*
+ * Whether CL's device still takes work: every queue finished, checked. A
+ * queue that cannot finish is -MB_EFAIL of kind MB_KIND_DEVICE_LOST (a
+ * fault may surface at any later call, and a CL_OUT_OF_RESOURCES may be
+ * memory or a fault: this tells them apart). Blocks while the device works.
+ */
+int mb_cl_alive(const struct mb_cl *cl);
+
 /*
  * 0 if STATUS is CL_SUCCESS; otherwise record "CALL failed on 'DEVICE'
  * (WHAT): CL_..." and return -MB_EFAIL. WHAT (printf-style) names the shape.
  * The error's kind (mb_err_kind) is MB_KIND_DEVICE_MEMORY for
  * CL_MEM_OBJECT_ALLOCATION_FAILURE and CL_OUT_OF_RESOURCES (which some
  * drivers return when out of device memory), MB_KIND_HOST_MEMORY for
- * CL_OUT_OF_HOST_MEMORY, else MB_KIND_OTHER.
+ * CL_OUT_OF_HOST_MEMORY, MB_KIND_DEVICE_LOST for a faulted command
+ * (MB_CL_NV_ILLEGAL_ADDRESS, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+ * and for the dead queue or context after one (CL_INVALID_COMMAND_QUEUE,
+ * CL_INVALID_CONTEXT), else MB_KIND_OTHER.
  */
 int mb_cl_check(const struct mb_cl *cl, cl_int status, const char *call, const char *what, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -168,6 +184,15 @@ void mb_cl_local_shape(size_t limit, const size_t *item_max, cl_uint dims, size_
 
 /* N rounded up to a multiple of MULTIPLE (> 0). */
 size_t mb_cl_round_up(size_t n, size_t multiple);
+
+/*
+ * Enqueue on Q zeros over BYTES of BUF from byte OFF, with a kernel of ours
+ * indexed in 64 bits (kernels/zero.cl), never clEnqueueFillBuffer, which
+ * NVIDIA's driver fails or hangs on past 2^31 bytes. WHAT names the span in
+ * the error. Not thread-safe on one CL (the kernel's arguments are shared).
+ */
+int mb_cl_zero(const struct mb_cl *cl, cl_command_queue q, cl_mem buf, uint64_t off, uint64_t bytes,
+	       const char *what);
 
 /* Create kernel NAME of the program into *out (release with clReleaseKernel). */
 int mb_cl_kernel(const struct mb_cl *cl, const char *name, cl_kernel *out);

@@ -24,6 +24,7 @@ enum mb_err_kind {
 	MB_KIND_DEVICE_MEMORY, /* the device is out of memory, or of resources for a command */
 	MB_KIND_HOST_MEMORY,   /* the host is out of memory */
 	MB_KIND_OLD_FORMAT,    /* an input an older muonbench wrote: writing it anew mends it */
+	MB_KIND_DEVICE_LOST,   /* the device's context is dead: only opening it anew goes on */
 };
 
 /* Record a failure message of kind MB_KIND_OTHER; return -MB_EFAIL. */

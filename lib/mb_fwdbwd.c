@@ -265,12 +265,8 @@ static int alloc_buffers(struct pass *p, bool backward)
 /* Zero W (its contents do not matter, but must be defined). */
 static int zero(struct pass *p, cl_mem buf, uint64_t floats)
 {
-	float z = 0.0f;
-
-	return mb_cl_check(p->cl,
-			   clEnqueueFillBuffer(p->cl->compute, buf, &z, sizeof(z), 0, 4 * floats, 0,
-					       NULL, NULL),
-			   "clEnqueueFillBuffer", "zeros, %llu floats", (unsigned long long)floats);
+	return mb_cl_zero(p->cl, p->cl->compute, buf, 0, 4 * floats,
+			  "the forward/backward's zeros");
 }
 
 /* Forward of every matrix of layer L (or of the head when L < 0). */

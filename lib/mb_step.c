@@ -912,13 +912,10 @@ static int momentum_in(struct apply *a, const struct mb_plan_group *g, cl_mem bu
 {
 	struct mb_state *s = a->s;
 	uint64_t e = g->gathered_numel;
-	const cl_uchar zero = 0;
 
 	if (s->set.plan.stage == 3 && !s->steps_done)
-		return mb_cl_check(s->cl,
-				   clEnqueueFillBuffer(q, buf, &zero, sizeof(zero), 4 * e,
-						       s->plan.momentum_bytes * e, 0, NULL, NULL),
-				   "clEnqueueFillBuffer", "the first step's momentum, zeros");
+		return mb_cl_zero(s->cl, q, buf, 4 * e, s->plan.momentum_bytes * e,
+				  "the first step's momentum");
 	return host_copy(s, true, q, buf, 4 * e, &s->momentum, mom_byte(s, s->plan.order[g->first]),
 			 s->plan.momentum_bytes * e, 0, NULL, &a->tl, K_H2D, NULL,
 			 "momentum to the device");

@@ -1,0 +1,27 @@
+/*
+ * Zeros over a span of a buffer, indexed in 64 bits. It stands in for
+ * clEnqueueFillBuffer wherever the span grows with the model or the sequence:
+ * NVIDIA's driver fails with an illegal address (-9999) or hangs on a fill
+ * whose range reaches 2^31 bytes (pyopencl issue #395; seen on an H200 on
+ * ZeRO-3's first momentum). Each work-item zeroes the words a global size
+ * apart; WIDTH (16, 4, 2 or 1 bytes) divides OFF and the span's length, so
+ * every store is aligned.
+ */
+__kernel void zero_span(__global uchar *buf, const ulong off, const ulong words, const uint width)
+{
+	const ulong stride = get_global_size(0);
+	ulong i;
+
+	for (i = get_global_id(0); i < words; i += stride) {
+		const ulong at = off + i * width;
+
+		if (width == 16)
+			*(__global uint4 *)(buf + at) = (uint4)(0);
+		else if (width == 4)
+			*(__global uint *)(buf + at) = 0;
+		else if (width == 2)
+			*(__global ushort *)(buf + at) = 0;
+		else
+			buf[at] = 0;
+	}
+}
