@@ -132,9 +132,16 @@ $(VARIANT_BIN): FORCE
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)-variant \
 		CFLAGS="$(CFLAGS) -DMB_TEST_VARIANT -DMB_TEST_PHASE" $@
 
-test: $(BIN) $(TESTS) $(VARIANT_BIN)
+# The tests' stand-in for a failing driver (tests/clshim.c), preloaded by tests/faults.sh.
+SHIM = $(BUILD)/tests/clshim.so
+
+$(SHIM): tests/clshim.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -o $@ $< -ldl
+
+test: $(BIN) $(TESTS) $(VARIANT_BIN) $(SHIM)
 	@BASELINE="$(BASELINE)" BASELINE_ARGS="$(BASELINE_ARGS)" VARIANT_BIN="$(VARIANT_BIN)" \
-		tests/run.sh $(BIN) $(TESTS)
+		SHIM="$(SHIM)" tests/run.sh $(BIN) $(TESTS)
 
 # Fuzzing (libFuzzer, clang): the config loader, the DeepSpeed-config reader
 # and the results reader, each for FUZZ_SECONDS, from the seeds in tests/fuzz/

@@ -13,7 +13,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +37,35 @@
 #include "setup.h"
 #include "version.h"
 
+#include <clblast_c.h> /* after mb_cl.h, which sets the OpenCL version */
+
+/*
+ * A signal sets stop, which a run reads between steps, and wakes the
+ * watchdog (below): a process blocked in the driver never reads stop. A
+ * second signal exits at once.
+ */
 static volatile sig_atomic_t stop;
+static sem_t wake; /* the watchdog's: a first signal, or the grid's end */
+static volatile sig_atomic_t wake_ready;
 
 static void on_signal(int sig)
 {
+	static const char msg[] = "\nmuonbench: a second signal: exiting now, the rows of the "
+				  "finished runs are kept\n";
+
 	(void)sig;
+	if (stop) {
+		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+			_exit(1);
+		_exit(1);
+	}
 	stop = 1;
+	if (wake_ready)
+		sem_post(&wake);
 }
+
+/* Seconds between a first signal and the exit, if the device never returns. */
+#define STOP_GRACE_S 30
 
 /* One cell of the grid: what its rows' figures depend on, and its prediction. */
 struct cell {
@@ -76,6 +101,15 @@ struct grid {
 	double started_s;
 	unsigned long steps_total, steps_done;
 	unsigned cell_stage, cell_variant, cell_run;
+	unsigned run_steps_done; /* of the run in progress */
+	/*
+	 * Who writes the row of the run in progress: RUN_IDLE between runs,
+	 * RUN_MAIN while mb_run_once has it, RUN_WATCHDOG once the watchdog
+	 * took it (the main thread then never writes it).
+	 */
+	atomic_int run_owner;
+	atomic_bool ending;	/* the grid is done: the watchdog returns */
+	char device_gone[1024]; /* the rows' reason once the device cannot be opened again */
 	/* of the first ok run with each momentum dtype and method: the math differs between them */
 	uint64_t checksum[MB_NMOM_DTYPES][MB_NS_NMETHODS];
 	unsigned checked_math[MB_NMOM_DTYPES][MB_NS_NMETHODS];
@@ -302,6 +336,7 @@ static void on_step(void *ctx, unsigned step)
 	double elapsed = mb_now_s() - g->started_s, left;
 
 	g->steps_done++;
+	g->run_steps_done = step;
 	if (!g->tty)
 		return;
 	left = elapsed / (double)g->steps_done * (double)(g->steps_total - g->steps_done);
@@ -388,12 +423,69 @@ static int save_row(struct grid *g, const struct mb_csv_row *row)
 	return g->fallback ? -MB_EFAIL : fall_back(g);
 }
 
+enum { RUN_IDLE, RUN_MAIN, RUN_WATCHDOG };
+
+/*
+ * After the device was lost: every object of its dead context released,
+ * CLBlast's programs (built for that context) dropped, and the device
+ * opened anew with its tuning for the next cells. Where it cannot be,
+ * g->device_gone says why, and no cell runs again.
+ */
+static void reopen_device(struct grid *g)
+{
+	struct mb_cl_device_info info = g->cl.info;
+
+	mb_cl_release(&g->cl);
+	CLBlastClearCache();
+	if (mb_setup_device(g->args, &g->cl)) {
+		fprintf(stderr, "muonbench: '%s' could not be opened again: %s\n", info.name,
+			mb_errmsg());
+		snprintf(g->device_gone, sizeof(g->device_gone),
+			 "not run: the device was lost and could not be opened again: %s",
+			 mb_errmsg());
+		g->cl.info = info; /* the rows still name it */
+		return;
+	}
+	fprintf(stderr, "muonbench: '%s' opened anew for the next runs\n", info.name);
+}
+
+/*
+ * mb_run_once, then whether the device survived it, into *lost: a fault
+ * (MB_KIND_DEVICE_LOST) or a queue that no longer finishes, during the run
+ * or at its end (where a run's last waits are its release's). On failure
+ * the message is the run's own, its first cause.
+ */
+static int run_checked(struct grid *g, struct mb_run_result *r, bool *lost)
+{
+	char why[sizeof(((struct mb_csv_row *)0)->reason)];
+	int owner = RUN_MAIN, err;
+
+	g->run_steps_done = 0;
+	atomic_store(&g->run_owner, RUN_MAIN);
+	err = mb_run_once(&g->model, &g->run, &g->cl, &stop, r);
+	*lost = err && mb_err_kind() == MB_KIND_DEVICE_LOST;
+	if (err)
+		snprintf(why, sizeof(why), "%s", mb_errmsg());
+	if (!*lost && mb_cl_alive(&g->cl)) {
+		*lost = true;
+		if (!err)
+			err = -MB_EFAIL;
+		else
+			mb_fail("%s", why);
+	}
+	if (!atomic_compare_exchange_strong(&g->run_owner, &owner, RUN_IDLE))
+		for (;;) /* the watchdog writes this run's row and ends the process */
+			pause();
+	return err;
+}
+
 /* Run I (1-based) of cell C, which is now in g->run; append its row. */
 static int run_once(struct grid *g, struct cell *c, unsigned i)
 {
 	struct mb_csv_row *row = malloc(sizeof(*row));
 	struct mb_run_result *r = malloc(sizeof(*r));
 	int err, run_err;
+	bool lost;
 
 	if (!row || !r) {
 		free(row);
@@ -401,7 +493,7 @@ static int run_once(struct grid *g, struct cell *c, unsigned i)
 		return mb_fail("out of host memory for a results row");
 	}
 	g->cell_run = i;
-	run_err = mb_run_once(&g->model, &g->run, &g->cl, &stop, r);
+	run_err = run_checked(g, r, &lost);
 	clear_progress(g);
 	fill_meta(g, row);
 	row->run = i;
@@ -410,9 +502,10 @@ static int run_once(struct grid *g, struct cell *c, unsigned i)
 		fill_prediction(g, row, &c->pred);
 	if (run_err) {
 		snprintf(row->status, sizeof(row->status), "failed");
-		snprintf(row->reason, sizeof(row->reason), "%s", mb_errmsg());
+		snprintf(row->reason, sizeof(row->reason), "%s%s", lost ? "device lost: " : "",
+			 mb_errmsg());
 		fprintf(stderr, "muonbench: stage %u %s run %u failed: %s\n", g->cell_stage,
-			mb_variant_name(g->cell_variant), i, mb_errmsg());
+			mb_variant_name(g->cell_variant), i, row->reason);
 		g->failed++;
 		c->done = true; /* the other runs of a failed cell would fail alike */
 		g->steps_total -= (unsigned long)((g->args->runs - i) * g->args->steps);
@@ -440,7 +533,79 @@ static int run_once(struct grid *g, struct cell *c, unsigned i)
 	err = save_row(g, row);
 	free(row);
 	free(r);
+	if (!err && lost)
+		reopen_device(g);
 	return err;
+}
+
+/* The grace after a signal, in seconds: STOP_GRACE_S, or MUONBENCH_STOP_GRACE_S (1 to 3600). */
+static long stop_grace_s(void)
+{
+	const char *v = getenv("MUONBENCH_STOP_GRACE_S");
+	char *end;
+	long s;
+
+	if (!v || !*v)
+		return STOP_GRACE_S;
+	errno = 0;
+	s = strtol(v, &end, 10);
+	return errno || *end || s < 1 || s > 3600 ? STOP_GRACE_S : s;
+}
+
+/*
+ * The run in progress has not returned within the grace after a signal:
+ * its row as interrupted (unless the main thread has finished it), a line
+ * on stderr, and the exit, from this thread, with the main thread still in
+ * the driver. The rows of the finished runs are in the file already.
+ */
+static void give_up(struct grid *g, long grace)
+{
+	struct mb_csv_row *row = malloc(sizeof(*row));
+	struct mb_run_result *r = malloc(sizeof(*r));
+	int owner = RUN_MAIN;
+	bool cut = false;
+
+	if (row && r && atomic_compare_exchange_strong(&g->run_owner, &owner, RUN_WATCHDOG)) {
+		mb_run_result_unrun(r);
+		fill_meta(g, row);
+		row->run = g->cell_run;
+		fill_results(row, r);
+		snprintf(row->status, sizeof(row->status), "interrupted");
+		snprintf(row->reason, sizeof(row->reason),
+			 "stopped by a signal after %u of %u steps; the device had not returned "
+			 "%ld s later",
+			 g->run_steps_done, g->run.steps, grace);
+		cut = !mb_csv_append(g->out, row);
+	}
+	clear_progress(g);
+	fprintf(stderr,
+		"muonbench: the device did not return within %ld s of the signal: exiting with "
+		"the rows of the finished runs%s in '%s'\n",
+		grace, cut ? ", and the cut one as interrupted," : "", g->out);
+	_exit(1);
+}
+
+/*
+ * The watchdog thread: after a first signal, it waits the grace for the
+ * grid to end, and ends the process if it has not (give_up). At the grid's
+ * end it returns.
+ */
+static void *watchdog(void *arg)
+{
+	struct grid *g = arg;
+	long grace = stop_grace_s();
+	struct timespec until;
+
+	while (sem_wait(&wake) && errno == EINTR)
+		;
+	if (atomic_load(&g->ending))
+		return NULL;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += grace;
+	while (sem_timedwait(&wake, &until))
+		if (errno != EINTR)
+			give_up(g, grace);
+	return NULL;
 }
 
 /* The failed row of the cell now in g->run, which never started, for REASON. */
@@ -694,6 +859,11 @@ static int run_grid(struct grid *g)
 			for (k = 1; k <= per && !c->done && !err && !stop; k++) {
 				i = r * per + k;
 				select_cell(g, c);
+				if (g->device_gone[0]) {
+					c->done = true;
+					err = unrun_row(g, g->device_gone);
+					break;
+				}
 				if (i == 1 && ((err = start_cell(g, c)) || c->done))
 					break;
 				err = run_once(g, c, i);
@@ -758,6 +928,7 @@ int mb_cmd_run(const struct mb_args *args)
 {
 	struct mb_optim optim = MB_OPTIM_DEFAULTS;
 	struct grid *g = calloc(1, sizeof(*g));
+	pthread_t watcher;
 	struct stat st;
 	int err;
 
@@ -778,6 +949,11 @@ int mb_cmd_run(const struct mb_args *args)
 	g->started_s = mb_now_s();
 	g->run.step.tokens = args->seq * args->micro_batch;
 	g->run.step.grad_clip = args->grad_clip;
+	if (sem_init(&wake, 0, 0) || pthread_create(&watcher, NULL, watchdog, g)) {
+		free(g);
+		return mb_fail("cannot start the watchdog thread: %s", strerror(errno));
+	}
+	wake_ready = 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	/* a closed terminal or ssh session: as SIGTERM, unless ignored (nohup) */
@@ -788,14 +964,23 @@ int mb_cmd_run(const struct mb_args *args)
 	if (!(err = setup(g))) {
 		g->steps_total = (unsigned long)(g->ncells * args->runs * args->steps);
 		err = run_grid(g);
+		atomic_store(&g->ending, true);
+		sem_post(&wake);
+		pthread_join(watcher, NULL);
 		if (!err)
 			err = report(g);
 		if (!err)
 			err = verdict(g);
 		mb_cl_release(&g->cl);
-	} else if (g->out[0] && !g->out_existed && !stat(g->out, &st) && !st.st_size) {
-		unlink(g->out); /* checked, created, and then nothing ran */
+	} else {
+		atomic_store(&g->ending, true);
+		sem_post(&wake);
+		pthread_join(watcher, NULL);
+		if (g->out[0] && !g->out_existed && !stat(g->out, &st) && !st.st_size)
+			unlink(g->out); /* checked, created, and then nothing ran */
 	}
+	wake_ready = 0;
+	sem_destroy(&wake);
 	mb_model_release(&g->model);
 	free(g->rows);
 	free(g->cells);

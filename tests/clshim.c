@@ -1,0 +1,196 @@
+/*
+ * clshim: an LD_PRELOAD library for the tests that makes the OpenCL driver
+ * fail as NVIDIA's did on an H200, on any device (PoCL here). Each mode is
+ * an environment variable; with none set, every call passes through.
+ *
+ * - MB_SHIM_FILL_END=N: a clEnqueueFillBuffer whose range ends past byte N
+ *   fails with -9999 (NVIDIA's illegal address; its driver fails so on a
+ *   fill past 2^31 bytes, N stands in for 2^31 at a tiny model's scale).
+ * - MB_SHIM_FAULT=K: the K-th wait (clWaitForEvents or clFinish, counted
+ *   together from 1) fails with -9999.
+ * - MB_SHIM_HANG=K: the K-th wait never returns.
+ *
+ * A fault kills the context, as a real one does: until the next
+ * clCreateContext, every enqueue and wait fails with
+ * CL_INVALID_COMMAND_QUEUE and a buffer cannot be made. MB_SHIM_LOG=FILE
+ * appends a line there for each fault planted, and "waits N" at the exit:
+ * how many waits the process made (a test's way to choose K).
+ */
+#define _GNU_SOURCE		 /* RTLD_NEXT */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define NV_ILLEGAL_ADDRESS (-9999)
+
+static int dead;
+static unsigned long waits;
+
+/* The driver's own FN, looked up once. */
+#define REAL(fn)                     \
+	static __typeof__(fn) *real; \
+	if (!real)                   \
+	real = (__typeof__(fn) *)dlsym(RTLD_NEXT, #fn)
+
+static unsigned long env_count(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? strtoul(v, NULL, 10) : 0;
+}
+
+static void planted(const char *what)
+{
+	const char *log = getenv("MB_SHIM_LOG");
+	FILE *f;
+
+	dead = 1;
+	if (log && *log && (f = fopen(log, "a"))) {
+		fprintf(f, "%s\n", what);
+		fclose(f);
+	}
+}
+
+__attribute__((destructor)) static void count_waits(void)
+{
+	const char *log = getenv("MB_SHIM_LOG");
+	FILE *f;
+
+	if (log && *log && (f = fopen(log, "a"))) {
+		fprintf(f, "waits %lu\n", waits);
+		fclose(f);
+	}
+}
+
+/* A wait: the K-th fails or hangs as asked; a dead context fails. */
+static cl_int wait_fault(void)
+{
+	waits++;
+	if (dead)
+		return CL_INVALID_COMMAND_QUEUE;
+	if (waits == env_count("MB_SHIM_HANG")) {
+		planted("hang");
+		for (;;)
+			pause();
+	}
+	if (waits == env_count("MB_SHIM_FAULT")) {
+		planted("fault");
+		return NV_ILLEGAL_ADDRESS;
+	}
+	return CL_SUCCESS;
+}
+
+cl_context clCreateContext(const cl_context_properties *props, cl_uint n, const cl_device_id *devs,
+			   void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
+			   void *user, cl_int *err)
+{
+	REAL(clCreateContext);
+	dead = 0;
+	return real(props, n, devs, notify, user, err);
+}
+
+cl_int clWaitForEvents(cl_uint n, const cl_event *evs)
+{
+	cl_int st = wait_fault();
+
+	REAL(clWaitForEvents);
+	return st != CL_SUCCESS ? st : real(n, evs);
+}
+
+cl_int clFinish(cl_command_queue q)
+{
+	cl_int st = wait_fault();
+
+	REAL(clFinish);
+	return st != CL_SUCCESS ? st : real(q);
+}
+
+cl_int clFlush(cl_command_queue q)
+{
+	REAL(clFlush);
+	return dead ? CL_INVALID_COMMAND_QUEUE : real(q);
+}
+
+cl_int clEnqueueFillBuffer(cl_command_queue q, cl_mem buf, const void *pattern, size_t psize,
+			   size_t off, size_t size, cl_uint nw, const cl_event *wl, cl_event *ev)
+{
+	unsigned long end = env_count("MB_SHIM_FILL_END");
+
+	REAL(clEnqueueFillBuffer);
+	if (dead)
+		return CL_INVALID_COMMAND_QUEUE;
+	if (end && off + size > end) {
+		planted("fill");
+		return NV_ILLEGAL_ADDRESS;
+	}
+	return real(q, buf, pattern, psize, off, size, nw, wl, ev);
+}
+
+cl_int clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dims, const size_t *off,
+			      const size_t *global, const size_t *local, cl_uint nw,
+			      const cl_event *wl, cl_event *ev)
+{
+	REAL(clEnqueueNDRangeKernel);
+	return dead ? CL_INVALID_COMMAND_QUEUE : real(q, k, dims, off, global, local, nw, wl, ev);
+}
+
+cl_int clEnqueueReadBuffer(cl_command_queue q, cl_mem buf, cl_bool block, size_t off, size_t size,
+			   void *ptr, cl_uint nw, const cl_event *wl, cl_event *ev)
+{
+	REAL(clEnqueueReadBuffer);
+	return dead ? CL_INVALID_COMMAND_QUEUE : real(q, buf, block, off, size, ptr, nw, wl, ev);
+}
+
+cl_int clEnqueueWriteBuffer(cl_command_queue q, cl_mem buf, cl_bool block, size_t off, size_t size,
+			    const void *ptr, cl_uint nw, const cl_event *wl, cl_event *ev)
+{
+	REAL(clEnqueueWriteBuffer);
+	return dead ? CL_INVALID_COMMAND_QUEUE : real(q, buf, block, off, size, ptr, nw, wl, ev);
+}
+
+cl_int clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff,
+			   size_t size, cl_uint nw, const cl_event *wl, cl_event *ev)
+{
+	REAL(clEnqueueCopyBuffer);
+	return dead ? CL_INVALID_COMMAND_QUEUE : real(q, src, dst, soff, doff, size, nw, wl, ev);
+}
+
+void *clEnqueueMapBuffer(cl_command_queue q, cl_mem buf, cl_bool block, cl_map_flags flags,
+			 size_t off, size_t size, cl_uint nw, const cl_event *wl, cl_event *ev,
+			 cl_int *err)
+{
+	REAL(clEnqueueMapBuffer);
+	if (dead) {
+		if (err)
+			*err = CL_INVALID_COMMAND_QUEUE;
+		return NULL;
+	}
+	return real(q, buf, block, flags, off, size, nw, wl, ev, err);
+}
+
+cl_int clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint nw, const cl_event *wl, cl_event *ev)
+{
+	REAL(clEnqueueMarkerWithWaitList);
+	return dead ? CL_INVALID_COMMAND_QUEUE : real(q, nw, wl, ev);
+}
+
+cl_int clEnqueueBarrierWithWaitList(cl_command_queue q, cl_uint nw, const cl_event *wl,
+				    cl_event *ev)
+{
+	REAL(clEnqueueBarrierWithWaitList);
+	return dead ? CL_INVALID_COMMAND_QUEUE : real(q, nw, wl, ev);
+}
+
+cl_mem clCreateBuffer(cl_context ctx, cl_mem_flags flags, size_t size, void *host, cl_int *err)
+{
+	REAL(clCreateBuffer);
+	if (dead) {
+		if (err)
+			*err = CL_OUT_OF_RESOURCES;
+		return NULL;
+	}
+	return real(ctx, flags, size, host, err);
+}

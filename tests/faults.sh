@@ -1,0 +1,146 @@
+#!/bin/sh
+# A driver that fails as NVIDIA's did on an H200, planted on any device by
+# tests/clshim.c (LD_PRELOAD): a fill past a limit fails with -9999, a fault
+# kills the context, a wait never returns. muonbench zeroes with a kernel of
+# its own (no fill to choke on), ends the faulted cell with a "device lost"
+# row and runs the others on the device opened anew, and after a signal ends
+# within its grace even when the driver never returns. Prints TAP.
+# Usage: tests/faults.sh path/to/muonbench path/to/clshim.so   (from the repository root)
+set -u
+bin=$1
+shim=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+. tests/tap.sh
+# the shim comes before an ASan build's runtime in the load order
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+
+# rows FILE: "stage variant status reason" per row
+rows() {
+	python3 -c 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print(r["stage"], r["variant"], r["status"], r["checksum"], r["reason"][:160])' "$1"
+}
+
+# 1. Fills. 2 MiB stands in for 2^31 bytes: on the tiny model ZeRO-3's first
+# momentum (4.7 MB in) and a 1024-token forward/backward's zeros pass it.
+tiny="--model tiny --layers 1 --gather-budget 2Mi --variant master --runs 1 --steps 2 --measure 2-2 --profile off --quiet"
+# shellcheck disable=SC2086 # $tiny is a list of options
+LD_PRELOAD=$shim MB_SHIM_FILL_END=2097152 "$bin" ns --shape 768x768 --reps 1 >"$tmp/out" 2>"$tmp/err"
+if [ $? -eq 1 ] && grep -q "clEnqueueFillBuffer failed .*CL status -9999" "$tmp/err"; then
+	report ok "faults: the shim fails a fill past its limit (ns's NaN fill of 2.25 MiB)"
+else
+	report fail "faults: the shim fails a fill past its limit (ns's NaN fill of 2.25 MiB)" "$(cat "$tmp/err")"
+fi
+for cell in "--stage 3 --fwd-bwd off" "--stage 3 --fwd-bwd off --sub-group-size 1e5" \
+	"--stage 3 --fwd-bwd off --zero3-apply batched" "--stage 2 --seq 1024" "--stage 3 --seq 1024"; do
+	# shellcheck disable=SC2086
+	LD_PRELOAD=$shim MB_SHIM_FILL_END=2097152 "$bin" run $tiny $cell --out "$tmp/fill.csv" >/dev/null 2>"$tmp/err"
+	rc=$?
+	if [ $rc -eq 0 ] && [ "$(rows "$tmp/fill.csv" | grep -c ' ok ')" -eq 1 ]; then
+		report ok "faults: no fill past 2 MiB: $cell"
+	else
+		report fail "faults: no fill past 2 MiB: $cell" "exit $rc: $(cat "$tmp/err")"
+	fi
+	rm -f "$tmp/fill.csv"
+done
+
+# 2. A fault in one cell of ten: that row says "device lost", the nine others
+# are ok, in the same state as a run without the fault. K runs over the
+# waits of the whole invocation, its last ones (a run's release, the check
+# after it) included.
+micro="--config tests/data/good/micro.json --gather-budget 128Ki --fwd-bwd off --stage 2,3 --variant all --runs 1 --steps 2 --measure 2-2 --profile off --quiet"
+# shellcheck disable=SC2086
+LD_PRELOAD=$shim MB_SHIM_LOG="$tmp/log" "$bin" run $micro --out "$tmp/clean.csv" >/dev/null 2>"$tmp/err"
+waits=$(sed -n 's/^waits //p' "$tmp/log" | sort -n | tail -1)
+rows "$tmp/clean.csv" | awk '{print $1, $4}' | sort -u >"$tmp/sums"
+if [ "$(rows "$tmp/clean.csv" | grep -c ' ok ')" -eq 10 ] && [ "${waits:-0}" -gt 20 ] &&
+	[ "$(wc -l <"$tmp/sums")" -eq 2 ]; then
+	report ok "faults: ten cells without a fault, $waits waits"
+else
+	report fail "faults: ten cells without a fault" "$(cat "$tmp/err") waits ${waits:-none}"
+	waits=0
+fi
+bad=""
+k=1
+while [ "$waits" -gt 0 ] && [ $k -le "$waits" ]; do
+	rm -f "$tmp/k.csv"
+	# shellcheck disable=SC2086
+	LD_PRELOAD=$shim MB_SHIM_FAULT=$k "$bin" run $micro --out "$tmp/k.csv" >/dev/null 2>"$tmp/err"
+	rc=$?
+	rows "$tmp/k.csv" >"$tmp/k.rows"
+	if [ $rc -ne 1 ] || [ "$(wc -l <"$tmp/k.rows")" -ne 10 ] ||
+		[ "$(grep -c ' failed [0-9a-f]* device lost: ' "$tmp/k.rows")" -ne 1 ] ||
+		[ "$(grep -c ' ok ' "$tmp/k.rows")" -ne 9 ] ||
+		! grep ' ok ' "$tmp/k.rows" | awk '{print $1, $4}' | sort -u | cmp -s - "$tmp/sums"; then
+		bad="$bad
+K=$k exit $rc: $(cat "$tmp/k.rows" "$tmp/err")"
+	fi
+	# every 17th wait, and each of the last 8
+	if [ $k -lt $((waits - 8)) ] && [ $((k + 17)) -ge $((waits - 8)) ]; then
+		k=$((waits - 8))
+	elif [ $k -lt $((waits - 8)) ]; then
+		k=$((k + 17))
+	else
+		k=$((k + 1))
+	fi
+done
+if [ -z "$bad" ] && [ "$waits" -gt 0 ]; then
+	report ok "faults: a fault at any wait fails one row of ten as 'device lost', the rest ok and alike"
+else
+	report fail "faults: a fault at any wait fails one row of ten as 'device lost', the rest ok and alike" "$bad"
+fi
+
+# 3. A wait that never returns: after SIGTERM the process ends within its
+# grace (2 s here), the finished runs' rows kept and the cut one interrupted;
+# a second signal ends it at once.
+hang() { # K GRACE SIGNALS...: start a run that hangs at wait K, signal it, time the exit
+	k=$1 grace=$2
+	shift 2
+	rm -f "$tmp/h.csv" "$tmp/hlog"
+	# shellcheck disable=SC2086
+	LD_PRELOAD=$shim MB_SHIM_HANG=$k MB_SHIM_LOG="$tmp/hlog" MUONBENCH_STOP_GRACE_S=$grace \
+		"$bin" run $micro --out "$tmp/h.csv" >/dev/null 2>"$tmp/herr" &
+	pid=$!
+	i=0
+	while ! grep -q hang "$tmp/hlog" 2>/dev/null && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	start=$(date +%s)
+	for sig in "$@"; do
+		kill -"$sig" $pid
+		sleep 0.3
+	done
+	i=0
+	while kill -0 $pid 2>/dev/null && [ $i -lt 200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	took=$(($(date +%s) - start))
+	kill -KILL $pid 2>/dev/null
+	wait $pid
+	hrc=$?
+}
+hang 300 2 TERM
+rows "$tmp/h.csv" >"$tmp/h.rows"
+if [ $hrc -eq 1 ] && [ $took -le 5 ] && [ "$(grep -c ' ok ' "$tmp/h.rows")" -ge 1 ] &&
+	[ "$(tail -1 "$tmp/h.rows" | awk '{print $3}')" = interrupted ] &&
+	[ "$(grep -vc ' ok ' "$tmp/h.rows")" -eq 1 ] &&
+	grep -q "did not return within 2 s" "$tmp/herr"; then
+	report ok "faults: stuck in a wait, SIGTERM ends it within the grace, whole rows kept (${took} s)"
+else
+	report fail "faults: stuck in a wait, SIGTERM ends it within the grace, whole rows kept" "exit $hrc after ${took} s: $(cat "$tmp/h.rows" "$tmp/herr")"
+fi
+hang 300 60 TERM INT
+if [ $hrc -eq 1 ] && [ $took -le 3 ] && grep -q "a second signal: exiting now" "$tmp/herr" &&
+	[ "$(rows "$tmp/h.csv" | grep -c ' ok ')" -ge 1 ]; then
+	report ok "faults: a second signal ends it at once (${took} s)"
+else
+	report fail "faults: a second signal ends it at once" "exit $hrc after ${took} s: $(cat "$tmp/herr")"
+fi
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
