@@ -1,7 +1,8 @@
 /*
- * ns: Newton-Schulz on the device, per shape and method (both, side by
- * side, unless --ns-method names one), next to its own GEMM calls
- * (mb_nsbench), as a Markdown table; with --verify, against float64.
+ * ns: Newton-Schulz on the device, per shape, method (both, side by side,
+ * unless --ns-method names one) and precision (--ns-precision's list), next
+ * to its own GEMM calls (mb_nsbench), as a Markdown table; with --verify,
+ * against float64 within the precision's tolerance (mb_ns_tolerance).
  */
 #include <math.h>
 #include <stdio.h>
@@ -15,12 +16,14 @@
 #include "setup.h"
 
 #define SHAPES_MAX	  32
-#define VERIFY_TOLERANCE  1e-4
-#define NS_FORMAT_VERSION 2 /* 2: ns_method and ns_flops */
+#define NS_FORMAT_VERSION 3    /* 2: ns_method and ns_flops; 3: ns_precision and ns_kernel */
+#define PRECISION_AUTO	  (-1) /* --ns-precision auto: resolved per method and device */
 
-static void print_header(const struct mb_cl *cl, const struct mb_host *host,
+static void print_header(const struct mb_ns *ns, const struct mb_host *host,
 			 const struct mb_nsbench_settings *s)
 {
+	const struct mb_cl *cl = ns->cl;
+
 	printf("# Newton-Schulz on '%s' (%s, driver %s)\n\n", cl->info.name, cl->info.platform_name,
 	       cl->info.driver);
 	printf("Host %s (%s): CPUs %s, memory on nodes %s (binding: %s). CLBlast parameters: "
@@ -32,10 +35,14 @@ static void print_header(const struct mb_cl *cl, const struct mb_host *host,
 	       "one's end (profiling events).\n",
 	       s->reps, s->batch);
 	printf("FLOP per m x n matrix (m <= n), 2mnk per GEMM: standard 5 (4m²n + 2m³); gram "
-	       "8m²n + 28m³ where m < n (on a square matrix it runs the standard iteration).\n\n");
+	       "8m²n + 28m³ where m < n (on a square matrix it runs the standard iteration).\n");
+	if (ns->gemm16.kernel)
+		printf("bf16 and fp16 GEMMs: kernels/ns_gemm.cl, %s.\n", ns->gemm16.why);
+	printf("\n");
 	printf("| shape | method | FLOP per matrix | NS (ms) | NS min-max (ms) | NS GFLOP/s | "
-	       "GEMMs alone (ms) | GEMMs GFLOP/s | NS / GEMMs | rel. error vs float64 |\n");
-	printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	       "GEMMs alone (ms) | GEMMs GFLOP/s | NS / GEMMs | rel. error vs float64 | "
+	       "precision | GEMM kernel |\n");
+	printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
 }
 
 /* V with DECIMALS decimals into BUF, or "n/a" where V is NaN (no time from the driver). */
@@ -47,13 +54,13 @@ static const char *figure(char *buf, size_t len, int decimals, double v)
 	return buf;
 }
 
-static void print_md_row(const struct mb_nsbench_result *r)
+static void print_md_row(const struct mb_ns *ns, const struct mb_nsbench_result *r)
 {
 	char err[32] = "not checked", a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32];
 
 	if (!isnan(r->rel_err))
 		snprintf(err, sizeof(err), "%.2e", r->rel_err);
-	printf("| %llux%llu | %s | %s | %s | %s-%s | %s | %s | %s | %s | %s |\n",
+	printf("| %llux%llu | %s | %s | %s | %s-%s | %s | %s | %s | %s | %s | %s | %s |\n",
 	       (unsigned long long)r->rows, (unsigned long long)r->cols,
 	       mb_ns_method_names[r->method], mb_fmt_count(h, sizeof(h), r->flops),
 	       figure(a, sizeof(a), 2, 1e3 * r->ns_s.median),
@@ -61,16 +68,18 @@ static void print_md_row(const struct mb_nsbench_result *r)
 	       figure(c, sizeof(c), 2, 1e3 * r->ns_s.max), figure(d, sizeof(d), 1, r->gflops),
 	       figure(e, sizeof(e), 2, 1e3 * r->gemm_s.median),
 	       figure(f, sizeof(f), 1, r->gflops * r->ns_s.median / r->gemm_s.median),
-	       figure(g, sizeof(g), 3, r->ns_s.median / r->gemm_s.median), err);
+	       figure(g, sizeof(g), 3, r->ns_s.median / r->gemm_s.median), err,
+	       mb_precision_names[ns->precision], mb_ns_kernel_name(ns));
 	fflush(stdout);
 }
 
-#define NFIELDS 20
+#define NFIELDS 22
 
 /* A shape's figures under one method as one record (ns --format csv or json). */
-static void print_record(const struct mb_cl *cl, const struct mb_nsbench_settings *s,
+static void print_record(const struct mb_ns *ns, const struct mb_nsbench_settings *s,
 			 const struct mb_nsbench_result *r, bool json, bool first)
 {
+	const struct mb_cl *cl = ns->cl;
 	struct mb_field f[NFIELDS];
 	size_t n = 0;
 
@@ -97,56 +106,78 @@ static void print_record(const struct mb_cl *cl, const struct mb_nsbench_setting
 	F("gemm_gflops", r->gflops * r->ns_s.median / r->gemm_s.median);
 	F("ns_over_gemm", r->ns_s.median / r->gemm_s.median);
 	F("rel_err", r->rel_err);
+	T("ns_precision", mb_precision_names[ns->precision]);
+	T("ns_kernel", mb_ns_kernel_name(ns));
 #undef T
 #undef U
 #undef F
-	_Static_assert(NFIELDS == 20, "one slot a field");
+	_Static_assert(NFIELDS == 22, "one slot a field");
 	mb_print_record(f, n, json, first);
 	fflush(stdout);
 }
 
-/* What a bench of one shape and method found wrong, into FAILED unless it holds something. */
-static void check_result(const struct mb_nsbench_settings *s, const struct mb_nsbench_result *r,
-			 char *failed, size_t len, size_t *untimed)
+/* What a bench of one shape, method and precision found wrong, into FAILED unless it holds
+ * something. */
+static void check_result(const struct mb_nsbench_settings *s, enum mb_precision precision,
+			 const struct mb_nsbench_result *r, char *failed, size_t len,
+			 size_t *untimed)
 {
 	const char *method = mb_ns_method_names[r->method];
+	double tolerance = mb_ns_tolerance(precision);
 
-	if (s->verify && !(r->rel_err <= VERIFY_TOLERANCE) && !failed[0])
+	if (s->verify && !(r->rel_err <= tolerance) && !failed[0])
 		snprintf(failed, len,
-			 "--verify: %s on %llux%llu is off by %.2e (relative Frobenius error), "
-			 "above %.0e",
-			 method, (unsigned long long)r->rows, (unsigned long long)r->cols,
-			 r->rel_err, VERIFY_TOLERANCE);
+			 "--verify: %s in %s on %llux%llu is off by %.2e (relative Frobenius "
+			 "error), above %.0e",
+			 method, mb_precision_names[precision], (unsigned long long)r->rows,
+			 (unsigned long long)r->cols, r->rel_err, tolerance);
 	if (r->no_time[0] && !(*untimed)++ && !failed[0])
 		snprintf(failed, len, "%s on %llux%llu: no device time, its figures are n/a: %s",
 			 method, (unsigned long long)r->rows, (unsigned long long)r->cols,
 			 r->no_time);
 }
 
-/* Each shape under each of the NMETHODS METHODS, in that order; a row each. */
+/* The precisions asked for: each of PRECISIONS, with auto resolved for METHOD on CL's device. */
+static enum mb_precision resolve(int precision, enum mb_ns_method method, const struct mb_cl *cl)
+{
+	if (precision != PRECISION_AUTO)
+		return (enum mb_precision)precision;
+	if (!mb_gemm16_mma_capable(&cl->info))
+		return MB_PREC_FP32;
+	return method == MB_NS_GRAM ? MB_PREC_FP16 : MB_PREC_BF16;
+}
+
+/*
+ * Each shape under each of the NMETHODS METHODS, each of the NPREC
+ * PRECISIONS, in that order; a row each.
+ */
 static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 		     const struct mb_shape *shapes, size_t n, const enum mb_ns_method *methods,
-		     size_t nmethods, enum mb_format format)
+		     size_t nmethods, const int *precisions, size_t nprec, enum mb_format format)
 {
 	bool md = format == MB_FORMAT_MD, json = format == MB_FORMAT_JSON;
 	struct mb_nsbench_result r;
 	char failed[1280] = ""; /* the first failure: later rows record errors too */
-	size_t i, k, rows = 0, untimed = 0;
+	size_t i, k, p, rows = 0, untimed = 0;
 	int err = 0;
 
 	for (i = 0; i < n && !err; i++) {
 		for (k = 0; k < nmethods && !err; k++) {
-			ns->method = methods[k];
-			/* the same stream for each method: the same matrices */
-			if ((err = mb_nsbench_run(ns, s, shapes[i].rows, shapes[i].cols,
-						  (unsigned)i, &r)))
-				break;
-			if (md)
-				print_md_row(&r);
-			else
-				print_record(ns->cl, s, &r, json, !rows);
-			rows++;
-			check_result(s, &r, failed, sizeof(failed), &untimed);
+			for (p = 0; p < nprec && !err; p++) {
+				ns->method = methods[k];
+				ns->precision = resolve(precisions[p], methods[k], ns->cl);
+				/* the same stream for each method: the same matrices */
+				if ((err = mb_nsbench_run(ns, s, shapes[i].rows, shapes[i].cols,
+							  (unsigned)i, &r)))
+					break;
+				if (md)
+					print_md_row(ns, &r);
+				else
+					print_record(ns, s, &r, json, !rows);
+				rows++;
+				check_result(s, ns->precision, &r, failed, sizeof(failed),
+					     &untimed);
+			}
 		}
 	}
 	if (!md)
@@ -155,8 +186,44 @@ static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 		return err;
 	if (untimed > 1)
 		fprintf(stderr, "muonbench: ns: %zu of %zu rows have no device time\n", untimed,
-			n * nmethods);
+			n * nmethods * nprec);
 	return failed[0] ? mb_fail("%s", failed) : 0;
+}
+
+/*
+ * --ns-precision's list into PRECISIONS (at most MB_NPRECISIONS + 1 of
+ * them, each a precision or PRECISION_AUTO, none twice), their count into *N.
+ */
+static int precisions_of(const char *list, int *precisions, size_t *n)
+{
+	const char *at = list;
+	size_t len, i;
+	int v, k;
+
+	*n = 0;
+	for (;;) {
+		len = strcspn(at, ",");
+		v = -2;
+		for (k = 0; k < MB_NPRECISIONS; k++)
+			if (strlen(mb_precision_names[k]) == len &&
+			    !strncmp(at, mb_precision_names[k], len))
+				v = k;
+		if (len == 4 && !strncmp(at, "auto", 4))
+			v = PRECISION_AUTO;
+		if (v == -2)
+			return mb_bad_input(
+				"--ns-precision: invalid value '%.*s' in '%s' (expected "
+				"a list of " MB_WORDS(MB_PRECISIONS) "|auto)",
+				(int)len, at, list);
+		for (i = 0; i < *n; i++)
+			if (precisions[i] == v)
+				return mb_bad_input("--ns-precision: '%.*s' twice in '%s'",
+						    (int)len, at, list);
+		precisions[(*n)++] = v;
+		if (!at[len])
+			return 0;
+		at += len + 1;
+	}
 }
 
 /* The methods to time: the one --ns-method names, else all, in the order of their enum. */
@@ -182,14 +249,17 @@ int mb_cmd_ns(const struct mb_args *args)
 					 .seed = args->seed };
 	uint64_t rows[SHAPES_MAX], cols[SHAPES_MAX];
 	enum mb_ns_method methods[MB_NS_NMETHODS];
+	int precisions[MB_NPRECISIONS + 1];
 	struct mb_shape shapes[SHAPES_MAX];
 	struct mb_host host;
 	struct mb_ledger ledger;
 	struct mb_ns ns;
 	struct mb_cl cl;
-	size_t n, i, nmethods = methods_of(args, methods);
+	size_t n, i, p, nprec, nmethods = methods_of(args, methods);
 	int err;
 
+	if ((err = precisions_of(args->ns_precisions, precisions, &nprec)))
+		return err;
 	if ((err = mb_parse_shapes("--shape", args->shapes ? args->shapes : MB_NS_DEFAULT_SHAPES,
 				   shapes, SHAPES_MAX, &n)))
 		return err;
@@ -203,15 +273,21 @@ int mb_cmd_ns(const struct mb_args *args)
 		return err;
 	mb_ledger_init(&ledger, &cl, args->device_mem_limit);
 	err = mb_ns_init(&ns, &cl, &ledger);
-	/* one workspace, reserved for every method timed */
+	/* one workspace, reserved for every method and precision timed */
 	for (i = 0; i < nmethods && !err; i++) {
-		ns.method = methods[i];
-		err = mb_ns_reserve(&ns, rows, cols, n);
+		for (p = 0; p < nprec && !err; p++) {
+			ns.method = methods[i];
+			ns.precision = resolve(precisions[p], methods[i], &cl);
+			err = mb_ns_reserve(&ns, rows, cols, n);
+		}
 	}
 	if (!err) {
 		if (args->format == MB_FORMAT_MD)
-			print_header(&cl, &host, &s);
-		err = bench_all(&ns, &s, shapes, n, methods, nmethods, args->format);
+			print_header(&ns, &host, &s);
+		else if (ns.gemm16.kernel)
+			fprintf(stderr, "muonbench: ns: bf16 and fp16 GEMMs: %s\n", ns.gemm16.why);
+		err = bench_all(&ns, &s, shapes, n, methods, nmethods, precisions, nprec,
+				args->format);
 	}
 	mb_ns_release(&ns);
 	mb_ledger_release(&ledger);

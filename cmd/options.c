@@ -173,6 +173,12 @@ static const struct option options[] = {
 	  "2 (zeropower_via_gram_newtonschulz, original_muon.py; the standard iteration on "
 	  "square matrices), or the standard quintic (zeropower_via_newtonschulz5); ns times "
 	  "both unless it is given" },
+	{ "ns-precision", "P[,P...]", TEXT, AT(ns_precisions), "fp32", 0, 0, NULL, ON(MB_CMD_NS),
+	  "the precision of Newton-Schulz's GEMMs, a list timed side by side: fp32 (CLBlast's "
+	  "SGEMM), bf16 or fp16 (our kernel, kernels/ns_gemm.cl: 16-bit inputs, fp32 "
+	  "accumulation, 16-bit results; on tensor cores through mma.sync on NVIDIA sm_80 and "
+	  "up once it matches the portable kernel there, else portable), or auto: what DeepSpeed "
+	  "runs where the device has the tensor-core path (gram fp16, standard bf16), else fp32" },
 	{ "batch", "N", COUNT, AT(batch), "1", 1, 1u << 16, NULL, ON(MB_CMD_NS),
 	  "matrices of each shape in one timed run" },
 	{ "reps", "N", COUNT, AT(reps), "5", 1, 1u << 16, NULL,
@@ -182,7 +188,8 @@ static const struct option options[] = {
 	  "copy sizes: sizes and doubling ranges A..B, comma-separated (4Ki..1Mi,256Mi)" },
 	{ "verify", NULL, FLAG, AT(verify), NULL, 0, 0, NULL, ON(MB_CMD_NS),
 	  "compare each result with a float64 host reference of the same method; fail above "
-	  "1e-4 relative Frobenius error" },
+	  "1e-4 relative Frobenius error in fp32, 1e-2 in fp16, 5e-2 in bf16 (twice the error "
+	  "that 16-bit Newton-Schulz was measured to have)" },
 	{ "tuning", "off|auto|FILE", TEXT, AT(tuning), "auto", 0, 0, NULL, DEVICE_CMDS,
 	  "CLBlast's kernel parameters: auto applies the tuning made for this device (from "
 	  "muonbench tune, else shipped), else one of the same platform, driver and "

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "mb_cl.h"
+#include "mb_gemm16.h"
 #include "mb_ledger.h"
 #include "mb_words.h"
 
@@ -88,6 +89,16 @@ struct mb_ns {
 	 * (gram's, after a reserve for standard) is refused.
 	 */
 	enum mb_ns_method method;
+	/*
+	 * The precision of the GEMMs: MB_PREC_FP32 after mb_ns_init
+	 * (CLBlastSgemm); bf16 or fp16 run our kernel (mb_gemm16), built by
+	 * the first mb_ns_reserve under such a precision. Set it before
+	 * mb_ns_reserve. The rest of the iteration (the norm, the copies, a I)
+	 * stays fp32, on fp32 matrices that the kernel rounds as it reads and
+	 * writes them.
+	 */
+	enum mb_precision precision;
+	struct mb_gemm16 gemm16; /* kernel NULL until built */
 	cl_kernel momentum, momentum_bf16, cast_bf16, widen_bf16, sumsq, sumsq_runs,
 		sumsq_runs_bf16, finish, load, store, stamp, diagonal;
 	size_t reduce_local; /* work-group size of the norm's reduction (a power of two) */
@@ -195,6 +206,21 @@ int mb_ns_widen_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t xo
  */
 int mb_ns_sumsq_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t off, uint64_t n,
 		     cl_mem partial, uint64_t part_off, cl_event *ev);
+
+/*
+ * Which GEMM kernel NS's precision runs: "clblast-sgemm" for fp32, else
+ * "ns_gemm-portable", "ns_gemm-mma" or (tests) "ns_gemm-mma-emul", after
+ * mb_gemm16's path ("ns_gemm" before mb_ns_reserve has built it).
+ */
+const char *mb_ns_kernel_name(const struct mb_ns *ns);
+
+/*
+ * The largest relative Frobenius error against mb_ns_reference (float64 on
+ * the unrounded input) that Newton-Schulz at PRECISION may show, by either
+ * method: fp32 1e-4; bf16 and fp16 from the error measured on the tests'
+ * and ns's shapes, with a margin (mb_ns.c says what was measured).
+ */
+double mb_ns_tolerance(enum mb_precision precision);
 
 /* Release the kernels and the buffers (through the ledger). */
 void mb_ns_release(struct mb_ns *ns);

@@ -172,12 +172,14 @@ if [ "$rc" -eq 0 ] && python3 -c 'import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert [(r["rows"], r["cols"], r["ns_method"]) for r in rows] == [("48", "80", "standard"), ("33", "17", "standard")], rows
 assert [int(r["ns_flops"]) for r in rows] == [5 * (4 * 48 * 48 * 80 + 2 * 48 ** 3), 5 * (4 * 17 * 17 * 33 + 2 * 17 ** 3)], rows
-assert all(r["ns_format_version"] == "2" and 0 < float(r["rel_err"]) < 1e-4 for r in rows), rows' "$tmp/out"; then
+assert all(r["ns_format_version"] == "3" and r["ns_precision"] == "fp32" and 0 < float(r["rel_err"]) < 1e-4 for r in rows), rows' "$tmp/out"; then
 	report ok "ns --ns-method standard: that method only, its FLOPs, verified"
 else
 	report fail "ns --ns-method standard: that method only, its FLOPs, verified" "exit $rc: $(cat "$tmp/err" "$tmp/out")"
 fi
 expect_error "ns: unknown method" 2 "--ns-method: invalid value 'newton' (expected gram|standard)" ns --ns-method newton
+expect_output "ns: bf16 and fp16 on our own kernel, side by side, verified" "| fp16 | ns_gemm-portable |" ns --shape 48x80,33x17 --reps 1 --verify --ns-precision fp32,bf16,fp16
+expect_error "ns: unknown precision" 2 "--ns-precision: invalid value 'fp8' in 'bf16,fp8' (expected a list of fp32|bf16|fp16|auto)" ns --ns-precision bf16,fp8
 expect_output "ns by device name" "# Newton-Schulz on '" ns --shape 8x8 --reps 1 --device "$("$bin" devices | sed -n '3s/^| [0-9]* | [0-9]* | [^|]* | \([^|]*\) |.*/\1/p' | cut -c1-6)"
 expect_error "ns: bad shape" 2 "--shape: invalid shape '12' in '12,3x4' (expected ROWSxCOLS" ns --shape 12,3x4
 expect_error "ns: zero dimension" 2 "--shape: invalid shape '0x4'" ns --shape 0x4
@@ -189,7 +191,7 @@ expect_error "ns: over the memory limit" 1 "(ns.workspace, 1.00 MiB): CL_MEM_OBJ
 # runs; why on stderr, one line; exit 1.
 MUONBENCH_PROFILING=off "$bin" ns --shape 48x80,33x17 --reps 1 --verify >"$tmp/out" 2>"$tmp/err"
 rc=$?
-if [ "$rc" -eq 1 ] && [ "$(grep -c '^| [0-9x]* | [a-z]* | [0-9.]* [KMBT]* | n/a | n/a-n/a | n/a | n/a | n/a | n/a | [0-9.]*e-0[5-9] |$' "$tmp/out")" -eq 4 ] &&
+if [ "$rc" -eq 1 ] && [ "$(grep -c '^| [0-9x]* | [a-z]* | [0-9.]* [KMBT]* | n/a | n/a-n/a | n/a | n/a | n/a | n/a | [0-9.]*e-0[5-9] | fp32 | clblast-sgemm |$' "$tmp/out")" -eq 4 ] &&
 	[ "$(wc -l <"$tmp/err")" -eq 2 ] && grep -q "^muonbench: ns: 4 of 4 rows have no device time$" "$tmp/err" &&
 	grep -q "^muonbench: gram on 48x80: no device time, its figures are n/a: clGetEventProfilingInfo(START) failed on '.*' (the GEMMs alone of gram on 48x80): CL_PROFILING_INFO_NOT_AVAILABLE$" "$tmp/err"; then
 	report ok "ns: no event time is n/a in the table, said on stderr, exit 1"

@@ -3,8 +3,10 @@
  * the portable kernel and the mma path's tiling with mma.sync emulated, at
  * both precisions, op(B) both ways, with alpha and beta, at shapes that are
  * not multiples of the 64 x 64 x 16 tile, against a host reference on the
- * same rounded inputs; the choice of path from a device's description; and
- * mb_gemm16_open on this device.
+ * same rounded inputs; the choice of path from a device's description;
+ * mb_gemm16_open on this device; and Newton-Schulz at bf16 and fp16 by
+ * either method, on either path, against the float64 reference within
+ * mb_ns_tolerance.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -19,6 +21,9 @@
 
 #include "mb_err.h"
 #include "mb_gemm16.h"
+#include "mb_ledger.h"
+#include "mb_ns.h"
+#include "mb_rng.h"
 
 #include "device.h"
 
@@ -244,6 +249,124 @@ static void open_picks_a_path(void **state)
 	mb_gemm16_release(&g);
 }
 
+/* Relative Frobenius distance of N floats from N doubles. */
+static double rel_err(const float *got, const double *want, uint64_t n)
+{
+	double d = 0, w = 0;
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		d += (got[i] - want[i]) * (got[i] - want[i]);
+		w += want[i] * want[i];
+	}
+	return w > 0 ? sqrt(d / w) : sqrt(d);
+}
+
+/*
+ * Newton-Schulz of ROWS x COLS by NS's method and precision against the
+ * float64 reference of the unrounded input; returns the relative error.
+ * FLOOR gets the error of the reference itself on the input rounded to the
+ * precision: what rounding the input alone costs.
+ */
+static double ns_error(struct mb_ns *ns, uint64_t rows, uint64_t cols, double *floor)
+{
+	uint64_t n = rows * cols, i;
+	float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+	float *rounded = malloc(n * sizeof(float));
+	double *ref = malloc(n * sizeof(double)), *ref16 = malloc(n * sizeof(double)), e;
+	cl_mem a, b;
+
+	assert_non_null(in);
+	assert_non_null(out);
+	assert_non_null(rounded);
+	assert_non_null(ref);
+	assert_non_null(ref16);
+	assert_int_equal(mb_ns_reserve(ns, &rows, &cols, 1), 0);
+	assert_int_equal(mb_ledger_alloc(ns->ledger, n * sizeof(float), "test.in", &a), 0);
+	assert_int_equal(mb_ledger_alloc(ns->ledger, n * sizeof(float), "test.out", &b), 0);
+	assert_int_equal(mb_rng_fill(&cl, a, 0, n, 7, rows * 100000 + cols, 0, 1.0f), 0);
+	assert_int_equal(mb_ns_orthogonalize(ns, a, 0, rows, cols, b, 0, NULL, NULL), 0);
+	assert_int_equal(clEnqueueReadBuffer(cl.compute, a, CL_TRUE, 0, n * sizeof(float), in, 0,
+					     NULL, NULL),
+			 CL_SUCCESS);
+	assert_int_equal(clEnqueueReadBuffer(cl.compute, b, CL_TRUE, 0, n * sizeof(float), out, 0,
+					     NULL, NULL),
+			 CL_SUCCESS);
+	assert_int_equal(mb_ns_reference(in, rows, cols, ns->method, ref), 0);
+	for (i = 0; i < n; i++)
+		rounded[i] = host_round(in[i], ns->precision);
+	assert_int_equal(mb_ns_reference(rounded, rows, cols, ns->method, ref16), 0);
+	for (i = 0; i < n; i++)
+		rounded[i] = (float)ref16[i];
+	*floor = rel_err(rounded, ref, n);
+	e = rel_err(out, ref, n);
+	mb_ledger_free(ns->ledger, a);
+	mb_ledger_free(ns->ledger, b);
+	free(in);
+	free(out);
+	free(rounded);
+	free(ref);
+	free(ref16);
+	return e;
+}
+
+/*
+ * Newton-Schulz at bf16 and fp16, both methods, on the portable path and
+ * the emulated mma path, at the shapes tests/test_ns.c uses: within
+ * mb_ns_tolerance of float64, and the errors measured are printed.
+ */
+static void ns_16bit_within_tolerance(void **state)
+{
+	static const uint64_t ns_shapes[][2] = {
+		{ 64, 64 }, { 48, 160 }, { 160, 48 }, { 67, 131 }, { 1, 50 }, { 50, 1 }, { 1, 1 },
+	};
+	struct mb_ledger ledger;
+	struct mb_ns ns;
+	int path, method, p;
+	size_t i;
+
+	(void)state;
+	mb_ledger_init(&ledger, &cl, 0);
+	for (path = 0; path < 2; path++) {
+		assert_int_equal(mb_ns_init(&ns, &cl, &ledger), 0);
+		/* built before the first reserve: the path a test asks for */
+		if (mb_gemm16_init(&ns.gemm16, &cl, path ? MB_GEMM16_MMA_EMUL : MB_GEMM16_PORTABLE))
+			fail_msg("%s", mb_errmsg());
+		for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
+			for (method = 0; method < MB_NS_NMETHODS; method++) {
+				double worst = 0, worst_floor = 0;
+
+				ns.precision = (enum mb_precision)p;
+				ns.method = (enum mb_ns_method)method;
+				for (i = 0; i < sizeof(ns_shapes) / sizeof(ns_shapes[0]); i++) {
+					double floor, e;
+
+					e = ns_error(&ns, ns_shapes[i][0], ns_shapes[i][1], &floor);
+					if (!(e <= mb_ns_tolerance(ns.precision)))
+						fail_msg("%s %s (%s) on %llux%llu: off by %.3g",
+							 mb_ns_method_names[method],
+							 mb_precision_names[p],
+							 mb_gemm16_path_names[ns.gemm16.path],
+							 (unsigned long long)ns_shapes[i][0],
+							 (unsigned long long)ns_shapes[i][1], e);
+					worst = e > worst ? e : worst;
+					worst_floor = floor > worst_floor ? floor : worst_floor;
+				}
+				print_message("%s %s on %s: largest error vs float64 %.2e (the "
+					      "rounded input alone: %.2e)\n",
+					      mb_ns_method_names[method], mb_precision_names[p],
+					      mb_gemm16_path_names[ns.gemm16.path], worst,
+					      worst_floor);
+			}
+		}
+		assert_string_equal(mb_ns_kernel_name(&ns),
+				    path ? "ns_gemm-mma-emul" : "ns_gemm-portable");
+		mb_ns_release(&ns);
+	}
+	assert_int_equal(ledger.current_bytes, 0);
+	mb_ledger_release(&ledger);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -252,6 +375,7 @@ int main(void)
 		cmocka_unit_test(degenerate),
 		cmocka_unit_test(mma_capable),
 		cmocka_unit_test(open_picks_a_path),
+		cmocka_unit_test(ns_16bit_within_tolerance),
 	};
 
 	return cmocka_run_group_tests_name("gemm16", tests, open_device, close_device);
