@@ -180,6 +180,17 @@ static void emulated_mma_matches_host(void **state)
 	check_path(MB_GEMM16_MMA_EMUL);
 }
 
+/* The mma path itself, on a device that has it (NVIDIA sm_80+); elsewhere nothing to test. */
+static void mma_matches_host_where_capable(void **state)
+{
+	(void)state;
+	if (!mb_gemm16_mma_capable(&cl.info)) {
+		print_message("no mma path on '%s': skipped\n", cl.info.name);
+		return;
+	}
+	check_path(MB_GEMM16_MMA);
+}
+
 /* k = 0 is C = beta C, rounded; m or n = 0 enqueues nothing; fp32 is no kernel of ours. */
 static void degenerate(void **state)
 {
@@ -372,6 +383,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(portable_matches_host),
 		cmocka_unit_test(emulated_mma_matches_host),
+		cmocka_unit_test(mma_matches_host_where_capable),
 		cmocka_unit_test(degenerate),
 		cmocka_unit_test(mma_capable),
 		cmocka_unit_test(open_picks_a_path),
