@@ -139,9 +139,16 @@ $(SHIM): tests/clshim.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared -o $@ $< -ldl
 
-test: $(BIN) $(TESTS) $(VARIANT_BIN) $(SHIM)
+# A stand-in for NVIDIA's NVML (tests/nvml_stub.c), under NVML's name in a folder of its own.
+NVML_STUB = $(BUILD)/tests/nvml/libnvidia-ml.so.1
+
+$(NVML_STUB): tests/nvml_stub.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -o $@ $<
+
+test: $(BIN) $(TESTS) $(VARIANT_BIN) $(SHIM) $(NVML_STUB)
 	@BASELINE="$(BASELINE)" BASELINE_ARGS="$(BASELINE_ARGS)" VARIANT_BIN="$(VARIANT_BIN)" \
-		SHIM="$(SHIM)" tests/run.sh $(BIN) $(TESTS)
+		SHIM="$(SHIM)" NVML_STUB="$(NVML_STUB)" tests/run.sh $(BIN) $(TESTS)
 
 # Fuzzing (libFuzzer, clang): the config loader, the DeepSpeed-config reader
 # and the results reader, each for FUZZ_SECONDS, from the seeds in tests/fuzz/

@@ -173,6 +173,45 @@ static void md_phase_peaks(const struct mb_table *t)
 	}
 }
 
+/*
+ * The driver's own figure beside the ledger's, where some run has it: the
+ * ledger counts what muonbench allocates (the framework's figure, as the
+ * reference's tables); the driver's peak counts all the device holds, other
+ * processes and the driver's own copies of pinned host memory included.
+ */
+static void md_driver_peaks(const struct mb_table *t)
+{
+	char pk[4][32];
+	size_t i;
+	bool any = false;
+
+	for (i = 0; i < t->ncells; i++)
+		any |= t->cells[i].nruns && t->cells[i].used_peak_bytes != MB_CSV_UNKNOWN;
+	if (!any)
+		return;
+	printf("\nDevice memory, muonbench's ledger against the driver's own figure (%s; the "
+	       "peaks of the measured steps, the base before the run's first allocation):\n\n"
+	       "| ZeRO | Variant | Ledger peak | Driver's peak | Driver's base | Driver's peak "
+	       "less base |\n|---|---|---|---|---|---|\n",
+	       t->first->device_used_source);
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+		bool known = c->used_peak_bytes != MB_CSV_UNKNOWN;
+		bool base = known && c->used_base_bytes != MB_CSV_UNKNOWN &&
+			    c->used_base_bytes <= c->used_peak_bytes;
+
+		if (!c->nruns)
+			continue;
+		printf("| %u | %s | %s | %s | %s | %s |\n", c->stage, c->variant,
+		       mb_fmt_peak(pk[0], sizeof(pk[0]), c->peak_bytes),
+		       known ? mb_fmt_peak(pk[1], sizeof(pk[1]), c->used_peak_bytes) : "n/a",
+		       base ? mb_fmt_peak(pk[2], sizeof(pk[2]), c->used_base_bytes) : "n/a",
+		       base ? mb_fmt_peak(pk[3], sizeof(pk[3]),
+					  c->used_peak_bytes - c->used_base_bytes)
+			    : "n/a");
+	}
+}
+
 static void md_phase_times(const struct mb_table *t)
 {
 	char v[2][32];
@@ -407,6 +446,7 @@ static int print_md(const struct mb_table *t, size_t nt)
 		}
 		md_main(&t[k]);
 		md_phase_peaks(&t[k]);
+		md_driver_peaks(&t[k]);
 		md_phase_times(&t[k]);
 		md_predicted(&t[k]);
 		md_bus(&t[k]);

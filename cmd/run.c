@@ -26,6 +26,7 @@
 
 #include "commands.h"
 #include "mb_clock.h"
+#include "mb_devmem.h"
 #include "mb_err.h"
 #include "mb_fit.h"
 #include "mb_fwdbwd.h"
@@ -83,6 +84,9 @@ struct grid {
 	struct mb_cl cl;
 	struct mb_host host;
 	struct mb_fit_device fit; /* the device's figures, read once when it was opened */
+	struct mb_devmem devmem;  /* the driver's own figure of the device's used memory */
+	struct mb_devmem_sampler sampler;
+	uint64_t used_base; /* of the run in progress: before its first allocation */
 	unsigned stages[3], variants[MB_NVARIANTS];
 	size_t nstages, nvariants;
 	struct cell *cells; /* stage by stage, then budget, sub-group size and variant */
@@ -255,6 +259,9 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	snprintf(row->fwd_bwd, sizeof(row->fwd_bwd), "%s", a->fwd_bwd);
 	row->seq = a->seq;
 	row->micro_batch = a->micro_batch;
+	snprintf(row->device_used_source, sizeof(row->device_used_source), "%s",
+		 mb_devmem_source_names[g->devmem.source]);
+	row->device_used_base_bytes = row->device_used_peak_bytes = MB_CSV_UNKNOWN;
 	row->pred_iter_s = row->pred_apply_s = row->pred_d2h_hidden_frac = NAN;
 #define NAN_(e, f, ...) row->pred_##f = NAN;
 	MB_PHASES(NAN_)
@@ -337,6 +344,11 @@ static void on_step(void *ctx, unsigned step)
 
 	g->steps_done++;
 	g->run_steps_done = step;
+	/* the driver's peak over the measured steps alone */
+	if (step + 1 == g->run.measure_first)
+		mb_devmem_sampler_window(&g->sampler, true);
+	if (step == g->run.measure_last)
+		mb_devmem_sampler_window(&g->sampler, false);
 	if (!g->tty)
 		return;
 	left = elapsed / (double)g->steps_done * (double)(g->steps_total - g->steps_done);
@@ -461,8 +473,14 @@ static int run_checked(struct grid *g, struct mb_run_result *r, bool *lost)
 	int owner = RUN_MAIN, err;
 
 	g->run_steps_done = 0;
+	if (g->devmem.source == MB_DEVMEM_NONE || mb_devmem_used(&g->devmem, &g->used_base))
+		g->used_base = MB_CSV_UNKNOWN;
+	mb_devmem_sampler_reset(&g->sampler);
+	if (g->run.measure_first == 1)
+		mb_devmem_sampler_window(&g->sampler, true);
 	atomic_store(&g->run_owner, RUN_MAIN);
 	err = mb_run_once(&g->model, &g->run, &g->cl, &stop, r);
+	mb_devmem_sampler_window(&g->sampler, false);
 	*lost = err && mb_err_kind() == MB_KIND_DEVICE_LOST;
 	if (err)
 		snprintf(why, sizeof(why), "%s", mb_errmsg());
@@ -498,6 +516,9 @@ static int run_once(struct grid *g, struct cell *c, unsigned i)
 	fill_meta(g, row);
 	row->run = i;
 	fill_results(row, r);
+	row->device_used_base_bytes = g->used_base;
+	if (mb_devmem_sampler_peak(&g->sampler) && r->steps_done >= g->run.measure_last)
+		row->device_used_peak_bytes = mb_devmem_sampler_peak(&g->sampler);
 	if (c->predicted)
 		fill_prediction(g, row, &c->pred);
 	if (run_err) {
@@ -807,6 +828,15 @@ static int setup(struct grid *g)
 	g->fit.host_memory = !strcmp(g->cl.info.type, "CPU");
 	g->fit.clblast = clblast_bytes;
 	g->fit.clblast_ctx = &g->cl;
+	mb_devmem_open(&g->devmem, &g->cl);
+	if (g->devmem.source != MB_DEVMEM_NONE)
+		return mb_devmem_sampler_start(&g->sampler, &g->devmem);
+	/* said once, where someone would look for it: a GPU's, or a person's terminal */
+	if (g->tty || !strcmp(g->cl.info.type, "GPU"))
+		fprintf(stderr,
+			"muonbench: no driver's figure of the memory used on '%s' (%s): the "
+			"device_used_* columns are empty\n",
+			g->cl.info.name, g->devmem.why);
 	return 0;
 }
 
@@ -981,6 +1011,8 @@ int mb_cmd_run(const struct mb_args *args)
 	}
 	wake_ready = 0;
 	sem_destroy(&wake);
+	mb_devmem_sampler_stop(&g->sampler);
+	mb_devmem_close(&g->devmem);
 	mb_model_release(&g->model);
 	free(g->rows);
 	free(g->cells);

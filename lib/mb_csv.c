@@ -2,6 +2,7 @@
  * mb_csv: the column table, and whole-row appends.
  */
 #include "mb_csv.h"
+#include "mb_devmem.h"
 #include "mb_phase.h"
 #include "mb_plan.h"
 #include "mb_variant.h"
@@ -25,30 +26,45 @@
  * A column's type says how it is written and what the reader accepts: TEXT
  * anything (ONE_OF, where set, one of its '|'-separated words), HEX16 the
  * checksum's 16 lowercase hex digits, TIME an ISO 8601 UTC second, U64 a
- * whole number, SECONDS and RATE a finite number >= 0 or empty (n/a),
+ * whole number, U64_OPT one or empty (MB_CSV_UNKNOWN), SECONDS and RATE a
+ * finite number >= 0 or empty (n/a),
  * FRACTION one in [0, 1] or empty, the samples finite seconds >= 0.
  */
-enum type { TEXT, HEX16, TIME, U64, SECONDS, RATE, FRACTION, ITER_SAMPLES, APPLY_SAMPLES, VERSION };
+enum type {
+	TEXT,
+	HEX16,
+	TIME,
+	U64,
+	U64_OPT,
+	SECONDS,
+	RATE,
+	FRACTION,
+	ITER_SAMPLES,
+	APPLY_SAMPLES,
+	VERSION
+};
 
 struct column {
 	const char *name;
 	enum type type;
 	size_t offset, size;
 	const char *one_of;
+	int since; /* the format version that added it; rows of older ones read it as empty */
 };
 
 /* clang-format off */
-#define COL(name, type) \
-	{ #name, type, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name), NULL }
+/* a column added in format version SINCE (0: in every version read) */
+#define COLV(name, type, words, since) \
+	{ #name, type, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name), words, since }
+#define COL(name, type) COLV(name, type, NULL, 0)
+#define WORDS(name, words) COLV(name, TEXT, words, 0)
 /* the phases' columns (mb_phase's table): measured, and the model's */
 #define PHASE_COL_(e, f, ...) COL(f, SECONDS),
 #define PRED_COL_(e, f, ...)  COL(pred_##f, SECONDS),
-#define WORDS(name, words) \
-	{ #name, TEXT, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name), words }
 /* clang-format on */
 
 static const struct column columns[] = {
-	{ "format_version", VERSION, 0, 0, NULL },
+	{ "format_version", VERSION, 0, 0, NULL, 0 },
 	WORDS(status, "ok|failed|interrupted"),
 	COL(reason, TEXT),
 	COL(timestamp_utc, TIME),
@@ -117,6 +133,9 @@ static const struct column columns[] = {
 	COL(peak_step_own_bytes, U64),
 	WORDS(momentum_pinned, "yes|no"),
 	COL(checksum, HEX16),
+	COLV(device_used_source, TEXT, MB_WORDS(MB_DEVMEM_SOURCES), 12),
+	COLV(device_used_base_bytes, U64_OPT, NULL, 12),
+	COLV(device_used_peak_bytes, U64_OPT, NULL, 12),
 	COL(profile, TEXT),
 	COL(pred_iter_s, SECONDS),
 	COL(pred_apply_s, SECONDS),
@@ -226,6 +245,10 @@ char *mb_csv_format(const struct mb_csv_row *row)
 			break;
 		case U64:
 			sb_printf(&b, "%llu", (unsigned long long)*(const uint64_t *)field);
+			break;
+		case U64_OPT:
+			if (*(const uint64_t *)field != MB_CSV_UNKNOWN)
+				sb_printf(&b, "%llu", (unsigned long long)*(const uint64_t *)field);
 			break;
 		case SECONDS:
 		case RATE:
@@ -601,6 +624,12 @@ static int parse_field(const struct reader *r, const struct column *c, const cha
 	case HEX16:
 	case TIME:
 		return parse_text(r, c, text, field);
+	case U64_OPT:
+		if (!*text) {
+			*(uint64_t *)field = MB_CSV_UNKNOWN;
+			return 0;
+		}
+		/* fall through */
 	case U64:
 		errno = 0;
 		u = strtoull(text, &end, 10);
@@ -640,7 +669,7 @@ static int map_header(const struct reader *r, char **names, int n, int *where)
 	if (where[0] < 0)
 		return bad(r, "not a muonbench results file (no format_version column)");
 	for (c = 1; c < NCOLUMNS; c++)
-		if (where[c] < 0)
+		if (where[c] < 0 && columns[c].since <= MB_CSV_FORMAT_OLDEST)
 			return bad(r, "missing column '%s' (format_version %d has it)",
 				   columns[c].name, MB_CSV_FORMAT_VERSION);
 	return 0;
@@ -755,8 +784,16 @@ static int read_rows(struct reader *r, struct mb_csv_row *row, mb_csv_each_fn ea
 		memset(row, 0, sizeof(*row));
 		napply = 0;
 		for (c = 0; c < NCOLUMNS; c++)
-			if ((err = parse_field(r, &columns[c], fields[where[c]], row, &napply)))
-				return err;
+			if (where[c] >= 0) {
+				if ((err = parse_field(r, &columns[c], fields[where[c]], row,
+						       &napply)))
+					return err;
+			} else if (columns[c].since <= atoi(fields[where[0]])) {
+				return bad(r, "missing column '%s' (format_version %s has it)",
+					   columns[c].name, fields[where[0]]);
+			} else if (columns[c].type == U64_OPT) { /* a column newer than the row */
+				*(uint64_t *)((char *)row + columns[c].offset) = MB_CSV_UNKNOWN;
+			}
 		if (napply != row->nsamples)
 			return bad(r, "%zu iteration samples but %zu apply samples", row->nsamples,
 				   napply);

@@ -21,10 +21,13 @@
  * a variant more (pipeline) among the words of `variant`: a reader of 10
  * that knows no pipeline refuses the file for its version, not for a row.
  * This reader reads 10 (whose later files hold pipeline rows too) as 11.
+ * 12: the device's used memory as its driver sees it (device_used_*); rows
+ * of 10 and 11 are read with those columns empty.
  */
-#define MB_CSV_FORMAT_VERSION 11
+#define MB_CSV_FORMAT_VERSION 12
 #define MB_CSV_FORMAT_OLDEST  10
 #define MB_CSV_STEPS_MAX      1000
+#define MB_CSV_UNKNOWN	      UINT64_MAX /* a whole number written empty: not known */
 
 struct mb_csv_row {
 	char status[16]; /* ok, failed, interrupted */
@@ -66,6 +69,10 @@ struct mb_csv_row {
 		peak_step_own_bytes;
 	char momentum_pinned[4];
 	char checksum[24];
+	/* the driver's own figure (mb_devmem): where from, the used bytes before the run's
+	 * first allocation and the peak over its measured steps; MB_CSV_UNKNOWN (empty) if none */
+	char device_used_source[8]; /* nvml, amd or none */
+	uint64_t device_used_base_bytes, device_used_peak_bytes;
 
 	/* the model's prediction of the cell (mb_predict) from a device profile: where the
 	 * profile came from ("" and NaN figures when there was none), and its figures */

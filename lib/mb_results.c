@@ -212,6 +212,7 @@ static struct mb_cell *find_or_add(struct mb_table *t, const struct mb_csv_row *
 	memset(c, 0, sizeof(*c));
 	c->stage = (unsigned)row->stage;
 	memcpy(c->variant, row->variant, sizeof(c->variant));
+	c->used_base_bytes = c->used_peak_bytes = MB_CSV_UNKNOWN;
 	return c;
 }
 
@@ -243,6 +244,12 @@ static void add_figures(struct mb_cell *c, const struct mb_csv_row *r)
 	c->own_peak_backward_bytes =
 		max_u64(c->own_peak_backward_bytes, r->peak_backward_own_bytes);
 	c->own_peak_step_bytes = max_u64(c->own_peak_step_bytes, r->peak_step_own_bytes);
+	if (r->device_used_base_bytes < c->used_base_bytes) /* MB_CSV_UNKNOWN is the largest */
+		c->used_base_bytes = r->device_used_base_bytes;
+	if (r->device_used_peak_bytes != MB_CSV_UNKNOWN &&
+	    (c->used_peak_bytes == MB_CSV_UNKNOWN ||
+	     r->device_used_peak_bytes > c->used_peak_bytes))
+		c->used_peak_bytes = r->device_used_peak_bytes;
 #define ADD_(e, f, ...) c->phase.f += r->f;
 	MB_PHASES(ADD_)
 #undef ADD_

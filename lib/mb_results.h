@@ -39,6 +39,9 @@ struct mb_cell {
 	uint64_t peak_bytes, peak_forward_bytes, peak_backward_bytes, peak_step_bytes; /* max */
 	uint64_t own_peak_bytes, own_peak_forward_bytes, own_peak_backward_bytes,
 		own_peak_step_bytes; /* max, without CLBlast's temporaries */
+	/* the driver's own figure (device_used_*): the smallest base and the largest peak of
+	 * the runs that have one; MB_CSV_UNKNOWN where none has */
+	uint64_t used_base_bytes, used_peak_bytes;
 	struct {
 		double MB_PHASE_FIELDS d2h_hidden_frac; /* mb_phase's table */
 	} phase;					/* means over the runs */

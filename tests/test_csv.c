@@ -63,6 +63,9 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	snprintf(r->fwd_bwd, sizeof(r->fwd_bwd), "off");
 	snprintf(r->momentum_pinned, sizeof(r->momentum_pinned), "yes");
 	snprintf(r->checksum, sizeof(r->checksum), "6f352a9718e7167e");
+	snprintf(r->device_used_source, sizeof(r->device_used_source), "nvml");
+	r->device_used_base_bytes = 123456789;
+	r->device_used_peak_bytes = MB_CSV_UNKNOWN; /* written empty, read back as unknown */
 	r->stage = 3;
 	r->run = run;
 	r->runs = 2;
@@ -154,6 +157,68 @@ static void assert_refused(const char *want)
 	free(rows);
 }
 
+/*
+ * LINE (a header or a row without quoted fields) less the fields whose
+ * header names start with "device_used_", in place: a version 10 or 11 file.
+ */
+static void drop_device_used(const char *header, char *line)
+{
+	char names[4096], *name, *save = NULL, out[8192] = "", *field, *comma;
+	bool keep[128];
+	size_t k = 0;
+
+	snprintf(names, sizeof(names), "%s", header);
+	names[strcspn(names, "\n")] = '\0';
+	for (name = strtok_r(names, ",", &save); name && k < 128; name = strtok_r(NULL, ",", &save))
+		keep[k++] = strncmp(name, "device_used_", 12);
+	line[strcspn(line, "\n")] = '\0';
+	k = 0;
+	/* field by field, the empty ones too (which strtok would skip) */
+	for (field = line; field && k < 128; field = comma ? comma + 1 : NULL, k++) {
+		if ((comma = strchr(field, ',')))
+			*comma = '\0';
+		if (keep[k])
+			snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s",
+				 k && strlen(out) ? "," : "", field);
+	}
+	snprintf(line, 8192, "%s\n", out);
+}
+
+/* A file of version 11 has no device_used_* columns: read as unknown; a row of 12 needs them. */
+static void older_columns(void **state)
+{
+	char *header = mb_csv_header(), *row, h[8192], r[8192], text[16384];
+	struct mb_csv_row w, *rows = NULL;
+	size_t n = 0;
+
+	(void)state;
+	sample_row(&w, 1);
+	snprintf(w.reason, sizeof(w.reason), "plain");
+	snprintf(w.device, sizeof(w.device), "plain");
+	w.device_used_peak_bytes = 5;
+	row = mb_csv_format(&w);
+	snprintf(h, sizeof(h), "%s", header);
+	snprintf(r, sizeof(r), "%s", row);
+	drop_device_used(header, h);
+	drop_device_used(header, r);
+	assert_null(strstr(h, "device_used"));
+	r[1] = '1'; /* "11," */
+	snprintf(text, sizeof(text), "%s%s", h, r);
+	write_text(text);
+	assert_int_equal(mb_csv_read(path, &rows, &n), 0);
+	assert_true(n == 1 && !rows[0].device_used_source[0] &&
+		    rows[0].device_used_base_bytes == MB_CSV_UNKNOWN &&
+		    rows[0].device_used_peak_bytes == MB_CSV_UNKNOWN &&
+		    !strcmp(rows[0].checksum, w.checksum));
+	free(rows);
+	r[1] = '2'; /* a row of 12 that lacks them */
+	snprintf(text, sizeof(text), "%s%s", h, r);
+	write_text(text);
+	assert_refused(":2: missing column 'device_used_source' (format_version 12 has it)");
+	free(row);
+	free(header);
+}
+
 static void bad_files(void **state)
 {
 	struct mb_csv_row w, *rows = NULL;
@@ -173,17 +238,17 @@ static void bad_files(void **state)
 	assert_refused(":1: missing column 'reason'");
 	with_header("1,ok,,2026\n");
 	assert_refused(
-		":2: expected 91 fields as in the header, found 4 (a truncated or edited row?)");
+		":2: expected 94 fields as in the header, found 4 (a truncated or edited row?)");
 	sample_row(&w, 1);
 	snprintf(w.variant, sizeof(w.variant), "pipeline"); /* format 10 held it too, later */
 	line = mb_csv_format(&w);
-	assert_memory_equal(line, "11,", 3); /* what is written */
+	assert_memory_equal(line, "12,", 3); /* what is written */
 	line[1] = '9';			     /* an older format_version in its place */
 	with_header(line + 1);
-	assert_refused(":2: format_version '9': this muonbench reads versions 10 to 11");
-	line[1] = '2'; /* a newer one: what it holds is not known here */
+	assert_refused(":2: format_version '9': this muonbench reads versions 10 to 12");
+	line[1] = '3'; /* a newer one: what it holds is not known here */
 	with_header(line);
-	assert_refused(":2: format_version '12': this muonbench reads versions 10 to 11");
+	assert_refused(":2: format_version '13': this muonbench reads versions 10 to 12");
 	line[1] = '0'; /* 10: the same columns, read as they are */
 	with_header(line);
 	assert_int_equal(mb_csv_read(path, &rows, &n), 0);
@@ -444,10 +509,10 @@ static void too_many_tables(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(round_trip),	   cmocka_unit_test(bad_files),
-		cmocka_unit_test(edited_fields),   cmocka_unit_test(joined_files),
-		cmocka_unit_test(each_row),	   cmocka_unit_test(gathered_by_copy),
-		cmocka_unit_test(too_many_tables),
+		cmocka_unit_test(round_trip),	    cmocka_unit_test(bad_files),
+		cmocka_unit_test(older_columns),    cmocka_unit_test(edited_fields),
+		cmocka_unit_test(joined_files),	    cmocka_unit_test(each_row),
+		cmocka_unit_test(gathered_by_copy), cmocka_unit_test(too_many_tables),
 	};
 
 	return cmocka_run_group_tests_name("csv", tests, make_path, remove_path);

@@ -1,0 +1,75 @@
+#!/bin/sh
+# The driver's own figure of the device's memory (mb_devmem), on PoCL with a
+# stand-in NVML (tests/nvml_stub.c, as libnvidia-ml.so.1 in a folder of its
+# own): its figures reach the results' device_used_* columns and report's
+# table beside the ledger's; without it, or where it knows no such device,
+# the columns are empty, never 0. Prints TAP.
+# Usage: tests/nvml.sh path/to/muonbench path/to/stub/libnvidia-ml.so.1   (from the repository root)
+set -u
+bin=$1
+stub_dir=$(cd "$(dirname "$2")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+. tests/tap.sh
+
+micro="--config tests/data/good/micro.json --gather-budget 128Ki --fwd-bwd off --stage 2 --variant master,both --runs 2 --steps 3 --profile off --quiet"
+# used FILE: "source base peak" of each row, '-' for an empty field
+used() {
+	python3 -c 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print(r["device_used_source"], r["device_used_base_bytes"] or "-", r["device_used_peak_bytes"] or "-")' "$1"
+}
+
+# shellcheck disable=SC2086 # $micro is a list of options
+"$bin" run $micro --out "$tmp/none.csv" >"$tmp/out" 2>"$tmp/err"
+if [ $? -eq 0 ] && [ "$(used "$tmp/none.csv" | sort -u)" = "none - -" ] &&
+	! grep -q "driver's own figure" "$tmp/out"; then
+	report ok "nvml: without NVML the columns are empty, and report has no driver's table"
+else
+	report fail "nvml: without NVML the columns are empty, and report has no driver's table" "$(used "$tmp/none.csv"; cat "$tmp/err")"
+fi
+
+# shellcheck disable=SC2086
+LD_LIBRARY_PATH=$stub_dir MB_STUB_NVML_USED=1000000,5000000 "$bin" run $micro --out "$tmp/nvml.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(used "$tmp/nvml.csv" | head -1)" = "nvml 1000000 5000000" ] &&
+	[ "$(used "$tmp/nvml.csv" | sed 1d | sort -u)" = "nvml 5000000 5000000" ]; then
+	report ok "nvml: the stand-in's base and peak are the run's device_used_* columns"
+else
+	report fail "nvml: the stand-in's base and peak are the run's device_used_* columns" "exit $rc: $(used "$tmp/nvml.csv"; cat "$tmp/err")"
+fi
+# (the ledger's peak holds CLBlast's temporaries, which differ by device: not compared)
+if grep "^| 2 | master | " "$tmp/out" | grep -qF "| 4.77 MiB | 977 KiB | 3.81 MiB |" &&
+	grep -qF "against the driver's own figure (nvml;" "$tmp/out"; then
+	report ok "nvml: run's report puts the driver's peak beside the ledger's"
+else
+	report fail "nvml: run's report puts the driver's peak beside the ledger's" "$(cat "$tmp/out")"
+fi
+"$bin" report "$tmp/nvml.csv" >"$tmp/out" 2>"$tmp/err"
+if grep "^| 2 | both | " "$tmp/out" | grep -qF "| 4.77 MiB | 4.77 MiB | 0 B |"; then
+	report ok "nvml: report reads the columns back"
+else
+	report fail "nvml: report reads the columns back" "$(cat "$tmp/out" "$tmp/err")"
+fi
+
+# a stand-in that knows another PCI address: no figure, as on a device NVML does not manage
+# shellcheck disable=SC2086
+LD_LIBRARY_PATH=$stub_dir MB_STUB_NVML_USED=1000000,5000000 MB_STUB_NVML_PCI=0000:99:00.0 \
+	"$bin" run $micro --out "$tmp/other.csv" >/dev/null 2>"$tmp/err"
+if [ "$(used "$tmp/other.csv" | sort -u)" = "none - -" ]; then
+	report ok "nvml: NVML that knows no device at this PCI address gives no figure"
+else
+	report fail "nvml: NVML that knows no device at this PCI address gives no figure" "$(used "$tmp/other.csv"; cat "$tmp/err")"
+fi
+
+# results of format 11 (before the columns) are still read, the figures unknown
+if "$bin" report results/baseline-tiny.csv >"$tmp/out" 2>"$tmp/err" && ! grep -q "driver's own figure" "$tmp/out"; then
+	report ok "nvml: a format 11 file is read, without the driver's table"
+else
+	report fail "nvml: a format 11 file is read, without the driver's table" "$(cat "$tmp/err")"
+fi
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
