@@ -10,19 +10,22 @@
  * products accumulated in fp32, and C rounded to the same 16-bit type (and
  * stored back as a float): what a framework's bf16/fp16 matmul computes.
  *
- * One tiling for all paths: a work-group of NSG_THREADS (128) work-items, a
- * 1-D group (4 warps of 32), computes an NSG_BM x NSG_BN (64 x 64) tile of
- * C, stepping through k NSG_BK (16) at a time; the next step's A and op(B)
- * are read from global memory into registers while the current one is
+ * One tiling for all paths, sized per path: a 1-D work-group of
+ * NSG_THREADS work-items (warps of 32) computes an NSG_BM x NSG_BN tile of
+ * C, stepping through k NSG_BK at a time; the next step's A and op(B) are
+ * read from global memory into registers (float4 where the host says the
+ * rows are 16-byte aligned, else one by one) while the current one is
  * multiplied from local memory (two local buffers, one barrier a step).
  * Edges: loads past a matrix read zeros, stores past it are skipped.
  * The inner product, by build option:
- *   (none)            portable: plain OpenCL C, each work-item 8 x 4 outputs
- *                     (4 adjacent columns as a float4: SIMD on a CPU too);
- *   -D NSG_MMA=1      NVIDIA sm_80+: each warp a 32 x 32 quarter of the
- *                     tile as 2 x 4 mma.sync.m16n8k16 (fp32 accumulators),
- *                     fragments read from local memory in the layout of
- *                     the PTX ISA's "Matrix fragments for mma.m16n8k16";
+ *   (none)            portable: 64 x 64 x 16 tiles, 128 work-items, plain
+ *                     OpenCL C, each work-item 8 x 4 outputs (4 adjacent
+ *                     columns as a float4: SIMD on a CPU too);
+ *   -D NSG_MMA=1      NVIDIA sm_80+: 128 x 128 x 32 tiles, 256 work-items,
+ *                     8 warps of 64 x 32 each, as 4 x 4 mma.sync.m16n8k16
+ *                     (fp32 accumulators) a 16 of k, fragments read from
+ *                     local memory in the layout of the PTX ISA's "Matrix
+ *                     fragments for mma.m16n8k16";
  *   -D NSG_MMA_EMUL=1 the same code with mma.sync emulated from those
  *                     fragment layouts: each lane puts its A and B fragments
  *                     in local memory and computes its own C fragment from
@@ -35,21 +38,37 @@
 #define NSG_BF16 1u
 #define NSG_FP16 2u
 
+#if defined(NSG_MMA) || defined(NSG_MMA_EMUL)
+#define NSG_FRAGMENTS 1
+#define NSG_BM	      128
+#define NSG_BN	      128
+#define NSG_BK	      32
+#define NSG_THREADS   256
+#define NSG_WARPS_N   4 /* warps side by side along n; along m the rest */
+#define NSG_WARPS_M   (NSG_THREADS / 32 / NSG_WARPS_N)
+#define NSG_WTM	      (NSG_BM / NSG_WARPS_M) /* a warp's tile: 64 x 32 */
+#define NSG_WTN	      (NSG_BN / NSG_WARPS_N)
+#define NSG_MI	      (NSG_WTM / 16) /* its mma tiles: 4 x 4 */
+#define NSG_NI	      (NSG_WTN / 8)
+/* ushorts a local row: 80 bytes, 16-byte aligned, the fragments' reads conflict-free */
+#define NSG_LDS	      (NSG_BK + 8)
+#define NSG_AT(r, kk) ((r) * NSG_LDS + (kk)) /* row r's k kk: k-major, as the fragments read */
+typedef ushort nsg_local_t;
+#else
 #define NSG_BM	    64
 #define NSG_BN	    64
 #define NSG_BK	    16
 #define NSG_THREADS 128
-
-#if defined(NSG_MMA) || defined(NSG_MMA_EMUL)
-#define NSG_FRAGMENTS 1
-#define NSG_LDS	      (NSG_BK + 8)	   /* ushorts a local row: 48 bytes, 16-byte aligned rows */
-#define NSG_AT(r, kk) ((r)*NSG_LDS + (kk)) /* row r's k kk: k-major, as the fragments read */
-typedef ushort nsg_local_t;
-#else
 /* row r's k kk: r-major, so that consecutive work-items read consecutive columns */
-#define NSG_AT(r, kk) ((kk)*NSG_BM + (r))
+#define NSG_AT(r, kk) ((kk) * NSG_BM + (r))
 typedef float nsg_local_t;
 #endif
+
+/* 4-element groups of a step's tiles that each work-item loads */
+#define NSG_AG	  (NSG_BM * NSG_BK / 4 / NSG_THREADS)
+#define NSG_BG	  (NSG_BN * NSG_BK / 4 / NSG_THREADS)
+#define NSG_VEC_A 1u /* the kernel's vec argument: A's rows start 16-byte aligned */
+#define NSG_VEC_B 2u /* and op(B)'s */
 
 static ushort nsg_bf16(float x)
 {
@@ -96,50 +115,98 @@ static nsg_local_t nsg_store_value(float x, uint prec)
 }
 
 /*
+ * Four floats of row R (of ROWS) from column X (of COLS) on: a float4 load
+ * where VEC says the rows start 16-byte aligned and all four are inside,
+ * else one by one, zeros outside.
+ */
+static float4 nsg_four(__global const float *p, ulong off, ulong r, ulong rows, ulong x, ulong cols,
+		       uint vec)
+{
+	float4 v = (float4)(0.0f);
+
+	if (r >= rows)
+		return v;
+	if (vec && x + 4 <= cols)
+		return *(__global const float4 *)(p + off + r * cols + x);
+	if (x < cols)
+		v.x = p[off + r * cols + x];
+	if (x + 1 < cols)
+		v.y = p[off + r * cols + x + 1];
+	if (x + 2 < cols)
+		v.z = p[off + r * cols + x + 2];
+	if (x + 3 < cols)
+		v.w = p[off + r * cols + x + 3];
+	return v;
+}
+
+/*
  * This work-item's share of the step at K0's tiles, from global memory into
- * RA and RB (zeros past the edges): A's row tid / 2, 8 k from (tid % 2) 8;
- * Bᵀ's likewise; B's (k x n) k tid / 8, 8 columns from (tid % 8) 8.
+ * RA and RB, in groups of 4 along each matrix's rows, consecutive
+ * work-items on consecutive groups: group q of A is row q / (BK / 4), k
+ * (q % (BK / 4)) 4; Bᵀ's likewise; B's (k x n) k q / (BN / 4), columns
+ * (q % (BN / 4)) 4.
  */
 static void nsg_load(__global const float *a, ulong a_off, __global const float *b, ulong b_off,
-		     uint b_transposed, ulong m, ulong n, ulong k, ulong row0, ulong col0, ulong k0,
-		     uint tid, float *ra, float *rb)
+		     uint b_transposed, ulong m, ulong n, ulong k, ulong row0, ulong col0,
+		     ulong k0, uint tid, uint vec, float4 *ra, float4 *rb)
 {
-	const uint la_row = tid >> 1, la_k = (tid & 1) * 8;
-	const uint lb_k = tid >> 3, lb_col = (tid & 7) * 8;
-	uint e;
+	uint i, q;
 
-	for (e = 0; e < 8; e++) {
-		const ulong r = row0 + la_row, kx = k0 + la_k + e;
-
-		ra[e] = r < m && kx < k ? a[a_off + r * k + kx] : 0.0f;
+	for (i = 0; i < NSG_AG; i++) {
+		q = tid + i * NSG_THREADS;
+		ra[i] = nsg_four(a, a_off, row0 + q / (NSG_BK / 4), m, k0 + q % (NSG_BK / 4) * 4, k,
+				 vec & NSG_VEC_A);
 	}
-	for (e = 0; e < 8; e++) {
-		if (b_transposed) {
-			const ulong col = col0 + la_row, kx = k0 + la_k + e;
-
-			rb[e] = col < n && kx < k ? b[b_off + col * k + kx] : 0.0f;
-		} else {
-			const ulong col = col0 + lb_col + e, kx = k0 + lb_k;
-
-			rb[e] = col < n && kx < k ? b[b_off + kx * n + col] : 0.0f;
-		}
+	for (i = 0; i < NSG_BG; i++) {
+		q = tid + i * NSG_THREADS;
+		if (b_transposed)
+			rb[i] = nsg_four(b, b_off, col0 + q / (NSG_BK / 4), n,
+					 k0 + q % (NSG_BK / 4) * 4, k, vec & NSG_VEC_B);
+		else
+			rb[i] = nsg_four(b, b_off, k0 + q / (NSG_BN / 4), k,
+					 col0 + q % (NSG_BN / 4) * 4, n, vec & NSG_VEC_B);
 	}
+}
+
+/* Four values of row R of the local tile T from k KK on, rounded. */
+static void nsg_put4(__local nsg_local_t *t, uint r, uint kk, float4 v, uint prec)
+{
+#ifdef NSG_FRAGMENTS
+	/* one 64-bit store: KK is a multiple of 4, the rows 16-byte aligned */
+	*(__local uint2 *)(t + NSG_AT(r, kk)) =
+		(uint2)((uint)nsg_bits(v.x, prec) | (uint)nsg_bits(v.y, prec) << 16,
+			(uint)nsg_bits(v.z, prec) | (uint)nsg_bits(v.w, prec) << 16);
+#else
+	t[NSG_AT(r, kk)] = nsg_round(v.x, prec);
+	t[NSG_AT(r, kk + 1)] = nsg_round(v.y, prec);
+	t[NSG_AT(r, kk + 2)] = nsg_round(v.z, prec);
+	t[NSG_AT(r, kk + 3)] = nsg_round(v.w, prec);
+#endif
 }
 
 /* RA and RB, rounded, into the local tiles AS (m x k) and BS (op(B)ᵀ: n x k). */
 static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_transposed, uint tid,
-		    const float *ra, const float *rb, uint prec)
+		    const float4 *ra, const float4 *rb, uint prec)
 {
-	const uint la_row = tid >> 1, la_k = (tid & 1) * 8;
-	const uint lb_k = tid >> 3, lb_col = (tid & 7) * 8;
-	uint e;
+	uint i, q, kk, col;
 
-	for (e = 0; e < 8; e++) {
-		as[NSG_AT(la_row, la_k + e)] = nsg_store_value(ra[e], prec);
-		if (b_transposed)
-			bs[NSG_AT(la_row, la_k + e)] = nsg_store_value(rb[e], prec);
-		else
-			bs[NSG_AT(lb_col + e, lb_k)] = nsg_store_value(rb[e], prec);
+	for (i = 0; i < NSG_AG; i++) {
+		q = tid + i * NSG_THREADS;
+		nsg_put4(as, q / (NSG_BK / 4), q % (NSG_BK / 4) * 4, ra[i], prec);
+	}
+	for (i = 0; i < NSG_BG; i++) {
+		q = tid + i * NSG_THREADS;
+		if (b_transposed) {
+			nsg_put4(bs, q / (NSG_BK / 4), q % (NSG_BK / 4) * 4, rb[i], prec);
+			continue;
+		}
+		/* B is k-major: its four values go to four rows of Bᵀ */
+		kk = q / (NSG_BN / 4);
+		col = q % (NSG_BN / 4) * 4;
+		bs[NSG_AT(col, kk)] = nsg_store_value(rb[i].x, prec);
+		bs[NSG_AT(col + 1, kk)] = nsg_store_value(rb[i].y, prec);
+		bs[NSG_AT(col + 2, kk)] = nsg_store_value(rb[i].z, prec);
+		bs[NSG_AT(col + 3, kk)] = nsg_store_value(rb[i].w, prec);
 	}
 }
 
@@ -212,26 +279,30 @@ static void nsg_mma(float *c, const uint *a, const uint *b, __local uint *scratc
 __kernel __attribute__((reqd_work_group_size(NSG_THREADS, 1, 1))) void
 ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global const float *a,
 	const ulong a_off, __global const float *b, const ulong b_off, const uint b_transposed,
-	const float beta, __global float *c, const ulong c_off, const uint prec)
+	const float beta, __global float *c, const ulong c_off, const uint prec, const uint vec)
 {
 	__local nsg_local_t as[2][NSG_AT(NSG_BM - 1, NSG_BK - 1) + 1] __attribute__((aligned(16)));
 	__local nsg_local_t bs[2][NSG_AT(NSG_BN - 1, NSG_BK - 1) + 1] __attribute__((aligned(16)));
 	const uint tid = get_local_id(0);
 	const ulong row0 = (ulong)get_group_id(1) * NSG_BM, col0 = (ulong)get_group_id(0) * NSG_BN;
 	const ulong nsteps = (k + NSG_BK - 1) / NSG_BK;
-	float ra[8], rb[8];
+	float4 ra[NSG_AG], rb[NSG_BG];
 	ulong step;
 	uint kk, buf;
 #ifdef NSG_FRAGMENTS
-	__local uint scratch_all[4 * 192] __attribute__((aligned(16)));
 	const uint warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-	const uint wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+	const uint wm = warp / NSG_WARPS_N * NSG_WTM, wn = warp % NSG_WARPS_N * NSG_WTN;
+#ifdef NSG_MMA_EMUL
+	__local uint scratch_all[NSG_THREADS / 32 * 192] __attribute__((aligned(16)));
 	__local uint *scratch = scratch_all + warp * 192;
-	float acc[2][4][4];
-	uint fa[2][4], fb[4][2], mi, ni, i;
+#else
+	__local uint *scratch = 0; /* the emulation's only */
+#endif
+	float acc[NSG_MI][NSG_NI][4];
+	uint fa[NSG_MI][4], fb[NSG_NI][2], mi, ni, i;
 
-	for (mi = 0; mi < 2; mi++)
-		for (ni = 0; ni < 4; ni++)
+	for (mi = 0; mi < NSG_MI; mi++)
+		for (ni = 0; ni < NSG_NI; ni++)
 			for (i = 0; i < 4; i++)
 				acc[mi][ni][i] = 0.0f;
 #else
@@ -245,7 +316,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 #endif
 
 	/* the first step's tiles into local memory */
-	nsg_load(a, a_off, b, b_off, b_transposed, m, n, k, row0, col0, 0, tid, ra, rb);
+	nsg_load(a, a_off, b, b_off, b_transposed, m, n, k, row0, col0, 0, tid, vec, ra, rb);
 	nsg_put(as[0], bs[0], b_transposed, tid, ra, rb, prec);
 	barrier(CLK_LOCAL_MEM_FENCE);
 	for (step = 0; step < nsteps; step++) {
@@ -253,27 +324,25 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 		/* the next step's tiles into registers while this one is multiplied */
 		if (step + 1 < nsteps)
 			nsg_load(a, a_off, b, b_off, b_transposed, m, n, k, row0, col0,
-				 (step + 1) * NSG_BK, tid, ra, rb);
+				 (step + 1) * NSG_BK, tid, vec, ra, rb);
 #ifdef NSG_FRAGMENTS
 		for (kk = 0; kk < NSG_BK; kk += 16) {
-			for (mi = 0; mi < 2; mi++) {
-				__local const ushort *p =
-					as[buf] + (wm + mi * 16 + g) * NSG_LDS + kk + 2 * t;
+			for (mi = 0; mi < NSG_MI; mi++) {
+				__local const ushort *p = as[buf] + NSG_AT(wm + mi * 16 + g, kk + 2 * t);
 
 				fa[mi][0] = nsg_pair(p);
-				fa[mi][1] = nsg_pair(p + 8 * NSG_LDS);
+				fa[mi][1] = nsg_pair(p + NSG_AT(8, 0));
 				fa[mi][2] = nsg_pair(p + 8);
-				fa[mi][3] = nsg_pair(p + 8 * NSG_LDS + 8);
+				fa[mi][3] = nsg_pair(p + NSG_AT(8, 0) + 8);
 			}
-			for (ni = 0; ni < 4; ni++) {
-				__local const ushort *p =
-					bs[buf] + (wn + ni * 8 + g) * NSG_LDS + kk + 2 * t;
+			for (ni = 0; ni < NSG_NI; ni++) {
+				__local const ushort *p = bs[buf] + NSG_AT(wn + ni * 8 + g, kk + 2 * t);
 
 				fb[ni][0] = nsg_pair(p);
 				fb[ni][1] = nsg_pair(p + 8);
 			}
-			for (mi = 0; mi < 2; mi++)
-				for (ni = 0; ni < 4; ni++)
+			for (mi = 0; mi < NSG_MI; mi++)
+				for (ni = 0; ni < NSG_NI; ni++)
 					nsg_mma(acc[mi][ni], fa[mi], fb[ni], scratch, lane, prec);
 		}
 #else
@@ -296,8 +365,8 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 
 	/* C = round(alpha acc + beta C); beta 0 reads nothing */
 #ifdef NSG_FRAGMENTS
-	for (mi = 0; mi < 2; mi++)
-		for (ni = 0; ni < 4; ni++)
+	for (mi = 0; mi < NSG_MI; mi++)
+		for (ni = 0; ni < NSG_NI; ni++)
 			for (i = 0; i < 4; i++) {
 				const ulong r = row0 + wm + mi * 16 + g + 8 * (i >> 1);
 				const ulong col = col0 + wn + ni * 8 + 2 * t + (i & 1);
@@ -318,10 +387,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 
 			if (r >= m || col >= n)
 				continue;
-			v = alpha * (j == 0   ? acc[i].x
-				     : j == 1 ? acc[i].y
-				     : j == 2 ? acc[i].z
-					      : acc[i].w);
+			v = alpha * (j == 0 ? acc[i].x : j == 1 ? acc[i].y : j == 2 ? acc[i].z : acc[i].w);
 			if (beta != 0.0f)
 				v += beta * c[c_off + r * n + col];
 			c[c_off + r * n + col] = nsg_round(v, prec);

@@ -13,12 +13,15 @@
 #include "mb_embedded.h"
 #include "mb_err.h"
 
-#define SOURCE	 "kernels/ns_gemm.cl"
-#define TILE_M	 64 /* NSG_BM, NSG_BN and NSG_THREADS of the kernel */
-#define TILE_N	 64
-#define THREADS	 128
-#define NSG_BF16 1u /* the kernel's precision argument */
-#define NSG_FP16 2u
+#define SOURCE	  "kernels/ns_gemm.cl"
+#define NSG_BF16  1u /* the kernel's precision argument */
+#define NSG_FP16  2u
+#define NSG_VEC_A 1u /* and its vec argument: A's rows start 16-byte aligned */
+#define NSG_VEC_B 2u /* op(B)'s */
+
+/* The kernel's NSG_BM (= NSG_BN) and NSG_THREADS of each path. */
+static const unsigned path_tile[MB_GEMM16_NPATHS] = { 64, 128, 128 };
+static const unsigned path_threads[MB_GEMM16_NPATHS] = { 128, 256, 256 };
 
 const char *const mb_precision_names[MB_NPRECISIONS] = { MB_PRECISIONS(MB_NAME_, ) };
 const char *const mb_gemm16_path_names[MB_GEMM16_NPATHS] = { MB_GEMM16_PATHS(MB_NAME_, ) };
@@ -98,11 +101,10 @@ int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_p
 				      &wg, NULL);
 	if ((err = mb_cl_check(cl, st, "clGetKernelWorkGroupInfo", "ns_gemm, %s path", name)))
 		goto out_release;
-	if (wg < THREADS) {
-		err = mb_fail(
-			"ns_gemm (%s path) on '%s': work-groups of %zu work-items at most, it "
-			"needs %d",
-			name, cl->info.name, wg, THREADS);
+	if (wg < path_threads[path]) {
+		err = mb_fail("ns_gemm (%s path) on '%s': work-groups of %zu work-items at most, "
+			      "it needs %u",
+			      name, cl->info.name, wg, path_threads[path]);
 		goto out_release;
 	}
 	return 0;
@@ -117,13 +119,18 @@ int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_pre
 		      uint64_t a_off, cl_mem b, uint64_t b_off, float beta, cl_mem c,
 		      uint64_t c_off, cl_event *ev)
 {
+	const uint64_t tile = path_tile[g->path], threads = path_threads[g->path];
 	cl_ulong cm = m, cn = n, ck = k, ao = a_off, bo = b_off, co = c_off;
 	cl_uint bt = b_transposed, p = prec == MB_PREC_FP16 ? NSG_FP16 : NSG_BF16;
-	size_t global[2], local[2] = { THREADS, 1 };
-	const void *values[] = { &cm, &cn, &ck, &alpha, &a, &ao, &b, &bo, &bt, &beta, &c, &co, &p };
+	/* float4 loads where every row starts 16-byte aligned (the buffers' bases are) */
+	cl_uint vec = (a_off % 4 == 0 && k % 4 == 0 ? NSG_VEC_A : 0) |
+		      (b_off % 4 == 0 && (b_transposed ? k : n) % 4 == 0 ? NSG_VEC_B : 0);
+	size_t global[2], local[2] = { (size_t)threads, 1 };
+	const void *values[] = { &cm, &cn, &ck,	  &alpha, &a,  &ao, &b,
+				 &bo, &bt, &beta, &c,	  &co, &p,  &vec };
 	const size_t sizes[] = { sizeof(cm), sizeof(cn), sizeof(ck), sizeof(alpha), sizeof(a),
 				 sizeof(ao), sizeof(b),	 sizeof(bo), sizeof(bt),    sizeof(beta),
-				 sizeof(c),  sizeof(co), sizeof(p) };
+				 sizeof(c),  sizeof(co), sizeof(p),  sizeof(vec) };
 	cl_int st = CL_SUCCESS;
 	cl_uint i;
 
@@ -134,11 +141,11 @@ int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_pre
 			       prec < MB_NPRECISIONS ? mb_precision_names[prec] : "such");
 	if (!m || !n)
 		return 0;
-	if ((n + TILE_N - 1) / TILE_N > SIZE_MAX / THREADS)
+	if ((n + tile - 1) / tile > SIZE_MAX / threads)
 		return mb_fail("ns_gemm: %llux%llu is too large", (unsigned long long)m,
 			       (unsigned long long)n);
-	global[0] = (size_t)((n + TILE_N - 1) / TILE_N) * THREADS;
-	global[1] = (size_t)((m + TILE_M - 1) / TILE_M);
+	global[0] = (size_t)((n + tile - 1) / tile * threads);
+	global[1] = (size_t)((m + tile - 1) / tile);
 	for (i = 0; i < sizeof(values) / sizeof(values[0]) && st == CL_SUCCESS; i++)
 		st = clSetKernelArg(g->kernel, i, sizes[i], values[i]);
 	if (mb_cl_check(g->cl, st, "clSetKernelArg", "ns_gemm (%s), %llux%llux%llu",

@@ -2,7 +2,8 @@
  * Our 16-bit GEMM (kernels/ns_gemm.cl) on the default device (PoCL in CI):
  * the portable kernel and the mma path's tiling with mma.sync emulated, at
  * both precisions, op(B) both ways, with alpha and beta, at shapes that are
- * not multiples of the 64 x 64 x 16 tile, against a host reference on the
+ * not multiples of the tiles (64 x 64 x 16, mma's 128 x 128 x 32), from
+ * odd and from 16-byte-aligned offsets, against a host reference on the
  * same rounded inputs; the choice of path from a device's description;
  * mb_gemm16_open on this device; and Newton-Schulz at bf16 and fp16 by
  * either method, on either path, against the float64 reference within
@@ -72,13 +73,16 @@ static void fill_random(float *x, size_t n, uint32_t seed)
 
 /*
  * One GEMM on the device by G and on the host, in one buffer with A, B and
- * C at odd offsets; each element within a 16-bit rounding of its own size
+ * C at odd or (ALIGNED) 16-byte offsets; each element within a 16-bit rounding of its own size
  * plus one of the sum of the magnitudes (the order of the sum differs).
  */
 static void check_one(const struct mb_gemm16 *g, enum mb_precision p, bool bt, uint64_t m,
-		      uint64_t n, uint64_t k, float alpha, float beta)
+		      uint64_t n, uint64_t k, float alpha, float beta, bool aligned)
 {
-	const uint64_t a_off = 3, b_off = a_off + m * k + 5, c_off = b_off + n * k + 7;
+	/* odd offsets (loads one by one), or multiples of 4 (float4 where rows allow) */
+	const uint64_t a_off = aligned ? 4 : 3;
+	const uint64_t b_off = aligned ? (a_off + m * k + 7) / 4 * 4 + 4 : a_off + m * k + 5;
+	const uint64_t c_off = aligned ? (b_off + n * k + 7) / 4 * 4 + 4 : b_off + n * k + 7;
 	const uint64_t total = c_off + m * n + 11;
 	const double eps = p == MB_PREC_BF16 ? 1.0 / 256 : 1.0 / 2048;
 	float *x = malloc(total * sizeof(float)), *out = malloc(m * n * sizeof(float));
@@ -144,8 +148,8 @@ static void check_one(const struct mb_gemm16 *g, enum mb_precision p, bool bt, u
 
 /* Shapes: one element, odd edges, several tiles, and NS's on the tests' matrices. */
 static const uint64_t shapes[][3] = {
-	{ 1, 1, 1 },	 { 17, 33, 9 },	  { 100, 70, 130 }, { 64, 64, 16 },
-	{ 65, 129, 17 }, { 48, 48, 160 }, { 48, 160, 48 },  { 67, 67, 131 },
+	{ 1, 1, 1 },	 { 17, 33, 9 },	  { 100, 70, 130 }, { 64, 64, 16 },   { 65, 129, 17 },
+	{ 48, 48, 160 }, { 48, 160, 48 }, { 67, 67, 131 },  { 200, 150, 70 }, { 129, 260, 36 },
 };
 
 static void check_path(enum mb_gemm16_path path)
@@ -160,10 +164,16 @@ static void check_path(enum mb_gemm16_path path)
 		for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
 			const uint64_t *d = shapes[s];
 
-			check_one(&g, (enum mb_precision)p, false, d[0], d[1], d[2], 1.0f, 0.0f);
-			check_one(&g, (enum mb_precision)p, true, d[0], d[1], d[2], 1.0f, 0.0f);
+			check_one(&g, (enum mb_precision)p, false, d[0], d[1], d[2], 1.0f, 0.0f,
+				  false);
+			check_one(&g, (enum mb_precision)p, true, d[0], d[1], d[2], 1.0f, 0.0f,
+				  false);
+			check_one(&g, (enum mb_precision)p, false, d[0], d[1], d[2], 1.0f, 0.0f,
+				  true);
+			check_one(&g, (enum mb_precision)p, true, d[0], d[1], d[2], 1.0f, 0.0f,
+				  true);
 			check_one(&g, (enum mb_precision)p, s % 2, d[0], d[1], d[2], 2.0315f,
-				  -4.775f);
+				  -4.775f, s % 3 == 0);
 		}
 	mb_gemm16_release(&g);
 }
@@ -199,7 +209,7 @@ static void degenerate(void **state)
 
 	(void)state;
 	assert_int_equal(mb_gemm16_init(&g, &cl, MB_GEMM16_PORTABLE), 0);
-	check_one(&g, MB_PREC_BF16, false, 5, 7, 0, 1.0f, 0.5f);
+	check_one(&g, MB_PREC_BF16, false, 5, 7, 0, 1.0f, 0.5f, false);
 	assert_int_equal(mb_gemm16_enqueue(&g, cl.compute, MB_PREC_BF16, false, 0, 5, 5, 1.0f, NULL,
 					   0, NULL, 0, 0.0f, NULL, 0, &ev),
 			 0);
@@ -256,7 +266,7 @@ static void open_picks_a_path(void **state)
 		assert_non_null(strstr(g.why, "no mma path"));
 	}
 	print_message("%s: %s\n", mb_gemm16_path_names[g.path], g.why);
-	check_one(&g, MB_PREC_FP16, true, 100, 70, 130, 1.0f, 0.0f);
+	check_one(&g, MB_PREC_FP16, true, 100, 70, 132, 1.0f, 0.0f, true);
 	mb_gemm16_release(&g);
 }
 
