@@ -117,6 +117,12 @@ static const struct option options[] = {
 	  "the steps whose mean is a run's figure (default: 2-6, cut to the steps run)" },
 	{ "pin-memory", "on|off", CHOICE, AT(pin_memory), "on", 0, 0, "on|off", STEP_CMDS,
 	  "offload_optimizer.pin_memory: pin the buffers that cross the bus" },
+	{ "pinned-alloc", MB_WORDS(MB_PINNED_ALLOCS), ENUM, AT(pinned_alloc), "auto", 0, 0,
+	  MB_WORDS(MB_PINNED_ALLOCS), MEMORY_CMDS,
+	  "how pinned host memory is made: alloc-host-ptr, a mapped CL_MEM_ALLOC_HOST_PTR "
+	  "buffer (NVIDIA's OpenCL also takes its size in device memory); nv, NVIDIA's "
+	  "clCreateBufferNV, pinned without that copy, as the CUDA runtime pins; auto: nv "
+	  "where the platform has it, else alloc-host-ptr" },
 	{ "writeback-dep", "host|event", CHOICE, AT(writeback_dep), "host", 0, 0, "host|event",
 	  STEP_CMDS,
 	  "overlapped writeback waits for the compute on the host, or through an event "
@@ -273,6 +279,7 @@ _Static_assert(sizeof(enum mb_format) == sizeof(unsigned) &&
 		       sizeof(enum mb_momentum_dtype) == sizeof(unsigned) &&
 		       sizeof(enum mb_params_back) == sizeof(unsigned) &&
 		       sizeof(enum mb_zero3_apply) == sizeof(unsigned) &&
+		       sizeof(enum mb_pinned_alloc) == sizeof(unsigned) &&
 		       sizeof(enum mb_ns_method) == sizeof(unsigned) &&
 		       sizeof(enum mb_estimate) == sizeof(unsigned),
 	       "the ENUM options' enums are the size of an unsigned");

@@ -185,7 +185,8 @@ int mb_setup_device(const struct mb_args *args, struct mb_cl *cl)
 	if ((err = mb_cl_find(&sel, &d)) || (err = mb_setup_tuning(args, &d, &t, &chosen)) ||
 	    (err = mb_cl_open(cl, &sel)))
 		return err;
-	if (chosen.match != MB_TUNING_NONE && (err = mb_tuning_apply(&t, cl))) {
+	if ((err = mb_cl_pinned_choose(cl, args->pinned_alloc)) ||
+	    (chosen.match != MB_TUNING_NONE && (err = mb_tuning_apply(&t, cl)))) {
 		mb_cl_release(cl);
 		return err;
 	}

@@ -607,6 +607,9 @@ int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel)
 	cl->prefetch = clCreateCommandQueue(cl->context, cl->device, props, &st);
 	if ((err = mb_cl_check(cl, st, "clCreateCommandQueue", "prefetch queue")))
 		goto out_release;
+	*(void **)&cl->create_buffer_nv =
+		clGetExtensionFunctionAddressForPlatform(cl->platform, "clCreateBufferNV");
+	mb_cl_pinned_choose(cl, MB_PINNED_AUTO);
 	if ((err = build_program(cl)) || (err = stateless_clblast(cl)) ||
 	    (err = mb_cl_kernel(cl, "zero_span", &cl->zero)) ||
 	    (err = mb_cl_local_size(cl, cl->zero, "zero_span", 1, &cl->zero_local)))
@@ -848,6 +851,40 @@ const char *mb_clblast_strerror(int status)
 	}
 	/* the rest are OpenCL's own codes */
 	return mb_cl_strerror(status);
+}
+
+const char *const mb_pinned_alloc_names[MB_NPINNED_ALLOCS] = { MB_PINNED_ALLOCS(MB_NAME_, ) };
+
+int mb_cl_pinned_choose(struct mb_cl *cl, enum mb_pinned_alloc asked)
+{
+	if (asked == MB_PINNED_NV && !cl->create_buffer_nv)
+		return mb_bad_input(
+			"--pinned-alloc nv: the platform of '%s' has no clCreateBufferNV "
+			"(cl_nv_create_buffer, NVIDIA's); alloc-host-ptr works everywhere",
+			cl->info.name);
+	cl->pinned_alloc = asked != MB_PINNED_AUTO ? asked
+			   : cl->create_buffer_nv  ? MB_PINNED_NV
+						   : MB_PINNED_ALLOC_HOST_PTR;
+	return 0;
+}
+
+/* cl_nv_create_buffer's flags (NVIDIA's; not in Khronos' headers) */
+#define MB_CL_MEM_LOCATION_HOST_NV (1u << 0)
+#define MB_CL_MEM_PINNED_NV	   (1u << 1)
+
+cl_mem mb_cl_create_pinned(const struct mb_cl *cl, size_t bytes, cl_int *st, const char **call)
+{
+	cl_mem (*create_nv)(cl_context, cl_mem_flags, cl_bitfield, size_t, void *, cl_int *);
+
+	if (cl->pinned_alloc == MB_PINNED_NV) {
+		*(void **)&create_nv = cl->create_buffer_nv;
+		*call = "clCreateBufferNV(CL_MEM_LOCATION_HOST_NV | CL_MEM_PINNED_NV)";
+		return create_nv(cl->context, CL_MEM_READ_WRITE,
+				 MB_CL_MEM_LOCATION_HOST_NV | MB_CL_MEM_PINNED_NV, bytes, NULL, st);
+	}
+	*call = "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)";
+	return clCreateBuffer(cl->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL,
+			      st);
 }
 
 /* Work-items of a zero_span at most: enough to fill any device, few enough to loop. */

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mb_words.h"
+
 struct mb_cl_device_info {
 	unsigned platform, device; /* indices, as --platform and --device take them */
 	char platform_name[128];
@@ -81,6 +83,21 @@ struct mb_cl_select {
  */
 int mb_cl_find(const struct mb_cl_select *sel, struct mb_cl_device_info *info);
 
+/*
+ * How pinned host memory is made (a list, mb_words.h): auto, the best the
+ * platform has; a mapped CL_MEM_ALLOC_HOST_PTR buffer, which every driver
+ * pins but NVIDIA's also copies into device memory, byte for byte; or
+ * NVIDIA's clCreateBufferNV (cl_nv_create_buffer) with CL_MEM_LOCATION_HOST_NV
+ * and CL_MEM_PINNED_NV, which pins as the CUDA runtime does (2 GiB: +2 MiB
+ * on an H200, where ALLOC_HOST_PTR took +2050 MiB, both at 55 GB/s).
+ */
+#define MB_PINNED_ALLOCS(X, SEP) \
+	X(AUTO, "auto") SEP X(ALLOC_HOST_PTR, "alloc-host-ptr") SEP X(NV, "nv")
+#define MB_PINNED_ENUM_(e, ...) MB_PINNED_##e,
+enum mb_pinned_alloc { MB_PINNED_ALLOCS(MB_PINNED_ENUM_, ) MB_NPINNED_ALLOCS };
+
+extern const char *const mb_pinned_alloc_names[MB_NPINNED_ALLOCS];
+
 struct mb_cl {
 	struct mb_cl_device_info info;
 	cl_platform_id platform;
@@ -91,6 +108,8 @@ struct mb_cl {
 	cl_program program;		/* every kernel source, built once */
 	cl_kernel zero;			/* zero_span, for mb_cl_zero */
 	size_t zero_local;
+	enum mb_pinned_alloc pinned_alloc; /* ALLOC_HOST_PTR or NV once open, never AUTO */
+	void *create_buffer_nv;		   /* clCreateBufferNV, where the platform has it */
 	char tuning[4096]; /* CLBlast's parameters in force: "default", or the tuning's source */
 	char tuning_match[16]; /* how it was chosen (mb_tuning_match_names); "none": default */
 	char tuning_why[1024]; /* for people */
@@ -184,6 +203,20 @@ void mb_cl_local_shape(size_t limit, const size_t *item_max, cl_uint dims, size_
 
 /* N rounded up to a multiple of MULTIPLE (> 0). */
 size_t mb_cl_round_up(size_t n, size_t multiple);
+
+/*
+ * Make pinned host memory as ASKED from now on: AUTO is NV where the
+ * platform has clCreateBufferNV, else ALLOC_HOST_PTR (what mb_cl_open
+ * chose); NV where it has not is -MB_EINPUT.
+ */
+int mb_cl_pinned_choose(struct mb_cl *cl, enum mb_pinned_alloc asked);
+
+/*
+ * A read-write buffer of BYTES in pinned host memory, made as
+ * CL->pinned_alloc says (map it for its host address); on failure NULL,
+ * the status in *ST and the call's name in *CALL.
+ */
+cl_mem mb_cl_create_pinned(const struct mb_cl *cl, size_t bytes, cl_int *st, const char **call);
 
 /*
  * Enqueue on Q zeros over BYTES of BUF from byte OFF, with a kernel of ours

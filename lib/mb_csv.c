@@ -98,6 +98,7 @@ static const struct column columns[] = {
 	COL(gather_budget_bytes, U64),
 	COL(sub_group_size_elems, U64),
 	WORDS(pin_memory, "on|off"),
+	COLV(pinned_alloc, TEXT, "alloc-host-ptr|nv", 12),
 	WORDS(writeback_dep, "host|event"),
 	WORDS(param_order, MB_WORDS(MB_PARAM_ORDERS)),
 	WORDS(momentum_dtype, MB_WORDS(MB_MOMENTUM_DTYPES)),

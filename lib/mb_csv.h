@@ -48,6 +48,7 @@ struct mb_csv_row {
 	uint64_t run, runs, steps, measure_first, measure_last;
 	uint64_t gather_budget_bytes, sub_group_size_elems;
 	char pin_memory[4], writeback_dep[8];
+	char pinned_alloc[16]; /* alloc-host-ptr or nv (12; empty in older rows: alloc-host-ptr) */
 	char param_order[8], momentum_dtype[8], ns_method[16]; /* shape|model, fp32|bf16,
 								  gram|standard */
 	uint64_t pin_chunk_bytes, reduce_bucket_size;	       /* bytes, elements */

@@ -31,6 +31,7 @@ static int alloc_pinned(struct mb_hostbuf *b, struct mb_hostchunk *c)
 {
 	const struct mb_cl *cl = b->cl;
 	char size[32], most[32];
+	const char *call;
 	cl_int st;
 
 	mb_fmt_bytes_iec(size, sizeof(size), c->bytes);
@@ -40,10 +41,8 @@ static int alloc_pinned(struct mb_hostbuf *b, struct mb_hostchunk *c)
 			       "once; use --pin-memory off",
 			       b->what, size, (unsigned long long)c->off, cl->info.name,
 			       mb_fmt_bytes_iec(most, sizeof(most), cl->info.max_alloc_bytes));
-	c->mem = clCreateBuffer(cl->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, c->bytes,
-				NULL, &st);
-	if (mb_cl_check(cl, st, "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)", "pinned '%s', %s", b->what,
-			size))
+	c->mem = mb_cl_create_pinned(cl, c->bytes, &st, &call);
+	if (mb_cl_check(cl, st, call, "pinned '%s', %s", b->what, size))
 		return -MB_EFAIL;
 	c->ptr = clEnqueueMapBuffer(cl->compute, c->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
 				    c->bytes, 0, NULL, NULL, &st);

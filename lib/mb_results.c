@@ -24,6 +24,11 @@ const char *mb_results_momentum_setting(const struct mb_csv_row *r)
 		       : r->momentum_dtype;
 }
 
+const char *mb_results_pinned_alloc_setting(const struct mb_csv_row *r)
+{
+	return r->pinned_alloc[0] ? r->pinned_alloc : "alloc-host-ptr";
+}
+
 const char *mb_results_params_back_setting(const struct mb_csv_row *r)
 {
 	unsigned stage = r->stage <= 3 ? (unsigned)r->stage : 0;
@@ -58,6 +63,8 @@ static const struct {
 	SWEPT(gather_budget_bytes),
 	SWEPT(sub_group_size_elems),
 	KNOB(pin_memory, true),
+	{ "pinned_alloc", offsetof(struct mb_csv_row, pinned_alloc), true,
+	  mb_results_pinned_alloc_setting, false },
 	KNOB(writeback_dep, true),
 	KNOB(param_order, true),
 	{ "momentum_dtype", offsetof(struct mb_csv_row, momentum_dtype), true,

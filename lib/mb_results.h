@@ -106,6 +106,12 @@ const char *mb_results_momentum_setting(const struct mb_csv_row *r);
 /* The same for how the params go back: "auto" where it is the stage's default. */
 const char *mb_results_params_back_setting(const struct mb_csv_row *r);
 
+/*
+ * How pinned host memory was made: the row's pinned_alloc, and for a row
+ * from before format 12 (empty) "alloc-host-ptr", the only way there was.
+ */
+const char *mb_results_pinned_alloc_setting(const struct mb_csv_row *r);
+
 /* Whether A and B ran the same model with the same knobs (device aside). */
 bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b);
 

@@ -9,6 +9,9 @@
  * - MB_SHIM_FAULT=K: the K-th wait (clWaitForEvents or clFinish, counted
  *   together from 1) fails with -9999.
  * - MB_SHIM_HANG=K: the K-th wait never returns.
+ * - MB_SHIM_NV=1: the platform offers NVIDIA's clCreateBufferNV
+ *   (cl_nv_create_buffer), made of clCreateBuffer(CL_MEM_ALLOC_HOST_PTR); each
+ *   call appends "nv FLAGS" to MB_SHIM_LOG.
  *
  * A fault kills the context, as a real one does: until the next
  * clCreateContext, every enqueue and wait fails with
@@ -22,6 +25,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define NV_ILLEGAL_ADDRESS (-9999)
@@ -90,6 +94,30 @@ cl_context clCreateContext(const cl_context_properties *props, cl_uint n, const 
 	REAL(clCreateContext);
 	dead = 0;
 	return real(props, n, devs, notify, user, err);
+}
+
+/* clCreateBufferNV as NVIDIA's driver offers it, on any device: host memory, pinned. */
+static cl_mem create_buffer_nv(cl_context ctx, cl_mem_flags flags, cl_bitfield nv_flags,
+			       size_t size, void *host, cl_int *err)
+{
+	const char *log = getenv("MB_SHIM_LOG");
+	FILE *f;
+
+	if (log && *log && (f = fopen(log, "a"))) {
+		fprintf(f, "nv %llu\n", (unsigned long long)nv_flags);
+		fclose(f);
+	}
+	return clCreateBuffer(ctx, flags | CL_MEM_ALLOC_HOST_PTR, size, host, err);
+}
+
+void *clGetExtensionFunctionAddressForPlatform(cl_platform_id platform, const char *name)
+{
+	const char *nv = getenv("MB_SHIM_NV");
+
+	REAL(clGetExtensionFunctionAddressForPlatform);
+	if (nv && !strcmp(nv, "1") && !strcmp(name, "clCreateBufferNV"))
+		return (void *)create_buffer_nv;
+	return real(platform, name);
 }
 
 cl_int clWaitForEvents(cl_uint n, const cl_event *evs)

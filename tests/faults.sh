@@ -4,7 +4,9 @@
 # kills the context, a wait never returns. muonbench zeroes with a kernel of
 # its own (no fill to choke on), ends the faulted cell with a "device lost"
 # row and runs the others on the device opened anew, and after a signal ends
-# within its grace even when the driver never returns. Prints TAP.
+# within its grace even when the driver never returns; and where the platform
+# offers NVIDIA's clCreateBufferNV (the shim's), pinned memory is made by it.
+# Prints TAP.
 # Usage: tests/faults.sh path/to/muonbench path/to/clshim.so   (from the repository root)
 set -u
 bin=$1
@@ -140,6 +142,35 @@ if [ $hrc -eq 1 ] && [ $took -le 3 ] && grep -q "a second signal: exiting now" "
 	report ok "faults: a second signal ends it at once (${took} s)"
 else
 	report fail "faults: a second signal ends it at once" "exit $hrc after ${took} s: $(cat "$tmp/herr")"
+fi
+
+# 4. Pinned memory through NVIDIA's clCreateBufferNV, where the platform has it (here, the
+# shim's): auto takes it, the rows say so, the final state is the same as with
+# CL_MEM_ALLOC_HOST_PTR; asked for where it is absent, it is refused before anything runs.
+expect_error "faults: --pinned-alloc nv where the platform lacks clCreateBufferNV" 2 \
+	"--pinned-alloc nv: the platform of '" run --config tests/data/good/micro.json --pinned-alloc nv \
+	--fwd-bwd off --profile off --stage 2 --variant master --runs 1 --steps 2 --out "$tmp/never.csv"
+pin="--config tests/data/good/micro.json --gather-budget 128Ki --fwd-bwd off --profile off --stage 2 --variant master,both --runs 1 --steps 2 --quiet"
+rm -f "$tmp/nvlog"
+# shellcheck disable=SC2086 # $pin is a list of options
+LD_PRELOAD=$shim MB_SHIM_NV=1 MB_SHIM_LOG="$tmp/nvlog" "$bin" run $pin --out "$tmp/nv.csv" >/dev/null 2>"$tmp/err"
+rc=$?
+# shellcheck disable=SC2086
+LD_PRELOAD=$shim MB_SHIM_NV=1 "$bin" run $pin --pinned-alloc alloc-host-ptr --out "$tmp/ahp.csv" >/dev/null 2>>"$tmp/err"
+pinned() {
+	python3 -c 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print(r["status"], r["pinned_alloc"], r["checksum"])' "$1" | sort -u
+}
+nv=$(pinned "$tmp/nv.csv")
+ahp=$(pinned "$tmp/ahp.csv")
+if [ $rc -eq 0 ] && [ "$(echo "$nv" | wc -l)" -eq 1 ] && [ "${nv%% *}" = ok ] &&
+	[ "$(echo "$nv" | cut -d' ' -f2)" = nv ] && [ "$(echo "$ahp" | cut -d' ' -f2)" = alloc-host-ptr ] &&
+	[ "$(echo "$nv" | cut -d' ' -f3)" = "$(echo "$ahp" | cut -d' ' -f3)" ] &&
+	grep -qx "nv 3" "$tmp/nvlog"; then
+	report ok "faults: auto pins through clCreateBufferNV (LOCATION_HOST | PINNED) where it exists, same state"
+else
+	report fail "faults: auto pins through clCreateBufferNV (LOCATION_HOST | PINNED) where it exists, same state" "exit $rc: nv: $nv; ahp: $ahp; $(cat "$tmp/err" "$tmp/nvlog" 2>/dev/null)"
 fi
 
 echo "1..$n"

@@ -64,6 +64,7 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	snprintf(r->momentum_pinned, sizeof(r->momentum_pinned), "yes");
 	snprintf(r->checksum, sizeof(r->checksum), "6f352a9718e7167e");
 	snprintf(r->device_used_source, sizeof(r->device_used_source), "nvml");
+	snprintf(r->pinned_alloc, sizeof(r->pinned_alloc), "nv");
 	r->device_used_base_bytes = 123456789;
 	r->device_used_peak_bytes = MB_CSV_UNKNOWN; /* written empty, read back as unknown */
 	r->stage = 3;
@@ -158,8 +159,8 @@ static void assert_refused(const char *want)
 }
 
 /*
- * LINE (a header or a row without quoted fields) less the fields whose
- * header names start with "device_used_", in place: a version 10 or 11 file.
+ * LINE (a header or a row without quoted fields) less the fields that format
+ * 12 added (device_used_*, pinned_alloc), in place: a version 10 or 11 file.
  */
 static void drop_device_used(const char *header, char *line)
 {
@@ -170,7 +171,7 @@ static void drop_device_used(const char *header, char *line)
 	snprintf(names, sizeof(names), "%s", header);
 	names[strcspn(names, "\n")] = '\0';
 	for (name = strtok_r(names, ",", &save); name && k < 128; name = strtok_r(NULL, ",", &save))
-		keep[k++] = strncmp(name, "device_used_", 12);
+		keep[k++] = strncmp(name, "device_used_", 12) && strcmp(name, "pinned_alloc");
 	line[strcspn(line, "\n")] = '\0';
 	k = 0;
 	/* field by field, the empty ones too (which strtok would skip) */
@@ -202,19 +203,21 @@ static void older_columns(void **state)
 	drop_device_used(header, h);
 	drop_device_used(header, r);
 	assert_null(strstr(h, "device_used"));
+	assert_null(strstr(h, "pinned_alloc"));
 	r[1] = '1'; /* "11," */
 	snprintf(text, sizeof(text), "%s%s", h, r);
 	write_text(text);
 	assert_int_equal(mb_csv_read(path, &rows, &n), 0);
 	assert_true(n == 1 && !rows[0].device_used_source[0] &&
 		    rows[0].device_used_base_bytes == MB_CSV_UNKNOWN &&
-		    rows[0].device_used_peak_bytes == MB_CSV_UNKNOWN &&
+		    rows[0].device_used_peak_bytes == MB_CSV_UNKNOWN && !rows[0].pinned_alloc[0] &&
+		    !strcmp(mb_results_pinned_alloc_setting(&rows[0]), "alloc-host-ptr") &&
 		    !strcmp(rows[0].checksum, w.checksum));
 	free(rows);
 	r[1] = '2'; /* a row of 12 that lacks them */
 	snprintf(text, sizeof(text), "%s%s", h, r);
 	write_text(text);
-	assert_refused(":2: missing column 'device_used_source' (format_version 12 has it)");
+	assert_refused(":2: missing column 'pinned_alloc' (format_version 12 has it)");
 	free(row);
 	free(header);
 }
@@ -238,7 +241,7 @@ static void bad_files(void **state)
 	assert_refused(":1: missing column 'reason'");
 	with_header("1,ok,,2026\n");
 	assert_refused(
-		":2: expected 94 fields as in the header, found 4 (a truncated or edited row?)");
+		":2: expected 95 fields as in the header, found 4 (a truncated or edited row?)");
 	sample_row(&w, 1);
 	snprintf(w.variant, sizeof(w.variant), "pipeline"); /* format 10 held it too, later */
 	line = mb_csv_format(&w);
