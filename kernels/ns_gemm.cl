@@ -114,6 +114,7 @@ static nsg_local_t nsg_store_value(float x, uint prec)
 #endif
 }
 
+#ifdef NSG_FRAGMENTS
 /*
  * Four floats of row R (of ROWS) from column X (of COLS) on: a float4 load
  * where VEC says the rows start 16-byte aligned and all four are inside,
@@ -171,17 +172,10 @@ static void nsg_load(__global const float *a, ulong a_off, __global const float 
 /* Four values of row R of the local tile T from k KK on, rounded. */
 static void nsg_put4(__local nsg_local_t *t, uint r, uint kk, float4 v, uint prec)
 {
-#ifdef NSG_FRAGMENTS
 	/* one 64-bit store: KK is a multiple of 4, the rows 16-byte aligned */
 	*(__local uint2 *)(t + NSG_AT(r, kk)) =
 		(uint2)((uint)nsg_bits(v.x, prec) | (uint)nsg_bits(v.y, prec) << 16,
 			(uint)nsg_bits(v.z, prec) | (uint)nsg_bits(v.w, prec) << 16);
-#else
-	t[NSG_AT(r, kk)] = nsg_round(v.x, prec);
-	t[NSG_AT(r, kk + 1)] = nsg_round(v.y, prec);
-	t[NSG_AT(r, kk + 2)] = nsg_round(v.z, prec);
-	t[NSG_AT(r, kk + 3)] = nsg_round(v.w, prec);
-#endif
 }
 
 /* RA and RB, rounded, into the local tiles AS (m x k) and BS (op(B)ᵀ: n x k). */
@@ -209,6 +203,60 @@ static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_tra
 		bs[NSG_AT(col + 3, kk)] = nsg_store_value(rb[i].w, prec);
 	}
 }
+
+#else
+/*
+ * The portable build's share of the step at K0's tiles (its 64 x 16 and 16
+ * x 64, 128 work-items), from global memory into RA and RB, zeros past the
+ * edges: A's row tid / 2, 8 k from (tid % 2) 8; Bᵀ's likewise; B's (k x n)
+ * k tid / 8, 8 columns from (tid % 8) 8. No float4 (VEC is not read): PoCL
+ * ran this twice as fast as the groups of 4 above, which a GPU prefers.
+ */
+static void nsg_load(__global const float *a, ulong a_off, __global const float *b, ulong b_off,
+		     uint b_transposed, ulong m, ulong n, ulong k, ulong row0, ulong col0, ulong k0,
+		     uint tid, uint vec, float *ra, float *rb)
+{
+	const uint la_row = tid >> 1, la_k = (tid & 1) * 8;
+	const uint lb_k = tid >> 3, lb_col = (tid & 7) * 8;
+	uint e;
+
+	(void)vec;
+	for (e = 0; e < 8; e++) {
+		const ulong r = row0 + la_row, kx = k0 + la_k + e;
+
+		ra[e] = r < m && kx < k ? a[a_off + r * k + kx] : 0.0f;
+	}
+	for (e = 0; e < 8; e++) {
+		if (b_transposed) {
+			const ulong col = col0 + la_row, kx = k0 + la_k + e;
+
+			rb[e] = col < n && kx < k ? b[b_off + col * k + kx] : 0.0f;
+		} else {
+			const ulong col = col0 + lb_col + e, kx = k0 + lb_k;
+
+			rb[e] = col < n && kx < k ? b[b_off + kx * n + col] : 0.0f;
+		}
+	}
+}
+
+/* RA and RB, rounded, into the local tiles AS (m x k) and BS (op(B)ᵀ: n x k). */
+static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_transposed, uint tid,
+		    const float *ra, const float *rb, uint prec)
+{
+	const uint la_row = tid >> 1, la_k = (tid & 1) * 8;
+	const uint lb_k = tid >> 3, lb_col = (tid & 7) * 8;
+	uint e;
+
+	for (e = 0; e < 8; e++) {
+		as[NSG_AT(la_row, la_k + e)] = nsg_store_value(ra[e], prec);
+		if (b_transposed)
+			bs[NSG_AT(la_row, la_k + e)] = nsg_store_value(rb[e], prec);
+		else
+			bs[NSG_AT(lb_col + e, lb_k)] = nsg_store_value(rb[e], prec);
+	}
+}
+
+#endif
 
 #ifdef NSG_FRAGMENTS
 /* Two consecutive 16-bit elements as a .b32 register: the lower index in the lower bits. */
@@ -286,7 +334,11 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 	const uint tid = get_local_id(0);
 	const ulong row0 = (ulong)get_group_id(1) * NSG_BM, col0 = (ulong)get_group_id(0) * NSG_BN;
 	const ulong nsteps = (k + NSG_BK - 1) / NSG_BK;
+#ifdef NSG_FRAGMENTS
 	float4 ra[NSG_AG], rb[NSG_BG];
+#else
+	float ra[8], rb[8];
+#endif
 	ulong step;
 	uint kk, buf;
 #ifdef NSG_FRAGMENTS
