@@ -52,15 +52,15 @@
 #define NSG_NI	      (NSG_WTN / 8)
 /* ushorts a local row: 80 bytes, 16-byte aligned, the fragments' reads conflict-free */
 #define NSG_LDS	      (NSG_BK + 8)
-#define NSG_AT(r, kk) ((r) * NSG_LDS + (kk)) /* row r's k kk: k-major, as the fragments read */
+#define NSG_AT(r, kk) ((r)*NSG_LDS + (kk)) /* row r's k kk: k-major, as the fragments read */
 typedef ushort nsg_local_t;
 #else
-#define NSG_BM	    64
-#define NSG_BN	    64
-#define NSG_BK	    16
-#define NSG_THREADS 128
+#define NSG_BM	      64
+#define NSG_BN	      64
+#define NSG_BK	      16
+#define NSG_THREADS   128
 /* row r's k kk: r-major, so that consecutive work-items read consecutive columns */
-#define NSG_AT(r, kk) ((kk) * NSG_BM + (r))
+#define NSG_AT(r, kk) ((kk)*NSG_BM + (r))
 typedef float nsg_local_t;
 #endif
 
@@ -148,8 +148,8 @@ static float4 nsg_four(__global const float *p, ulong off, ulong r, ulong rows, 
  * (q % (BN / 4)) 4.
  */
 static void nsg_load(__global const float *a, ulong a_off, __global const float *b, ulong b_off,
-		     uint b_transposed, ulong m, ulong n, ulong k, ulong row0, ulong col0,
-		     ulong k0, uint tid, uint vec, float4 *ra, float4 *rb)
+		     uint b_transposed, ulong m, ulong n, ulong k, ulong row0, ulong col0, ulong k0,
+		     uint tid, uint vec, float4 *ra, float4 *rb)
 {
 	uint i, q;
 
@@ -380,7 +380,8 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 #ifdef NSG_FRAGMENTS
 		for (kk = 0; kk < NSG_BK; kk += 16) {
 			for (mi = 0; mi < NSG_MI; mi++) {
-				__local const ushort *p = as[buf] + NSG_AT(wm + mi * 16 + g, kk + 2 * t);
+				__local const ushort *p =
+					as[buf] + NSG_AT(wm + mi * 16 + g, kk + 2 * t);
 
 				fa[mi][0] = nsg_pair(p);
 				fa[mi][1] = nsg_pair(p + NSG_AT(8, 0));
@@ -388,7 +389,8 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 				fa[mi][3] = nsg_pair(p + NSG_AT(8, 0) + 8);
 			}
 			for (ni = 0; ni < NSG_NI; ni++) {
-				__local const ushort *p = bs[buf] + NSG_AT(wn + ni * 8 + g, kk + 2 * t);
+				__local const ushort *p =
+					bs[buf] + NSG_AT(wn + ni * 8 + g, kk + 2 * t);
 
 				fb[ni][0] = nsg_pair(p);
 				fb[ni][1] = nsg_pair(p + 8);
@@ -439,7 +441,10 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 
 			if (r >= m || col >= n)
 				continue;
-			v = alpha * (j == 0 ? acc[i].x : j == 1 ? acc[i].y : j == 2 ? acc[i].z : acc[i].w);
+			v = alpha * (j == 0   ? acc[i].x
+				     : j == 1 ? acc[i].y
+				     : j == 2 ? acc[i].z
+					      : acc[i].w);
 			if (beta != 0.0f)
 				v += beta * c[c_off + r * n + col];
 			c[c_off + r * n + col] = nsg_round(v, prec);
