@@ -134,7 +134,13 @@ out_release:
 	return err;
 }
 
-/* CLBlast's temporary bytes for one row-major GEMM C(m x n) = A(m x k) B(k x n). */
+/*
+ * CLBlast's temporary bytes for one row-major GEMM C(m x n) = A(m x k) B(k x n),
+ * asked with offsets that are not 0: a matrix at offset 0 whose sizes fit
+ * CLBlast's tiles needs no temporary copy, one elsewhere does, and the
+ * workspace's matrices sit at offsets that change from call to call. So this
+ * is what the calls need at any offset, never less.
+ */
 static int gemm_temp(const struct mb_cl *cl, bool b_transposed, uint64_t m, uint64_t n, uint64_t k,
 		     size_t *bytes)
 {
@@ -143,7 +149,7 @@ static int gemm_temp(const struct mb_cl *cl, bool b_transposed, uint64_t m, uint
 
 	st = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, CLBlastTransposeNo,
 					b_transposed ? CLBlastTransposeYes : CLBlastTransposeNo, m,
-					n, k, 0, k, 0, b_transposed ? k : n, 0, n, &q, bytes);
+					n, k, 1, k, 1, b_transposed ? k : n, 1, n, &q, bytes);
 	return mb_clblast_check(cl, st, "CLBlastSGemmTempBufferSize", "%llux%llux%llu GEMM",
 				(unsigned long long)m, (unsigned long long)n,
 				(unsigned long long)k);
