@@ -203,9 +203,21 @@ int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, 
 	size_t i;
 	int err;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (mb_ns_workspace_bytes(rows[i], cols[i], ns->method) > work)
 			work = mb_ns_workspace_bytes(rows[i], cols[i], ns->method);
+		/* CLBlast takes offsets and sizes as int and indexes in int */
+		if (ns->precision == MB_PREC_FP32 &&
+		    mb_ns_workspace_bytes(rows[i], cols[i], ns->method) / sizeof(float) > INT32_MAX)
+			return mb_fail(
+				"Newton-Schulz on a %llux%llu matrix needs %llu floats of "
+				"workspace, past 2^31-1, where CLBlast's int offsets wrap; the "
+				"16-bit GEMMs (--ns-precision bf16|fp16) index in 64 bits",
+				(unsigned long long)rows[i], (unsigned long long)cols[i],
+				(unsigned long long)(mb_ns_workspace_bytes(rows[i], cols[i],
+									   ns->method) /
+						     sizeof(float)));
+	}
 	if (ns->precision != MB_PREC_FP32 && !ns->gemm16.kernel &&
 	    (err = mb_gemm16_open(&ns->gemm16, ns->cl)))
 		return err;

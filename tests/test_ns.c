@@ -717,6 +717,28 @@ static void ns_needs_reserve(void **state)
 	mb_ledger_release(&l);
 }
 
+/*
+ * A matrix whose fp32 workspace passes 2^31 floats is refused before anything
+ * is allocated (CLBlast's int offsets would wrap), naming the shape; 16-bit
+ * GEMMs index in 64 bits and are not refused for it.
+ */
+static void ns_workspace_within_int(void **state)
+{
+	uint64_t rows = 16384, cols = 65536;
+	struct mb_ledger l;
+	struct mb_ns ns;
+
+	(void)state;
+	mb_ledger_init(&l, &cl, 0);
+	assert_int_equal(mb_ns_init(&ns, &cl, &l), 0);
+	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), -MB_EFAIL);
+	assert_non_null(strstr(mb_errmsg(), "a 16384x65536 matrix needs"));
+	assert_non_null(strstr(mb_errmsg(), "past 2^31-1"));
+	assert_null(ns.work);
+	mb_ns_release(&ns);
+	mb_ledger_release(&l);
+}
+
 static void nsbench_verifies(void **state)
 {
 	struct mb_nsbench_settings s = { .batch = 2, .reps = 2, .verify = true, .seed = 3 };
@@ -848,6 +870,7 @@ int main(void)
 		cmocka_unit_test(ledger_books),
 		cmocka_unit_test(device_mem_limit),
 		cmocka_unit_test(ns_needs_reserve),
+		cmocka_unit_test(ns_workspace_within_int),
 		cmocka_unit_test(nsbench_verifies),
 		cmocka_unit_test(nsbench_holds_a_shape),
 		cmocka_unit_test(spread),
