@@ -16,8 +16,7 @@
 #include "setup.h"
 
 #define SHAPES_MAX	  32
-#define NS_FORMAT_VERSION 3    /* 2: ns_method and ns_flops; 3: ns_precision and ns_kernel */
-#define PRECISION_AUTO	  (-1) /* --ns-precision auto: resolved per method and device */
+#define NS_FORMAT_VERSION 3 /* 2: ns_method and ns_flops; 3: ns_precision and ns_kernel */
 
 static void print_header(const struct mb_ns *ns, const struct mb_host *host,
 			 const struct mb_nsbench_settings *s)
@@ -140,11 +139,8 @@ static void check_result(const struct mb_nsbench_settings *s, enum mb_precision 
 /* The precisions asked for: each of PRECISIONS, with auto resolved for METHOD on CL's device. */
 static enum mb_precision resolve(int precision, enum mb_ns_method method, const struct mb_cl *cl)
 {
-	if (precision != PRECISION_AUTO)
-		return (enum mb_precision)precision;
-	if (!mb_gemm16_mma_capable(&cl->info))
-		return MB_PREC_FP32;
-	return method == MB_NS_GRAM ? MB_PREC_FP16 : MB_PREC_BF16;
+	return precision != MB_SETUP_PRECISION_AUTO ? (enum mb_precision)precision
+						    : mb_ns_precision_auto(&cl->info, method);
 }
 
 /*
@@ -190,42 +186,6 @@ static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 	return failed[0] ? mb_fail("%s", failed) : 0;
 }
 
-/*
- * --ns-precision's list into PRECISIONS (at most MB_NPRECISIONS + 1 of
- * them, each a precision or PRECISION_AUTO, none twice), their count into *N.
- */
-static int precisions_of(const char *list, int *precisions, size_t *n)
-{
-	const char *at = list;
-	size_t len, i;
-	int v, k;
-
-	*n = 0;
-	for (;;) {
-		len = strcspn(at, ",");
-		v = -2;
-		for (k = 0; k < MB_NPRECISIONS; k++)
-			if (strlen(mb_precision_names[k]) == len &&
-			    !strncmp(at, mb_precision_names[k], len))
-				v = k;
-		if (len == 4 && !strncmp(at, "auto", 4))
-			v = PRECISION_AUTO;
-		if (v == -2)
-			return mb_bad_input(
-				"--ns-precision: invalid value '%.*s' in '%s' (expected "
-				"a list of " MB_WORDS(MB_PRECISIONS) "|auto)",
-				(int)len, at, list);
-		for (i = 0; i < *n; i++)
-			if (precisions[i] == v)
-				return mb_bad_input("--ns-precision: '%.*s' twice in '%s'",
-						    (int)len, at, list);
-		precisions[(*n)++] = v;
-		if (!at[len])
-			return 0;
-		at += len + 1;
-	}
-}
-
 /* The methods to time: the one --ns-method names, else all, in the order of their enum. */
 static size_t methods_of(const struct mb_args *args, enum mb_ns_method *methods)
 {
@@ -258,7 +218,7 @@ int mb_cmd_ns(const struct mb_args *args)
 	size_t n, i, p, nprec, nmethods = methods_of(args, methods);
 	int err;
 
-	if ((err = precisions_of(args->ns_precisions, precisions, &nprec)))
+	if ((err = mb_setup_precisions(args, precisions, &nprec)))
 		return err;
 	if ((err = mb_parse_shapes("--shape", args->shapes ? args->shapes : MB_NS_DEFAULT_SHAPES,
 				   shapes, SHAPES_MAX, &n)))

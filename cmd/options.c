@@ -179,12 +179,14 @@ static const struct option options[] = {
 	  "2 (zeropower_via_gram_newtonschulz, original_muon.py; the standard iteration on "
 	  "square matrices), or the standard quintic (zeropower_via_newtonschulz5); ns times "
 	  "both unless it is given" },
-	{ "ns-precision", "P[,P...]", TEXT, AT(ns_precisions), "fp32", 0, 0, NULL, ON(MB_CMD_NS),
-	  "the precision of Newton-Schulz's GEMMs, a list timed side by side: fp32 (CLBlast's "
-	  "SGEMM), bf16 or fp16 (our kernel, kernels/ns_gemm.cl: 16-bit inputs, fp32 "
-	  "accumulation, 16-bit results; on tensor cores through mma.sync on NVIDIA sm_80 and "
-	  "up once it matches the portable kernel there, else portable), or auto: what DeepSpeed "
-	  "runs where the device has the tensor-core path (gram fp16, standard bf16), else fp32" },
+	{ "ns-precision", "P[,P...]", TEXT, AT(ns_precisions), "auto", 0, 0, NULL,
+	  ON(MB_CMD_NS) | ON(MB_CMD_RUN),
+	  "the precision of Newton-Schulz's GEMMs: fp32 (CLBlast's SGEMM), bf16 or fp16 (our "
+	  "kernel, kernels/ns_gemm.cl: 16-bit inputs, fp32 accumulation, 16-bit results; on "
+	  "tensor cores through mma.sync on NVIDIA sm_80 and up once it matches the portable "
+	  "kernel there, else portable), or auto: what DeepSpeed runs where the device has the "
+	  "tensor-core path (gram fp16, standard bf16), else fp32 (PoCL included); ns takes a "
+	  "list and times it side by side, the others one" },
 	{ "batch", "N", COUNT, AT(batch), "1", 1, 1u << 16, NULL, ON(MB_CMD_NS),
 	  "matrices of each shape in one timed run" },
 	{ "reps", "N", COUNT, AT(reps), "5", 1, 1u << 16, NULL,

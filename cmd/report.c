@@ -47,8 +47,8 @@ static void md_header(const struct mb_table *t)
 	printf("CLBlast parameters: %s (%s).\n", r->tuning, r->tuning_match);
 	printf("Host %s (%s), CPUs %s, memory nodes %s (%s). Model %s: %llu layer%s, %s "
 	       "parameters, %s Muon. Steps %llu-%llu of %llu per run; gather budget %s; "
-	       "sub-group %s elements; pin_memory %s (chunks of %s); writeback %s; "
-	       "parameter order %s; momentum %s; Newton-Schulz %s; params back %s; ZeRO-3 apply "
+	       "sub-group %s elements; pin_memory %s (chunks of %s, %s); writeback %s; "
+	       "parameter order %s; momentum %s; Newton-Schulz %s in %s; params back %s; ZeRO-3 apply "
 	       "%s; forward/backward %s (seq %llu x %llu); seed %llu.\n\n",
 	       r->host, r->cpu_model, r->cpus, r->mems, r->binding, r->source,
 	       (unsigned long long)r->layers, r->layers == 1 ? "" : "s",
@@ -57,12 +57,12 @@ static void md_header(const struct mb_table *t)
 	       (unsigned long long)r->measure_last, (unsigned long long)r->steps,
 	       mb_fmt_bytes_iec(budget, sizeof(budget), r->gather_budget_bytes),
 	       mb_fmt_count(sub, sizeof(sub), r->sub_group_size_elems), r->pin_memory,
-	       mb_fmt_bytes_iec(chunk, sizeof(chunk), r->pin_chunk_bytes), r->writeback_dep,
-	       r->param_order,
+	       mb_fmt_bytes_iec(chunk, sizeof(chunk), r->pin_chunk_bytes),
+	       mb_results_pinned_alloc_setting(r), r->writeback_dep, r->param_order,
 	       strcmp(mb_results_momentum_setting(r), "auto")
 		       ? r->momentum_dtype
 		       : "fp32 for ZeRO-1/2, bf16 for ZeRO-3 (auto)",
-	       r->ns_method,
+	       r->ns_method, mb_results_ns_precision_setting(r),
 	       strcmp(mb_results_params_back_setting(r), "auto")
 		       ? r->params_back
 		       : "pinned for ZeRO-1/2, pageable for ZeRO-3 (auto)",

@@ -86,7 +86,9 @@ struct grid {
 	struct mb_fit_device fit; /* the device's figures, read once when it was opened */
 	struct mb_devmem devmem;  /* the driver's own figure of the device's used memory */
 	struct mb_devmem_sampler sampler;
-	uint64_t used_base; /* of the run in progress: before its first allocation */
+	uint64_t used_base;		/* of the run in progress: before its first allocation */
+	enum mb_precision ns_precision; /* --ns-precision, auto resolved for the device */
+	char ns_kernel[24];		/* the GEMM kernel Newton-Schulz ran, of the last run */
 	unsigned stages[3], variants[MB_NVARIANTS];
 	size_t nstages, nvariants;
 	struct cell *cells; /* stage by stage, then budget, sub-group size and variant */
@@ -249,6 +251,8 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 		 mb_momentum_dtype_name(s->step.plan.momentum_dtype));
 	snprintf(row->ns_method, sizeof(row->ns_method), "%s",
 		 mb_ns_method_names[s->step.plan.ns_method]);
+	snprintf(row->ns_precision, sizeof(row->ns_precision), "%s",
+		 mb_precision_names[s->step.plan.ns_precision]);
 	row->pin_chunk_bytes = s->step.plan.pin_chunk_bytes;
 	row->reduce_bucket_size = s->step.plan.reduce_bucket_elems;
 	snprintf(row->grad_clip, sizeof(row->grad_clip), "%g", s->step.grad_clip);
@@ -519,6 +523,9 @@ static int run_once(struct grid *g, struct cell *c, unsigned i)
 	row->run = i;
 	fill_results(row, r);
 	row->device_used_base_bytes = g->used_base;
+	snprintf(row->ns_kernel, sizeof(row->ns_kernel), "%s", r->ns_kernel);
+	if (r->ns_kernel[0])
+		snprintf(g->ns_kernel, sizeof(g->ns_kernel), "%s", r->ns_kernel);
 	if (mb_devmem_sampler_peak(&g->sampler) && r->steps_done >= g->run.measure_last)
 		row->device_used_peak_bytes = mb_devmem_sampler_peak(&g->sampler);
 	if (c->predicted)
@@ -830,6 +837,15 @@ static int setup(struct grid *g)
 	g->fit.host_memory = !strcmp(g->cl.info.type, "CPU");
 	g->fit.clblast = clblast_bytes;
 	g->fit.clblast_ctx = &g->cl;
+	if ((err = mb_setup_precision(g->args, &g->cl.info, g->args->ns_method, &g->ns_precision)))
+		return err;
+	if (g->ns_precision == MB_PREC_FP32 && !mb_args_given(g->args, "ns-precision") &&
+	    (g->tty || !strcmp(g->cl.info.type, "GPU")))
+		fprintf(stderr,
+			"muonbench: Newton-Schulz in fp32 on CLBlast: '%s' has no tensor-core path "
+			"(NVIDIA sm_80 and up), where DeepSpeed runs it in fp16 (gram) or bf16 "
+			"(standard); --ns-precision bf16|fp16 runs our portable 16-bit kernel\n",
+			g->cl.info.name);
 	mb_devmem_open(&g->devmem, &g->cl);
 	if (g->devmem.source != MB_DEVMEM_NONE)
 		return mb_devmem_sampler_start(&g->sampler, &g->devmem);
@@ -850,6 +866,7 @@ static void select_cell(struct grid *g, const struct cell *c)
 	mb_setup_plan_settings(g->args, c->stage, &g->run.step.plan);
 	g->run.step.plan.gather_budget_bytes = c->gather_budget;
 	g->run.step.plan.sub_group_size = c->sub_group_size;
+	g->run.step.plan.ns_precision = g->ns_precision;
 	g->run.step.variant = c->variant;
 }
 
@@ -913,6 +930,9 @@ static int verdict(const struct grid *g)
 	fprintf(out, "\nResults: %s\n", g->out);
 	fprintf(out, "CLBlast parameters: %s (%s: %s).\n", g->cl.tuning, g->cl.tuning_match,
 		g->cl.tuning_why);
+	if (g->ns_kernel[0])
+		fprintf(out, "Newton-Schulz's GEMMs: %s, on %s.\n",
+			mb_precision_names[g->ns_precision], g->ns_kernel);
 	for (d = 0; d < MB_NMOM_DTYPES; d++)
 		for (ns = 0; ns < MB_NS_NMETHODS; ns++)
 			if (g->checked_math[d][ns] == 1) /* nothing to compare it with */

@@ -197,6 +197,58 @@ int mb_setup_device(const struct mb_args *args, struct mb_cl *cl)
 	return 0;
 }
 
+int mb_setup_precisions(const struct mb_args *args, int *precisions, size_t *n)
+{
+	const char *list = args->ns_precisions, *at = list;
+	size_t len, i;
+	int v, k;
+
+	*n = 0;
+	for (;;) {
+		len = strcspn(at, ",");
+		v = -2;
+		for (k = 0; k < MB_NPRECISIONS; k++)
+			if (strlen(mb_precision_names[k]) == len &&
+			    !strncmp(at, mb_precision_names[k], len))
+				v = k;
+		if (len == 4 && !strncmp(at, "auto", 4))
+			v = MB_SETUP_PRECISION_AUTO;
+		if (v == -2)
+			return mb_bad_input(
+				"--ns-precision: invalid value '%.*s' in '%s' (expected "
+				"a list of " MB_WORDS(MB_PRECISIONS) "|auto)",
+				(int)len, at, list);
+		for (i = 0; i < *n; i++)
+			if (precisions[i] == v)
+				return mb_bad_input("--ns-precision: '%.*s' twice in '%s'",
+						    (int)len, at, list);
+		precisions[(*n)++] = v;
+		if (!at[len])
+			return 0;
+		at += len + 1;
+	}
+}
+
+int mb_setup_precision(const struct mb_args *args, const struct mb_cl_device_info *info,
+		       enum mb_ns_method method, enum mb_precision *p)
+{
+	int precisions[MB_NPRECISIONS + 1];
+	size_t n;
+	int err;
+
+	if ((err = mb_setup_precisions(args, precisions, &n)))
+		return err;
+	if (n != 1)
+		return mb_bad_input("--ns-precision '%s': one precision here (ns times a list side "
+				    "by side)",
+				    args->ns_precisions);
+	if (precisions[0] != MB_SETUP_PRECISION_AUTO)
+		*p = (enum mb_precision)precisions[0];
+	else
+		*p = info ? mb_ns_precision_auto(info, method) : MB_PREC_FP32;
+	return 0;
+}
+
 int mb_setup_binding(const struct mb_args *args, struct mb_host *host)
 {
 	struct mb_cl_device_info dev;

@@ -58,6 +58,25 @@ int mb_setup_tuning(const struct mb_args *args, const struct mb_cl_device_info *
  */
 int mb_setup_device(const struct mb_args *args, struct mb_cl *cl);
 
+/* --ns-precision auto, before it is resolved for a device and a method. */
+#define MB_SETUP_PRECISION_AUTO (-1)
+
+/*
+ * --ns-precision's list into PRECISIONS (at most MB_NPRECISIONS + 1 of
+ * them, each a precision or MB_SETUP_PRECISION_AUTO, none twice), their
+ * count into *N. A bad or repeated value is -MB_EINPUT naming it.
+ */
+int mb_setup_precisions(const struct mb_args *args, int *precisions, size_t *n);
+
+/*
+ * The one precision of --ns-precision (a list is ns's alone) for METHOD on
+ * the device INFO describes, into *P: auto is DeepSpeed's where the device
+ * has the tensor-core path (mb_ns_precision_auto); with no device (INFO
+ * NULL: plan, predict), fp32.
+ */
+int mb_setup_precision(const struct mb_args *args, const struct mb_cl_device_info *info,
+		       enum mb_ns_method method, enum mb_precision *p);
+
 /*
  * Bind the process as --cpus and --membind say, or to the NUMA node of the
  * selected device with --numa auto (saying on stderr what was found), and

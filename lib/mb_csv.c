@@ -103,6 +103,8 @@ static const struct column columns[] = {
 	WORDS(param_order, MB_WORDS(MB_PARAM_ORDERS)),
 	WORDS(momentum_dtype, MB_WORDS(MB_MOMENTUM_DTYPES)),
 	WORDS(ns_method, MB_WORDS(MB_NS_METHODS)),
+	COLV(ns_precision, TEXT, MB_WORDS(MB_PRECISIONS), 12),
+	COLV(ns_kernel, TEXT, NULL, 12),
 	COL(pin_chunk_bytes, U64),
 	COL(reduce_bucket_size, U64),
 	COL(grad_clip, TEXT),

@@ -51,7 +51,10 @@ struct mb_csv_row {
 	char pinned_alloc[16]; /* alloc-host-ptr or nv (12; empty in older rows: alloc-host-ptr) */
 	char param_order[8], momentum_dtype[8], ns_method[16]; /* shape|model, fp32|bf16,
 								  gram|standard */
-	uint64_t pin_chunk_bytes, reduce_bucket_size;	       /* bytes, elements */
+	/* Newton-Schulz's GEMMs (12): fp32|bf16|fp16, and the kernel that ran them
+	 * (clblast-sgemm, ns_gemm-portable, ns_gemm-mma); empty in older rows: fp32 */
+	char ns_precision[12], ns_kernel[24];
+	uint64_t pin_chunk_bytes, reduce_bucket_size; /* bytes, elements */
 	char grad_clip[24];   /* gradient_clipping as %g prints it: "1", "0" (none) */
 	char params_back[12]; /* pinned|pageable */
 	char zero3_apply[12]; /* subgroup|batched */

@@ -703,6 +703,14 @@ double mb_ns_tolerance(enum mb_precision precision)
 	}
 }
 
+enum mb_precision mb_ns_precision_auto(const struct mb_cl_device_info *info,
+				       enum mb_ns_method method)
+{
+	if (!mb_gemm16_mma_capable(info))
+		return MB_PREC_FP32;
+	return method == MB_NS_GRAM ? MB_PREC_FP16 : MB_PREC_BF16;
+}
+
 /* C(m x n) = A(m x k) B(k x n), or A Bᵀ with B as n x k, row-major doubles. */
 static void ref_gemm(const double *a, const double *b, double *c, uint64_t m, uint64_t n,
 		     uint64_t k, bool b_transposed)

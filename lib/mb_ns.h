@@ -222,6 +222,15 @@ const char *mb_ns_kernel_name(const struct mb_ns *ns);
  */
 double mb_ns_tolerance(enum mb_precision precision);
 
+/*
+ * Pure: the precision DeepSpeed runs METHOD in, where the device INFO
+ * describes has the tensor-core path (mb_gemm16_mma_capable): the Gram
+ * method in fp16, the standard one in bf16 (its Muon's); elsewhere fp32,
+ * PoCL included, so that CPU runs keep their checksums.
+ */
+enum mb_precision mb_ns_precision_auto(const struct mb_cl_device_info *info,
+				       enum mb_ns_method method);
+
 /* Release the kernels and the buffers (through the ledger). */
 void mb_ns_release(struct mb_ns *ns);
 

@@ -24,6 +24,11 @@ const char *mb_results_momentum_setting(const struct mb_csv_row *r)
 		       : r->momentum_dtype;
 }
 
+const char *mb_results_ns_precision_setting(const struct mb_csv_row *r)
+{
+	return r->ns_precision[0] ? r->ns_precision : "fp32";
+}
+
 const char *mb_results_pinned_alloc_setting(const struct mb_csv_row *r)
 {
 	return r->pinned_alloc[0] ? r->pinned_alloc : "alloc-host-ptr";
@@ -70,6 +75,8 @@ static const struct {
 	{ "momentum_dtype", offsetof(struct mb_csv_row, momentum_dtype), true,
 	  mb_results_momentum_setting, false },
 	KNOB(ns_method, true),
+	{ "ns_precision", offsetof(struct mb_csv_row, ns_precision), true,
+	  mb_results_ns_precision_setting, false },
 	KNOB(pin_chunk_bytes, false),
 	KNOB(reduce_bucket_size, false),
 	KNOB(grad_clip, true),

@@ -106,6 +106,9 @@ const char *mb_results_momentum_setting(const struct mb_csv_row *r);
 /* The same for how the params go back: "auto" where it is the stage's default. */
 const char *mb_results_params_back_setting(const struct mb_csv_row *r);
 
+/* Newton-Schulz's precision: the row's, and "fp32" for a row from before format 12. */
+const char *mb_results_ns_precision_setting(const struct mb_csv_row *r);
+
 /*
  * How pinned host memory was made: the row's pinned_alloc, and for a row
  * from before format 12 (empty) "alloc-host-ptr", the only way there was.

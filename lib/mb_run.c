@@ -139,6 +139,7 @@ int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const
 		r->checksum = mb_state_checksum(&st);
 		r->pinned_host_bytes = mb_state_pinned_bytes(&st);
 		r->momentum_pinned = st.momentum.pinned;
+		snprintf(r->ns_kernel, sizeof(r->ns_kernel), "%s", mb_ns_kernel_name(&st.ns));
 		r->host_opt_gbs =
 			mb_hostopt_bytes(m->numel_muon, m->numel_adamw) / r->phase.host_opt_s / 1e9;
 		r->memcpy_gbs = memcpy_gbs(st.master.ptr, st.master.bytes);

@@ -36,6 +36,7 @@ struct mb_run_result {
 		own_peak_step_bytes;
 	bool momentum_pinned;
 	uint64_t checksum;
+	char ns_kernel[24];  /* the GEMM kernel Newton-Schulz ran (mb_ns_kernel_name); "" if none */
 	double host_opt_gbs; /* bytes the host optimizer reads and writes, per second */
 	double memcpy_gbs;   /* a plain memcpy on this host, in the same run, for scale */
 	/* achieved over the bus: the plan's bytes over the phase's event time; NaN without */

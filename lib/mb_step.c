@@ -261,6 +261,7 @@ static int reserve_shapes(struct mb_state *s)
 		return err;
 	/* the standard method until the settings carry one, as mb_plan's count does */
 	s->ns.method = s->set.plan.ns_method; /* the plan's, whose workspace the ledger holds */
+	s->ns.precision = s->set.plan.ns_precision;
 	err = mb_ns_reserve(&s->ns, rows, cols, n);
 	free(rows);
 	return err;

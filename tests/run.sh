@@ -10,6 +10,7 @@ for t in "$@"; do
 done
 tests/cli.sh "$bin" || failed="$failed cli.sh"
 tests/tuning.sh "$bin" || failed="$failed tuning.sh"
+tests/ns_precision.sh "$bin" || failed="$failed ns_precision.sh"
 if [ -n "${NVML_STUB:-}" ]; then
 	tests/nvml.sh "$bin" "$NVML_STUB" || failed="$failed nvml.sh"
 fi
@@ -28,4 +29,4 @@ if [ -n "$failed" ]; then
 	echo "TESTS FAILED:$failed"
 	exit 1
 fi
-echo "all tests passed ($# unit test programs, cli.sh, tuning.sh${NVML_STUB:+, nvml.sh}${SHIM:+, faults.sh}${VARIANT_BIN:+, variant_row.sh}${BASELINE:+ and baseline.sh})"
+echo "all tests passed ($# unit test programs, cli.sh, tuning.sh, ns_precision.sh${NVML_STUB:+, nvml.sh}${SHIM:+, faults.sh}${VARIANT_BIN:+, variant_row.sh}${BASELINE:+ and baseline.sh})"

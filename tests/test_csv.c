@@ -65,6 +65,8 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	snprintf(r->checksum, sizeof(r->checksum), "6f352a9718e7167e");
 	snprintf(r->device_used_source, sizeof(r->device_used_source), "nvml");
 	snprintf(r->pinned_alloc, sizeof(r->pinned_alloc), "nv");
+	snprintf(r->ns_precision, sizeof(r->ns_precision), "fp16");
+	snprintf(r->ns_kernel, sizeof(r->ns_kernel), "ns_gemm-mma");
 	r->device_used_base_bytes = 123456789;
 	r->device_used_peak_bytes = MB_CSV_UNKNOWN; /* written empty, read back as unknown */
 	r->stage = 3;
@@ -160,7 +162,8 @@ static void assert_refused(const char *want)
 
 /*
  * LINE (a header or a row without quoted fields) less the fields that format
- * 12 added (device_used_*, pinned_alloc), in place: a version 10 or 11 file.
+ * 12 added (device_used_*, pinned_alloc, ns_precision, ns_kernel), in place: a
+ * version 10 or 11 file.
  */
 static void drop_device_used(const char *header, char *line)
 {
@@ -171,7 +174,8 @@ static void drop_device_used(const char *header, char *line)
 	snprintf(names, sizeof(names), "%s", header);
 	names[strcspn(names, "\n")] = '\0';
 	for (name = strtok_r(names, ",", &save); name && k < 128; name = strtok_r(NULL, ",", &save))
-		keep[k++] = strncmp(name, "device_used_", 12) && strcmp(name, "pinned_alloc");
+		keep[k++] = strncmp(name, "device_used_", 12) && strcmp(name, "pinned_alloc") &&
+			    strncmp(name, "ns_precision", 12) && strcmp(name, "ns_kernel");
 	line[strcspn(line, "\n")] = '\0';
 	k = 0;
 	/* field by field, the empty ones too (which strtok would skip) */
@@ -212,6 +216,7 @@ static void older_columns(void **state)
 		    rows[0].device_used_base_bytes == MB_CSV_UNKNOWN &&
 		    rows[0].device_used_peak_bytes == MB_CSV_UNKNOWN && !rows[0].pinned_alloc[0] &&
 		    !strcmp(mb_results_pinned_alloc_setting(&rows[0]), "alloc-host-ptr") &&
+		    !strcmp(mb_results_ns_precision_setting(&rows[0]), "fp32") &&
 		    !strcmp(rows[0].checksum, w.checksum));
 	free(rows);
 	r[1] = '2'; /* a row of 12 that lacks them */
@@ -241,7 +246,7 @@ static void bad_files(void **state)
 	assert_refused(":1: missing column 'reason'");
 	with_header("1,ok,,2026\n");
 	assert_refused(
-		":2: expected 95 fields as in the header, found 4 (a truncated or edited row?)");
+		":2: expected 97 fields as in the header, found 4 (a truncated or edited row?)");
 	sample_row(&w, 1);
 	snprintf(w.variant, sizeof(w.variant), "pipeline"); /* format 10 held it too, later */
 	line = mb_csv_format(&w);

@@ -739,6 +739,35 @@ static void ns_workspace_within_int(void **state)
 	mb_ledger_release(&l);
 }
 
+/* auto: DeepSpeed's precision (gram fp16, standard bf16) on a tensor-core device, else fp32. */
+static void precision_auto_per_device(void **state)
+{
+	static const struct {
+		const char *vendor, *arch;
+		enum mb_precision gram, standard;
+	} cases[] = {
+		{ "NVIDIA Corporation", "sm_90", MB_PREC_FP16, MB_PREC_BF16 },
+		{ "NVIDIA Corporation", "sm_80", MB_PREC_FP16, MB_PREC_BF16 },
+		{ "NVIDIA Corporation", "sm_75", MB_PREC_FP32, MB_PREC_FP32 },
+		{ "Advanced Micro Devices, Inc.", "gfx90a", MB_PREC_FP32, MB_PREC_FP32 },
+		{ "GenuineIntel", "skylake-avx512", MB_PREC_FP32, MB_PREC_FP32 },
+	};
+	struct mb_cl_device_info info;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&info, 0, sizeof(info));
+		snprintf(info.vendor, sizeof(info.vendor), "%s", cases[i].vendor);
+		snprintf(info.arch, sizeof(info.arch), "%s", cases[i].arch);
+		assert_int_equal(mb_ns_precision_auto(&info, MB_NS_GRAM), cases[i].gram);
+		assert_int_equal(mb_ns_precision_auto(&info, MB_NS_STANDARD), cases[i].standard);
+	}
+	/* this device (PoCL in CI): no tensor-core path, the checksums of fp32 */
+	if (strcmp(cl.info.type, "GPU"))
+		assert_int_equal(mb_ns_precision_auto(&cl.info, MB_NS_GRAM), MB_PREC_FP32);
+}
+
 static void nsbench_verifies(void **state)
 {
 	struct mb_nsbench_settings s = { .batch = 2, .reps = 2, .verify = true, .seed = 3 };
@@ -871,6 +900,7 @@ int main(void)
 		cmocka_unit_test(device_mem_limit),
 		cmocka_unit_test(ns_needs_reserve),
 		cmocka_unit_test(ns_workspace_within_int),
+		cmocka_unit_test(precision_auto_per_device),
 		cmocka_unit_test(nsbench_verifies),
 		cmocka_unit_test(nsbench_holds_a_shape),
 		cmocka_unit_test(spread),

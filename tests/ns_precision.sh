@@ -1,0 +1,65 @@
+#!/bin/sh
+# run --ns-precision: Newton-Schulz's GEMMs at 16 bits in the offload step
+# (our kernel, kernels/ns_gemm.cl), every variant still bitwise identical to
+# every other at the same precision, the rows saying which precision and
+# kernel ran; auto is fp32 on a device without the tensor-core path (PoCL),
+# with fp32's checksums. Prints TAP.
+# Usage: tests/ns_precision.sh path/to/muonbench   (from the repository root)
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+. tests/tap.sh
+
+micro="--config tests/data/good/micro.json --gather-budget 128Ki --fwd-bwd off --profile off --stage 2,3 --variant all --runs 1 --steps 2 --quiet"
+# precision FILE: "stage status ns_precision ns_kernel checksum", one line per distinct row
+rows() {
+	python3 -c 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print(r["momentum_dtype"], r["status"], r["ns_precision"], r["ns_kernel"], r["checksum"])' "$1" | sort -u
+}
+
+for p in fp32 bf16 fp16 auto; do
+	# shellcheck disable=SC2086 # $micro is a list of options
+	"$bin" run $micro --ns-precision $p --out "$tmp/$p.csv" >"$tmp/$p.out" 2>"$tmp/$p.err" || echo "exit $?" >>"$tmp/$p.err"
+done
+want_kernel() { [ "$1" = fp32 ] && echo clblast-sgemm || echo ns_gemm-portable; }
+for p in fp32 bf16 fp16; do
+	# one row shape per momentum dtype (fp32 for ZeRO-2, bf16 for ZeRO-3): every variant alike
+	if [ "$(rows "$tmp/$p.csv" | wc -l)" -eq 2 ] && ! rows "$tmp/$p.csv" | grep -v " ok $p $(want_kernel $p) " &&
+		grep -q "^Newton-Schulz's GEMMs: $p, on $(want_kernel $p)\.$" "$tmp/$p.out" &&
+		[ "$(grep -c "bitwise identical over 5 runs" "$tmp/$p.out")" -eq 2 ]; then
+		report ok "ns_precision: run --ns-precision $p, ten cells bitwise identical per momentum, rows say $p"
+	else
+		report fail "ns_precision: run --ns-precision $p, ten cells bitwise identical per momentum, rows say $p" "$(rows "$tmp/$p.csv"; cat "$tmp/$p.err")"
+	fi
+done
+# the 16-bit GEMMs change the math: each precision its own final state
+sums() { rows "$1" | awk '{print $5}' | sort | tr '\n' ' '; }
+if [ "$(sums "$tmp/fp32.csv")" != "$(sums "$tmp/bf16.csv")" ] && [ "$(sums "$tmp/bf16.csv")" != "$(sums "$tmp/fp16.csv")" ]; then
+	report ok "ns_precision: fp32, bf16 and fp16 end in three different states"
+else
+	report fail "ns_precision: fp32, bf16 and fp16 end in three different states" "$(sums "$tmp/fp32.csv") / $(sums "$tmp/bf16.csv") / $(sums "$tmp/fp16.csv")"
+fi
+# auto on a device without the tensor-core path: fp32, fp32's checksums
+if [ "$(rows "$tmp/auto.csv")" = "$(rows "$tmp/fp32.csv")" ]; then
+	report ok "ns_precision: auto on this device is fp32, with fp32's final state"
+else
+	report fail "ns_precision: auto on this device is fp32, with fp32's final state" "$(rows "$tmp/auto.csv")"
+fi
+expect_error "ns_precision: run takes one precision" 2 "--ns-precision 'fp16,bf16': one precision here" \
+	run --config tests/data/good/micro.json --ns-precision fp16,bf16 --out "$tmp/never.csv"
+expect_error "ns_precision: a bad precision is named" 2 "--ns-precision: invalid value 'fp8' in 'fp8'" \
+	run --config tests/data/good/micro.json --ns-precision fp8 --out "$tmp/never.csv"
+# report keeps precisions apart and says which
+"$bin" report "$tmp/fp32.csv" "$tmp/bf16.csv" >"$tmp/report" 2>&1
+if grep -q "Newton-Schulz gram in fp32;" "$tmp/report" && grep -q "Newton-Schulz gram in bf16;" "$tmp/report"; then
+	report ok "ns_precision: report tables each precision apart and names it"
+else
+	report fail "ns_precision: report tables each precision apart and names it" "$(head -5 "$tmp/report")"
+fi
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
