@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "mb_err.h"
+#include "mb_file.h"
 #include "mb_phase.h"
 #include "mb_results.h"
 
@@ -263,13 +264,13 @@ static int read_sweep(const char *path, struct sweep_cell *cells, size_t most, s
 		      struct sweep_values *values, char *option, size_t olen, char *model,
 		      size_t mlen)
 {
-	FILE *in = fopen(path, "r");
 	char line[4096], *f[SW_N], *end[3], name[48];
 	size_t lineno = 1, k;
-	int err = 0;
+	FILE *in;
+	int err;
 
-	if (!in)
-		return mb_bad_input("cannot read '%s': %s", path, strerror(errno));
+	if ((err = mb_file_open_read(path, "predict sweep", &in)))
+		return err;
 	*ncells = 0;
 	values->n = 0;
 	values->numeric = true;
@@ -410,14 +411,14 @@ static int write_sweep_script(const char *path, const char *data, const char *im
 	return 0;
 }
 
-/* Whether PATH starts with predict's CSV header. */
+/* Whether PATH starts with predict's CSV header (false for what is not a regular file). */
 static bool is_sweep(const char *path)
 {
 	char line[sizeof(SWEEP_HEADER)];
-	FILE *f = fopen(path, "r");
+	FILE *f;
 	bool yes;
 
-	if (!f)
+	if (mb_file_open_read(path, "results file", &f))
 		return false;
 	yes = fgets(line, sizeof(line), f) && !strcmp(line, SWEEP_HEADER);
 	fclose(f);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "mb_err.h"
+#include "mb_file.h"
 #include "mb_num.h"
 
 /*
@@ -860,15 +861,10 @@ int mb_csv_parse(const char *text, size_t len, const char *name, struct mb_csv_r
 int mb_csv_read_each(const char *path, mb_csv_each_fn each, void *ctx)
 {
 	struct reader r = { .path = path };
-	struct stat st;
 	int err;
 
-	if (!(r.f = fopen(path, "rb")))
-		return mb_bad_input("cannot open '%s': %s", path, strerror(errno));
-	if (fstat(fileno(r.f), &st) || !S_ISREG(st.st_mode)) {
-		fclose(r.f);
-		return mb_bad_input("'%s' is not a results file (not a regular file)", path);
-	}
+	if ((err = mb_file_open_read(path, "results file", &r.f)))
+		return err;
 	err = read_all(&r, each, ctx);
 	fclose(r.f);
 	return err;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "mb_err.h"
+#include "mb_file.h"
 
 #define DEPTH_MAX 512
 
@@ -392,9 +393,8 @@ int mb_json_read_file(const char *path, const char *what, char **text, size_t *l
 
 	*text = NULL;
 	*len = 0;
-	f = fopen(path, "rb");
-	if (!f)
-		return mb_bad_input("cannot open '%s': %s", path, strerror(errno));
+	if ((err = mb_file_open_read(path, what, &f)))
+		return err;
 	*text = malloc(MB_JSON_FILE_MAX + 1);
 	if (!*text) {
 		fclose(f);

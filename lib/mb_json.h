@@ -26,7 +26,8 @@ int mb_json_parse(const char *text, size_t len, const char *source, cJSON **out)
 /*
  * The whole of file PATH, at most MB_JSON_FILE_MAX bytes, into a new
  * buffer *text (the caller frees it) of *len bytes. A file that cannot be
- * read or is larger is -MB_EINPUT, the latter saying it is "not a WHAT".
+ * read, is not a regular file (a FIFO is refused, not waited on: see
+ * mb_file_open_read) or is larger is -MB_EINPUT, saying it is "not a WHAT".
  */
 int mb_json_read_file(const char *path, const char *what, char **text, size_t *len);
 

@@ -16,6 +16,7 @@
 
 #include "mb_embedded.h"
 #include "mb_err.h"
+#include "mb_file.h"
 #include "mb_json.h"
 
 const char *const mb_tuning_match_names[] = { "given", "exact", "architecture", "family", "none" };
@@ -438,7 +439,7 @@ int mb_tuning_verdict(const struct mb_cl_device_info *d, const struct mb_tuning 
 
 	mb_tuning_cache_file(d, "verified", "txt", path, sizeof(path));
 	verdict_key(t, source, key, sizeof(key));
-	if (!(f = fopen(path, "r")))
+	if (mb_file_open_read(path, "verdict cache", &f))
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		n = strcspn(line, "\n");

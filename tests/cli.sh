@@ -1244,6 +1244,34 @@ if [ "$rc" -eq 2 ] && grep -qF "'$tmp/fifo' is not a regular file" "$tmp/err"; t
 else
 	report fail "run: --out a FIFO is refused, not waited on" "exit $rc: $(cat "$tmp/err")"
 fi
+# Every reader refuses a FIFO at once (opening one to read waits for a writer,
+# forever when none comes), and a directory or a device likewise: exit 2 and
+# one line naming it. A hang is timeout's 124.
+mkfifo "$tmp/in.fifo"
+expect_refused() { # NAME PATH KIND ARGS...
+	name=$1 path=$2 kind=$3
+	shift 3
+	timeout 10 "$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+	rc=$?
+	if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+		grep -qF "'$path' is $kind, not a regular file" "$tmp/err"; then
+		report ok "$name"
+	else
+		report fail "$name" "exit $rc (124: it waited): $(cat "$tmp/err")"
+	fi
+}
+fifo_in=$tmp/in.fifo
+expect_refused "plan --ds-config a FIFO" "$fifo_in" "a FIFO" plan --ds-config "$fifo_in"
+expect_refused "plan --config a FIFO" "$fifo_in" "a FIFO" plan --config "$fifo_in"
+expect_refused "predict --profile a FIFO" "$fifo_in" "a FIFO" predict --profile "$fifo_in"
+expect_refused "run --config a FIFO" "$fifo_in" "a FIFO" run --config "$fifo_in" --runs 1 --out "$tmp/fifo-run.csv"
+expect_refused "run --tuning a FIFO" "$fifo_in" "a FIFO" run $micro --tuning "$fifo_in" --out "$tmp/fifo-run.csv"
+expect_refused "report a FIFO" "$fifo_in" "a FIFO" report "$fifo_in"
+expect_refused "compare a FIFO" "$fifo_in" "a FIFO" compare "$fifo_in" results/baseline-tiny.csv
+expect_refused "compare against a FIFO" "$fifo_in" "a FIFO" compare results/baseline-tiny.csv "$fifo_in"
+expect_refused "plot a FIFO" "$fifo_in" "a FIFO" plot "$fifo_in" -o "$tmp/fifo.svg"
+expect_refused "plan --config a directory" "$tmp" "a directory" plan --config "$tmp"
+expect_refused "report a character device" /dev/null "a character device" report /dev/null
 nb() { "$bin" predict --profile reference --model qwen3-4b --stage 2 --variant master --format csv "$@" | col /dev/stdin backward_s; }
 if awk -v a="$(nb --norm-gbs 5)" -v b="$(nb --norm-gbs 500)" -v c="$(nb --momentum-gbs 5)" \
 	'BEGIN { exit !(a > b + 1.5 && c == b) }'; then
