@@ -18,6 +18,7 @@
 
 enum kind {
 	SECTION, /* an object whose keys are read too */
+	OFFLOAD, /* offload_optimizer: a SECTION that must name its device */
 	STAGE,	 /* 1, 2 or 3 */
 	NUMBER,	 /* a JSON number, its digits passed on */
 	ONOFF,	 /* true/false: on/off */
@@ -37,7 +38,7 @@ static const struct key keys[] = {
 	{ "zero_optimization.stage", STAGE, "stage" },
 	{ "zero_optimization.sub_group_size", NUMBER, "sub-group-size" },
 	{ "zero_optimization.reduce_bucket_size", NUMBER, "reduce-bucket-size" },
-	{ "zero_optimization.offload_optimizer", SECTION, NULL },
+	{ "zero_optimization.offload_optimizer", OFFLOAD, NULL },
 	{ "zero_optimization.offload_optimizer.device", DEVICE, NULL },
 	{ "zero_optimization.offload_optimizer.pin_memory", ONOFF, "pin-memory" },
 	{ "gradient_clipping", NUMBER, "grad-clip" },
@@ -201,6 +202,24 @@ static int read_device(struct reader *r, const struct key *k, const cJSON *v,
 		   raw_len(at), r->text + at->start);
 }
 
+/*
+ * The section offload_optimizer, V, once its keys are read: it must say
+ * "device". DeepSpeed's DeepSpeedZeroOffloadOptimizerConfig defaults device to
+ * "none", so a section without one (or with null) offloads nothing there.
+ */
+static int read_offload(struct reader *r, const struct key *k, const cJSON *v,
+			const struct mb_json_span *at)
+{
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(v, "device");
+
+	if (d && !cJSON_IsNull(d))
+		return 0;
+	return bad(r, k->path, at,
+		   "no \"device\": DeepSpeed's default is \"none\", the optimizer kept on the "
+		   "accelerator, which is not replayed: muonbench replays the optimizer "
+		   "offloaded to the CPU (\"device\": \"cpu\")");
+}
+
 /* A boolean key: ONOFF, BF16 or FP16. */
 static int read_bool(struct reader *r, const struct key *k, const cJSON *v,
 		     const struct mb_json_span *at)
@@ -232,7 +251,7 @@ static int read_key(struct reader *r, const struct key *k, const cJSON *v)
 
 	if ((err = where(r, v, &at)))
 		return err;
-	if (k->kind != SECTION && k->kind != DEVICE && is_auto(v)) {
+	if (k->kind != SECTION && k->kind != OFFLOAD && k->kind != DEVICE && is_auto(v)) {
 		s = add(r, k, &at);
 		s->is_auto = true;
 		if (k->kind == BF16 || k->kind == FP16) { /* muonbench's own: bf16 training */
@@ -243,10 +262,13 @@ static int read_key(struct reader *r, const struct key *k, const cJSON *v)
 	}
 	switch (k->kind) {
 	case SECTION:
+	case OFFLOAD:
 		if (!cJSON_IsObject(v))
 			return bad(r, k->path, &at, "must be an object, got %s",
 				   mb_json_type_name(v));
-		return walk(r, v, k->path);
+		if ((err = walk(r, v, k->path)) || k->kind == SECTION)
+			return err;
+		return read_offload(r, k, v, &at);
 	case STAGE:
 		return read_stage(r, k, v, &at);
 	case NUMBER:

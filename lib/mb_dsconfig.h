@@ -11,7 +11,8 @@
  *   zero_optimization.stage                         --stage (1, 2 or 3; 0 refused)
  *   zero_optimization.sub_group_size                --sub-group-size
  *   zero_optimization.reduce_bucket_size            --reduce-bucket-size
- *   zero_optimization.offload_optimizer.device      "cpu", else refused
+ *   zero_optimization.offload_optimizer.device      "cpu", else refused; left out
+ *                                                   too, as DeepSpeed's default is "none"
  *   zero_optimization.offload_optimizer.pin_memory  --pin-memory on|off
  *   gradient_clipping                               --grad-clip
  *   bf16.enabled                                    false: --momentum-dtype fp32

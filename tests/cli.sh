@@ -1023,6 +1023,7 @@ expect_error "--ds-config: a bad value is refused even where the command line wi
 expect_error "--ds-config: ... and where the command does not take the option" 2 "$ds/bad-value.json:2:37: train_micro_batch_size_per_gpu (--micro-batch): number '0'" plan --ds-config $ds/bad-value.json
 expect_error "--ds-config: stage 0 is not replayed" 2 "$ds/stage0.json:3:14: zero_optimization.stage: 0 is not replayed: muonbench replays ZeRO-1, 2 and 3 with the optimizer offloaded to the CPU" plan --ds-config $ds/stage0.json
 expect_error "--ds-config: NVMe offload is not replayed" 2 "$ds/nvme.json:5:17: zero_optimization.offload_optimizer.device: \"nvme\" is not replayed: muonbench replays the optimizer offloaded to the CPU (\"cpu\"), not to NVMe" plan --ds-config $ds/nvme.json
+expect_error "--ds-config: offload_optimizer without device is DeepSpeed's none, not replayed" 2 "$ds/no-device.json:4:26: zero_optimization.offload_optimizer: no \"device\": DeepSpeed's default is \"none\"" plan --ds-config $ds/no-device.json
 expect_error "--ds-config: fp16 training is not replayed" 2 "$ds/fp16.json:3:16: fp16.enabled: fp16 training is not replayed" plan --ds-config $ds/fp16.json
 printf '{\n  "zero_optimization": {\n    "sub_group_size": 0\n  }\n}\n' >"$tmp/ds-sgs.json"
 expect_error "--ds-config: a sub-group of 0" 2 "$tmp/ds-sgs.json:3:23: zero_optimization.sub_group_size (--sub-group-size): number '0' is out of range" plan --ds-config "$tmp/ds-sgs.json"

@@ -143,7 +143,8 @@ static void auto_values(void **state)
 	mb_dsconfig_release(&ds);
 
 	assert_int_equal(parse(&ds, "{\"zero_optimization\": {\"stage\": \"auto\", "
-				    "\"offload_optimizer\": {\"pin_memory\": \"auto\"}}}"),
+				    "\"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": "
+				    "\"auto\"}}}"),
 			 0);
 	assert_auto(&ds, "zero_optimization.stage", "stage", "");
 	assert_auto(&ds, "zero_optimization.offload_optimizer.pin_memory", "pin-memory", "");
@@ -294,6 +295,17 @@ static void bad_values(void **state)
 		       "ds.json:1:56: zero_optimization.offload_optimizer.device: \"none\" is not "
 		       "replayed: muonbench replays the optimizer offloaded to the CPU (\"cpu\"), "
 		       "not kept on the accelerator");
+	/* DeepSpeed's offload_optimizer.device defaults to "none": no CPU offload */
+	assert_refused("{\"zero_optimization\": {\"offload_optimizer\": {}}}",
+		       "ds.json:1:45: zero_optimization.offload_optimizer: no \"device\": "
+		       "DeepSpeed's default is \"none\", the optimizer kept on the accelerator, "
+		       "which is not replayed: muonbench replays the optimizer offloaded to the "
+		       "CPU (\"device\": \"cpu\")");
+	assert_refused("{\"zero_optimization\": {\"offload_optimizer\": {\"device\": null}}}",
+		       "ds.json:1:45: zero_optimization.offload_optimizer: no \"device\": "
+		       "DeepSpeed's default is \"none\", the optimizer kept on the accelerator, "
+		       "which is not replayed: muonbench replays the optimizer offloaded to the "
+		       "CPU (\"device\": \"cpu\")");
 	assert_refused("[]", "ds.json: a DeepSpeed config must be a JSON object, got a list");
 	assert_refused("{\"zero_optimization\": {\"stage\": 3,}}",
 		       "ds.json:1:35: expected '\"' to start a key, found '}'");
@@ -316,6 +328,11 @@ static void bad_files(void **state)
 			       "zero_optimization.offload_optimizer.device: \"nvme\" is not "
 			       "replayed: muonbench replays the optimizer offloaded to the CPU "
 			       "(\"cpu\"), not to NVMe" },
+		{ "no-device.json",
+		  "tests/data/ds/no-device.json:4:26: zero_optimization.offload_optimizer: no "
+		  "\"device\": DeepSpeed's default is \"none\", the optimizer kept on the "
+		  "accelerator, which is not replayed: muonbench replays the optimizer "
+		  "offloaded to the CPU (\"device\": \"cpu\")" },
 		{ "fp16.json",
 		  "tests/data/ds/fp16.json:3:16: fp16.enabled: fp16 training is not "
 		  "replayed: muonbench replays bf16 training (bf16.enabled), with bf16 "
