@@ -187,6 +187,12 @@ static const struct option options[] = {
 	  "kernel there, else portable), or auto: what DeepSpeed runs where the device has the "
 	  "tensor-core path (gram fp16, standard bf16), else fp32 (PoCL included); ns takes a "
 	  "list and times it side by side, the others one" },
+	{ "ns-rate", "GFLOPS", COUNT, AT(ns_rate), NULL, 1, 1000000000, NULL, ON(MB_CMD_RUN),
+	  "calibrated mode: Newton-Schulz replaced by a kernel that keeps the compute queue "
+	  "busy for the time its FLOPs take at this rate (GFLOP/s; PyTorch's fp16 Gram on an "
+	  "H200: 505000), so that a run has real copies and overlap and the framework's "
+	  "Newton-Schulz time; the update is the momentum-corrected gradient, not "
+	  "orthogonalized (rows: ns_precision calibrated, ns_rate_gflops)" },
 	{ "batch", "N", COUNT, AT(batch), "1", 1, 1u << 16, NULL, ON(MB_CMD_NS),
 	  "matrices of each shape in one timed run" },
 	{ "reps", "N", COUNT, AT(reps), "5", 1, 1u << 16, NULL,

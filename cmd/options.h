@@ -156,6 +156,7 @@ struct mb_args {
 	const char *shapes;	     /* ns */
 	enum mb_ns_method ns_method; /* ns: every method unless given */
 	const char *ns_precisions;   /* ns: a list of fp32|bf16|fp16|auto */
+	uint64_t ns_rate;	     /* run: calibrated Newton-Schulz, GFLOP/s; 0: off */
 	uint64_t batch, reps;
 	bool verify;
 

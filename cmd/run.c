@@ -252,7 +252,10 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	snprintf(row->ns_method, sizeof(row->ns_method), "%s",
 		 mb_ns_method_names[s->step.plan.ns_method]);
 	snprintf(row->ns_precision, sizeof(row->ns_precision), "%s",
-		 mb_precision_names[s->step.plan.ns_precision]);
+		 s->step.plan.ns_rate_gflops ? "calibrated"
+					     : mb_precision_names[s->step.plan.ns_precision]);
+	row->ns_rate_gflops = s->step.plan.ns_rate_gflops ? s->step.plan.ns_rate_gflops
+							  : MB_CSV_UNKNOWN;
 	row->pin_chunk_bytes = s->step.plan.pin_chunk_bytes;
 	row->reduce_bucket_size = s->step.plan.reduce_bucket_elems;
 	snprintf(row->grad_clip, sizeof(row->grad_clip), "%g", s->step.grad_clip);
@@ -839,8 +842,12 @@ static int setup(struct grid *g)
 	g->fit.clblast_ctx = &g->cl;
 	if ((err = mb_setup_precision(g->args, &g->cl.info, g->args->ns_method, &g->ns_precision)))
 		return err;
+	if (g->args->ns_rate && mb_args_given(g->args, "ns-precision"))
+		return mb_bad_input("--ns-rate replaces Newton-Schulz by a calibrated kernel: "
+				    "--ns-precision %s does not apply",
+				    g->args->ns_precisions);
 	if (g->ns_precision == MB_PREC_FP32 && !mb_args_given(g->args, "ns-precision") &&
-	    (g->tty || !strcmp(g->cl.info.type, "GPU")))
+	    !g->args->ns_rate && (g->tty || !strcmp(g->cl.info.type, "GPU")))
 		fprintf(stderr,
 			"muonbench: Newton-Schulz in fp32 on CLBlast: '%s' has no tensor-core path "
 			"(NVIDIA sm_80 and up), where DeepSpeed runs it in fp16 (gram) or bf16 "
@@ -867,6 +874,7 @@ static void select_cell(struct grid *g, const struct cell *c)
 	g->run.step.plan.gather_budget_bytes = c->gather_budget;
 	g->run.step.plan.sub_group_size = c->sub_group_size;
 	g->run.step.plan.ns_precision = g->ns_precision;
+	g->run.step.plan.ns_rate_gflops = g->args->ns_rate;
 	g->run.step.variant = c->variant;
 }
 
@@ -930,7 +938,12 @@ static int verdict(const struct grid *g)
 	fprintf(out, "\nResults: %s\n", g->out);
 	fprintf(out, "CLBlast parameters: %s (%s: %s).\n", g->cl.tuning, g->cl.tuning_match,
 		g->cl.tuning_why);
-	if (g->ns_kernel[0])
+	if (g->ns_kernel[0] && g->args->ns_rate)
+		fprintf(out,
+			"Newton-Schulz calibrated: %s at %llu GFLOP/s, the update not "
+			"orthogonalized.\n",
+			g->ns_kernel, (unsigned long long)g->args->ns_rate);
+	else if (g->ns_kernel[0])
 		fprintf(out, "Newton-Schulz's GEMMs: %s, on %s.\n",
 			mb_precision_names[g->ns_precision], g->ns_kernel);
 	for (d = 0; d < MB_NMOM_DTYPES; d++)

@@ -54,6 +54,7 @@ struct mb_csv_row {
 	/* Newton-Schulz's GEMMs (12): fp32|bf16|fp16, and the kernel that ran them
 	 * (clblast-sgemm, ns_gemm-portable, ns_gemm-mma); empty in older rows: fp32 */
 	char ns_precision[12], ns_kernel[24];
+	uint64_t ns_rate_gflops; /* calibrated mode's rate (12); MB_CSV_UNKNOWN (empty) if not */
 	uint64_t pin_chunk_bytes, reduce_bucket_size; /* bytes, elements */
 	char grad_clip[24];   /* gradient_clipping as %g prints it: "1", "0" (none) */
 	char params_back[12]; /* pinned|pageable */

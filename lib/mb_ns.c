@@ -222,9 +222,14 @@ int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, 
 	    (err = mb_gemm16_open(&ns->gemm16, ns->cl)))
 		return err;
 	if ((err = mb_ns_temp_bytes(ns->cl, ns->method, rows, cols, n, &temp)) ||
-	    (err = grow(ns, &ns->work, &ns->work_bytes, work, "ns.workspace")))
+	    (err = grow(ns, &ns->work, &ns->work_bytes, work, "ns.workspace")) ||
+	    (err = grow(ns, &ns->temp, &ns->temp_bytes, temp, "clblast.temp")))
 		return err;
-	return grow(ns, &ns->temp, &ns->temp_bytes, temp, "clblast.temp");
+	/* calibrated: the spin writes its float into the (unused) workspace */
+	ns->spin.sink = ns->work;
+	if (ns->rate_gflops > 0 && !ns->spin.kernel)
+		return mb_spin_init(&ns->spin, ns->cl, ns->work, 0);
+	return 0;
 }
 
 /*
@@ -513,6 +518,44 @@ static void release_events(cl_event *a, cl_event *b)
 	}
 }
 
+/*
+ * Calibrated mode's stand-in for mb_ns_orthogonalize: OUT = IN (a copy
+ * where they differ), then a spin of the FLOPs at NS's rate. *FIRST is the
+ * copy, or the spin when there is none; *LAST the spin.
+ */
+static int calibrated(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
+		      cl_mem out, uint64_t out_off, cl_event *first, cl_event *last)
+{
+	double seconds = (double)mb_ns_flops(rows, cols, ns->method) / (ns->rate_gflops * 1e9);
+	cl_event copy = NULL, spin = NULL;
+	bool moves = in != out || in_off != out_off;
+	cl_int st;
+	int err;
+
+	if (moves) {
+		st = clEnqueueCopyBuffer(ns->cl->compute, in, out, 4 * in_off, 4 * out_off,
+					 4 * rows * cols, 0, NULL, first ? &copy : NULL);
+		if ((err = mb_cl_check(ns->cl, st, "clEnqueueCopyBuffer",
+				       "calibrated Newton-Schulz, %llux%llu",
+				       (unsigned long long)rows, (unsigned long long)cols)))
+			return err;
+	}
+	if ((err = mb_spin_enqueue(&ns->spin, ns->cl->compute, seconds,
+				   first || last ? &spin : NULL))) {
+		release_events(&copy, NULL);
+		return err;
+	}
+	if (first && !copy && last)
+		clRetainEvent(spin); /* one reference for each */
+	if (first)
+		*first = copy ? copy : spin;
+	if (last)
+		*last = spin;
+	else if (spin && copy)
+		clReleaseEvent(spin);
+	return 0;
+}
+
 int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
 			cl_mem out, uint64_t out_off, cl_event *first, cl_event *last)
 {
@@ -530,8 +573,11 @@ int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t r
 		*first = NULL;
 	if (last)
 		*last = NULL;
-	if ((err = check_reserved(ns, rows, cols)) ||
-	    (err = norm(ns, in, in_off, rows, cols, w.scratch, first ? &start : NULL)))
+	if ((err = check_reserved(ns, rows, cols)))
+		return err;
+	if (ns->rate_gflops > 0)
+		return calibrated(ns, in, in_off, rows, cols, out, out_off, first, last);
+	if ((err = norm(ns, in, in_off, rows, cols, w.scratch, first ? &start : NULL)))
 		return err;
 	xoff = w.x;
 	st = set_args(ns->load, 8, ARG(in), ARG(ioff), ARG(r), ARG(c), ARG(ns->work), ARG(inv),
@@ -659,6 +705,7 @@ void mb_ns_release(struct mb_ns *ns)
 		if (*k[i])
 			clReleaseKernel(*k[i]);
 	mb_gemm16_release(&ns->gemm16);
+	mb_spin_release(&ns->spin);
 	if (ns->ledger) {
 		mb_ledger_free(ns->ledger, ns->work);
 		mb_ledger_free(ns->ledger, ns->temp);
@@ -668,6 +715,8 @@ void mb_ns_release(struct mb_ns *ns)
 
 const char *mb_ns_kernel_name(const struct mb_ns *ns)
 {
+	if (ns->rate_gflops > 0)
+		return "ns_spin";
 	if (ns->precision == MB_PREC_FP32)
 		return "clblast-sgemm";
 	if (!ns->gemm16.kernel)

@@ -34,6 +34,7 @@
 #include "mb_cl.h"
 #include "mb_gemm16.h"
 #include "mb_ledger.h"
+#include "mb_spin.h"
 #include "mb_words.h"
 
 #define MB_NS_ITERATIONS 5
@@ -99,6 +100,16 @@ struct mb_ns {
 	 */
 	enum mb_precision precision;
 	struct mb_gemm16 gemm16; /* kernel NULL until built */
+	/*
+	 * Calibrated mode where above 0 (set it before mb_ns_reserve): each
+	 * orthogonalization is replaced by a kernel that keeps the compute
+	 * queue busy for its FLOPs (mb_ns_flops) at this rate, in GFLOP/s,
+	 * and its output is its input: the momentum-corrected gradient, not
+	 * orthogonalized. The framework's own rate on a device gives a run
+	 * the framework's Newton-Schulz time with real copies and overlap.
+	 */
+	double rate_gflops;
+	struct mb_spin spin; /* calibrated by the first mb_ns_reserve in that mode */
 	cl_kernel momentum, momentum_bf16, cast_bf16, widen_bf16, sumsq, sumsq_runs,
 		sumsq_runs_bf16, finish, load, store, stamp, diagonal;
 	size_t reduce_local; /* work-group size of the norm's reduction (a power of two) */
@@ -210,7 +221,8 @@ int mb_ns_sumsq_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t of
 /*
  * Which GEMM kernel NS's precision runs: "clblast-sgemm" for fp32, else
  * "ns_gemm-portable", "ns_gemm-mma" or (tests) "ns_gemm-mma-emul", after
- * mb_gemm16's path ("ns_gemm" before mb_ns_reserve has built it).
+ * mb_gemm16's path ("ns_gemm" before mb_ns_reserve has built it);
+ * "ns_spin" in calibrated mode.
  */
 const char *mb_ns_kernel_name(const struct mb_ns *ns);
 

@@ -77,6 +77,7 @@ static const struct {
 	KNOB(ns_method, true),
 	{ "ns_precision", offsetof(struct mb_csv_row, ns_precision), true,
 	  mb_results_ns_precision_setting, false },
+	KNOB(ns_rate_gflops, false),
 	KNOB(pin_chunk_bytes, false),
 	KNOB(reduce_bucket_size, false),
 	KNOB(grad_clip, true),

@@ -262,6 +262,7 @@ static int reserve_shapes(struct mb_state *s)
 	/* the standard method until the settings carry one, as mb_plan's count does */
 	s->ns.method = s->set.plan.ns_method; /* the plan's, whose workspace the ledger holds */
 	s->ns.precision = s->set.plan.ns_precision;
+	s->ns.rate_gflops = (double)s->set.plan.ns_rate_gflops;
 	err = mb_ns_reserve(&s->ns, rows, cols, n);
 	free(rows);
 	return err;

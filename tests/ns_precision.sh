@@ -61,5 +61,22 @@ else
 	report fail "ns_precision: report tables each precision apart and names it" "$(head -5 "$tmp/report")"
 fi
 
+# calibrated mode: the spin in Newton-Schulz's place, every variant alike, the rows say so
+# shellcheck disable=SC2086
+"$bin" run $micro --ns-rate 20 --out "$tmp/cal.csv" >"$tmp/cal.out" 2>"$tmp/cal.err"
+rc=$?
+cal=$(python3 -c 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    print(r["momentum_dtype"], r["status"], r["ns_precision"], r["ns_kernel"], r["ns_rate_gflops"], r["checksum"])' "$tmp/cal.csv" | sort -u)
+if [ $rc -eq 0 ] && [ "$(echo "$cal" | wc -l)" -eq 2 ] && ! echo "$cal" | grep -v " ok calibrated ns_spin 20 " &&
+	grep -q "^Newton-Schulz calibrated: ns_spin at 20 GFLOP/s" "$tmp/cal.out" &&
+	! echo "$cal" | grep -qF "$(rows "$tmp/fp32.csv" | head -1 | awk '{print $5}')"; then
+	report ok "ns_precision: --ns-rate runs calibrated, ten cells alike per momentum, rows say so"
+else
+	report fail "ns_precision: --ns-rate runs calibrated, ten cells alike per momentum, rows say so" "exit $rc: $cal $(cat "$tmp/cal.err")"
+fi
+expect_error "ns_precision: --ns-rate with --ns-precision is refused" 2 "--ns-rate replaces Newton-Schulz" \
+	run --config tests/data/good/micro.json --ns-rate 20 --ns-precision fp16 --out "$tmp/never.csv"
+
 echo "1..$n"
 [ "$failed" -eq 0 ]
