@@ -179,10 +179,14 @@ int mb_cmd_compare(const struct mb_args *args)
 	    (err = same_device(&base, &new_, args->allow_device_change)) ||
 	    (err = mb_compare(base.tables, base.ntables, new_.tables, new_.ntables, &s, &c, &n)))
 		goto out;
-	printf("# %s against %s\n\n%s, base -> new; two-sided Mann-Whitney U%s; alpha %g, "
+	printf("# ");
+	mb_print_md_text(new_.path);
+	printf(" against ");
+	mb_print_md_text(base.path);
+	printf("\n\n%s, base -> new; two-sided Mann-Whitney U%s; alpha %g, "
 	       "threshold %g%%. A change is flagged when significant and beyond a floor of %g %s; "
 	       "no floor without two runs.\n\n",
-	       new_.path, base.path, heading[s.estimate][s.ratios],
+	       heading[s.estimate][s.ratios],
 	       s.estimate == MB_ESTIMATE_FASTEST ? " on the faster half of each side's steps" : "",
 	       s.alpha, s.threshold_pct, s.noise_factor,
 	       s.estimate == MB_ESTIMATE_FASTEST

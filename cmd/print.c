@@ -1,5 +1,5 @@
 /*
- * print: text fields for machine-read output, quoted as each format wants.
+ * print: text fields for output (CSV, JSON, Markdown), quoted as each format wants.
  */
 #include "print.h"
 
@@ -68,16 +68,65 @@ void mb_print_json_text(const char *text)
 	putchar('"');
 }
 
+/*
+ * The Markdown of the character at S into OUT (at least 8 bytes, NUL ended);
+ * returns how many bytes of S it took (at least 1).
+ */
+static size_t md_char(const unsigned char *s, char *out)
+{
+	size_t n;
+
+	if (*s == '|' || *s == '\\') { /* a backslash too: one at a cell's end would escape its '|'
+					*/
+		snprintf(out, 8, "\\%c", *s);
+	} else if (*s == '\n' || *s == '\r' || *s == '\t') {
+		snprintf(out, 8, " ");
+	} else if (*s < 0x20 || *s == 0x7f) { /* ESC and the rest: shown, not obeyed */
+		snprintf(out, 8, "\\x%02x", *s);
+	} else if (*s < 0x80) {
+		snprintf(out, 8, "%c", *s);
+	} else if (!(n = utf8_len(s))) { /* not UTF-8: a lone 0x9b is a terminal's CSI */
+		snprintf(out, 8, "\xef\xbf\xbd");
+	} else if (s[0] == 0xc2 && s[1] < 0xa0) { /* U+0080 to U+009F: C1 controls */
+		snprintf(out, 8, "\\u%04x", s[1]);
+		return n;
+	} else {
+		memcpy(out, s, n);
+		out[n] = '\0';
+		return n;
+	}
+	return 1;
+}
+
 void mb_print_md_text(const char *text)
 {
-	for (; *text; text++) {
-		if (*text == '|')
-			fputs("\\|", stdout);
-		else if (*text == '\n' || *text == '\r')
-			putchar(' ');
-		else
-			putchar(*text);
+	const unsigned char *s = (const unsigned char *)text;
+	char c[8];
+
+	while (*s) {
+		s += md_char(s, c);
+		fputs(c, stdout);
 	}
+}
+
+const char *mb_md(char *buf, size_t len, const char *text)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t used = 0, k, n;
+	char c[8];
+
+	while (*s) {
+		k = md_char(s, c);
+		n = strlen(c);
+		if (used + n >= len)
+			break;
+		memcpy(buf + used, c, n);
+		used += n;
+		s += k;
+	}
+	if (len)
+		buf[used] = '\0';
+	return buf;
 }
 
 static void print_value(const struct mb_field *f, bool json)

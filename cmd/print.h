@@ -1,5 +1,5 @@
 /*
- * print: text fields for machine-read output (CSV, JSON), quoted as each
+ * print: text fields for output (CSV, JSON, Markdown), quoted as each
  * format wants, to stdout.
  */
 #ifndef MB_PRINT_H
@@ -19,8 +19,25 @@ void mb_print_csv_text(const char *text);
  */
 void mb_print_json_text(const char *text);
 
-/* TEXT inside a Markdown table cell: '|' escaped, line breaks as spaces. */
+/*
+ * TEXT as Markdown (a table cell, a heading, a line of prose), to stdout:
+ * '|' and a backslash escaped with a backslash, a line break or a tab a
+ * space, another control character shown (ESC as \x1b, U+009B as \u009b),
+ * not obeyed, and a byte that is not part of a UTF-8 character U+FFFD. Text
+ * from an input file (a name, a reason) then neither moves the terminal nor
+ * breaks the table.
+ */
 void mb_print_md_text(const char *text);
+
+/* The most bytes the Markdown of N bytes of text takes, its NUL included. */
+#define MB_MD_LEN(n) (4 * (n) + 1)
+
+/*
+ * TEXT as mb_print_md_text writes it, into BUF of LEN bytes, which it
+ * returns (for printf's arguments); MB_MD_LEN(strlen(TEXT)) bytes hold it
+ * all, and a shorter BUF cuts it between characters.
+ */
+const char *mb_md(char *buf, size_t len, const char *text);
 
 /* One field of a record: text, a count, a rate (6 significant digits) or a figure (9). */
 enum mb_field_kind { MB_FIELD_TEXT, MB_FIELD_U64, MB_FIELD_RATE, MB_FIELD_FIGURE };

@@ -38,21 +38,26 @@ static const char *peak_change(char *buf, size_t len, uint64_t x, uint64_t base,
 	return buf;
 }
 
+/* The free text of a results file (names, not words of a list) as Markdown. */
+#define MD(buf, text) mb_md(buf, sizeof(buf), text)
+
 static void md_header(const struct mb_table *t)
 {
 	const struct mb_csv_row *r = t->first;
 	char a[32], b[32], budget[32], chunk[32], sub[32];
+	char md[10][MB_MD_LEN(sizeof(r->tuning))]; /* the tuning: the longest of them */
 
-	printf("# %s on '%s' (%s, driver %s)\n\n", r->model, r->device, r->platform, r->driver);
-	printf("CLBlast parameters: %s (%s).\n", r->tuning, r->tuning_match);
+	printf("# %s on '%s' (%s, driver %s)\n\n", MD(md[0], r->model), MD(md[1], r->device),
+	       MD(md[2], r->platform), MD(md[3], r->driver));
+	printf("CLBlast parameters: %s (%s).\n", MD(md[4], r->tuning), r->tuning_match);
 	printf("Host %s (%s), CPUs %s, memory nodes %s (%s). Model %s: %llu layer%s, %s "
 	       "parameters, %s Muon. Steps %llu-%llu of %llu per run; gather budget %s; "
 	       "sub-group %s elements; pin_memory %s (chunks of %s, %s); writeback %s; "
 	       "parameter order %s; momentum %s; Newton-Schulz %s in %s; params back %s; ZeRO-3 apply "
 	       "%s; forward/backward %s (seq %llu x %llu); seed %llu.\n\n",
-	       r->host, r->cpu_model, r->cpus, r->mems, r->binding, r->source,
-	       (unsigned long long)r->layers, r->layers == 1 ? "" : "s",
-	       mb_fmt_count(a, sizeof(a), r->params_total),
+	       MD(md[5], r->host), MD(md[6], r->cpu_model), MD(md[7], r->cpus), MD(md[8], r->mems),
+	       r->binding, MD(md[9], r->source), (unsigned long long)r->layers,
+	       r->layers == 1 ? "" : "s", mb_fmt_count(a, sizeof(a), r->params_total),
 	       mb_fmt_count(b, sizeof(b), r->params_muon), (unsigned long long)r->measure_first,
 	       (unsigned long long)r->measure_last, (unsigned long long)r->steps,
 	       mb_fmt_bytes_iec(budget, sizeof(budget), r->gather_budget_bytes),
@@ -283,9 +288,9 @@ static const char *beside(char *buf, size_t len, double measured, double predict
 /* Each cell beside the model's prediction (mb_predict), where the run had a profile. */
 static void md_predicted(const struct mb_table *t)
 {
-	const char *profile = t->first->profile[0] ? t->first->profile : "of the runs";
+	char v[3][96], md[MB_MD_LEN(sizeof(t->first->profile))];
+	const char *profile = t->first->profile[0] ? MD(md, t->first->profile) : "of the runs";
 	bool any = false;
-	char v[3][96];
 	size_t i;
 
 	for (i = 0; i < t->ncells; i++)
@@ -397,6 +402,7 @@ static void md_point(const struct point *p)
  */
 static int md_tradeoffs(const struct mb_table *t, size_t nt)
 {
+	char md[MB_MD_LEN(sizeof(t->first->model))];
 	struct point *p;
 	size_t k, j, i, n, tables;
 
@@ -424,7 +430,7 @@ static int md_tradeoffs(const struct mb_table *t, size_t nt)
 		       "step peak measured)\n\n"
 		       "| --gather-budget | --sub-group-size | ZeRO | Variant | Iteration mean | "
 		       "Muon apply mean | Step peak |\n|---|---|---|---|---|---|---|\n",
-		       t[k].first->model);
+		       MD(md, t[k].first->model));
 		for (i = 0; i < n; i++)
 			md_point(&p[i]);
 		free(p);

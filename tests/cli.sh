@@ -1273,6 +1273,62 @@ expect_refused "compare against a FIFO" "$fifo_in" "a FIFO" compare results/base
 expect_refused "plot a FIFO" "$fifo_in" "a FIFO" plot "$fifo_in" -o "$tmp/fifo.svg"
 expect_refused "plan --config a directory" "$tmp" "a directory" plan --config "$tmp"
 expect_refused "report a character device" /dev/null "a character device" report /dev/null
+# Text from an input file reaches Markdown escaped: a results file whose
+# names hold an escape sequence, a bell, a C1 CSI, a byte that is not UTF-8,
+# '|', a backslash and a newline. Every line is then UTF-8 without a control
+# character, and every table row has its header's cells.
+python3 -c 'import csv, sys
+rows = list(csv.reader(open("results/baseline-tiny.csv", newline="")))
+head, row = rows[0], dict(zip(rows[0], rows[1]))
+evil = "E\x1b[31mV|IL\\\nX\x07\u009b\udc9b"
+for k in ("host", "cpu_model", "platform", "device", "driver", "tuning", "cpus", "mems",
+          "model", "source", "profile"):
+    row[k] = evil + k
+failed = dict(row, status="failed", reason=evil + "reason", variant="pin")
+other = dict(row, gather_budget_bytes=str(2 * int(row["gather_budget_bytes"])))
+with open(sys.argv[1], "w", newline="", encoding="utf-8", errors="surrogateescape") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(head)
+    for r in (row, failed, other):
+        w.writerow([r[h] for h in head])' "$tmp/evil.csv"
+md_safe() { # FILE: UTF-8, no control character but newline, rows as wide as their header
+	python3 -c 'import sys
+try:
+    text = open(sys.argv[1], "rb").read().decode("utf-8")
+except UnicodeDecodeError:
+    sys.exit(1)
+bad = [c for c in text if (ord(c) < 32 and c != "\n") or 0x7f <= ord(c) < 0xa0]
+def cells(line):
+    n, esc = 0, False
+    for c in line:
+        n += c == "|" and not esc
+        esc = c == "\\" and not esc
+    return n
+width = None
+for line in text.split("\n"):
+    if not line.startswith("|"):
+        width = None
+    elif width is None:
+        width = cells(line)
+    elif cells(line) != width:
+        bad.append(line)
+sys.exit(1 if bad else 0)' "$1"
+}
+"$bin" report "$tmp/evil.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && md_safe "$tmp/out" && grep -q "^# E\\\\x1b\[31mV\\\\|IL\\\\\\\\ X\\\\x07\\\\u009b.*model on 'E" "$tmp/out" &&
+	grep -q "^| 1 | pin | failed: E\\\\x1b.*reason | | | |$" "$tmp/out" && grep -q "^## The trade-off: E\\\\x1b" "$tmp/out"; then
+	report ok "report: a results file's names reach Markdown escaped"
+else
+	report fail "report: a results file's names reach Markdown escaped" "exit $rc: $(cat -v "$tmp/out" "$tmp/err" | head -20)"
+fi
+"$bin" compare "$tmp/evil.csv" "$tmp/evil.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && md_safe "$tmp/out" && grep -q "^| 1 | pin | failed in NEW: E\\\\x1b.*reason | | | ok |$" "$tmp/out"; then
+	report ok "compare: a results file's names reach Markdown escaped"
+else
+	report fail "compare: a results file's names reach Markdown escaped" "exit $rc: $(cat -v "$tmp/out" "$tmp/err" | head -20)"
+fi
 nb() { "$bin" predict --profile reference --model qwen3-4b --stage 2 --variant master --format csv "$@" | col /dev/stdin backward_s; }
 if awk -v a="$(nb --norm-gbs 5)" -v b="$(nb --norm-gbs 500)" -v c="$(nb --momentum-gbs 5)" \
 	'BEGIN { exit !(a > b + 1.5 && c == b) }'; then
