@@ -173,6 +173,55 @@ static void device_short(void **state)
 }
 
 /*
+ * A need that equals what there is fits, one byte more does not: the device
+ * peak against the device's memory and against --device-mem-limit, the
+ * host's, the largest pinned buffer and the largest device buffer.
+ */
+static void exact_fit(void **state)
+{
+	struct mb_fit_host h = roomy_host();
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(2);
+	struct mb_fit_need need;
+	struct mb_model m;
+
+	(void)state;
+	load(&m, "tiny", 0);
+	assert_int_equal(mb_fit_need(&m, &c, false, &need), 0);
+	d.global_mem_bytes = need.device_peak_bytes;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+	d.global_mem_bytes--;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("the device peak (step phase");
+
+	d = roomy_device();
+	d.limit_bytes = need.device_peak_bytes;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+	d.limit_bytes--;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("--device-mem-limit");
+
+	d = roomy_device();
+	h.available_bytes = need.host_bytes;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+	h.available_bytes--;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+
+	h = roomy_host();
+	d.max_alloc_bytes = need.pinned_largest_bytes;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+	d.max_alloc_bytes--;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+
+	d = roomy_device();
+	d.device_alloc_limit = need.device_largest_bytes;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 1);
+	d.device_alloc_limit--;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	mb_model_release(&m);
+}
+
+/*
  * CLBlast's temporaries, where the caller gives them, are in every phase's
  * peak and in the suggestions: a stage 3 cell that fits a limit without them
  * does not with them, and the sub-group size suggested fits with them.
@@ -505,7 +554,7 @@ int main(void)
 		cmocka_unit_test(pinned_short),	     cmocka_unit_test(cpu_device),
 		cmocka_unit_test(peaks_as_measured), cmocka_unit_test(pass_short),
 		cmocka_unit_test(nothing_fits),	     cmocka_unit_test(bad_plan),
-		cmocka_unit_test(meminfo),
+		cmocka_unit_test(meminfo),	     cmocka_unit_test(exact_fit),
 	};
 
 	return cmocka_run_group_tests_name("fit", tests, NULL, NULL);
