@@ -270,14 +270,16 @@ static void md_profile(const struct mb_profile *p)
 	char gram[64], standard[64];
 
 	printf("Profile '%s' (%s): H2D %g / D2H %g GB/s pinned (%g both at once), %g / %g "
-	       "pageable (%g), pageable copies %s the host; Newton-Schulz %s GFLOP/s gram, %s "
-	       "standard; momentum kernel %g GB/s, norm %g GB/s; forward/backward %g GFLOP/s; "
+	       "pageable (%g), pageable copies %s the host; Newton-Schulz %s GFLOP/s gram (%s), "
+	       "%s standard (%s); momentum kernel %g GB/s, norm %g GB/s; forward/backward %g GFLOP/s; "
 	       "host optimizer %g GB/s, memcpy %g GB/s; %g us a command.\n\n",
 	       p->name, p->device, p->h2d_pinned_gbs, p->d2h_pinned_gbs, p->both_pinned_gbs,
 	       p->h2d_pageable_gbs, p->d2h_pageable_gbs, p->both_pageable_gbs,
 	       p->pageable_holds_host ? "hold" : "do not hold",
 	       ladder_text(gram, sizeof(gram), &p->ns_gram_gflops),
-	       ladder_text(standard, sizeof(standard), &p->ns_standard_gflops), p->momentum_gbs,
+	       p->ns_gram_precision[0] ? p->ns_gram_precision : "fp32",
+	       ladder_text(standard, sizeof(standard), &p->ns_standard_gflops),
+	       p->ns_standard_precision[0] ? p->ns_standard_precision : "fp32", p->momentum_gbs,
 	       p->norm_gbs, p->fwd_bwd_gflops, p->host_opt_gbs, p->memcpy_gbs,
 	       p->command_overhead_us);
 }

@@ -46,6 +46,27 @@ static int distinct(const struct mb_shape *shape, size_t i)
 	return 0;
 }
 
+/* --ns-precision for each method on the device INFO describes, into S. */
+static int precisions(const struct mb_args *args, const struct mb_cl_device_info *info,
+		      struct mb_profile_measure_settings *s)
+{
+	int k, err;
+
+	for (k = 0; k < MB_NS_NMETHODS; k++)
+		if ((err = mb_setup_precision(args, info, (enum mb_ns_method)k,
+					      &s->ns_precision[k])))
+			return err;
+	return 0;
+}
+
+/* Whether P's ladders are at the precisions S asks for. */
+static bool same_precisions(const struct mb_profile *p, const struct mb_profile_measure_settings *s)
+{
+	return !strcmp(p->ns_gram_precision, mb_precision_names[s->ns_precision[MB_NS_GRAM]]) &&
+	       !strcmp(p->ns_standard_precision,
+		       mb_precision_names[s->ns_precision[MB_NS_STANDARD]]);
+}
+
 int mb_cmd_profile(const struct mb_args *args)
 {
 	struct mb_profile_measure_settings s = { .copy_bytes = COPY_BYTES,
@@ -79,14 +100,22 @@ int mb_cmd_profile(const struct mb_args *args)
 		struct mb_cl_select sel;
 
 		mb_setup_device_select(args, &sel);
-		if ((err = mb_cl_find(&sel, &d)))
+		if ((err = mb_cl_find(&sel, &d)) || (err = precisions(args, &d, &s)))
 			return err;
 		if (args->out)
 			snprintf(path, sizeof(path), "%s", args->out);
 		else
 			mb_profile_cache_path(&d, path, sizeof(path));
 		if (!access(path, F_OK)) {
-			if (!(err = mb_profile_load(&p, path))) {
+			if (!(err = mb_profile_load(&p, path)) && !same_precisions(&p, &s)) {
+				fprintf(stderr,
+					"muonbench: measuring again: the profile %s holds "
+					"Newton-Schulz at %s (gram) and %s (standard), where %s and "
+					"%s are asked\n",
+					path, p.ns_gram_precision, p.ns_standard_precision,
+					mb_precision_names[s.ns_precision[MB_NS_GRAM]],
+					mb_precision_names[s.ns_precision[MB_NS_STANDARD]]);
+			} else if (!err) {
 				fprintf(stderr,
 					"muonbench: the profile of '%s' is %s (remove it to "
 					"measure again)\n",
@@ -96,15 +125,21 @@ int mb_cmd_profile(const struct mb_args *args)
 			/* an older muonbench's, which run cannot read, is measured anew, as is a
 			 * damaged one in the cache (muonbench's own file; an --out is the user's)
 			 */
-			if (err != -MB_EINPUT || (mb_err_kind() != MB_KIND_OLD_FORMAT && args->out))
+			if (err && (err != -MB_EINPUT ||
+				    (mb_err_kind() != MB_KIND_OLD_FORMAT && args->out)))
 				return err;
-			fprintf(stderr, "muonbench: measuring again: %s\n", mb_errmsg());
+			if (err)
+				fprintf(stderr, "muonbench: measuring again: %s\n", mb_errmsg());
 		}
 	}
 	/* an --out that cannot take the profile is refused before the minute of measuring */
 	if ((args->out && (err = mb_json_check_out(args->out))) ||
 	    (err = mb_setup_binding(args, &host)) || (err = mb_setup_device(args, &cl)))
 		return err;
+	if ((err = precisions(args, &cl.info, &s))) {
+		mb_cl_release(&cl);
+		return err;
+	}
 	err = mb_profile_measure(&cl, &s, &p);
 	if (args->out)
 		snprintf(path, sizeof(path), "%s", args->out);

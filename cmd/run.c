@@ -88,6 +88,8 @@ struct grid {
 	struct mb_devmem_sampler sampler;
 	uint64_t used_base;		/* of the run in progress: before its first allocation */
 	enum mb_precision ns_precision; /* --ns-precision, auto resolved for the device */
+	unsigned precision_unpredicted; /* cells not predicted: the profile's precision is another
+					 */
 	char ns_kernel[24];		/* the GEMM kernel Newton-Schulz ran, of the last run */
 	unsigned stages[3], variants[MB_NVARIANTS];
 	size_t nstages, nvariants;
@@ -278,17 +280,35 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 }
 
 /* The model's prediction of the cell now in g->run into *t; false if there is no profile. */
-static int predict_cell(const struct grid *g, struct mb_step_times *t, bool *have)
+static int predict_cell(struct grid *g, struct mb_step_times *t, bool *have)
 {
+	const struct mb_plan_settings *set = &g->run.step.plan;
+	struct mb_profile prof = g->profile;
 	struct mb_plan plan;
+	const char *had;
 	int err;
 
 	*have = false;
 	if (!g->profile_src[0])
 		return 0;
-	if ((err = mb_plan_build(&plan, &g->model, &g->run.step.plan)))
+	had = set->ns_method == MB_NS_GRAM ? prof.ns_gram_precision : prof.ns_standard_precision;
+	if (set->ns_rate_gflops) { /* calibrated: the rate asked, at every size */
+		prof.ns_gram_gflops = (struct mb_profile_ladder){ 1, { 1 }, { 0 } };
+		prof.ns_gram_gflops.gflops[0] = (double)set->ns_rate_gflops;
+		prof.ns_standard_gflops = prof.ns_gram_gflops;
+	} else if (strcmp(had, mb_precision_names[set->ns_precision])) {
+		if (!g->precision_unpredicted++)
+			fprintf(stderr,
+				"muonbench: the cells are not predicted: the profile '%s' times "
+				"Newton-Schulz at %s, this run runs it at %s (muonbench profile "
+				"--ns-precision %s measures it so)\n",
+				g->profile_src, had, mb_precision_names[set->ns_precision],
+				mb_precision_names[set->ns_precision]);
+		return 0;
+	}
+	if ((err = mb_plan_build(&plan, &g->model, set)))
 		return err;
-	err = mb_predict_step(&g->model, &plan, &g->run.step, &g->profile, t);
+	err = mb_predict_step(&g->model, &plan, &g->run.step, &prof, t);
 	mb_plan_release(&plan);
 	*have = !err;
 	return err;

@@ -20,7 +20,8 @@ enum kind {
 	RATE, /* double, positive and finite */
 	TIME, /* double, zero or more, finite */
 	BOOL,
-	LADDER, /* struct mb_profile_ladder, of RATEs */
+	LADDER,	   /* struct mb_profile_ladder, of RATEs */
+	PRECISION, /* char[]: fp32, bf16 or fp16; a file may leave it out (fp32) */
 };
 
 struct field {
@@ -44,6 +45,8 @@ static const struct field fields[] = {
 	{ "pageable_holds_host", BOOL, AT(pageable_holds_host), "" },
 	{ "ns_gram_gflops", LADDER, AT(ns_gram_gflops), "GFLOP/s" },
 	{ "ns_standard_gflops", LADDER, AT(ns_standard_gflops), "GFLOP/s" },
+	{ "ns_gram_precision", PRECISION, AT(ns_gram_precision), "fp32, bf16 or fp16" },
+	{ "ns_standard_precision", PRECISION, AT(ns_standard_precision), "fp32, bf16 or fp16" },
 	{ "momentum_gbs", RATE, AT(momentum_gbs), "GB/s" },
 	{ "norm_gbs", RATE, AT(norm_gbs), "GB/s" },
 	{ "fill_gbs", RATE, AT(fill_gbs), "GB/s" },
@@ -197,6 +200,11 @@ static int read_point(const struct reader *r, const struct field *f, const cJSON
 }
 
 /* Ladder F from V: a list of 1 to MB_PROFILE_LADDER_MAX points. */
+static bool is_precision(const char *s)
+{
+	return !strcmp(s, "fp32") || !strcmp(s, "bf16") || !strcmp(s, "fp16");
+}
+
 static int read_ladder(const struct reader *r, struct mb_profile_ladder *l, const struct field *f,
 		       const cJSON *v)
 {
@@ -251,6 +259,11 @@ static int read_field(const struct reader *r, struct mb_profile *p, const struct
 		return 0;
 	case LADDER:
 		return read_ladder(r, at(p, f), f, v);
+	case PRECISION:
+		if (!cJSON_IsString(v) || !is_precision(v->valuestring))
+			return bad(r, v, f->key, "must be \"fp32\", \"bf16\" or \"fp16\"");
+		snprintf(at(p, f), f->size, "%s", v->valuestring);
+		return 0;
 	}
 	return 0;
 }
@@ -301,7 +314,9 @@ static int read_tree(const struct reader *r, struct mb_profile *p)
 			return err;
 	}
 	for (i = 0; i < NFIELDS; i++)
-		if (!seen[i])
+		if (!seen[i] && fields[i].kind == PRECISION)
+			snprintf(at(p, &fields[i]), fields[i].size, "fp32");
+		else if (!seen[i])
 			return mb_bad_input("%s: missing key \"%s\"", r->source, fields[i].key);
 	return 0;
 }
@@ -377,6 +392,11 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 			return mb_bad_input("%s: longer than %zu bytes", what, f->size - 1);
 		snprintf(at(p, f), f->size, "%s", value);
 		return 0;
+	case PRECISION:
+		if (!is_precision(value))
+			return mb_bad_input("%s: '%s' is not fp32, bf16 or fp16", what, value);
+		snprintf(at(p, f), f->size, "%s", value);
+		return 0;
 	case BOOL:
 		if (!strcmp(value, "on") || !strcmp(value, "true"))
 			*(bool *)at(p, f) = true;
@@ -408,7 +428,7 @@ double mb_profile_get(const struct mb_profile *p, const char *key)
 {
 	const struct field *f = find(key);
 
-	if (!f || f->kind == TEXT)
+	if (!f || f->kind == TEXT || f->kind == PRECISION)
 		return NAN;
 	if (f->kind == BOOL)
 		return *(const bool *)((const char *)p + f->offset);
@@ -463,6 +483,8 @@ void mb_profile_write(FILE *out, const struct mb_profile *p)
 		fprintf(out, ",\n  \"%s\": ", f->key);
 		if (f->kind == TEXT)
 			write_text(out, base + f->offset);
+		else if (f->kind == PRECISION)
+			write_text(out, *(base + f->offset) ? base + f->offset : "fp32");
 		else if (f->kind == BOOL)
 			fputs(*(const bool *)(base + f->offset) ? "true" : "false", out);
 		else if (f->kind == LADDER)

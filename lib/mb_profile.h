@@ -58,6 +58,12 @@ struct mb_profile {
 
 	/* Newton-Schulz, by method, by the FLOPs of a matrix (mb_profile_ladder_gflops) */
 	struct mb_profile_ladder ns_gram_gflops, ns_standard_gflops;
+	/*
+	 * The precision of each ladder's GEMMs: "fp32", "bf16" or "fp16"
+	 * (mb_precision_names). Keys a file may leave out (a profile of
+	 * format 4 from before them), read as "fp32", the only one then.
+	 */
+	char ns_gram_precision[8], ns_standard_precision[8];
 	double momentum_gbs;   /* the momentum kernel, bytes read and written */
 	double norm_gbs;       /* the norm's partial sums (mb_ns_sumsq_bf16), bytes read */
 	double fill_gbs;       /* the backward stand-in's gradient fill (a PRNG), bytes written */

@@ -161,6 +161,8 @@ static int ns_once(struct rig *g, const struct probe *p, double *t)
 	int err;
 
 	g->ns.method = p->method;
+	/* the forward/backward's rate is CLBlast's fp32, whatever Newton-Schulz's */
+	g->ns.precision = p->gemms_only ? MB_PREC_FP32 : g->s->ns_precision[p->method];
 	if ((err = mb_nsbench_time(b, p->gemms_only, t)))
 		return err;
 	if (isnan(*t)) {
@@ -384,8 +386,10 @@ static int rig_shapes(struct rig *g)
 	size_t i;
 	int k, err = 0;
 
+	/* a 16-bit precision's reserve builds our GEMM kernel (mb_gemm16) */
 	for (k = 0; k < MB_NS_NMETHODS && !err; k++) {
 		g->ns.method = (enum mb_ns_method)k;
+		g->ns.precision = s->ns_precision[k];
 		err = mb_ns_reserve(&g->ns, s->ns_rows, s->ns_cols, s->ns_nshapes);
 	}
 	/* the same stream for each shape, as ns times them */
@@ -462,6 +466,10 @@ int mb_profile_measure(const struct mb_cl *cl, const struct mb_profile_measure_s
 
 	memset(p, 0, sizeof(*p));
 	snprintf(p->name, sizeof(p->name), "%.63s", cl->info.name);
+	snprintf(p->ns_gram_precision, sizeof(p->ns_gram_precision), "%s",
+		 mb_precision_names[s->ns_precision[MB_NS_GRAM]]);
+	snprintf(p->ns_standard_precision, sizeof(p->ns_standard_precision), "%s",
+		 mb_precision_names[s->ns_precision[MB_NS_STANDARD]]);
 	snprintf(p->device, sizeof(p->device), "%.100s (%.60s, driver %.60s), measured",
 		 cl->info.name, cl->info.platform_name, cl->info.driver);
 	return (err = copies(cl, s, p)) ? err : rates_in_rounds(cl, s, p);

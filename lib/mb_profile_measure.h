@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "mb_cl.h"
+#include "mb_ns.h"
 #include "mb_profile.h"
 
 struct mb_profile_measure_settings {
@@ -47,6 +48,7 @@ struct mb_profile_measure_settings {
 	uint64_t elementwise_elems; /* of the momentum kernel and the host optimizer */
 	unsigned reps;		    /* of each copy; the rounds are 4 x REPS */
 	uint64_t seed;
+	enum mb_precision ns_precision[MB_NS_NMETHODS]; /* of Newton-Schulz's GEMMs, by method */
 };
 
 /*

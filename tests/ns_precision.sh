@@ -78,5 +78,31 @@ fi
 expect_error "ns_precision: --ns-rate with --ns-precision is refused" 2 "--ns-rate replaces Newton-Schulz" \
 	run --config tests/data/good/micro.json --ns-rate 20 --ns-precision fp16 --out "$tmp/never.csv"
 
+# profile measures Newton-Schulz at the precision asked and says which; run predicts a cell
+# only from a profile of its precision (calibrated: from the rate asked)
+"$bin" profile --shape 128x256,256x768 --reps 1 --ns-precision bf16 --out "$tmp/bf16.json" >/dev/null 2>"$tmp/err"
+if grep -q '"ns_gram_precision": "bf16"' "$tmp/bf16.json" && grep -q '"ns_standard_precision": "bf16"' "$tmp/bf16.json"; then
+	report ok "ns_precision: profile --ns-precision bf16 records its ladders' precision"
+else
+	report fail "ns_precision: profile --ns-precision bf16 records its ladders' precision" "$(cat "$tmp/err")"
+fi
+one="--config tests/data/good/micro.json --gather-budget 128Ki --fwd-bwd off --stage 2 --variant master --runs 1 --steps 2 --quiet --profile $tmp/bf16.json"
+predicted() { python3 -c 'import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))[0]
+print("yes" if r["pred_ns_s"] else "no")' "$1"; }
+# shellcheck disable=SC2086 # $one is a list of options
+"$bin" run $one --ns-precision fp32 --out "$tmp/u1.csv" >/dev/null 2>"$tmp/err1"
+# shellcheck disable=SC2086
+"$bin" run $one --ns-precision bf16 --out "$tmp/u2.csv" >/dev/null 2>"$tmp/err2"
+# shellcheck disable=SC2086
+"$bin" run $one --ns-rate 20 --out "$tmp/u3.csv" >/dev/null 2>"$tmp/err3"
+if [ "$(predicted "$tmp/u1.csv")" = no ] &&
+	grep -q "not predicted: the profile '.*' times Newton-Schulz at bf16, this run runs it at fp32" "$tmp/err1" &&
+	[ "$(predicted "$tmp/u2.csv")" = yes ] && [ "$(predicted "$tmp/u3.csv")" = yes ]; then
+	report ok "ns_precision: run predicts from a profile of its own precision, or from --ns-rate"
+else
+	report fail "ns_precision: run predicts from a profile of its own precision, or from --ns-rate" "$(cat "$tmp/err1" "$tmp/err2" "$tmp/err3")"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ]
