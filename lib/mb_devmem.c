@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -83,9 +84,14 @@ static cl_int amd_free_kib(cl_device_id device, uint64_t *kib)
 
 void mb_devmem_open(struct mb_devmem *dm, const struct mb_cl *cl)
 {
+	const char *off = getenv("MUONBENCH_DEVICE_MEMORY");
 	uint64_t kib;
 
 	memset(dm, 0, sizeof(*dm));
+	if (off && !strcmp(off, "off")) {
+		none(dm, "MUONBENCH_DEVICE_MEMORY=off");
+		return;
+	}
 	if (open_nvml(dm, cl->info.pci))
 		return;
 	if (strstr(cl->info.vendor, "Advanced Micro Devices") &&

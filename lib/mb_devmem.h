@@ -9,7 +9,8 @@
  *   by the OpenCL device's PCI address; libnvidia-ml.so.1 is loaded with
  *   dlopen when the device is opened, never linked, and needs no headers.
  * - AMD: the global memory less CL_DEVICE_GLOBAL_FREE_MEMORY_AMD.
- * - Elsewhere: no figure, and why.
+ * - Elsewhere: no figure, and why; and nowhere with MUONBENCH_DEVICE_MEMORY=off
+ *   in the environment (bench/sampler-cost.sh times a run without it).
  *
  * A sampler thread reads the figure every MB_DEVMEM_PERIOD_US through a
  * run and keeps the peak of the readings taken while a window is open; it
