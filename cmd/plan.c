@@ -178,10 +178,13 @@ static void md_bytes_row(const char *what, const char *extra, uint64_t bytes)
 
 static void md_model(const struct mb_model *m, const struct mb_plan *p)
 {
-	printf("# Plan: %s, ZeRO stage %u, rank %u of %u\n\n", m->name, p->set.stage, p->set.rank,
-	       p->set.world_size);
-	printf("Model from %s: %u decoder layer%s, %zu tensor%s.\n\n", m->source, m->layers,
-	       m->layers == 1 ? "" : "s", m->nparams, m->nparams == 1 ? "" : "s");
+	char name[MB_MD_LEN(sizeof(m->name))], source[MB_MD_LEN(sizeof(m->source))];
+
+	printf("# Plan: %s, ZeRO stage %u, rank %u of %u\n\n", mb_md(name, sizeof(name), m->name),
+	       p->set.stage, p->set.rank, p->set.world_size);
+	printf("Model from %s: %u decoder layer%s, %zu tensor%s.\n\n",
+	       mb_md(source, sizeof(source), m->source), m->layers, m->layers == 1 ? "" : "s",
+	       m->nparams, m->nparams == 1 ? "" : "s");
 	printf("| parameters | tensors | elements | |\n|---|---:|---:|---:|\n");
 	md_count_row("total", (long)m->nparams, m->numel_total);
 	md_count_row("Muon (2-D, not embed or lm_head)", (long)m->nparams_muon, m->numel_muon);
@@ -269,8 +272,9 @@ static void md_first_group(const struct mb_model *m, const struct mb_plan *p)
 	for (k = g->first; k < g->end && k < g->first + most; k++) {
 		const struct mb_param *q = &m->params[p->order[k]];
 
-		printf("- `%s` (%llux%llu)\n", q->name, (unsigned long long)q->rows,
-		       (unsigned long long)q->cols);
+		printf("- `");
+		mb_print_md_text(q->name);
+		printf("` (%llux%llu)\n", (unsigned long long)q->rows, (unsigned long long)q->cols);
 	}
 	if (g->end - g->first > most)
 		printf("- and %zu more\n", g->end - g->first - most);
@@ -454,9 +458,11 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 	int err;
 
 	if (fmt == MB_FORMAT_MD) {
+		char name[MB_MD_LEN(sizeof(m->name))];
+
 		printf("# Plan sweep: %s, ZeRO-%u\n\n| --gather-budget | --sub-group-size | "
 		       "groups | largest gathered |",
-		       m->name, base->stage);
+		       mb_md(name, sizeof(name), m->name), base->stage);
 		for (k = 1; k <= 3; k++) {
 			printf(" step peak, %zu alive (", k);
 			print_alive((unsigned)k);

@@ -267,14 +267,16 @@ static const char *ladder_text(char *buf, size_t len, const struct mb_profile_la
 
 static void md_profile(const struct mb_profile *p)
 {
-	char gram[64], standard[64];
+	char gram[64], standard[64], name[MB_MD_LEN(sizeof(p->name))],
+		device[MB_MD_LEN(sizeof(p->device))];
 
 	printf("Profile '%s' (%s): H2D %g / D2H %g GB/s pinned (%g both at once), %g / %g "
 	       "pageable (%g), pageable copies %s the host; Newton-Schulz %s GFLOP/s gram (%s), "
 	       "%s standard (%s); momentum kernel %g GB/s, norm %g GB/s; forward/backward %g GFLOP/s; "
 	       "host optimizer %g GB/s, memcpy %g GB/s; %g us a command.\n\n",
-	       p->name, p->device, p->h2d_pinned_gbs, p->d2h_pinned_gbs, p->both_pinned_gbs,
-	       p->h2d_pageable_gbs, p->d2h_pageable_gbs, p->both_pageable_gbs,
+	       mb_md(name, sizeof(name), p->name), mb_md(device, sizeof(device), p->device),
+	       p->h2d_pinned_gbs, p->d2h_pinned_gbs, p->both_pinned_gbs, p->h2d_pageable_gbs,
+	       p->d2h_pageable_gbs, p->both_pageable_gbs,
 	       p->pageable_holds_host ? "hold" : "do not hold",
 	       ladder_text(gram, sizeof(gram), &p->ns_gram_gflops),
 	       p->ns_gram_precision[0] ? p->ns_gram_precision : "fp32",
@@ -485,9 +487,15 @@ int mb_cmd_predict(const struct mb_args *args)
 				   flags[sw.flag].option);
 		goto out;
 	}
-	if (md)
-		printf("# Predicted: %s (%s), %u layers, %s\n\n", g->model.name, g->model.source,
-		       g->model.layers, "from the device profile below, with no device");
+	if (md) {
+		char name[MB_MD_LEN(sizeof(g->model.name))],
+			source[MB_MD_LEN(sizeof(g->model.source))];
+
+		printf("# Predicted: %s (%s), %u layers, %s\n\n",
+		       mb_md(name, sizeof(name), g->model.name),
+		       mb_md(source, sizeof(source), g->model.source), g->model.layers,
+		       "from the device profile below, with no device");
+	}
 	for (bi = 0; bi < args->gather_budgets.n && !err; bi++)
 		for (si = 0; si < args->sub_group_sizes.n && !err; si++) {
 			if ((err = build_plans(g, args->gather_budgets.v[bi],

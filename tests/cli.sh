@@ -1329,6 +1329,23 @@ if [ "$rc" -eq 0 ] && md_safe "$tmp/out" && grep -q "^| 1 | pin | failed in NEW:
 else
 	report fail "compare: a results file's names reach Markdown escaped" "exit $rc: $(cat -v "$tmp/out" "$tmp/err" | head -20)"
 fi
+# plan and predict: a config's and a profile's names reach Markdown escaped too
+python3 -c 'import json, sys
+evil = "E\x1b[31mV|IL\\\nX\x07"
+json.dump({"name": evil + "model", "parameters": [{"name": evil + ".weight", "shape": [64, 64], "repeat": 1}]}, open(sys.argv[1], "w"))
+p = json.load(open("profiles/reference.json"))
+p["name"], p["device"] = evil + "name", evil + "device"
+json.dump(p, open(sys.argv[2], "w"))' "$tmp/evil.json" "$tmp/evil-profile.json"
+"$bin" plan --config "$tmp/evil.json" --fwd-bwd off >"$tmp/out" 2>"$tmp/err" && md_safe "$tmp/out" &&
+	"$bin" plan --config "$tmp/evil.json" --fwd-bwd off --gather-budget 1Mi,2Mi >"$tmp/out2" 2>>"$tmp/err" && md_safe "$tmp/out2" &&
+	"$bin" predict --config "$tmp/evil.json" --fwd-bwd off --profile "$tmp/evil-profile.json" --stage 2 --variant master >"$tmp/out3" 2>>"$tmp/err" &&
+	md_safe "$tmp/out3" && grep -q "^# Plan: E\\\\x1b" "$tmp/out" && grep -q "^Profile 'E\\\\x1b" "$tmp/out3"
+rc=$?
+if [ "$rc" -eq 0 ]; then
+	report ok "plan and predict: a config's and a profile's names reach Markdown escaped"
+else
+	report fail "plan and predict: a config's and a profile's names reach Markdown escaped" "$(cat -v "$tmp/out" "$tmp/out3" "$tmp/err" | head -20)"
+fi
 nb() { "$bin" predict --profile reference --model qwen3-4b --stage 2 --variant master --format csv "$@" | col /dev/stdin backward_s; }
 if awk -v a="$(nb --norm-gbs 5)" -v b="$(nb --norm-gbs 500)" -v c="$(nb --momentum-gbs 5)" \
 	'BEGIN { exit !(a > b + 1.5 && c == b) }'; then
