@@ -46,6 +46,35 @@ static int set_flag(struct mb_profile *p, size_t f, const char *value, enum mb_n
 	return flags[f].key2 ? mb_profile_set(p, flags[f].key2, value, what) : 0;
 }
 
+/*
+ * Whether flag G sets one of the fields that flag F sets with another
+ * (--pageable-h2d-gbs against --pageable-gbs): the rule is that the narrower
+ * option, given, wins over the wider one, given or swept.
+ */
+static bool narrower(size_t g, size_t f)
+{
+	const struct flag *a = &flags[g], *b = &flags[f];
+
+	return g != f && a->key && !a->key2 && b->key && b->key2 &&
+	       (!strcmp(a->key, b->key) || !strcmp(a->key, b->key2));
+}
+
+/* Set flag F's fields of *P to VALUE, then again every narrower flag that ARGS gives one value. */
+static int set_wider(struct mb_profile *p, const struct mb_args *args, size_t f, const char *value,
+		     enum mb_ns_method method)
+{
+	size_t g;
+	int err;
+
+	if ((err = set_flag(p, f, value, method)))
+		return err;
+	for (g = 0; g < MB_PREDICT_NFLAGS; g++)
+		if (args->profile_flags[g] && !strchr(args->profile_flags[g], ',') &&
+		    narrower(g, f) && (err = set_flag(p, g, args->profile_flags[g], method)))
+			return err;
+	return 0;
+}
+
 struct sweep {
 	int flag; /* -1: none */
 	char copy[512];
@@ -94,7 +123,7 @@ static int build_profile(const struct mb_args *args, enum mb_ns_method method,
 		if (!v)
 			continue;
 		if (!strchr(v, ',')) {
-			if ((err = set_flag(base, f, v, method)))
+			if ((err = set_wider(base, args, f, v, method)))
 				return err;
 			continue;
 		}
@@ -107,7 +136,7 @@ static int build_profile(const struct mb_args *args, enum mb_ns_method method,
 	}
 	for (i = 0; s->flag >= 0 && i < s->n; i++) {
 		scratch = *base;
-		if ((err = set_flag(&scratch, (size_t)s->flag, s->values[i], method)))
+		if ((err = set_wider(&scratch, args, (size_t)s->flag, s->values[i], method)))
 			return err;
 	}
 	return 0;
@@ -427,7 +456,8 @@ static int predict_point(struct grid *g, const struct mb_profile *base, const st
 	for (i = 0; i < n && !err; i++) {
 		p = *base;
 		if (sw->flag >= 0)
-			set_flag(&p, (size_t)sw->flag, sw->values[i], g->set[0].plan.ns_method);
+			set_wider(&p, args, (size_t)sw->flag, sw->values[i],
+				  g->set[0].plan.ns_method);
 		if ((err = predict_cells(g, &p)))
 			break;
 		for (k = 0; knobs && k < g->ncells; k++)

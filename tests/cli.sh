@@ -1470,6 +1470,24 @@ else
 fi
 printf '%s\n' "$good" >"$measured"
 
+# An option that sets one field wins over a wider one that sets it with another,
+# whether the wider is given or swept (issue 38, item 2): --pageable-h2d-gbs 3
+# against --pageable-gbs 5,10 is 3 / 5 and 3 / 10, as against --pageable-gbs 5.
+"$bin" predict --model tiny --stage 2 --variant master --fwd-bwd off --pageable-gbs 5,10 --pageable-h2d-gbs 3 >"$tmp/narrow" 2>&1
+"$bin" predict --model tiny --stage 2 --variant master --fwd-bwd off --pageable-d2h-gbs 7 --pageable-gbs 5 >>"$tmp/narrow" 2>&1
+"$bin" predict --model tiny --stage 2 --variant master --fwd-bwd off --pageable-gbs 5 --pageable-h2d-gbs 3,4 >>"$tmp/narrow" 2>&1
+if [ "$(grep -o '[0-9.]* / [0-9.]* pageable' "$tmp/narrow" | tr '\n' ';')" = "3 / 5 pageable;3 / 10 pageable;5 / 7 pageable;3 / 5 pageable;4 / 5 pageable;" ]; then
+	report ok "predict: a narrower option given wins over a wider one, given or swept"
+else
+	report fail "predict: a narrower option given wins over a wider one, given or swept" "$(cat "$tmp/narrow")"
+fi
+"$bin" predict --help >"$tmp/help"
+if tr '\n' ' ' <"$tmp/help" | tr -s ' ' | grep -q "An option that sets one field wins over a wider one that sets it with others (--pageable-h2d-gbs over --pageable-gbs), given or swept"; then
+	report ok "predict --help says the narrower option wins"
+else
+	report fail "predict --help says the narrower option wins" "$(head -20 "$tmp/help")"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]
