@@ -141,6 +141,7 @@ struct mb_args {
 	const char *measure;			/* "A-B"; NULL: 2-6 cut to the steps */
 	const char *pin_memory, *writeback_dep; /* on|off, host|event */
 	enum mb_pinned_alloc pinned_alloc;	/* how pinned host memory is made */
+	const char *pinned_device_copy;		/* auto|yes|no */
 	uint64_t resume_at;			/* 0: never */
 	uint64_t seq, micro_batch;
 	const char *fwd_bwd;			 /* on|off */

@@ -218,7 +218,7 @@ static const char *pinned_row(char *buf, size_t size, bool pins)
 	return buf;
 }
 
-static void md_host(const struct mb_plan *p)
+static void md_host(const struct mb_plan *p, bool device_copy)
 {
 	char pinned[96], limit[32], row[96], which[64];
 	int b;
@@ -254,6 +254,15 @@ static void md_host(const struct mb_plan *p)
 	}
 	md_bytes_row(pinned_row(row, sizeof(row), false), " |", mb_plan_pinned_bytes(p, false));
 	md_bytes_row(pinned_row(row, sizeof(row), true), " |", mb_plan_pinned_bytes(p, true));
+	if (device_copy)
+		printf("\nWith --pinned-device-copy yes the device also holds a copy of the pinned "
+		       "memory, beside its peak: %s (%s), %s (%s). NVIDIA's OpenCL keeps one of "
+		       "every mapped CL_MEM_ALLOC_HOST_PTR buffer; --pinned-alloc nv pins without "
+		       "it.\n",
+		       mb_fmt_bytes_iec(limit, sizeof(limit), mb_plan_pinned_bytes(p, false)),
+		       pinning(which, sizeof(which), false),
+		       mb_fmt_bytes_iec(row, sizeof(row), mb_plan_pinned_bytes(p, true)),
+		       pinning(pinned, sizeof(pinned), true));
 }
 
 /* The first group's matrices, so that the apply order can be seen. */
@@ -540,7 +549,7 @@ int mb_cmd_plan(const struct mb_args *args)
 		print_json(&model, &plan, fields, n);
 	} else {
 		md_model(&model, &plan);
-		md_host(&plan);
+		md_host(&plan, !strcmp(args->pinned_device_copy, "yes"));
 		md_apply(&model, &plan);
 		md_step(&plan);
 		md_peak(&plan);

@@ -86,11 +86,12 @@ struct grid {
 	struct mb_fit_device fit; /* the device's figures, read once when it was opened */
 	struct mb_devmem devmem;  /* the driver's own figure of the device's used memory */
 	struct mb_devmem_sampler sampler;
-	uint64_t used_base;		/* of the run in progress: before its first allocation */
-	enum mb_precision ns_precision; /* --ns-precision, auto resolved for the device */
-	unsigned precision_unpredicted; /* cells not predicted: the profile's precision is another
-					 */
-	char ns_kernel[24];		/* the GEMM kernel Newton-Schulz ran, of the last run */
+	enum mb_pinned_copy pinned_copy; /* the driver keeps pinned memory on the device too */
+	uint64_t used_base;		 /* of the run in progress: before its first allocation */
+	enum mb_precision ns_precision;	 /* --ns-precision, auto resolved for the device */
+	unsigned precision_unpredicted;	 /* cells not predicted: the profile's precision is another
+					  */
+	char ns_kernel[24];		 /* the GEMM kernel Newton-Schulz ran, of the last run */
 	unsigned stages[3], variants[MB_NVARIANTS];
 	size_t nstages, nvariants;
 	struct cell *cells; /* stage by stage, then budget, sub-group size and variant */
@@ -273,6 +274,9 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	snprintf(row->device_used_source, sizeof(row->device_used_source), "%s",
 		 mb_devmem_source_names[g->devmem.source]);
 	row->device_used_base_bytes = row->device_used_peak_bytes = MB_CSV_UNKNOWN;
+	snprintf(row->pinned_device_copy, sizeof(row->pinned_device_copy), "%s",
+		 mb_pinned_copy_names[g->pinned_copy]);
+	row->pinned_device_copy_bytes = MB_CSV_UNKNOWN;
 	row->pred_iter_s = row->pred_apply_s = row->pred_d2h_hidden_frac = NAN;
 #define NAN_(e, f, ...) row->pred_##f = NAN;
 	MB_PHASES(NAN_)
@@ -546,6 +550,9 @@ static int run_once(struct grid *g, struct cell *c, unsigned i)
 	row->run = i;
 	fill_results(row, r);
 	row->device_used_base_bytes = g->used_base;
+	if (g->pinned_copy != MB_PINNED_COPY_UNKNOWN)
+		row->pinned_device_copy_bytes =
+			g->pinned_copy == MB_PINNED_COPY_YES ? r->pinned_host_bytes : 0;
 	snprintf(row->ns_kernel, sizeof(row->ns_kernel), "%s", r->ns_kernel);
 	if (r->ns_kernel[0])
 		snprintf(g->ns_kernel, sizeof(g->ns_kernel), "%s", r->ns_kernel);
@@ -718,6 +725,8 @@ static int fit_cell(struct grid *g, bool *fits)
 		.alive = mb_variant_alive(s->variant),
 		.tokens = s->fwd_bwd ? s->tokens : 0,
 		.micro_batch = g->args->micro_batch,
+		.pinned_device_copy = g->pinned_copy == MB_PINNED_COPY_YES,
+		.nv_pinning = g->cl.create_buffer_nv && g->cl.pinned_alloc != MB_PINNED_NV,
 	};
 	struct mb_fit_host host;
 	char reason[sizeof(((struct mb_csv_row *)0)->reason)];
@@ -829,6 +838,35 @@ static int load_profile(struct grid *g)
 	return 0;
 }
 
+/*
+ * Whether the driver keeps pinned host memory on the device too: as
+ * --pinned-device-copy says, or (auto) measured where the driver gives its
+ * used memory; said once where it does, on a GPU or a terminal.
+ */
+static int pinned_copy(struct grid *g)
+{
+	const char *said = g->args->pinned_device_copy;
+	char grew[32];
+	uint64_t bytes;
+	int err;
+
+	if (strcmp(said, "auto")) {
+		g->pinned_copy = !strcmp(said, "yes") ? MB_PINNED_COPY_YES : MB_PINNED_COPY_NO;
+		return 0;
+	}
+	if ((err = mb_devmem_pinned_copy(&g->devmem, &g->cl, &g->pinned_copy, &bytes)))
+		return err;
+	if (g->pinned_copy == MB_PINNED_COPY_YES && (g->tty || !strcmp(g->cl.info.type, "GPU")))
+		fprintf(stderr,
+			"muonbench: pinned host memory (%s) takes device memory too on '%s' (+%s for "
+			"%u MiB): the fit check counts it, and the rows' pinned_device_copy_bytes "
+			"%s\n",
+			mb_pinned_alloc_names[g->cl.pinned_alloc], g->cl.info.name,
+			mb_fmt_bytes_iec(grew, sizeof(grew), bytes), MB_DEVMEM_PROBE_BYTES >> 20,
+			g->cl.create_buffer_nv ? "(--pinned-alloc nv pins without it)" : "");
+	return 0;
+}
+
 static int setup(struct grid *g)
 {
 	int err;
@@ -874,6 +912,8 @@ static int setup(struct grid *g)
 			"(standard); --ns-precision bf16|fp16 runs our portable 16-bit kernel\n",
 			g->cl.info.name);
 	mb_devmem_open(&g->devmem, &g->cl);
+	if ((err = pinned_copy(g)))
+		return err;
 	if (g->devmem.source != MB_DEVMEM_NONE)
 		return mb_devmem_sampler_start(&g->sampler, &g->devmem);
 	/* said once, where someone would look for it: a GPU's, or a person's terminal */

@@ -100,6 +100,8 @@ static const struct column columns[] = {
 	COL(sub_group_size_elems, U64),
 	WORDS(pin_memory, "on|off"),
 	COLV(pinned_alloc, TEXT, "alloc-host-ptr|nv", 12),
+	COLV(pinned_device_copy, TEXT, MB_WORDS(MB_PINNED_COPIES), 12),
+	COLV(pinned_device_copy_bytes, U64_OPT, NULL, 12),
 	WORDS(writeback_dep, "host|event"),
 	WORDS(param_order, MB_WORDS(MB_PARAM_ORDERS)),
 	WORDS(momentum_dtype, MB_WORDS(MB_MOMENTUM_DTYPES)),

@@ -49,6 +49,10 @@ struct mb_csv_row {
 	uint64_t gather_budget_bytes, sub_group_size_elems;
 	char pin_memory[4], writeback_dep[8];
 	char pinned_alloc[16]; /* alloc-host-ptr or nv (12; empty in older rows: alloc-host-ptr) */
+	/* whether the driver keeps pinned host memory on the device too (12): yes, no or unknown,
+	 * and then how much: the pinned bytes, 0, or MB_CSV_UNKNOWN (empty) */
+	char pinned_device_copy[8];
+	uint64_t pinned_device_copy_bytes;
 	char param_order[8], momentum_dtype[8], ns_method[16]; /* shape|model, fp32|bf16,
 								  gram|standard */
 	/* Newton-Schulz's GEMMs (12): fp32|bf16|fp16, and the kernel that ran them

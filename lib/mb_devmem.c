@@ -154,6 +154,45 @@ void mb_devmem_close(struct mb_devmem *dm)
 	memset(dm, 0, sizeof(*dm));
 }
 
+const char *const mb_pinned_copy_names[MB_NPINNED_COPIES] = { MB_PINNED_COPIES(MB_NAME_, ) };
+
+int mb_devmem_pinned_copy(const struct mb_devmem *dm, const struct mb_cl *cl,
+			  enum mb_pinned_copy *verdict, uint64_t *grew)
+{
+	uint64_t before, after;
+	const char *call;
+	cl_mem buf;
+	void *ptr;
+	cl_int st;
+	int err;
+
+	*verdict = MB_PINNED_COPY_UNKNOWN;
+	*grew = 0;
+	if (dm->source == MB_DEVMEM_NONE || read_used(dm, &before))
+		return 0;
+	buf = mb_cl_create_pinned(cl, MB_DEVMEM_PROBE_BYTES, &st, &call);
+	if (mb_cl_check(cl, st, call, "a pinned buffer of %u MiB, to see what it takes",
+			MB_DEVMEM_PROBE_BYTES >> 20))
+		return -MB_EFAIL;
+	ptr = clEnqueueMapBuffer(cl->compute, buf, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+				 MB_DEVMEM_PROBE_BYTES, 0, NULL, NULL, &st);
+	err = mb_cl_check(cl, st, "clEnqueueMapBuffer", "a pinned buffer of %u MiB",
+			  MB_DEVMEM_PROBE_BYTES >> 20);
+	if (!err && !read_used(dm, &after)) {
+		*grew = after > before ? after - before : 0;
+		*verdict = *grew >= MB_DEVMEM_PROBE_BYTES / 2	? MB_PINNED_COPY_YES
+			   : *grew < MB_DEVMEM_PROBE_BYTES / 10 ? MB_PINNED_COPY_NO
+								: MB_PINNED_COPY_UNKNOWN;
+	}
+	if (!err)
+		err = mb_cl_check(cl, clEnqueueUnmapMemObject(cl->compute, buf, ptr, 0, NULL, NULL),
+				  "clEnqueueUnmapMemObject", "a pinned buffer");
+	if (!err)
+		err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "a pinned buffer's unmap");
+	clReleaseMemObject(buf);
+	return err;
+}
+
 /* One reading folded into the peak (a failed one counted). */
 static void sample(struct mb_devmem_sampler *s)
 {

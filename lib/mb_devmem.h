@@ -61,6 +61,27 @@ int mb_devmem_used(const struct mb_devmem *dm, uint64_t *used);
 
 void mb_devmem_close(struct mb_devmem *dm);
 
+/* Whether pinned host memory also takes device memory (a list, mb_words.h). */
+#define MB_PINNED_COPIES(X, SEP)     X(UNKNOWN, "unknown") SEP X(YES, "yes") SEP X(NO, "no")
+#define MB_PINNED_COPY_ENUM_(e, ...) MB_PINNED_COPY_##e,
+enum mb_pinned_copy { MB_PINNED_COPIES(MB_PINNED_COPY_ENUM_, ) MB_NPINNED_COPIES };
+
+extern const char *const mb_pinned_copy_names[MB_NPINNED_COPIES];
+
+#define MB_DEVMEM_PROBE_BYTES (64u << 20) /* of the pinned buffer mb_devmem_pinned_copy maps */
+
+/*
+ * Whether CL's driver keeps a device copy of pinned host memory made as
+ * CL->pinned_alloc says, into *VERDICT: DM's figure before and after a
+ * MB_DEVMEM_PROBE_BYTES pinned buffer is mapped; YES where it grew by half
+ * the buffer or more, NO where by less than a tenth, UNKNOWN in between or
+ * where DM has no figure. *GREW gets the growth in bytes (0 when unknown).
+ * The buffer is released before it returns. A failing OpenCL call is
+ * -MB_EFAIL naming it.
+ */
+int mb_devmem_pinned_copy(const struct mb_devmem *dm, const struct mb_cl *cl,
+			  enum mb_pinned_copy *verdict, uint64_t *grew);
+
 /* A thread that reads DM every MB_DEVMEM_PERIOD_US, folding readings into a peak while open. */
 struct mb_devmem_sampler {
 	const struct mb_devmem *dm;

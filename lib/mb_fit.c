@@ -129,6 +129,8 @@ int mb_fit_need(const struct mb_model *m, const struct mb_fit_cell *c, bool host
 		need->host_bytes = sat_add(need->host_bytes, plan.host_bytes[b]);
 	pinned(m, &plan, c, need);
 	device(m, &plan, c, need);
+	if (c->pinned_device_copy && c->pin_memory)
+		need->pinned_device_bytes = mb_plan_pinned_bytes(&plan, c->pins_momentum);
 	if (host_memory) {
 		need->device_in_host_bytes = need->device_peak_bytes;
 		need->host_bytes = sat_add(need->host_bytes, need->device_peak_bytes);
@@ -149,7 +151,9 @@ static unsigned shortfalls(const struct mb_fit_need *n, const struct mb_fit_host
 {
 	return (n->host_bytes > h->available_bytes ? SHORT_HOST : 0) |
 	       (n->pinned_largest_bytes > d->max_alloc_bytes ? SHORT_PINNED : 0) |
-	       (n->device_peak_bytes > device_memory(d) ? SHORT_PEAK : 0) |
+	       (sat_add(n->device_peak_bytes, n->pinned_device_bytes) > device_memory(d)
+			? SHORT_PEAK
+			: 0) |
 	       (n->device_largest_bytes > d->device_alloc_limit ? SHORT_ALLOC : 0);
 }
 
@@ -233,13 +237,20 @@ static void say_shortfalls(struct text *t, unsigned s, const struct mb_fit_need 
 		sep = "; ";
 	}
 	if (s & SHORT_PEAK) {
-		two_sizes(a, b, sizeof(a), n->device_peak_bytes, device_memory(d));
-		add(t, "%sthe device peak (%s phase, CLBlast's temporaries %s) is %s and ", sep,
+		two_sizes(a, b, sizeof(a), sat_add(n->device_peak_bytes, n->pinned_device_bytes),
+			  device_memory(d));
+		add(t, "%sthe device peak (%s phase, CLBlast's temporaries %s) is %s", sep,
 		    n->device_peak_phase,
 		    cell->clblast_known || cell->clblast_bytes || cell->clblast_fwd_bytes
 			    ? "included"
 			    : "aside",
 		    a);
+		if (n->pinned_device_bytes)
+			add(t,
+			    " with the driver's copy of the pinned host memory (%s: NVIDIA's "
+			    "OpenCL keeps one of every mapped CL_MEM_ALLOC_HOST_PTR buffer)",
+			    mb_fmt_bytes_iec(c, sizeof(c), n->pinned_device_bytes));
+		add(t, " and ");
 		if (device_memory(d) < d->global_mem_bytes)
 			add(t, "the --device-mem-limit is %s", b);
 		else
@@ -404,6 +415,20 @@ static void say_suggestions(struct text *t, unsigned s, const struct mb_model *m
 	unpinned.pin_memory = false;
 	if (layers) {
 		add(t, "%s--layers %u", sep, layers);
+		sep = ", or ";
+	}
+	if ((s & SHORT_PEAK) && c->pinned_device_copy && c->nv_pinning) {
+		struct mb_fit_cell nv = *c;
+
+		nv.pinned_device_copy = false;
+		if (fits(m, &nv, h, d)) {
+			add(t, "%s--pinned-alloc nv (pinned without the device copy)", sep);
+			sep = ", or ";
+		}
+	}
+	if ((s & SHORT_PEAK) && !(s & SHORT_PINNED) && c->pinned_device_copy && c->pin_memory &&
+	    fits(m, &unpinned, h, d)) {
+		add(t, "%s--pin-memory off", sep);
 		sep = ", or ";
 	}
 	if ((s & SHORT_PINNED) && fits(m, &unpinned, h, d)) {

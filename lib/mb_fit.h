@@ -13,7 +13,9 @@
  *           with its buffers, the backward stand-in with its gradient
  *           bucket, and the step as the plan predicts it, each with
  *           CLBlast's temporaries where the caller gives them (they depend
- *           on the device); and each buffer one allocation of the device.
+ *           on the device); and each buffer one allocation of the device;
+ *           where the driver keeps a device copy of pinned host memory
+ *           (NVIDIA's OpenCL, CL_MEM_ALLOC_HOST_PTR), every pinned byte too.
  * These are held against what the host has available (mb_host_mem_available),
  * the device's global memory (or --device-mem-limit where that is less) and
  * its maximum allocation, as the caller read them once: the same figures that
@@ -73,6 +75,9 @@ struct mb_fit_cell {
 	   forward/backward's, in that phase */
 	uint64_t clblast_bytes, clblast_fwd_bytes;
 	bool clblast_known; /* the two are the device's (set by mb_fit_check's asking) */
+	/* the driver keeps a copy of pinned host memory on the device (mb_pinned_copy's verdict) */
+	bool pinned_device_copy;
+	bool nv_pinning; /* the platform pins without that copy (--pinned-alloc nv) */
 };
 
 /* What a cell needs. The names are static strings. */
@@ -85,6 +90,9 @@ struct mb_fit_need {
 	const char *device_peak_phase; /* "step", "backward" or "forward/backward" */
 	uint64_t device_largest_bytes;
 	const char *device_largest; /* the ledger's tag: "params.bf16" */
+	/* the driver's copy of the pinned host memory, apart from the peak (the framework's
+	 * figure), on the device all the time: 0 where it keeps none */
+	uint64_t pinned_device_bytes;
 };
 
 /*

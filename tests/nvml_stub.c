@@ -2,10 +2,11 @@
  * nvml_stub: a stand-in for NVIDIA's libnvidia-ml.so.1 in the tests, built
  * under that name in a folder of its own and found through
  * LD_LIBRARY_PATH. It exports the four NVML calls muonbench makes and
- * answers figures the test sets: MB_STUB_NVML_USED="BASE,PEAK" (bytes) is
- * the used memory, BASE at the first reading after the device was found and
- * PEAK at every later one. MB_STUB_NVML_PCI, when set, is the one PCI
- * address it knows (else any, PoCL's empty one included).
+ * answers figures the test sets: MB_STUB_NVML_USED="U0,U1,..." (bytes) is
+ * the used memory, U0 at the first reading (muonbench's check that the
+ * device answers), U1 at the second, and so on, the last for every reading
+ * after. MB_STUB_NVML_PCI, when set, is the one PCI address it knows (else
+ * any, PoCL's empty one included).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,17 +45,21 @@ int nvmlDeviceGetHandleByPciBusId_v2(const char *pci, void **dev)
 int nvmlDeviceGetMemoryInfo(void *dev, struct nvml_memory *mem)
 {
 	const char *v = getenv("MB_STUB_NVML_USED");
-	unsigned long long base = 0, peak = 0;
+	unsigned long long used = 0;
+	int i;
 	char *end;
 
 	if (dev != &device)
 		return 2; /* NVML_ERROR_INVALID_ARGUMENT */
-	if (v) {
-		base = strtoull(v, &end, 10);
-		peak = *end == ',' ? strtoull(end + 1, NULL, 10) : base;
+	/* the reading'th value of the list, or its last */
+	for (i = 0; v && *v; i++) {
+		used = strtoull(v, &end, 10);
+		if (i == readings || *end != ',')
+			break;
+		v = end + 1;
 	}
-	/* the first reading is muonbench's check that the device answers */
-	mem->used = readings++ <= 1 ? base : peak;
+	readings++;
+	mem->used = used;
 	mem->total = 80ULL << 30;
 	mem->free = mem->total - mem->used;
 	return 0;
