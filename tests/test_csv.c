@@ -65,6 +65,8 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	snprintf(r->checksum, sizeof(r->checksum), "6f352a9718e7167e");
 	snprintf(r->device_used_source, sizeof(r->device_used_source), "nvml");
 	snprintf(r->pinned_alloc, sizeof(r->pinned_alloc), "nv");
+	snprintf(r->pinned_device_copy, sizeof(r->pinned_device_copy), "yes");
+	r->pinned_device_copy_bytes = 3200000000ull;
 	snprintf(r->ns_precision, sizeof(r->ns_precision), "fp16");
 	snprintf(r->ns_kernel, sizeof(r->ns_kernel), "ns_gemm-mma");
 	r->ns_rate_gflops = MB_CSV_UNKNOWN;
@@ -176,6 +178,7 @@ static void drop_device_used(const char *header, char *line)
 	names[strcspn(names, "\n")] = '\0';
 	for (name = strtok_r(names, ",", &save); name && k < 128; name = strtok_r(NULL, ",", &save))
 		keep[k++] = strncmp(name, "device_used_", 12) && strcmp(name, "pinned_alloc") &&
+			    strncmp(name, "pinned_device_copy", 18) &&
 			    strncmp(name, "ns_precision", 12) && strncmp(name, "ns_kernel", 9) &&
 			    strcmp(name, "ns_rate_gflops");
 	line[strcspn(line, "\n")] = '\0';
@@ -220,7 +223,8 @@ static void older_columns(void **state)
 		    !strcmp(mb_results_pinned_alloc_setting(&rows[0]), "alloc-host-ptr") &&
 		    !strcmp(mb_results_ns_precision_setting(&rows[0]), "fp32") &&
 		    rows[0].ns_rate_gflops == MB_CSV_UNKNOWN &&
-		    !strcmp(rows[0].checksum, w.checksum));
+		    rows[0].pinned_device_copy_bytes == MB_CSV_UNKNOWN &&
+		    !rows[0].pinned_device_copy[0] && !strcmp(rows[0].checksum, w.checksum));
 	free(rows);
 	r[1] = '2'; /* a row of 12 that lacks them */
 	snprintf(text, sizeof(text), "%s%s", h, r);
@@ -249,7 +253,7 @@ static void bad_files(void **state)
 	assert_refused(":1: missing column 'reason'");
 	with_header("1,ok,,2026\n");
 	assert_refused(
-		":2: expected 98 fields as in the header, found 4 (a truncated or edited row?)");
+		":2: expected 100 fields as in the header, found 4 (a truncated or edited row?)");
 	sample_row(&w, 1);
 	snprintf(w.variant, sizeof(w.variant), "pipeline"); /* format 10 held it too, later */
 	line = mb_csv_format(&w);
