@@ -123,6 +123,13 @@ static const struct option options[] = {
 	  "buffer (NVIDIA's OpenCL also takes its size in device memory); nv, NVIDIA's "
 	  "clCreateBufferNV, pinned without that copy, as the CUDA runtime pins; auto: nv "
 	  "where the platform has it, else alloc-host-ptr" },
+	{ "pinned-device-copy", "auto|yes|no", CHOICE, AT(pinned_device_copy), "auto", 0, 0,
+	  "auto|yes|no", ON(MB_CMD_RUN) | ON(MB_CMD_PLAN),
+	  "whether the driver also keeps pinned host memory in device memory (NVIDIA's OpenCL "
+	  "does, for a mapped CL_MEM_ALLOC_HOST_PTR buffer): counted beside the device peak by "
+	  "the fit check and in the rows' pinned_device_copy_bytes; auto: run measures it where "
+	  "the driver gives its used memory (device_used_*), else unknown and not counted; plan "
+	  "counts it only when told yes" },
 	{ "writeback-dep", "host|event", CHOICE, AT(writeback_dep), "host", 0, 0, "host|event",
 	  STEP_CMDS,
 	  "overlapped writeback waits for the compute on the host, or through an event "
