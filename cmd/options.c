@@ -187,7 +187,7 @@ static const struct option options[] = {
 	  "square matrices), or the standard quintic (zeropower_via_newtonschulz5); ns times "
 	  "both unless it is given" },
 	{ "ns-precision", "P[,P...]", TEXT, AT(ns_precisions), "auto", 0, 0, NULL,
-	  ON(MB_CMD_NS) | ON(MB_CMD_RUN) | ON(MB_CMD_PROFILE),
+	  ON(MB_CMD_NS) | ON(MB_CMD_RUN) | ON(MB_CMD_PROFILE) | ON(MB_CMD_PLAN),
 	  "the precision of Newton-Schulz's GEMMs: fp32 (CLBlast's SGEMM), bf16 or fp16 (our "
 	  "kernel, kernels/ns_gemm.cl: 16-bit inputs, fp32 accumulation, 16-bit results; on "
 	  "tensor cores through mma.sync on NVIDIA sm_80 and up once it matches the portable "

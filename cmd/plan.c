@@ -141,22 +141,6 @@ static void print_json(const struct mb_model *m, const struct mb_plan *p, const 
 	printf("%s]\n}\n", p->ngroups ? "\n  " : "");
 }
 
-/* "4,022,468,096" */
-static const char *grouped(char *buf, size_t len, uint64_t v)
-{
-	char digits[32];
-	size_t n, i, o = 0;
-
-	n = (size_t)snprintf(digits, sizeof(digits), "%" PRIu64, v);
-	for (i = 0; i < n && o + 2 < len; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = digits[i];
-	}
-	buf[o] = '\0';
-	return buf;
-}
-
 /* A row of the parameter table; TENSORS < 0 leaves that cell empty. */
 static void md_count_row(const char *what, long tensors, uint64_t numel)
 {
@@ -164,7 +148,7 @@ static void md_count_row(const char *what, long tensors, uint64_t numel)
 
 	if (tensors >= 0)
 		snprintf(t, sizeof(t), "%ld", tensors);
-	printf("| %s | %s | %s | %s |\n", what, t, grouped(a, sizeof(a), numel),
+	printf("| %s | %s | %s | %s |\n", what, t, mb_fmt_grouped(a, sizeof(a), numel),
 	       mb_fmt_count(b, sizeof(b), numel));
 }
 
@@ -172,7 +156,7 @@ static void md_bytes_row(const char *what, const char *extra, uint64_t bytes)
 {
 	char a[32], b[32], c[32];
 
-	printf("| %s |%s %s | %s | %s |\n", what, extra, grouped(a, sizeof(a), bytes),
+	printf("| %s |%s %s | %s | %s |\n", what, extra, mb_fmt_grouped(a, sizeof(a), bytes),
 	       mb_fmt_bytes(b, sizeof(b), bytes), mb_fmt_gib(c, sizeof(c), bytes));
 }
 
@@ -327,7 +311,7 @@ static void md_apply(const struct mb_model *m, const struct mb_plan *p)
 	md_first_group(m, p);
 }
 
-static void md_step(const struct mb_plan *p)
+static void md_step(const struct mb_plan *p, const char *precision)
 {
 	char a[32], b[32];
 
@@ -348,9 +332,15 @@ static void md_step(const struct mb_plan *p)
 	printf("\nNewton-Schulz per step (%s, --ns-method): %s FLOP (%s) over %zu matrices, "
 	       "counted as %s for an m x n matrix with m <= n.\n",
 	       mb_ns_method_names[p->set.ns_method], mb_fmt_count(a, sizeof(a), p->ns_flops),
-	       grouped(b, sizeof(b), p->ns_flops), p->matrices,
+	       mb_fmt_grouped(b, sizeof(b), p->ns_flops), p->matrices,
 	       p->set.ns_method == MB_NS_GRAM ? "8m²n + 28m³ (30m³, the standard's, when square)"
 					      : "5 (4m²n + 2m³)");
+	printf("Its GEMMs in %s (--ns-precision): the same FLOPs at every precision, and the "
+	       "workspace stays fp32 (16-bit GEMMs round what they read and write).\n",
+	       strcmp(precision, "auto")
+		       ? precision
+		       : "auto: DeepSpeed's where the device has the tensor-core path "
+			 "(gram fp16, standard bf16), else fp32");
 }
 
 /* A row of the peak table: one figure (the same for all) or one per batches alive (1, 2, 3). */
@@ -362,7 +352,8 @@ static void md_peak_row3(const char *what, uint64_t sync, uint64_t overlap, uint
 
 	printf("| %s |", what);
 	for (i = 0; i < 3; i++)
-		printf(" %s | %s |", grouped(a, sizeof(a), v[i]), mb_fmt_gib(b, sizeof(b), v[i]));
+		printf(" %s | %s |", mb_fmt_grouped(a, sizeof(a), v[i]),
+		       mb_fmt_gib(b, sizeof(b), v[i]));
 	printf("\n");
 }
 
@@ -443,9 +434,10 @@ static void md_peak(const struct mb_plan *p)
 	       mb_fmt_bytes_iec(b, sizeof(b), mb_plan_piece_bytes(p, p->piece_after_elems)));
 	printf("| phase | bytes | |\n|---|---:|---:|\n");
 	if (p->set.tokens)
-		printf("| forward | %s | %s |\n", grouped(a, sizeof(a), p->peak_forward_bytes),
+		printf("| forward | %s | %s |\n",
+		       mb_fmt_grouped(a, sizeof(a), p->peak_forward_bytes),
 		       mb_fmt_gib(b, sizeof(b), p->peak_forward_bytes));
-	printf("| backward | %s | %s |\n", grouped(a, sizeof(a), p->peak_backward_bytes),
+	printf("| backward | %s | %s |\n", mb_fmt_grouped(a, sizeof(a), p->peak_backward_bytes),
 	       mb_fmt_gib(b, sizeof(b), p->peak_backward_bytes));
 }
 
@@ -469,7 +461,7 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 	if (fmt == MB_FORMAT_MD) {
 		char name[MB_MD_LEN(sizeof(m->name))];
 
-		printf("# Plan sweep: %s, ZeRO-%u\n\n| --gather-budget | --sub-group-size | "
+		printf("# Plan sweep: %s, ZeRO-%u\n\n| --gather-budget | --sub-group-size (elements) | "
 		       "groups | largest gathered |",
 		       mb_md(name, sizeof(name), m->name), base->stage);
 		for (k = 1; k <= 3; k++) {
@@ -497,7 +489,8 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 			} else {
 				printf("| %s | %s | %zu | %s | %s | %s | %s |\n",
 				       mb_fmt_bytes_iec(a, sizeof(a), set.gather_budget_bytes),
-				       mb_fmt_count(b, sizeof(b), set.sub_group_size), plan.ngroups,
+				       mb_fmt_grouped(b, sizeof(b), set.sub_group_size),
+				       plan.ngroups,
 				       mb_fmt_bytes_iec(
 					       c, sizeof(c),
 					       mb_plan_batch_bytes(&plan,
@@ -530,6 +523,9 @@ int mb_cmd_plan(const struct mb_args *args)
 	if (n != 1)
 		return mb_bad_input("--stage: plan takes one stage, not '%s'", args->stages);
 	mb_setup_plan_settings(args, stages[0], &set);
+	/* checked as run checks it; with no device, the plan shows it as asked */
+	if ((err = mb_setup_precision(args, NULL, set.ns_method, &set.ns_precision)))
+		return err;
 	if ((err = mb_setup_model(args, &model)))
 		return err;
 	if (args->gather_budgets.n > 1 || args->sub_group_sizes.n > 1) {
@@ -551,7 +547,7 @@ int mb_cmd_plan(const struct mb_args *args)
 		md_model(&model, &plan);
 		md_host(&plan, !strcmp(args->pinned_device_copy, "yes"));
 		md_apply(&model, &plan);
-		md_step(&plan);
+		md_step(&plan, args->ns_precisions);
 		md_peak(&plan);
 	}
 	mb_plan_release(&plan);

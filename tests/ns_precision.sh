@@ -78,6 +78,11 @@ fi
 expect_error "ns_precision: --ns-rate with --ns-precision is refused" 2 "--ns-rate replaces Newton-Schulz" \
 	run --config tests/data/good/micro.json --ns-rate 20 --ns-precision fp16 --out "$tmp/never.csv"
 
+# plan says the precision asked, and checks it as run does
+expect_output "ns_precision: plan names the precision" "Its GEMMs in fp16 (--ns-precision): the same FLOPs" \
+	plan --model tiny --ns-precision fp16
+expect_error "ns_precision: plan refuses a precision that is not one" 2 "--ns-precision: invalid value 'fp8'" \
+	plan --model tiny --ns-precision fp8
 # profile measures Newton-Schulz at the precision asked and says which; run predicts a cell
 # only from a profile of its precision (calibrated: from the rate asked)
 "$bin" profile --shape 128x256,256x768 --reps 1 --ns-precision bf16 --out "$tmp/bf16.json" >/dev/null 2>"$tmp/err"
