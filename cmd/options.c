@@ -67,8 +67,9 @@ static const struct option options[] = {
 	  "ZeRO stage: 1, 2 or 3 (run and predict take a list: 2,3)" },
 	{ "gather-budget", "SIZE", SIZES, AT(gather_budgets), "512Mi", 1, UINT64_MAX, NULL,
 	  MODEL_CMDS,
-	  "stage 1/2 (and 3 under --zero3-apply batched): most bytes of grads + momentum "
-	  "gathered in one Muon batch; a list (128Mi,512Mi,2Gi) is swept: each value a "
+	  "stage 1/2 (and 3 under --zero3-apply batched): most device bytes of one Muon "
+	  "batch: its fp32 grads and momentum (fp32 or bf16, --momentum-dtype), under stage 3 "
+	  "also the bf16 copy of its grads; a list (128Mi,512Mi,2Gi) is swept: each value a "
 	  "cell of its own" },
 	{ "sub-group-size", "N", COUNTS, AT(sub_group_sizes), "1e9", 1, UINT64_MAX, NULL,
 	  MODEL_CMDS,
@@ -534,11 +535,17 @@ static int set_value(struct mb_args *args, const struct option *o, const char *v
 	return 0;
 }
 
+/* The dashes before O's name as typed: "-" for a one-letter option (plot's -o), else "--". */
+static const char *dashes(const struct option *o)
+{
+	return o->name[1] ? "--" : "-";
+}
+
 static int set_option(struct mb_args *args, const struct option *o, const char *value)
 {
 	char what[64];
 
-	snprintf(what, sizeof(what), "--%s", o->name);
+	snprintf(what, sizeof(what), "%s%s", dashes(o), o->name);
 	return set_value(args, o, value, what);
 }
 
@@ -626,22 +633,23 @@ static int parse_option(struct mb_args *args, int argc, char **argv, int *i)
 		return mb_bad_input("unknown option '%s' (see muonbench %s --help)", word,
 				    commands[args->command].name);
 	if (!(o->commands & ON(args->command)))
-		return mb_bad_input("option '--%s' does not apply to 'muonbench %s'", o->name,
-				    commands[args->command].name);
+		return mb_bad_input("option '%s%s' does not apply to 'muonbench %s'", dashes(o),
+				    o->name, commands[args->command].name);
 	if (o->kind == FLAG && eq)
-		return mb_bad_input("option '--%s' takes no value", o->name);
+		return mb_bad_input("option '%s%s' takes no value", dashes(o), o->name);
 	if (o->kind != FLAG) {
 		if (eq)
 			value = eq + 1;
 		else if (*i + 1 < argc)
 			value = argv[++*i];
 		else
-			return mb_bad_input("option '--%s' needs a value (%s)", o->name, o->arg);
+			return mb_bad_input("option '%s%s' needs a value (%s)", dashes(o), o->name,
+					    o->arg);
 	}
 	/* the last counts, as in most tools (a script's defaults, then what it changes): said */
 	if (is_given(args, (size_t)(o - options)))
-		fprintf(stderr, "muonbench: --%s given again: the last, '%s', counts\n", o->name,
-			o->kind == FLAG ? "on" : value);
+		fprintf(stderr, "muonbench: %s%s given again: the last, '%s', counts\n", dashes(o),
+			o->name, o->kind == FLAG ? "on" : value);
 	set_given(args, (size_t)(o - options));
 	return set_option(args, o, value);
 }

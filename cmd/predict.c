@@ -410,14 +410,14 @@ static void md_tradeoff(const struct grid *g)
 	size_t i;
 
 	printf("\n## The trade-off: every point of the sweep\n\n"
-	       "| --gather-budget | --sub-group-size | ZeRO | Variant | Iteration | Muon apply | "
+	       "| --gather-budget | --sub-group-size (elements) | ZeRO | Variant | Iteration | Muon apply | "
 	       "step peak (plan) |\n|---|---|---|---|---|---|---|\n");
 	for (i = 0; i < g->npoints; i++) {
 		const struct point *p = &g->points[i];
 
 		printf("| %s | %s | %u | %s | %s | %s s | %s |\n",
 		       mb_fmt_bytes_iec(a, sizeof(a), p->budget),
-		       mb_fmt_count(b, sizeof(b), p->sub_group), p->cell.stage,
+		       mb_fmt_grouped(b, sizeof(b), p->sub_group), p->cell.stage,
 		       mb_variant_name(p->cell.variant),
 		       mb_fmt_secs(c, sizeof(c), p->cell.t.iter_s),
 		       mb_fmt_secs(d, sizeof(d), p->cell.t.apply_s),
@@ -480,9 +480,9 @@ static int predict_point(struct grid *g, const struct mb_profile *base, const st
 			printf("%s## --%s %s\n\n", *first ? "" : "\n", flags[sw->flag].option,
 			       sw->values[i]);
 		if (knobs)
-			printf("%s## --gather-budget %s --sub-group-size %s\n\n",
+			printf("%s## --gather-budget %s --sub-group-size %s elements\n\n",
 			       *first ? "" : "\n", mb_fmt_bytes_iec(opt, sizeof(opt), g->budget),
-			       mb_fmt_count(val, sizeof(val), g->sub_group));
+			       mb_fmt_grouped(val, sizeof(val), g->sub_group));
 		*first = false;
 		md_profile(&p);
 		md_tables(g);

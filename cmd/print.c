@@ -3,6 +3,7 @@
  */
 #include "print.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -168,4 +169,19 @@ void mb_print_records_end(bool json, bool any)
 {
 	if (json)
 		printf("%s", any ? "\n]\n" : "[]\n");
+}
+
+const char *mb_fmt_grouped(char *buf, size_t len, uint64_t v)
+{
+	char digits[32];
+	size_t n, i, o = 0;
+
+	n = (size_t)snprintf(digits, sizeof(digits), "%" PRIu64, v);
+	for (i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = '\0';
+	return buf;
 }

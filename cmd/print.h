@@ -39,6 +39,13 @@ void mb_print_md_text(const char *text);
  */
 const char *mb_md(char *buf, size_t len, const char *text);
 
+/*
+ * V with its thousands grouped, "4,022,468,096", into BUF of LEN bytes,
+ * which it returns: an exact count that no unit can be mistaken for (a
+ * count's "1.00 B" beside a size's "2.00 MiB" reads as one byte).
+ */
+const char *mb_fmt_grouped(char *buf, size_t len, uint64_t v);
+
 /* One field of a record: text, a count, a rate (6 significant digits) or a figure (9). */
 enum mb_field_kind { MB_FIELD_TEXT, MB_FIELD_U64, MB_FIELD_RATE, MB_FIELD_FIGURE };
 

@@ -146,12 +146,15 @@ static int check_budget(const struct mb_plan *plan, const struct mb_model *m, co
 	if (need <= s->gather_budget_bytes)
 		return 0;
 	return mb_bad_input("gather budget %s (%llu bytes) is smaller than the largest Muon "
-			    "matrix: '%s' (%llux%llu) needs %s (%llu bytes) of grads + "
-			    "momentum; raise --gather-budget",
+			    "matrix: '%s' (%llux%llu) needs %s (%llu bytes) for its fp32 grads%s"
+			    "%s momentum%s; raise --gather-budget",
 			    mb_fmt_bytes_iec(a, sizeof(a), s->gather_budget_bytes),
 			    (unsigned long long)s->gather_budget_bytes, big->name,
 			    (unsigned long long)big->rows, (unsigned long long)big->cols,
-			    mb_fmt_bytes_iec(b, sizeof(b), need), (unsigned long long)need);
+			    mb_fmt_bytes_iec(b, sizeof(b), need), (unsigned long long)need,
+			    s->stage == 3 ? ", " : " and ",
+			    plan->momentum_bytes == 4 ? "fp32" : "bf16",
+			    s->stage == 3 ? " and the bf16 copy of its grads" : "");
 }
 
 /*

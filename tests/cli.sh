@@ -90,7 +90,7 @@ expect_error "plan takes one stage" 2 "--stage: plan takes one stage, not '2,3'"
 expect_error "stage without a value" 2 "option '--stage' needs a value (S)" plan --stage
 expect_error "bad size" 2 "--gather-budget: invalid size '12X'" plan --gather-budget 12X
 expect_error "size with --opt=value" 2 "--gather-budget: invalid size '-1'" plan --gather-budget=-1
-expect_error "budget below the largest matrix" 2 "'model.layers.0.mlp.gate_proj.weight' (9728x2560) needs 190 MiB (199229440 bytes) of grads + momentum; raise --gather-budget" plan --gather-budget 64Mi
+expect_error "budget below the largest matrix" 2 "'model.layers.0.mlp.gate_proj.weight' (9728x2560) needs 190 MiB (199229440 bytes) for its fp32 grads and fp32 momentum; raise --gather-budget" plan --gather-budget 64Mi
 expect_error "pin chunk below a page" 2 "--pin-chunk: size '1Ki' is out of range" plan --pin-chunk 1Ki
 expect_error "sub-group size zero" 2 "--sub-group-size: number '0' is out of range" plan --stage 3 --sub-group-size 0
 expect_error "threshold in hex" 2 "--threshold: invalid number '0x10' (expected 0 to 1000)" compare --threshold 0x10 results/baseline-tiny.csv results/baseline-tiny.csv
@@ -1141,7 +1141,7 @@ expect_output "predict: ZeRO-3 master" "| 3 | master | 7.62 | 3.69 s |" predict 
 expect_output "predict: a sweep prints a table for each value" "## --pageable-gbs 40" predict --pageable-gbs 5,10,20,40
 expect_output "predict: json has the run's names" '"apply_mean_s": ' predict --format json --variant both
 # sweeps of the gather budget and the sub-group size: each point a cell of its own
-expect_output "predict: a knob sweep ends in one trade-off table" "| 2.00 GiB | 1.00 B | 2 | pipeline | 5.12 | 1.71 s | 14.28 GiB |" predict --stage 2 --gather-budget 256Mi,512Mi,2Gi
+expect_output "predict: a knob sweep ends in one trade-off table" "| 2.00 GiB | 1,000,000,000 | 2 | pipeline | 5.12 | 1.71 s | 14.28 GiB |" predict --stage 2 --gather-budget 256Mi,512Mi,2Gi
 "$bin" predict --stage 2,3 --variant both,pipeline --format csv --gather-budget 256Mi,2Gi --sub-group-size 2.5e8,1e9 >"$tmp/ksw"
 if [ "$(wc -l <"$tmp/ksw")" -eq 17 ] && grep -q '^reference,qwen3-4b,"gather-budget,sub-group-size","2147483648,250000000",3,pipeline,' "$tmp/ksw" &&
 	head -1 "$tmp/ksw" | grep -q ",gather_budget_bytes,sub_group_size_elems$"; then
@@ -1153,7 +1153,7 @@ expect_error "predict: the profile and the knobs are not swept together" 2 "pred
 expect_error "predict: a rate is decimal, not hex" 2 "--h2d-gbs: invalid number '0x10' (GB/s)" predict --model tiny --h2d-gbs 0x10
 expect_error "predict: a rate has no sign or space" 2 "--ns-gflops: invalid number ' 5' (GFLOP/s)" predict --model tiny --ns-gflops " 5"
 expect_error "predict: a subnormal rate is refused, not a bug of the model" 2 "--ns-gflops: must be 1e-6 or more (GFLOP/s), got '1e-320'" predict --model tiny --ns-gflops 1e-320
-expect_output "plan: a sweep is one table" "| 2.00 GiB | 1.00 B | 15 | 1.99 GiB | 10.49 GiB | 12.43 GiB | 14.28 GiB |" plan --stage 2 --gather-budget 256Mi,512Mi,2Gi
+expect_output "plan: a sweep is one table" "| 2.00 GiB | 1,000,000,000 | 15 | 1.99 GiB | 10.49 GiB | 12.43 GiB | 14.28 GiB |" plan --stage 2 --gather-budget 256Mi,512Mi,2Gi
 "$bin" plan --stage 3 --zero3-apply batched --gather-budget 256Mi,2Gi --sub-group-size 2.5e8,1e9 --format json >"$tmp/psw.json"
 if python3 -c 'import json, sys
 p = json.load(open(sys.argv[1]))
@@ -1487,6 +1487,34 @@ if tr '\n' ' ' <"$tmp/help" | tr -s ' ' | grep -q "An option that sets one field
 else
 	report fail "predict --help says the narrower option wins" "$(head -20 "$tmp/help")"
 fi
+
+# Messages that say what they mean (issue 38, item 4): the gather budget's need names
+# what it counts (ZeRO-3 batched: the bf16 grad copy too), as --help does; element
+# counts never in a unit a size could have ("1.00 B" beside "2.00 MiB" read as a byte);
+# plot's -o given twice is "-o", not "--o".
+expect_error "plan: a batch's need names what it counts" 2 "needs 1.50 MiB (1572864 bytes) for its fp32 grads, bf16 momentum and the bf16 copy of its grads; raise --gather-budget" plan --model tiny --layers 1 --stage 3 --zero3-apply batched --gather-budget 1200Ki --fwd-bwd off
+"$bin" plan --help >"$tmp/help"
+if tr '\n' ' ' <"$tmp/help" | tr -s ' ' | grep -q "most device bytes of one Muon batch: its fp32 grads and momentum (fp32 or bf16, --momentum-dtype), under stage 3 also the bf16 copy of its grads"; then
+	report ok "plan --help: --gather-budget names what it bounds"
+else
+	report fail "plan --help: --gather-budget names what it bounds" "$(grep -A3 -e '--gather-budget' "$tmp/help")"
+fi
+"$bin" predict --model tiny --stage 3 --variant master --sub-group-size 1e9,2e6 >"$tmp/tradeoff" 2>&1
+"$bin" plan --model tiny --stage 3 --sub-group-size 1e9,2e6 >>"$tmp/tradeoff" 2>&1
+if grep -q "^| 512 MiB | 1,000,000,000 | 3 | master |" "$tmp/tradeoff" && grep -q "^| 512 MiB | 2,000,000 | 1 |" "$tmp/tradeoff" &&
+	grep -q "^## --gather-budget 512 MiB --sub-group-size 2,000,000 elements$" "$tmp/tradeoff" &&
+	grep -q "| --gather-budget | --sub-group-size (elements) |" "$tmp/tradeoff" && ! grep -q " [0-9.]* B |" "$tmp/tradeoff"; then
+	report ok "predict and plan: a sweep's sub-group sizes are element counts, not in a unit"
+else
+	report fail "predict and plan: a sweep's sub-group sizes are element counts, not in a unit" "$(grep -e '^|' -e '^##' "$tmp/tradeoff" | head -30)"
+fi
+"$bin" plot -o "$tmp/a.svg" -o "$tmp/b.svg" results/baseline-tiny.csv >/dev/null 2>"$tmp/err"
+if grep -q "^muonbench: -o given again: the last, '$tmp/b.svg', counts$" "$tmp/err" && ! grep -q -e "--o" "$tmp/err"; then
+	report ok "plot: -o given twice is named -o"
+else
+	report fail "plot: -o given twice is named -o" "$(cat "$tmp/err")"
+fi
+expect_error "plot: -o without a value is named -o" 2 "option '-o' needs a value (IMAGE)" plot results/baseline-tiny.csv -o
 
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"

@@ -353,12 +353,26 @@ static void budget_below_largest_matrix(void **state)
 	assert_string_equal(mb_errmsg(),
 			    "gather budget 1.00 MiB (1048576 bytes) is smaller than the largest "
 			    "Muon matrix: 'model.layers.0.mlp.gate_proj.weight' (768x256) needs "
-			    "1.50 MiB (1572864 bytes) of grads + momentum; raise --gather-budget");
+			    "1.50 MiB (1572864 bytes) for its fp32 grads and fp32 momentum; raise "
+			    "--gather-budget");
 	assert_null(p.groups);
 	/* exactly the largest matrix fits */
 	s.gather_budget_bytes = 8 * 196608;
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), 0);
 	mb_plan_release(&p);
+	/* ZeRO-3 batched counts a bf16 momentum and the bf16 grad copy too: the message says so */
+	s = settings(3);
+	s.zero3_apply = MB_Z3_BATCHED;
+	s.momentum_dtype = MB_MOM_BF16;
+	s.gather_budget_bytes = 1200 << 10;
+	assert_int_equal(mb_plan_build(&p, &tiny, &s), -MB_EINPUT);
+	assert_string_equal(
+		mb_errmsg(),
+		"gather budget 1.17 MiB (1228800 bytes) is smaller than the largest "
+		"Muon matrix: 'model.layers.0.mlp.gate_proj.weight' (768x256) needs "
+		"1.50 MiB (1572864 bytes) for its fp32 grads, bf16 momentum and the bf16 "
+		"copy of its grads; raise --gather-budget");
+	assert_null(p.groups);
 }
 
 /*
