@@ -69,10 +69,10 @@ fi
 	     /^      / && o { sub(/^ +/, " "); o = o $0; next }
 	     { if (o) print o; o = "" }' |
 	sed -n 's/^  --\([a-z-]*\) [A-Z]*.*(default: \(.*\))$/\1 \2/p' >"$tmp/defaults"
-if grep -q "^gather-budget 512Mi$" "$tmp/defaults" && [ "$(wc -l <"$tmp/defaults")" -eq 16 ]; then
-	report ok "plan --help shows the 16 defaults"
+if grep -q "^gather-budget 512Mi$" "$tmp/defaults" && [ "$(wc -l <"$tmp/defaults")" -eq 18 ]; then
+	report ok "plan --help shows the 18 defaults"
 else
-	report fail "plan --help shows the 16 defaults" "$(cat "$tmp/defaults")"
+	report fail "plan --help shows the 18 defaults" "$(cat "$tmp/defaults")"
 fi
 "$bin" plan >"$tmp/implicit"
 while read -r opt def; do

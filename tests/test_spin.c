@@ -5,6 +5,8 @@
  * its FLOPs take at the rate and leaves its input as its output.
  */
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,8 +19,7 @@
 #include "mb_ns.h"
 #include "mb_spin.h"
 
-/* The device time of one spin of SECONDS: the closest to it of three tries (a busy CPU device
- * is slowed by the other tests now and then, never sped up). */
+/* The device time of one spin of SECONDS: the closest to it of three tries. */
 static double spin_time(struct mb_spin *sp, double seconds)
 {
 	double start, end, best = INFINITY;
@@ -36,69 +37,99 @@ static double spin_time(struct mb_spin *sp, double seconds)
 	return best;
 }
 
-static void spin_takes_the_time_asked(void **state)
+/*
+ * Whether a spin calibrated now takes each time asked within 15%, into
+ * WHY when not. A calibration made while the machine was busy with
+ * something else (the other tests, a shared VM's neighbour) is off until
+ * the next one: the caller tries a few.
+ */
+static bool spin_on_time(cl_mem sink, char *why, size_t len)
 {
 	const double asked[] = { 0.005, 0.02, 0.08 };
 	struct mb_spin sp;
-	cl_int st;
-	cl_mem sink = clCreateBuffer(cl.context, CL_MEM_READ_WRITE, 64, NULL, &st);
+	bool ok = true;
 	size_t i;
 	double t;
 
-	(void)state;
-	assert_int_equal(st, CL_SUCCESS);
 	assert_int_equal(mb_spin_init(&sp, &cl, sink, 3), 0);
 	assert_true(sp.iter_s > 0 && sp.overhead_s >= 0);
-	for (i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
+	for (i = 0; i < sizeof(asked) / sizeof(asked[0]) && ok; i++) {
 		t = spin_time(&sp, asked[i]);
-		if (fabs(t / asked[i] - 1) > 0.15)
-			fail_msg("asked %.3f s, the spin took %.4f s", asked[i], t);
+		if (fabs(t / asked[i] - 1) > 0.15) {
+			snprintf(why, len, "asked %.3f s, the spin took %.4f s", asked[i], t);
+			ok = false;
+		}
 	}
 	mb_spin_release(&sp);
-	clReleaseMemObject(sink);
+	return ok;
 }
 
-/* Calibrated Newton-Schulz: the FLOPs' time at the rate, and the input as it was. */
+static void spin_takes_the_time_asked(void **state)
+{
+	char why[128] = "";
+	cl_int st;
+	cl_mem sink = clCreateBuffer(cl.context, CL_MEM_READ_WRITE, 64, NULL, &st);
+	int k;
+
+	(void)state;
+	assert_int_equal(st, CL_SUCCESS);
+	for (k = 0; k < 3 && !spin_on_time(sink, why, sizeof(why)); k++)
+		;
+	clReleaseMemObject(sink);
+	if (k == 3)
+		fail_msg("three calibrations, each off: %s", why);
+}
+
+/*
+ * Calibrated Newton-Schulz: the FLOPs' time at the rate (within 15%, the
+ * best of three calibrations, as above), and the input as it was.
+ */
 static void calibrated_ns(void **state)
 {
 	const uint64_t rows = 64, cols = 192, n = rows * cols;
 	float in[64 * 192], out[64 * 192];
-	double took, want;
+	double took = 0, want = (double)mb_ns_flops(rows, cols, MB_NS_GRAM) / 1e9;
 	cl_event first, last;
 	struct mb_ledger l;
 	struct mb_ns ns;
 	cl_int st;
 	cl_mem buf;
 	size_t i;
+	int k;
 
 	(void)state;
 	for (i = 0; i < n; i++)
 		in[i] = (float)i * 0.25f - 7.0f;
-	mb_ledger_init(&l, &cl, 0);
-	assert_int_equal(mb_ns_init(&ns, &cl, &l), 0);
-	ns.rate_gflops = 1.0; /* 60 M FLOP of Gram: 60 ms */
-	want = (double)mb_ns_flops(rows, cols, MB_NS_GRAM) / 1e9;
-	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
-	assert_string_equal(mb_ns_kernel_name(&ns), "ns_spin");
 	buf = clCreateBuffer(cl.context, CL_MEM_READ_WRITE, 2 * n * sizeof(float), NULL, &st);
 	assert_int_equal(st, CL_SUCCESS);
-	assert_int_equal(clEnqueueWriteBuffer(cl.compute, buf, CL_TRUE, 0, n * sizeof(float), in, 0,
-					      NULL, NULL),
-			 CL_SUCCESS);
-	assert_int_equal(mb_ns_orthogonalize(&ns, buf, 0, rows, cols, buf, n, &first, &last), 0);
-	assert_int_equal(clFinish(cl.compute), CL_SUCCESS);
-	assert_int_equal(mb_cl_event_interval(&cl, first, last, "calibrated", &took), 0);
-	if (fabs(took / want - 1) > 0.15)
-		fail_msg("calibrated Newton-Schulz of %.3f s took %.4f s", want, took);
-	assert_int_equal(clEnqueueReadBuffer(cl.compute, buf, CL_TRUE, n * sizeof(float),
-					     n * sizeof(float), out, 0, NULL, NULL),
-			 CL_SUCCESS);
-	assert_memory_equal(in, out, sizeof(in));
-	clReleaseEvent(first);
-	clReleaseEvent(last);
+	for (k = 0; k < 3; k++) {
+		mb_ledger_init(&l, &cl, 0);
+		assert_int_equal(mb_ns_init(&ns, &cl, &l), 0);
+		ns.rate_gflops = 1.0; /* 13.6 M FLOP of Gram: 13.6 ms */
+		assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
+		assert_string_equal(mb_ns_kernel_name(&ns), "ns_spin");
+		assert_int_equal(clEnqueueWriteBuffer(cl.compute, buf, CL_TRUE, 0,
+						      n * sizeof(float), in, 0, NULL, NULL),
+				 CL_SUCCESS);
+		assert_int_equal(
+			mb_ns_orthogonalize(&ns, buf, 0, rows, cols, buf, n, &first, &last), 0);
+		assert_int_equal(clFinish(cl.compute), CL_SUCCESS);
+		assert_int_equal(mb_cl_event_interval(&cl, first, last, "calibrated", &took), 0);
+		clReleaseEvent(first);
+		clReleaseEvent(last);
+		assert_int_equal(clEnqueueReadBuffer(cl.compute, buf, CL_TRUE, n * sizeof(float),
+						     n * sizeof(float), out, 0, NULL, NULL),
+				 CL_SUCCESS);
+		assert_memory_equal(in, out, sizeof(in));
+		mb_ns_release(&ns);
+		mb_ledger_release(&l);
+		if (fabs(took / want - 1) <= 0.15)
+			break;
+	}
 	clReleaseMemObject(buf);
-	mb_ns_release(&ns);
-	mb_ledger_release(&l);
+	if (k == 3)
+		fail_msg("calibrated Newton-Schulz of %.4f s took %.4f s, three calibrations", want,
+			 took);
 }
 
 int main(void)
