@@ -478,20 +478,32 @@ enum { RUN_IDLE, RUN_MAIN, RUN_WATCHDOG };
  */
 static void reopen_device(struct grid *g)
 {
-	struct mb_cl_device_info info = g->cl.info;
+	struct mb_cl *was = malloc(sizeof(*was));
 
+	if (was)
+		*was = g->cl;
 	mb_cl_release(&g->cl);
 	CLBlastClearCache();
-	if (mb_setup_device(g->args, &g->cl)) {
-		fprintf(stderr, "muonbench: '%s' could not be opened again: %s\n", info.name,
-			mb_errmsg());
-		snprintf(g->device_gone, sizeof(g->device_gone),
-			 "not run: the device was lost and could not be opened again: %s",
-			 mb_errmsg());
-		g->cl.info = info; /* the rows still name it */
+	if (was && !mb_setup_device(g->args, &g->cl)) {
+		fprintf(stderr, "muonbench: '%s' opened anew for the next runs\n", was->info.name);
+		free(was);
 		return;
 	}
-	fprintf(stderr, "muonbench: '%s' opened anew for the next runs\n", info.name);
+	fprintf(stderr, "muonbench: '%s' could not be opened again: %s\n",
+		was ? was->info.name : g->cl.info.name, was ? mb_errmsg() : "out of host memory");
+	snprintf(g->device_gone, sizeof(g->device_gone),
+		 "not run: the device was lost and could not be opened again: %s",
+		 was ? mb_errmsg() : "out of host memory");
+	if (!was)
+		return;
+	/* the rows still describe it: its name, tuning and pinning, none of its handles */
+	memset(&g->cl, 0, sizeof(g->cl));
+	g->cl.info = was->info;
+	g->cl.pinned_alloc = was->pinned_alloc;
+	memcpy(g->cl.tuning, was->tuning, sizeof(g->cl.tuning));
+	memcpy(g->cl.tuning_match, was->tuning_match, sizeof(g->cl.tuning_match));
+	memcpy(g->cl.tuning_why, was->tuning_why, sizeof(g->cl.tuning_why));
+	free(was);
 }
 
 /*

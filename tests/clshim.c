@@ -9,6 +9,8 @@
  * - MB_SHIM_FAULT=K: the K-th wait (clWaitForEvents or clFinish, counted
  *   together from 1) fails with -9999.
  * - MB_SHIM_HANG=K: the K-th wait never returns.
+ * - MB_SHIM_NO_REOPEN=1: once a fault was planted, the device cannot be
+ *   opened again (clCreateContext fails with CL_DEVICE_NOT_AVAILABLE).
  * - MB_SHIM_NV=1: the platform offers NVIDIA's clCreateBufferNV
  *   (cl_nv_create_buffer), made of clCreateBuffer(CL_MEM_ALLOC_HOST_PTR); each
  *   call appends "nv FLAGS" to MB_SHIM_LOG.
@@ -30,7 +32,7 @@
 
 #define NV_ILLEGAL_ADDRESS (-9999)
 
-static int dead;
+static int dead, faulted;
 static unsigned long waits;
 
 /* The driver's own FN, looked up once. */
@@ -51,7 +53,7 @@ static void planted(const char *what)
 	const char *log = getenv("MB_SHIM_LOG");
 	FILE *f;
 
-	dead = 1;
+	dead = faulted = 1;
 	if (log && *log && (f = fopen(log, "a"))) {
 		fprintf(f, "%s\n", what);
 		fclose(f);
@@ -91,7 +93,14 @@ cl_context clCreateContext(const cl_context_properties *props, cl_uint n, const 
 			   void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
 			   void *user, cl_int *err)
 {
+	const char *no = getenv("MB_SHIM_NO_REOPEN");
+
 	REAL(clCreateContext);
+	if (faulted && no && !strcmp(no, "1")) {
+		if (err)
+			*err = CL_DEVICE_NOT_AVAILABLE;
+		return NULL;
+	}
 	dead = 0;
 	return real(props, n, devs, notify, user, err);
 }

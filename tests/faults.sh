@@ -73,6 +73,11 @@ while [ "$waits" -gt 0 ] && [ $k -le "$waits" ]; do
 	LD_PRELOAD=$shim MB_SHIM_FAULT=$k "$bin" run $micro --out "$tmp/k.csv" >/dev/null 2>"$tmp/err"
 	rc=$?
 	rows "$tmp/k.csv" >"$tmp/k.rows"
+	# and muonbench reads back what it wrote
+	if ! "$bin" report "$tmp/k.csv" >/dev/null 2>"$tmp/rerr"; then
+		bad="$bad
+K=$k: report refuses the file: $(cat "$tmp/rerr")"
+	fi
 	if [ $rc -ne 1 ] || [ "$(wc -l <"$tmp/k.rows")" -ne 10 ] ||
 		[ "$(grep -c ' failed [0-9a-f]* device lost: ' "$tmp/k.rows")" -ne 1 ] ||
 		[ "$(grep -c ' ok ' "$tmp/k.rows")" -ne 9 ] ||
@@ -93,6 +98,22 @@ if [ -z "$bad" ] && [ "$waits" -gt 0 ]; then
 	report ok "faults: a fault at any wait fails one row of ten as 'device lost', the rest ok and alike"
 else
 	report fail "faults: a fault at any wait fails one row of ten as 'device lost', the rest ok and alike" "$bad"
+fi
+
+# A device that cannot be opened again after the fault: the cells left are rows that say so,
+# and the file still reads back whole (the rows keep the device's name, tuning and pinning).
+rm -f "$tmp/gone.csv"
+# shellcheck disable=SC2086
+LD_PRELOAD=$shim MB_SHIM_FAULT=50 MB_SHIM_NO_REOPEN=1 "$bin" run $micro --out "$tmp/gone.csv" >/dev/null 2>"$tmp/err"
+rc=$?
+rows "$tmp/gone.csv" >"$tmp/gone.rows"
+if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/gone.rows")" -eq 10 ] &&
+	[ "$(grep -c ' failed [0-9a-f]* device lost: ' "$tmp/gone.rows")" -eq 1 ] &&
+	[ "$(grep -c ' failed [0-9a-f]* not run: the device was lost and could not be opened again: ' "$tmp/gone.rows")" -ge 8 ] &&
+	"$bin" report "$tmp/gone.csv" >/dev/null 2>>"$tmp/err"; then
+	report ok "faults: a device that cannot be opened again: the cells left say so, the file reads back"
+else
+	report fail "faults: a device that cannot be opened again: the cells left say so, the file reads back" "exit $rc: $(cat "$tmp/gone.rows" "$tmp/err")"
 fi
 
 # 3. A wait that never returns: after SIGTERM the process ends within its
