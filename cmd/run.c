@@ -718,7 +718,7 @@ static int clblast_bytes(const struct mb_model *m, struct mb_fit_cell *c, void *
 	const struct mb_cl *cl = ctx;
 
 	c->clblast_fwd_bytes = 0;
-	return mb_step_clblast_bytes(m, c->plan.ns_method, cl, &c->clblast_bytes) ||
+	return mb_step_clblast_bytes(m, &c->plan, cl, &c->clblast_bytes) ||
 	       (c->tokens && mb_fwdbwd_temp_bytes(m, c->tokens, cl, &c->clblast_fwd_bytes));
 }
 

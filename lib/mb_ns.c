@@ -199,7 +199,9 @@ static int grow(struct mb_ns *ns, cl_mem *buf, uint64_t *have, uint64_t need, co
 
 int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, size_t n)
 {
-	uint64_t work = 0, temp;
+	/* CLBlast runs the GEMMs at fp32 alone, and calibrated mode runs none */
+	bool clblast = ns->precision == MB_PREC_FP32 && !(ns->rate_gflops > 0);
+	uint64_t work = 0, temp = 0;
 	size_t i;
 	int err;
 
@@ -207,7 +209,7 @@ int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, 
 		if (mb_ns_workspace_bytes(rows[i], cols[i], ns->method) > work)
 			work = mb_ns_workspace_bytes(rows[i], cols[i], ns->method);
 		/* CLBlast takes offsets and sizes as int and indexes in int */
-		if (ns->precision == MB_PREC_FP32 &&
+		if (clblast &&
 		    mb_ns_workspace_bytes(rows[i], cols[i], ns->method) / sizeof(float) > INT32_MAX)
 			return mb_fail(
 				"Newton-Schulz on a %llux%llu matrix needs %llu floats of "
@@ -218,10 +220,10 @@ int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, 
 									   ns->method) /
 						     sizeof(float)));
 	}
-	if (ns->precision != MB_PREC_FP32 && !ns->gemm16.kernel &&
+	if (ns->precision != MB_PREC_FP32 && !(ns->rate_gflops > 0) && !ns->gemm16.kernel &&
 	    (err = mb_gemm16_open(&ns->gemm16, ns->cl)))
 		return err;
-	if ((err = mb_ns_temp_bytes(ns->cl, ns->method, rows, cols, n, &temp)) ||
+	if ((clblast && (err = mb_ns_temp_bytes(ns->cl, ns->method, rows, cols, n, &temp))) ||
 	    (err = grow(ns, &ns->work, &ns->work_bytes, work, "ns.workspace")) ||
 	    (err = grow(ns, &ns->temp, &ns->temp_bytes, temp, "clblast.temp")))
 		return err;

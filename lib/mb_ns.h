@@ -125,8 +125,9 @@ int mb_ns_init(struct mb_ns *ns, const struct mb_cl *cl, struct mb_ledger *ledge
 
 /*
  * Make room for matrices of the N shapes ROWS[i] x COLS[i] under NS's
- * method: the workspace and CLBlast's temporary buffer, through the ledger,
- * reallocated only to grow.
+ * method: the workspace and, at fp32 (not calibrated), CLBlast's temporary
+ * buffer, through the ledger, reallocated only to grow; at 16 bits, our
+ * GEMM kernel is built the first time.
  */
 int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, size_t n);
 

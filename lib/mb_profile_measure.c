@@ -386,11 +386,15 @@ static int rig_shapes(struct rig *g)
 	size_t i;
 	int k, err = 0;
 
-	/* a 16-bit precision's reserve builds our GEMM kernel (mb_gemm16) */
+	/* a 16-bit precision's reserve builds our GEMM kernel (mb_gemm16); an fp32 one holds
+	 * CLBlast's temporary, which the forward/backward's GEMMs alone need too */
 	for (k = 0; k < MB_NS_NMETHODS && !err; k++) {
 		g->ns.method = (enum mb_ns_method)k;
 		g->ns.precision = s->ns_precision[k];
 		err = mb_ns_reserve(&g->ns, s->ns_rows, s->ns_cols, s->ns_nshapes);
+		g->ns.precision = MB_PREC_FP32;
+		if (!err)
+			err = mb_ns_reserve(&g->ns, s->ns_rows, s->ns_cols, s->ns_nshapes);
 	}
 	/* the same stream for each shape, as ns times them */
 	for (i = 0; i < s->ns_nshapes && !err; i++)

@@ -268,7 +268,7 @@ static int reserve_shapes(struct mb_state *s)
 	return err;
 }
 
-int mb_step_clblast_bytes(const struct mb_model *m, enum mb_ns_method method,
+int mb_step_clblast_bytes(const struct mb_model *m, const struct mb_plan_settings *set,
 			  const struct mb_cl *cl, uint64_t *bytes)
 {
 	uint64_t *rows, *cols;
@@ -276,9 +276,11 @@ int mb_step_clblast_bytes(const struct mb_model *m, enum mb_ns_method method,
 	int err;
 
 	*bytes = 0;
+	if (set->ns_precision != MB_PREC_FP32 || set->ns_rate_gflops)
+		return 0;
 	if ((err = muon_shapes(m, &rows, &cols, &n)))
 		return err;
-	err = mb_ns_temp_bytes(cl, method, rows, cols, n, bytes);
+	err = mb_ns_temp_bytes(cl, set->ns_method, rows, cols, n, bytes);
 	free(rows);
 	return err;
 }

@@ -87,10 +87,11 @@ struct mb_state {
 
 /*
  * The bytes of CLBlast's temporary buffer that the state of model M keeps on
- * CL's device for the Newton-Schulz METHOD ("clblast.temp", every phase),
- * into *BYTES; nothing is allocated.
+ * CL's device for Newton-Schulz as SET says ("clblast.temp", every phase):
+ * none where its GEMMs are not CLBlast's (16-bit, or calibrated); into
+ * *BYTES; nothing is allocated.
  */
-int mb_step_clblast_bytes(const struct mb_model *m, enum mb_ns_method method,
+int mb_step_clblast_bytes(const struct mb_model *m, const struct mb_plan_settings *set,
 			  const struct mb_cl *cl, uint64_t *bytes);
 
 /*
