@@ -78,6 +78,15 @@ fi
 expect_error "ns_precision: --ns-rate with --ns-precision is refused" 2 "--ns-rate replaces Newton-Schulz" \
 	run --config tests/data/good/micro.json --ns-rate 20 --ns-precision fp16 --out "$tmp/never.csv"
 
+# CLBlast's temporary is held only where CLBlast runs Newton-Schulz's GEMMs (fp32)
+temp() { python3 -c 'import csv, sys
+print(sorted({r["clblast_temp_bytes"] for r in csv.DictReader(open(sys.argv[1]))}))' "$1"; }
+if [ "$(temp "$tmp/bf16.csv")" = "['0']" ] && [ "$(temp "$tmp/fp16.csv")" = "['0']" ] &&
+	[ "$(temp "$tmp/cal.csv")" = "['0']" ]; then
+	report ok "ns_precision: no CLBlast temporary at 16 bits or calibrated"
+else
+	report fail "ns_precision: no CLBlast temporary at 16 bits or calibrated" "$(temp "$tmp/bf16.csv") $(temp "$tmp/cal.csv")"
+fi
 # plan says the precision asked, and checks it as run does
 expect_output "ns_precision: plan names the precision" "Its GEMMs in fp16 (--ns-precision): the same FLOPs" \
 	plan --model tiny --ns-precision fp16
