@@ -11,6 +11,7 @@
 #include "mb_config.h"
 #include "mb_dsconfig.h"
 #include "mb_err.h"
+#include "mb_gemm16.h"
 #include "mb_num.h"
 #include "mb_variant.h"
 
@@ -24,6 +25,11 @@ enum kind {
 	SIZES,	/* struct mb_u64_list: SIZEs separated by commas (a sweep) */
 	COUNTS, /* struct mb_u64_list: COUNTs separated by commas */
 	REAL,	/* double, in [min, max] */
+	/* lists kept as text for the command to read, each item checked here: */
+	SHAPES, /* const char *: RxC items */
+	RANGES, /* const char *: SIZE or A..B items (doubling from A), in [min, max] */
+	WORDS,	/* const char *: items of choices */
+	REALS,	/* const char *: decimal numbers */
 };
 
 #define ON(c)	    (1u << (c))
@@ -177,7 +183,7 @@ static const struct option options[] = {
 	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN) | ON(MB_CMD_BANDWIDTH) |
 		  ON(MB_CMD_NS) | ON(MB_CMD_PREDICT),
 	  "output: Markdown tables, CSV rows or JSON" },
-	{ "shape", "RxC,...", TEXT, AT(shapes), NULL, 0, 0, NULL,
+	{ "shape", "RxC,...", SHAPES, AT(shapes), NULL, 0, 0, NULL,
 	  ON(MB_CMD_NS) | ON(MB_CMD_TUNE) | ON(MB_CMD_PROFILE),
 	  "matrix shapes to orthogonalize (default: ns " MB_NS_DEFAULT_SHAPES
 	  "; profile " MB_PROFILE_DEFAULT_SHAPES "; tune the model's)" },
@@ -187,7 +193,8 @@ static const struct option options[] = {
 	  "2 (zeropower_via_gram_newtonschulz, original_muon.py; the standard iteration on "
 	  "square matrices), or the standard quintic (zeropower_via_newtonschulz5); ns times "
 	  "both unless it is given" },
-	{ "ns-precision", "P[,P...]", TEXT, AT(ns_precisions), "auto", 0, 0, NULL,
+	{ "ns-precision", "P[,P...]", WORDS, AT(ns_precisions), "auto", 0, 0,
+	  MB_WORDS(MB_PRECISIONS) "|auto",
 	  ON(MB_CMD_NS) | ON(MB_CMD_RUN) | ON(MB_CMD_PROFILE) | ON(MB_CMD_PLAN),
 	  "the precision of Newton-Schulz's GEMMs: fp32 (CLBlast's SGEMM), bf16 or fp16 (our "
 	  "kernel, kernels/ns_gemm.cl: 16-bit inputs, fp32 accumulation, 16-bit results; on "
@@ -206,7 +213,7 @@ static const struct option options[] = {
 	{ "reps", "N", COUNT, AT(reps), "5", 1, 1u << 16, NULL,
 	  ON(MB_CMD_NS) | ON(MB_CMD_BANDWIDTH) | ON(MB_CMD_PROFILE),
 	  "timed runs of each shape or copy, after a warm-up" },
-	{ "sizes", "LIST", TEXT, AT(sizes), "4Ki..1Gi", 0, 0, NULL, ON(MB_CMD_BANDWIDTH),
+	{ "sizes", "LIST", RANGES, AT(sizes), "4Ki..1Gi", 1, UINT64_MAX, NULL, ON(MB_CMD_BANDWIDTH),
 	  "copy sizes: sizes and doubling ranges A..B, comma-separated (4Ki..1Mi,256Mi)" },
 	{ "verify", NULL, FLAG, AT(verify), NULL, 0, 0, NULL, ON(MB_CMD_NS),
 	  "compare each result with a float64 host reference of the same method; fail above "
@@ -269,16 +276,16 @@ static const struct option options[] = {
 	{ "if-missing", NULL, FLAG, AT(if_missing), NULL, 0, 0, NULL, ON(MB_CMD_PROFILE),
 	  "measure only when the file is not there yet, or is of an older format (the "
 	  "cache's: or damaged) (make run uses it)" },
-#define PREDICT_OPTION(id, name, key, key2, help) \
-	{ name,                                   \
-	  "X[,X...]",                             \
-	  TEXT,                                   \
-	  AT(profile_flags[MB_PF_##id]),          \
-	  NULL,                                   \
-	  0,                                      \
-	  0,                                      \
-	  NULL,                                   \
-	  ON(MB_CMD_PREDICT),                     \
+#define PREDICT_OPTION(id, name, key, key2, help)      \
+	{ name,                                        \
+	  "X[,X...]",                                  \
+	  MB_PF_##id == MB_PF_HOLDS ? WORDS : REALS,   \
+	  AT(profile_flags[MB_PF_##id]),               \
+	  NULL,                                        \
+	  0,                                           \
+	  0,                                           \
+	  MB_PF_##id == MB_PF_HOLDS ? "on|off" : NULL, \
+	  ON(MB_CMD_PREDICT),                          \
 	  help "; a list sweeps it" },
 	MB_PREDICT_FLAGS(PREDICT_OPTION)
 #undef PREDICT_OPTION
@@ -395,7 +402,10 @@ static const struct command commands[MB_NCOMMANDS] = {
 			  "variant, with the spread of the runs, and stacked bars of the apply's "
 			  "phases; given a sweep from predict --format csv, each cell's predicted "
 			  "iteration and apply along the swept field. The data and the gnuplot "
-			  "script are written beside the image, to edit and draw again." },
+			  "script are written beside the image, to edit and draw again. Exits 0 "
+			  "once the chart is drawn, 1 when gnuplot fails (the data, the script "
+			  "and a new image removed), 2 on bad input or without gnuplot (the data "
+			  "and script kept, to draw later)." },
 	[MB_CMD_PREDICT] = { "predict",
 			     "what a run would measure, from a device profile, without a device",
 			     "Runs the step's schedule as a discrete-event model (the compute "
@@ -448,15 +458,156 @@ const char *mb_command_name(enum mb_command c)
 	return commands[c].name;
 }
 
-/* VALUE, a comma-separated list of O's SIZEs or COUNTs, into *LIST. */
+/*
+ * The lists' one rule: each value once. A list's items, as the values they
+ * stand for (A, B: a size, a count, a shape's rows and columns, a word's
+ * index, a number's bits; a range A..B is an item for each of its sizes).
+ */
+#define ITEMS_MAX 256
+struct item {
+	const char *at; /* the item's text in the list, LEN bytes */
+	size_t len;
+	uint64_t a, b;
+};
+
+/* Refused (naming WHAT) where two of the N items of LIST are one value: 2Mi and 2097152. */
+static int check_unique(const char *what, const char *list, const struct item *it, size_t n)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < i; j++) {
+			if (it[i].a != it[j].a || it[i].b != it[j].b)
+				continue;
+			if (it[i].at == it[j].at ||
+			    (it[i].len == it[j].len && !strncmp(it[i].at, it[j].at, it[i].len)))
+				return mb_bad_input("%s: '%.*s' twice in '%s' (a list takes each "
+						    "value once)",
+						    what, (int)it[i].len, it[i].at, list);
+			return mb_bad_input("%s: '%.*s' and '%.*s' are the same value in '%s' (a "
+					    "list takes each value once)",
+					    what, (int)it[j].len, it[j].at, (int)it[i].len,
+					    it[i].at, list);
+		}
+	return 0;
+}
+
+/* The index of the LEN bytes at WORD among CHOICES ("on|off"), or -1. */
+static int choice_index(const char *choices, const char *word, size_t len)
+{
+	const char *c;
+	int i;
+
+	for (c = choices, i = 0; c; c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL, i++)
+		if (len && len == strcspn(c, "|") && !strncmp(c, word, len))
+			return i;
+	return -1;
+}
+
+/*
+ * ONE, item K of list option O (all of it LIST), as the values it stands for,
+ * into IT[*n...]. A number that is not one is left to the command, which
+ * says what its unit is: a value of its own, equal to none.
+ */
+static int list_item(const struct option *o, const char *one, size_t k, const char *list,
+		     const char *what, struct item *it, size_t *n)
+{
+	uint64_t sizes[64];
+	struct mb_shape shape;
+	size_t i, m;
+	double d;
+	char *end;
+	int err, w;
+
+	switch (o->kind) {
+	case SHAPES:
+		if ((err = mb_parse_shapes(what, one, &shape, 1, &m)))
+			return err;
+		it[(*n)++] = (struct item){ .a = shape.rows, .b = shape.cols };
+		return 0;
+	case RANGES:
+		if ((err = mb_parse_size_list(what, one, o->min, o->max, sizes, 64, &m)))
+			return err;
+		for (i = 0; i < m && *n < ITEMS_MAX; i++)
+			it[(*n)++] = (struct item){ .a = sizes[i] };
+		return i < m ? mb_bad_input("%s: more than %d values", what, ITEMS_MAX) : 0;
+	case WORDS:
+		if ((w = choice_index(o->choices, one, strlen(one))) >= 0)
+			it[(*n)++] = (struct item){ .a = (uint64_t)w };
+		else if (strchr(list, ','))
+			return mb_bad_input(
+				"%s: invalid value '%s' in '%s' (expected a list of %s)", what, one,
+				list, o->choices);
+		else
+			return mb_bad_input("%s: invalid value '%s' (expected %s)", what, one,
+					    o->choices);
+		return 0;
+	case REALS:
+		d = strtod(one, &end);
+		it[*n] = (struct item){ .a = UINT64_MAX, .b = k };
+		if (mb_num_is_decimal(one) && !*end) {
+			memcpy(&it[*n].a, &d, sizeof(d));
+			it[*n].b = 0;
+		}
+		(*n)++;
+		return 0;
+	default:
+		return mb_bad_input("%s: %s is not a list", what, o->name);
+	}
+}
+
+/*
+ * VALUE, a comma-separated list of O's items (SHAPES, RANGES, WORDS, REALS):
+ * each checked, and each value once.
+ */
+static int check_text_list(const struct option *o, const char *value, const char *what)
+{
+	struct mb_shape shapes[ITEMS_MAX];
+	uint64_t sizes[ITEMS_MAX];
+	struct item it[ITEMS_MAX];
+	size_t len, n = 0, first, k = 0;
+	char one[64];
+	int err;
+
+	/* the whole list first, for the errors that name the item in it */
+	if ((o->kind == SHAPES && (err = mb_parse_shapes(what, value, shapes, ITEMS_MAX, &n))) ||
+	    (o->kind == RANGES &&
+	     (err = mb_parse_size_list(what, value, o->min, o->max, sizes, ITEMS_MAX, &n))))
+		return err;
+	n = 0;
+	for (const char *p = value;; p += len + 1, k++) {
+		len = strcspn(p, ",");
+		if (!len || len >= sizeof(one) || n == ITEMS_MAX)
+			return mb_bad_input("%s: invalid list '%s' (expected values separated by "
+					    "commas)",
+					    what, value);
+		memcpy(one, p, len);
+		one[len] = '\0';
+		first = n;
+		if ((err = list_item(o, one, k, value, what, it, &n)))
+			return err;
+		for (; first < n; first++) {
+			it[first].at = p;
+			it[first].len = len;
+		}
+		if (!p[len])
+			break;
+	}
+	return check_unique(what, value, it, n);
+}
+
+/* VALUE, a comma-separated list of O's SIZEs or COUNTs, into *LIST: each value once. */
 static int parse_list(const struct option *o, const char *value, const char *what,
 		      struct mb_u64_list *list)
 {
+	struct item it[MB_LIST_MAX];
+	const char *p = value;
 	char one[64];
 	size_t len;
 	int err;
 
 	list->n = 0;
+	list->text = value;
 	for (;;) {
 		len = strcspn(value, ",");
 		if (list->n == MB_LIST_MAX)
@@ -464,16 +615,17 @@ static int parse_list(const struct option *o, const char *value, const char *wha
 		if (!len || len >= sizeof(one))
 			return mb_bad_input("%s: invalid list '%s' (expected values separated by "
 					    "commas)",
-					    what, value);
+					    what, p);
 		memcpy(one, value, len);
 		one[len] = '\0';
 		if ((err = o->kind == SIZES
 				   ? mb_parse_size(what, one, o->min, o->max, &list->v[list->n])
 				   : mb_parse_count(what, one, o->min, o->max, &list->v[list->n])))
 			return err;
+		it[list->n] = (struct item){ value, len, list->v[list->n], 0 };
 		list->n++;
 		if (!value[len])
-			return 0;
+			return check_unique(what, p, it, list->n);
 		value += len + 1;
 	}
 }
@@ -486,6 +638,7 @@ static int set_value(struct mb_args *args, const struct option *o, const char *v
 	unsigned i;
 	size_t n;
 	const char *c;
+	int err;
 
 	switch (o->kind) {
 	case FLAG:
@@ -531,6 +684,14 @@ static int set_value(struct mb_args *args, const struct option *o, const char *v
 	case SIZES:
 	case COUNTS:
 		return parse_list(o, value, what, field);
+	case SHAPES:
+	case RANGES:
+	case WORDS:
+	case REALS:
+		if ((err = check_text_list(o, value, what)))
+			return err;
+		*(const char **)field = value;
+		return 0;
 	}
 	return 0;
 }
@@ -704,7 +865,8 @@ static int ds_apply(struct mb_args *args, const struct mb_dsconfig *ds,
 		scratch = *args;
 		return set_value(&scratch, o, value, what);
 	}
-	if ((o->kind == TEXT || o->kind == CHOICE) && !(value = keep(args, s->value)))
+	/* the value outlives the file: the text options and the lists (their text) point to it */
+	if (o->kind != FLAG && !(value = keep(args, s->value)))
 		return mb_fail("%s: no room for the value '%s'", what, s->value);
 	return set_value(args, o, value, what);
 }
@@ -808,24 +970,31 @@ static int parse_stages(struct mb_args *args)
 
 /*
  * --variant's list "pin,both" (names of mb_variant's table, or all) into
- * args->variant_list: each once, in the table's order (master first in each
- * stage, as the base of the changes).
+ * args->variant_list, in the table's order (master first in each stage, as
+ * the base of the changes); a variant named twice, or with all, is refused
+ * as every list's value given twice is.
  */
 static int parse_variants(struct mb_args *args)
 {
 	const char *p = args->variants;
-	unsigned chosen = 0, v;
+	unsigned chosen = 0, these, v;
 	size_t len;
 	int found;
 
 	do {
 		len = strcspn(p, ",");
 		found = mb_variant_find(p, len);
-		if (len == 3 && !strncmp(p, "all", 3))
-			chosen = (1u << MB_NVARIANTS) - 1;
-		else if (found >= 0)
-			chosen |= 1u << found;
-		else
+		these = len == 3 && !strncmp(p, "all", 3) ? (1u << MB_NVARIANTS) - 1
+			: found >= 0			  ? 1u << found
+							  : 0;
+		if (these & chosen)
+			return mb_bad_input(
+				"--variant: '%.*s' twice in '%s'%s (a list takes each "
+				"value once)",
+				(int)len, p, args->variants,
+				strstr(args->variants, "all") ? ", all has every variant" : "");
+		chosen |= these;
+		if (!these)
 			return mb_bad_input(
 				"--variant: invalid variant list '%s' (expected one of " MB_VARIANT_WORDS
 				" or all, or a list of them)",
@@ -842,6 +1011,44 @@ static int parse_variants(struct mb_args *args)
 static bool is(const char *v, const char *word)
 {
 	return v && !strcmp(v, word);
+}
+
+bool mb_args_stage_reads(const struct mb_args *args, unsigned stage, const struct mb_u64_list *list)
+{
+	if (list == &args->sub_group_sizes)
+		return stage == 3;
+	return stage != 3 || args->zero3_apply == MB_Z3_BATCHED;
+}
+
+/*
+ * Said once, on stderr: each swept list (--gather-budget, --sub-group-size)
+ * that a stage asked does not read, and the one value its cells take.
+ */
+static void say_unread(const struct mb_args *args)
+{
+	const struct mb_u64_list *lists[] = { &args->gather_budgets, &args->sub_group_sizes };
+	const char *names[] = { "gather-budget", "sub-group-size" };
+	const char *why[] = { " under --zero3-apply subgroup (a sub-group is gathered whole)",
+			      " (only ZeRO-3 has sub-groups)" };
+	char stages[32];
+	size_t i, k, n;
+
+	for (i = 0; i < 2; i++) {
+		if (lists[i]->n < 2)
+			continue;
+		stages[0] = '\0';
+		for (k = n = 0; k < args->nstages; k++)
+			if (!mb_args_stage_reads(args, args->stage_list[k], lists[i]))
+				snprintf(stages + strlen(stages), sizeof(stages) - strlen(stages),
+					 "%s%u", n++ ? " and " : "", args->stage_list[k]);
+		if (n)
+			fprintf(stderr,
+				"muonbench: --%s %s: stage%s %s do%s not read it%s: %s cells are made once, "
+				"at the first value, %.*s\n",
+				names[i], lists[i]->text, n > 1 ? "s" : "", stages,
+				n > 1 ? "" : "es", why[i], n > 1 ? "their" : "its",
+				(int)strcspn(lists[i]->text, ","), lists[i]->text);
+	}
 }
 
 /* The values the commands read (struct mb_args' last part), from the strings parsed. */
@@ -862,6 +1069,8 @@ static int resolve(struct mb_args *args)
 		return 0;
 	if (args->stages && (err = parse_stages(args)))
 		return err;
+	if (args->stages)
+		say_unread(args);
 	return args->variants ? parse_variants(args) : 0;
 }
 
@@ -930,8 +1139,8 @@ static void print_options(FILE *out, enum mb_command command)
 		snprintf(left, sizeof(left), "%s%s%s%s", o->name[1] ? "--" : "-", o->name,
 			 o->arg ? " " : "", o->arg ? o->arg : "");
 		n = (size_t)snprintf(text, sizeof(text), "%s", o->help);
-		if ((o->kind == CHOICE || o->kind == ENUM) && strcmp(o->arg, o->choices) &&
-		    n < sizeof(text))
+		if ((o->kind == CHOICE || o->kind == ENUM || o->kind == WORDS) &&
+		    strcmp(o->arg, o->choices) && n < sizeof(text))
 			n += (size_t)snprintf(text + n, sizeof(text) - n, ": %s", o->choices);
 		if (o->def && n < sizeof(text))
 			snprintf(text + n, sizeof(text) - n, " (default: %s)", o->def);
@@ -970,4 +1179,9 @@ void mb_print_help(FILE *out, enum mb_command command)
 	print_wrapped(out, 0, 0,
 		      "Sizes take K, M, G, T (powers of 1000) or Ki, Mi, Gi, Ti (powers of 1024) "
 		      "and an optional B; counts and sizes may be written 1e9.");
+	print_wrapped(out, 0, 0,
+		      "A list takes each value once (2Mi and 2097152 are one value). A stage that "
+		      "does not read a swept list (--sub-group-size at stage 1 or 2, "
+		      "--gather-budget at stage 3 under --zero3-apply subgroup) makes its cells "
+		      "once, at the list's first value, and says so.");
 }

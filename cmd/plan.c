@@ -474,6 +474,10 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 		printf("[");
 	for (bi = 0; bi < args->gather_budgets.n; bi++)
 		for (si = 0; si < args->sub_group_sizes.n; si++) {
+			/* a list the stage does not read: one point, at its first value */
+			if ((bi && !mb_args_stage_reads(args, set.stage, &args->gather_budgets)) ||
+			    (si && !mb_args_stage_reads(args, set.stage, &args->sub_group_sizes)))
+				continue;
 			set.gather_budget_bytes = args->gather_budgets.v[bi];
 			set.sub_group_size = args->sub_group_sizes.v[si];
 			if ((err = mb_plan_build(&plan, m, &set)))

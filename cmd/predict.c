@@ -159,6 +159,7 @@ struct grid {
 	struct cell cells[NCELLS_MAX];
 	size_t ncells;
 	uint64_t budget, sub_group; /* the point of the --gather-budget, --sub-group-size sweep */
+	size_t bi, si;		    /* its indices in the lists */
 	struct point *points;	    /* every point's cells, for the trade-off table */
 	size_t npoints;
 };
@@ -189,6 +190,16 @@ static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
 	return m > c ? m : c;
 }
 
+/*
+ * Whether STAGE has cells at G's point of the knobs' sweep: a stage that does
+ * not read a swept list has them only at its first value (as run's cells).
+ */
+static bool at_point(const struct grid *g, unsigned stage)
+{
+	return (!g->bi || mb_args_stage_reads(g->args, stage, &g->args->gather_budgets)) &&
+	       (!g->si || mb_args_stage_reads(g->args, stage, &g->args->sub_group_sizes));
+}
+
 /* Every cell of G on the device *P describes. */
 static int predict_cells(struct grid *g, const struct mb_profile *p)
 {
@@ -199,6 +210,8 @@ static int predict_cells(struct grid *g, const struct mb_profile *p)
 	for (i = 0; i < g->nstages; i++) {
 		const struct mb_plan *plan = &g->plans[i];
 
+		if (!at_point(g, g->stages[i]))
+			continue;
 		for (j = 0; j < g->nvariants; j++) {
 			struct cell *c = &g->cells[g->ncells++];
 
@@ -496,7 +509,7 @@ int mb_cmd_predict(const struct mb_args *args)
 	struct mb_profile base;
 	struct sweep sw;
 	struct grid *g;
-	size_t bi, si;
+	size_t bi, si, k;
 	int err;
 
 	if (!(g = calloc(1, sizeof(*g))))
@@ -528,6 +541,12 @@ int mb_cmd_predict(const struct mb_args *args)
 	}
 	for (bi = 0; bi < args->gather_budgets.n && !err; bi++)
 		for (si = 0; si < args->sub_group_sizes.n && !err; si++) {
+			g->bi = bi;
+			g->si = si;
+			for (k = 0; k < g->nstages && !at_point(g, g->stages[k]); k++)
+				;
+			if (k == g->nstages) /* no stage reads this point's values */
+				continue;
 			if ((err = build_plans(g, args->gather_budgets.v[bi],
 					       args->sub_group_sizes.v[si])))
 				break;

@@ -784,8 +784,11 @@ static int build_cells(struct grid *g)
 		return mb_fail("out of host memory for the cells");
 	for (si = 0; si < g->nstages; si++) {
 		mb_setup_plan_settings(a, g->stages[si], &set);
-		nb = mb_plan_batched(&set) ? a->gather_budgets.n : 1;
-		ng = set.stage == 3 ? a->sub_group_sizes.n : 1;
+		/* a list the stage does not read: one cell, at its first value */
+		nb = mb_args_stage_reads(a, set.stage, &a->gather_budgets) ? a->gather_budgets.n
+									   : 1;
+		ng = mb_args_stage_reads(a, set.stage, &a->sub_group_sizes) ? a->sub_group_sizes.n
+									    : 1;
 		for (bi = 0; bi < nb; bi++)
 			for (gi = 0; gi < ng; gi++) {
 				set.gather_budget_bytes = a->gather_budgets.v[bi];

@@ -1143,7 +1143,9 @@ expect_output "predict: json has the run's names" '"apply_mean_s": ' predict --f
 # sweeps of the gather budget and the sub-group size: each point a cell of its own
 expect_output "predict: a knob sweep ends in one trade-off table" "| 2.00 GiB | 1,000,000,000 | 2 | pipeline | 5.12 | 1.71 s | 14.28 GiB |" predict --stage 2 --gather-budget 256Mi,512Mi,2Gi
 "$bin" predict --stage 2,3 --variant both,pipeline --format csv --gather-budget 256Mi,2Gi --sub-group-size 2.5e8,1e9 >"$tmp/ksw"
-if [ "$(wc -l <"$tmp/ksw")" -eq 17 ] && grep -q '^reference,qwen3-4b,"gather-budget,sub-group-size","2147483648,250000000",3,pipeline,' "$tmp/ksw" &&
+# (stage 2 reads the budget, stage 3 under --zero3-apply subgroup the sub-group size: 2 points each)
+if [ "$(wc -l <"$tmp/ksw")" -eq 9 ] && grep -q '^reference,qwen3-4b,"gather-budget,sub-group-size","268435456,1000000000",3,pipeline,' "$tmp/ksw" &&
+	grep -q '^reference,qwen3-4b,"gather-budget,sub-group-size","2147483648,250000000",2,pipeline,' "$tmp/ksw" &&
 	head -1 "$tmp/ksw" | grep -q ",gather_budget_bytes,sub_group_size_elems$"; then
 	report ok "predict: csv has a row per point, stage and variant"
 else
@@ -1353,7 +1355,7 @@ if awk -v a="$(nb --norm-gbs 5)" -v b="$(nb --norm-gbs 500)" -v c="$(nb --moment
 else
 	report fail "predict: --norm-gbs moves the backward's norm, --momentum-gbs does not" "$(nb --norm-gbs 5) $(nb --norm-gbs 500) $(nb --momentum-gbs 5)"
 fi
-expect_error "predict: holds-host is on or off" 2 "--pageable-holds-host: invalid value 'maybe' (expected on or off)" predict --pageable-holds-host maybe
+expect_error "predict: holds-host is on or off" 2 "--pageable-holds-host: invalid value 'maybe' (expected on|off)" predict --pageable-holds-host maybe
 expect_error "predict takes no device" 2 "option '--device' does not apply to 'muonbench predict'" predict --device 0
 
 # run beside its prediction: the profile named (or the device's cached one) fills the pred_
@@ -1515,6 +1517,41 @@ else
 	report fail "plot: -o given twice is named -o" "$(cat "$tmp/err")"
 fi
 expect_error "plot: -o without a value is named -o" 2 "option '-o' needs a value (IMAGE)" plot results/baseline-tiny.csv -o
+
+# One rule for every list option in every command (issue 38, item 3): a value given
+# twice is refused, by value (2Mi and 2097152, 5 and 5.0, a range's size and the size),
+# naming the option; a swept list that a stage asked does not read is said once, and
+# makes that stage's cells once, at its first value, in run, plan and predict alike.
+expect_error "lists: run --gather-budget twice" 2 "--gather-budget: '2Mi' twice in '2Mi,2Mi' (a list takes each value once)" run --model tiny --gather-budget 2Mi,2Mi
+expect_error "lists: one value in two spellings" 2 "--gather-budget: '2Mi' and '2097152' are the same value in '2Mi,2097152'" predict --gather-budget 2Mi,2097152
+expect_error "lists: --sub-group-size twice" 2 "--sub-group-size: '1e9' and '1000000000' are the same value" plan --stage 3 --sub-group-size 1e9,1000000000
+expect_error "lists: --variant twice" 2 "--variant: 'master' twice in 'master,master'" predict --variant master,master
+expect_error "lists: --variant with all" 2 "--variant: 'pin' twice in 'all,pin', all has every variant" predict --variant all,pin
+expect_error "lists: --stage twice" 2 "--stage: stage 2 twice in '2,2'" predict --stage 2,2
+expect_error "lists: a profile rate twice" 2 "--pageable-gbs: '5' and '5.0' are the same value in '5,10,5.0'" predict --pageable-gbs 5,10,5.0
+expect_error "lists: --shape twice" 2 "--shape: '64x64' twice in '64x64,64x64'" ns --shape 64x64,64x64
+expect_error "lists: --sizes, a range and a size in it" 2 "--sizes: '4Ki..1Mi' and '64Ki' are the same value in '4Ki..1Mi,64Ki'" bandwidth --sizes 4Ki..1Mi,64Ki
+expect_error "lists: --ns-precision twice" 2 "--ns-precision: 'fp32' twice in 'fp32,fp32'" ns --ns-precision fp32,fp32
+expect_error "lists: --pageable-holds-host takes on|off, as every on|off option" 2 "--pageable-holds-host: invalid value 'true' (expected on|off, or a list of them)" predict --pageable-holds-host true
+# shellcheck disable=SC2086
+"$bin" run $micro --stage 2 --variant master --sub-group-size 1,2 --out "$tmp/unread.csv" >/dev/null 2>"$tmp/unread.err"
+"$bin" predict --config tests/data/good/micro.json --gather-budget 128Ki --fwd-bwd off --stage 2 --variant master --sub-group-size 1,2 --format csv >"$tmp/unread-predict.csv" 2>>"$tmp/unread.err"
+"$bin" plan --config tests/data/good/micro.json --gather-budget 128Ki --stage 2 --sub-group-size 1,2 --format csv >"$tmp/unread-plan.csv" 2>>"$tmp/unread.err"
+if [ "$(grep -c "^muonbench: --sub-group-size 1,2: stage 2 does not read it (only ZeRO-3 has sub-groups): its cells are made once, at the first value, 1$" "$tmp/unread.err")" -eq 3 ] &&
+	[ "$(col "$tmp/unread.csv" sub_group_size_elems | sort -u)" = 1 ] && [ "$(col "$tmp/unread.csv" run | tr "\n" " ")" = "1 2 " ] && [ "$(wc -l <"$tmp/unread-predict.csv")" -eq 2 ] &&
+	[ "$(wc -l <"$tmp/unread-plan.csv")" -eq 2 ]; then
+	report ok "lists: a swept list a stage does not read is said once, and its cells made once (run, predict, plan)"
+else
+	report fail "lists: a swept list a stage does not read is said once, and its cells made once (run, predict, plan)" "$(cat "$tmp/unread.err" "$tmp/unread.csv" "$tmp/unread-predict.csv")"
+fi
+"$bin" predict --model tiny --stage 2,3 --variant master --gather-budget 2Mi,4Mi --sub-group-size 1e9,2e9 --format csv >"$tmp/unread2.csv" 2>"$tmp/unread.err"
+if [ "$(tail -n +2 "$tmp/unread2.csv" | awk -F'"' '{ print $4 $5 }' | cut -d, -f1-3 | tr '\n' ' ')" = "2097152,1000000000,2 2097152,1000000000,3 2097152,2000000000,3 4194304,1000000000,2 " ] &&
+	grep -q "^muonbench: --gather-budget 2Mi,4Mi: stage 3 does not read it under --zero3-apply subgroup" "$tmp/unread.err" &&
+	grep -q "^muonbench: --sub-group-size 1e9,2e9: stage 2 does not read it" "$tmp/unread.err"; then
+	report ok "lists: predict makes each stage's cells at the values it reads"
+else
+	report fail "lists: predict makes each stage's cells at the values it reads" "$(cat "$tmp/unread.err" "$tmp/unread2.csv")"
+fi
 
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
