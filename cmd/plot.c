@@ -180,8 +180,11 @@ static int write_script(const char *path, const char *data, const char *image,
 	return 0;
 }
 
-/* Run gnuplot on SCRIPT; a missing gnuplot says which package brings it. */
-static int gnuplot(const char *script)
+/*
+ * Run gnuplot on SCRIPT; a missing gnuplot says which package brings it and
+ * sets *MISSING (the script is kept, to draw later).
+ */
+static int gnuplot(const char *script, bool *missing)
 {
 	int status;
 	pid_t pid;
@@ -196,13 +199,31 @@ static int gnuplot(const char *script)
 	}
 	if (waitpid(pid, &status, 0) < 0)
 		return mb_fail("cannot wait for gnuplot: %s", strerror(errno));
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+	*missing = WIFEXITED(status) && WEXITSTATUS(status) == 127;
+	if (*missing)
 		return mb_bad_input("gnuplot is not installed (Debian: apt-get install "
 				    "gnuplot-nox); the script is '%s'",
 				    script);
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		return mb_fail("gnuplot failed on '%s'", script);
 	return 0;
+}
+
+/*
+ * After a failure past writing DATA and SCRIPT (err, not a missing gnuplot),
+ * remove them, and IMAGE unless it was there before (gnuplot may have begun
+ * it): a failed plot leaves nothing of its own behind.
+ */
+static int clean_up(int err, bool wrote, bool missing, const char *image, bool image_existed,
+		    const char *data, const char *script)
+{
+	if (!err || !wrote || missing)
+		return err;
+	unlink(data);
+	unlink(script);
+	if (!image_existed)
+		unlink(image);
+	return err;
 }
 
 /* ---- a predict sweep ---- */
@@ -452,6 +473,7 @@ static int plot_sweep(const struct mb_args *args)
 	struct sweep_values values;
 	struct sweep_cell *cells;
 	const size_t most = 64;
+	bool wrote = false, missing = false, existed = !access(args->image, F_OK);
 	size_t n = 0;
 	int err;
 
@@ -466,13 +488,13 @@ static int plot_sweep(const struct mb_args *args)
 	if (!(err = outputs_not_inputs(args, data, script)) &&
 	    !(err = read_sweep(args->files[0], cells, most, &n, &values, option, sizeof(option),
 			       model, sizeof(model))) &&
-	    !(err = write_sweep_data(data, cells, n)) &&
+	    (wrote = true) && !(err = write_sweep_data(data, cells, n)) &&
 	    !(err = write_sweep_script(script, data, args->image, cells, n, values.numeric, option,
 				       model)) &&
-	    !(err = gnuplot(script)))
+	    !(err = gnuplot(script, &missing)))
 		printf("%s (data %s, script %s)\n", args->image, data, script);
 	free(cells);
-	return err;
+	return clean_up(err, wrote, missing, args->image, existed, data, script);
 }
 
 static size_t ok_cells(const struct mb_table *t)
@@ -489,6 +511,7 @@ int mb_cmd_plot(const struct mb_args *args)
 	char data[4096], script[4096];
 	struct mb_table *tables = NULL;
 	size_t n = 0, nt = 0;
+	bool wrote = false, missing = false, existed;
 	const char *ext;
 	int err = 0;
 
@@ -503,6 +526,7 @@ int mb_cmd_plot(const struct mb_args *args)
 				    args->image);
 	if (is_sweep(args->files[0]))
 		return plot_sweep(args);
+	existed = !access(args->image, F_OK);
 	if ((err = mb_gather_files(args->files, args->nfiles, &tables, &nt, &n)))
 		return err;
 	if (!n)
@@ -516,11 +540,12 @@ int mb_cmd_plot(const struct mb_args *args)
 	if (!err) {
 		beside(data, sizeof(data), args->image, ".dat");
 		beside(script, sizeof(script), args->image, ".gp");
-		if (!(err = outputs_not_inputs(args, data, script)) &&
+		if (!(err = outputs_not_inputs(args, data, script)) && (wrote = true) &&
 		    !(err = write_data(data, &tables[0])) &&
 		    !(err = write_script(script, data, args->image, &tables[0])) &&
-		    !(err = gnuplot(script)))
+		    !(err = gnuplot(script, &missing)))
 			printf("%s (data %s, script %s)\n", args->image, data, script);
+		err = clean_up(err, wrote, missing, args->image, existed, data, script);
 	}
 	mb_results_release(tables, nt);
 	return err;

@@ -1553,6 +1553,53 @@ else
 	report fail "lists: predict makes each stage's cells at the values it reads" "$(cat "$tmp/unread.err" "$tmp/unread2.csv")"
 fi
 
+# Docs against behaviour (issue 38, item 6): --layers above the model's layers is
+# refused, as the README now says for a parameter list too; plot exits 1 when gnuplot
+# fails and leaves none of its files behind, 2 without gnuplot (the script kept, to
+# draw later), as README and --help say.
+expect_error "--layers above a parameter list's layers is refused" 2 "cannot keep 100 layers, the model has 2" plan --config configs/tiny.json --layers 100
+if tr '\n' ' ' <README.md | tr -s ' ' | grep -q "an N above the model's layers is refused" &&
+	! tr '\n' ' ' <README.md | tr -s ' ' | grep -q "caps every .repeat. at N"; then
+	report ok "README: --layers says what the code does"
+else
+	report fail "README: --layers says what the code does"
+fi
+mkdir -p "$tmp/fakebin" "$tmp/nobin"
+# shellcheck disable=SC2086
+"$bin" run $micro --stage 2 --variant master --runs 1 --out "$tmp/plotme.csv" >/dev/null 2>&1
+printf '#!/bin/sh\necho "gnuplot: planted failure" >&2\nexit 1\n' >"$tmp/fakebin/gnuplot"
+chmod +x "$tmp/fakebin/gnuplot"
+PATH="$tmp/fakebin:$PATH" "$bin" plot "$tmp/plotme.csv" -o "$tmp/failed.svg" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "gnuplot failed on '$tmp/failed.gp'" "$tmp/err" &&
+	[ ! -e "$tmp/failed.dat" ] && [ ! -e "$tmp/failed.gp" ] && [ ! -e "$tmp/failed.svg" ]; then
+	report ok "plot: gnuplot fails: exit 1, its data and script removed"
+else
+	report fail "plot: gnuplot fails: exit 1, its data and script removed" "exit $rc; $(cat "$tmp/err"; ls "$tmp" | grep failed)"
+fi
+"$bin" predict --model tiny --stage 2 --variant master --pageable-gbs 5,10 --format csv >"$tmp/sweep1.csv"
+PATH="$tmp/fakebin:$PATH" "$bin" plot "$tmp/sweep1.csv" -o "$tmp/failed2.png" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ ! -e "$tmp/failed2.dat" ] && [ ! -e "$tmp/failed2.gp" ]; then
+	report ok "plot: gnuplot fails on a sweep: exit 1, its data and script removed"
+else
+	report fail "plot: gnuplot fails on a sweep: exit 1, its data and script removed" "exit $rc; $(cat "$tmp/err")"
+fi
+PATH="$tmp/nobin" "$bin" plot "$tmp/plotme.csv" -o "$tmp/later.svg" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "gnuplot is not installed" "$tmp/err" && [ -s "$tmp/later.gp" ] && [ -s "$tmp/later.dat" ]; then
+	report ok "plot: no gnuplot: exit 2, the data and script kept to draw later"
+else
+	report fail "plot: no gnuplot: exit 2, the data and script kept to draw later" "exit $rc; $(cat "$tmp/err")"
+fi
+"$bin" plot --help >"$tmp/help"
+if tr '\n' ' ' <"$tmp/help" | tr -s ' ' | grep -q "Exits 0 once the chart is drawn, 1 when gnuplot fails (the data, the script and a new image removed), 2 on bad input or without gnuplot" &&
+	tr '\n' ' ' <README.md | tr -s ' ' | grep -q '`plot` exits 0 once the chart is drawn, 1 when gnuplot runs and fails'; then
+	report ok "plot: --help and README say its exit codes"
+else
+	report fail "plot: --help and README say its exit codes"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]
