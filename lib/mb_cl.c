@@ -611,8 +611,8 @@ int mb_cl_open(struct mb_cl *cl, const struct mb_cl_select *sel)
 		clGetExtensionFunctionAddressForPlatform(cl->platform, "clCreateBufferNV");
 	mb_cl_pinned_choose(cl, MB_PINNED_AUTO);
 	if ((err = build_program(cl)) || (err = stateless_clblast(cl)) ||
-	    (err = mb_cl_kernel(cl, "zero_span", &cl->zero)) ||
-	    (err = mb_cl_local_size(cl, cl->zero, "zero_span", 1, &cl->zero_local)))
+	    (err = mb_cl_kernel(cl, "fill_span", &cl->fill)) ||
+	    (err = mb_cl_local_size(cl, cl->fill, "fill_span", 1, &cl->fill_local)))
 		goto out_release;
 	return 0;
 
@@ -623,8 +623,8 @@ out_release:
 
 void mb_cl_release(struct mb_cl *cl)
 {
-	if (cl->zero)
-		clReleaseKernel(cl->zero);
+	if (cl->fill)
+		clReleaseKernel(cl->fill);
 	if (cl->program)
 		clReleaseProgram(cl->program);
 	if (cl->prefetch)
@@ -887,11 +887,11 @@ cl_mem mb_cl_create_pinned(const struct mb_cl *cl, size_t bytes, cl_int *st, con
 			      st);
 }
 
-/* Work-items of a zero_span at most: enough to fill any device, few enough to loop. */
-#define ZERO_ITEMS_MAX ((size_t)1 << 20)
+/* Work-items of a fill_span at most: enough to fill any device, few enough to loop. */
+#define FILL_ITEMS_MAX ((size_t)1 << 20)
 
-int mb_cl_zero(const struct mb_cl *cl, cl_command_queue q, cl_mem buf, uint64_t off, uint64_t bytes,
-	       const char *what)
+int mb_cl_fill(const struct mb_cl *cl, cl_command_queue q, cl_mem buf, uint64_t off, uint64_t bytes,
+	       uint32_t pattern, const char *what)
 {
 	cl_uint width = 16;
 	uint64_t words;
@@ -900,23 +900,34 @@ int mb_cl_zero(const struct mb_cl *cl, cl_command_queue q, cl_mem buf, uint64_t 
 
 	while (width > 1 && (off % width || bytes % width))
 		width /= width == 16 ? 4 : 2;
+	if (pattern && width < 4)
+		return mb_fail("a fill of %s: %llu bytes at %llu, not whole 32-bit words", what,
+			       (unsigned long long)bytes, (unsigned long long)off);
 	words = bytes / width;
 	if (!words)
 		return 0;
-	global = mb_cl_round_up(words < ZERO_ITEMS_MAX ? (size_t)words : ZERO_ITEMS_MAX,
-				cl->zero_local);
-	st = clSetKernelArg(cl->zero, 0, sizeof(buf), &buf);
+	global = mb_cl_round_up(words < FILL_ITEMS_MAX ? (size_t)words : FILL_ITEMS_MAX,
+				cl->fill_local);
+	st = clSetKernelArg(cl->fill, 0, sizeof(buf), &buf);
 	if (st == CL_SUCCESS)
-		st = clSetKernelArg(cl->zero, 1, sizeof(cl_ulong), &(cl_ulong){ off });
+		st = clSetKernelArg(cl->fill, 1, sizeof(cl_ulong), &(cl_ulong){ off });
 	if (st == CL_SUCCESS)
-		st = clSetKernelArg(cl->zero, 2, sizeof(cl_ulong), &(cl_ulong){ words });
+		st = clSetKernelArg(cl->fill, 2, sizeof(cl_ulong), &(cl_ulong){ words });
 	if (st == CL_SUCCESS)
-		st = clSetKernelArg(cl->zero, 3, sizeof(width), &width);
-	if (mb_cl_check(cl, st, "clSetKernelArg", "zero_span, %s", what))
+		st = clSetKernelArg(cl->fill, 3, sizeof(width), &width);
+	if (st == CL_SUCCESS)
+		st = clSetKernelArg(cl->fill, 4, sizeof(cl_uint), &(cl_uint){ pattern });
+	if (mb_cl_check(cl, st, "clSetKernelArg", "fill_span, %s", what))
 		return -MB_EFAIL;
-	st = clEnqueueNDRangeKernel(q, cl->zero, 1, NULL, &global, &cl->zero_local, 0, NULL, NULL);
-	return mb_cl_check(cl, st, "clEnqueueNDRangeKernel", "zero_span, %s, %llu bytes at %llu",
+	st = clEnqueueNDRangeKernel(q, cl->fill, 1, NULL, &global, &cl->fill_local, 0, NULL, NULL);
+	return mb_cl_check(cl, st, "clEnqueueNDRangeKernel", "fill_span, %s, %llu bytes at %llu",
 			   what, (unsigned long long)bytes, (unsigned long long)off);
+}
+
+int mb_cl_zero(const struct mb_cl *cl, cl_command_queue q, cl_mem buf, uint64_t off, uint64_t bytes,
+	       const char *what)
+{
+	return mb_cl_fill(cl, q, buf, off, bytes, 0, what);
 }
 
 int mb_cl_kernel(const struct mb_cl *cl, const char *name, cl_kernel *out)

@@ -106,8 +106,8 @@ struct mb_cl {
 	cl_command_queue compute, copy; /* in order; profiling on unless MUONBENCH_PROFILING=off */
 	cl_command_queue prefetch;	/* the second copy queue: pipeline's next-batch gathers */
 	cl_program program;		/* every kernel source, built once */
-	cl_kernel zero;			/* zero_span, for mb_cl_zero */
-	size_t zero_local;
+	cl_kernel fill;			/* fill_span, for mb_cl_fill */
+	size_t fill_local;
 	enum mb_pinned_alloc pinned_alloc; /* ALLOC_HOST_PTR or NV once open, never AUTO */
 	void *create_buffer_nv;		   /* clCreateBufferNV, where the platform has it */
 	char tuning[4096]; /* CLBlast's parameters in force: "default", or the tuning's source */
@@ -219,11 +219,17 @@ int mb_cl_pinned_choose(struct mb_cl *cl, enum mb_pinned_alloc asked);
 cl_mem mb_cl_create_pinned(const struct mb_cl *cl, size_t bytes, cl_int *st, const char **call);
 
 /*
- * Enqueue on Q zeros over BYTES of BUF from byte OFF, with a kernel of ours
- * indexed in 64 bits (kernels/zero.cl), never clEnqueueFillBuffer, which
- * NVIDIA's driver fails or hangs on past 2^31 bytes. WHAT names the span in
- * the error. Not thread-safe on one CL (the kernel's arguments are shared).
+ * Enqueue on Q the 32-bit PATTERN over BYTES of BUF from byte OFF, with a
+ * kernel of ours indexed in 64 bits (kernels/fill.cl), never
+ * clEnqueueFillBuffer, which NVIDIA's driver fails or hangs on past 2^31
+ * bytes. OFF and BYTES must be multiples of 4 unless PATTERN is 0 (any
+ * span). WHAT names the span in the error. Not thread-safe on one CL (the
+ * kernel's arguments are shared).
  */
+int mb_cl_fill(const struct mb_cl *cl, cl_command_queue q, cl_mem buf, uint64_t off, uint64_t bytes,
+	       uint32_t pattern, const char *what);
+
+/* mb_cl_fill of zeros. */
 int mb_cl_zero(const struct mb_cl *cl, cl_command_queue q, cl_mem buf, uint64_t off, uint64_t bytes,
 	       const char *what);
 

@@ -634,15 +634,8 @@ int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols, cl_event *f
 
 int mb_ns_clear(struct mb_ns *ns)
 {
-	float zero = 0.0f;
-	cl_int st;
-
-	st = clEnqueueFillBuffer(ns->cl->compute, ns->work, &zero, sizeof(zero), 0, ns->work_bytes,
-				 0, NULL, NULL);
-	return mb_cl_check(ns->cl, st, "clEnqueueFillBuffer",
-			   "zeros over the Newton-Schulz "
-			   "workspace, %llu bytes",
-			   (unsigned long long)ns->work_bytes);
+	return mb_cl_zero(ns->cl, ns->cl->compute, ns->work, 0, ns->work_bytes,
+			  "the Newton-Schulz workspace");
 }
 
 /* The momentum kernel K (NAME) over N elements; see mb_ns_momentum. */
