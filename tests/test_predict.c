@@ -212,6 +212,40 @@ static void shared_link_by_hand(void **state)
 }
 
 /*
+ * The hidden part of a writeback, where the copies do not line up with the
+ * compute's commands: D2H at half the H2D's rate (a 4e6-byte pinned D2H 2 s).
+ * Both: batch 0 computes 0-6; batch 1 6-12 (H2D 6-7 and 7-8, kernel 8-9, NS
+ * 9-12) while batch 0's update goes back 6-8 and its momentum 8-10: each
+ * D2H spans two compute commands, one begun after it, and is hidden whole
+ * (2 + 2 s, where charging each command from the D2H's own start would make
+ * it 3 + 3); batch 1's writeback 12-16, after the last compute.
+ * Then the link held to 0.003 GB/s both ways, shared in proportion to the
+ * two rates (H2D 0.002, D2H 0.001): batch 1's grads in 6-8 and its momentum
+ * in 8-10 against batch 0's update 6-10, which has the link to itself only
+ * from 10; its momentum 10-12 alone, hidden behind the kernel (10-11) and NS
+ * (11-14); batch 1's writeback 14-18.
+ */
+static void overlap_across_commands_by_hand(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+
+	(void)state;
+	p.d2h_pinned_gbs = 0.002;
+	t = predict(2, MB_BOTH, false, &p);
+	assert_secs(t.apply_s, 16);
+	assert_secs(t.phase.h2d_s, 4);
+	assert_secs(t.phase.d2h_s, 8);
+	assert_secs(t.phase.d2h_hidden_s, 4);
+	p.both_pinned_gbs = 0.003;
+	t = predict(2, MB_BOTH, false, &p);
+	assert_secs(t.apply_s, 18);
+	assert_secs(t.phase.h2d_s, 2 + 4);
+	assert_secs(t.phase.d2h_s, 4 + 2 + 4);
+	assert_secs(t.phase.d2h_hidden_s, 4 + 2);
+}
+
+/*
  * Pageable copies that hold the host, overlap alone, Newton-Schulz 1 s.
  * Without the hold: batch 0 0-5 (H2D 0-3, kernel 3-4, NS 4-5), batch 1
  * 5-10, batch 0's writeback 5-8, batch 1's 10-13: 13 s. With it, the host
@@ -682,6 +716,7 @@ int main(void)
 		cmocka_unit_test(overlap_by_hand),
 		cmocka_unit_test(pipeline_by_hand),
 		cmocka_unit_test(shared_link_by_hand),
+		cmocka_unit_test(overlap_across_commands_by_hand),
 		cmocka_unit_test(pageable_holds_host_by_hand),
 		cmocka_unit_test(ns_rate_by_size),
 		cmocka_unit_test(zero3_by_hand),
