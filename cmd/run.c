@@ -110,11 +110,12 @@ struct grid {
 	double started_s;
 	unsigned long steps_total, steps_done;
 	unsigned cell_stage, cell_variant, cell_run;
-	unsigned run_steps_done; /* of the run in progress */
+	atomic_uint run_steps_done; /* of the run in progress (the watchdog reads it) */
 	/*
-	 * Who writes the row of the run in progress: RUN_IDLE between runs,
-	 * RUN_MAIN while mb_run_once has it, RUN_WATCHDOG once the watchdog
-	 * took it (the main thread then never writes it).
+	 * Who writes the results file: RUN_IDLE between runs, RUN_MAIN while
+	 * mb_run_once has the run in progress, RUN_SAVING while the main thread
+	 * appends a row, RUN_WATCHDOG once the watchdog took it (the main
+	 * thread then never writes again).
 	 */
 	atomic_int run_owner;
 	atomic_bool ending;	/* the grid is done: the watchdog returns */
@@ -126,6 +127,9 @@ struct grid {
 	struct mb_profile profile;
 	char profile_src[512];
 };
+
+/* grid's run_owner */
+enum { RUN_IDLE, RUN_MAIN, RUN_SAVING, RUN_WATCHDOG };
 
 static int parse_measure(struct grid *g)
 {
@@ -376,7 +380,7 @@ static void on_step(void *ctx, unsigned step)
 	double elapsed = mb_now_s() - g->started_s, left;
 
 	g->steps_done++;
-	g->run_steps_done = step;
+	atomic_store(&g->run_steps_done, step);
 	/* the driver's peak over the measured steps alone */
 	if (step + 1 == g->run.measure_first)
 		mb_devmem_sampler_window(&g->sampler, true);
@@ -454,21 +458,27 @@ static int fall_back(struct grid *g)
 	return 0;
 }
 
-/* Keep ROW, and append it to the results file or, when that fails, the fallback. */
+/*
+ * Keep ROW, and append it to the results file or, when that fails, the
+ * fallback; the watchdog does not end the process in the middle of it.
+ */
 static int save_row(struct grid *g, const struct mb_csv_row *row)
 {
 	struct mb_csv_row *rows = realloc(g->rows, (g->nrows + 1) * sizeof(*rows));
+	int idle = RUN_IDLE, err = 0;
 
 	if (!rows)
 		return mb_fail("out of host memory keeping a results row");
 	g->rows = rows;
 	g->rows[g->nrows++] = *row;
-	if (!mb_csv_append(g->out, row))
-		return 0;
-	return g->fallback ? -MB_EFAIL : fall_back(g);
+	if (!atomic_compare_exchange_strong(&g->run_owner, &idle, RUN_SAVING))
+		for (;;) /* the watchdog is ending the process */
+			pause();
+	if (mb_csv_append(g->out, row))
+		err = g->fallback ? -MB_EFAIL : fall_back(g);
+	atomic_store(&g->run_owner, RUN_IDLE);
+	return err;
 }
-
-enum { RUN_IDLE, RUN_MAIN, RUN_WATCHDOG };
 
 /*
  * After the device was lost: every object of its dead context released,
@@ -517,7 +527,7 @@ static int run_checked(struct grid *g, struct mb_run_result *r, bool *lost)
 	char why[sizeof(((struct mb_csv_row *)0)->reason)];
 	int owner = RUN_MAIN, err;
 
-	g->run_steps_done = 0;
+	atomic_store(&g->run_steps_done, 0);
 	if (g->devmem.source == MB_DEVMEM_NONE || mb_devmem_used(&g->devmem, &g->used_base))
 		g->used_base = MB_CSV_UNKNOWN;
 	mb_devmem_sampler_reset(&g->sampler);
@@ -621,7 +631,12 @@ static long stop_grace_s(void)
 		return STOP_GRACE_S;
 	errno = 0;
 	s = strtol(v, &end, 10);
-	return errno || *end || s < 1 || s > 3600 ? STOP_GRACE_S : s;
+	if (!errno && !*end && s >= 1 && s <= 3600)
+		return s;
+	fprintf(stderr,
+		"muonbench: MUONBENCH_STOP_GRACE_S '%s' is not 1 to 3600 seconds: %d it is\n", v,
+		STOP_GRACE_S);
+	return STOP_GRACE_S;
 }
 
 /*
@@ -634,10 +649,17 @@ static void give_up(struct grid *g, long grace)
 {
 	struct mb_csv_row *row = malloc(sizeof(*row));
 	struct mb_run_result *r = malloc(sizeof(*r));
-	int owner = RUN_MAIN;
+	const struct timespec tick = { 0, 10 * 1000 * 1000 };
+	int owner, k;
 	bool cut = false;
 
-	if (row && r && atomic_compare_exchange_strong(&g->run_owner, &owner, RUN_WATCHDOG)) {
+	/* a row being appended is let finish (it takes milliseconds); then the file is ours */
+	for (k = 0; k < 200 && atomic_load(&g->run_owner) == RUN_SAVING; k++)
+		nanosleep(&tick, NULL);
+	owner = RUN_IDLE;
+	if (!atomic_compare_exchange_strong(&g->run_owner, &owner, RUN_WATCHDOG) &&
+	    owner == RUN_MAIN && row && r &&
+	    atomic_compare_exchange_strong(&g->run_owner, &owner, RUN_WATCHDOG)) {
 		mb_run_result_unrun(r);
 		fill_meta(g, row);
 		row->run = g->cell_run;
@@ -646,14 +668,20 @@ static void give_up(struct grid *g, long grace)
 		snprintf(row->reason, sizeof(row->reason),
 			 "stopped by a signal after %u of %u steps; the device had not returned "
 			 "%ld s later",
-			 g->run_steps_done, g->run.steps, grace);
+			 atomic_load(&g->run_steps_done), g->run.steps, grace);
 		cut = !mb_csv_append(g->out, row);
 	}
 	clear_progress(g);
-	fprintf(stderr,
-		"muonbench: the device did not return within %ld s of the signal: exiting with "
-		"the rows of the finished runs%s in '%s'\n",
-		grace, cut ? ", and the cut one as interrupted," : "", g->out);
+	if (g->out[0])
+		fprintf(stderr,
+			"muonbench: the device did not return within %ld s of the signal: exiting "
+			"with the rows of the finished runs%s in '%s'\n",
+			grace, cut ? ", and the cut one as interrupted," : "", g->out);
+	else
+		fprintf(stderr,
+			"muonbench: still setting up %ld s after the signal: exiting before any "
+			"run\n",
+			grace);
 	_exit(1);
 }
 
@@ -666,18 +694,27 @@ static void *watchdog(void *arg)
 {
 	struct grid *g = arg;
 	long grace = stop_grace_s();
+	double start;
 	struct timespec until;
 
 	while (sem_wait(&wake) && errno == EINTR)
 		;
 	if (atomic_load(&g->ending))
 		return NULL;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += grace;
-	while (sem_timedwait(&wake, &until))
-		if (errno != EINTR)
+	/* the grace on the monotonic clock, in short waits (sem_timedwait's is the wall clock's) */
+	start = mb_now_s();
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 200 * 1000 * 1000;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		if (!sem_timedwait(&wake, &until))
+			return NULL; /* the grid has ended */
+		if (mb_now_s() - start >= (double)grace)
 			give_up(g, grace);
-	return NULL;
+	}
 }
 
 /* The failed row of the cell now in g->run, which never started, for REASON. */
@@ -895,6 +932,13 @@ static int setup(struct grid *g)
 				    "%llu)",
 				    (unsigned long long)g->args->resume_at,
 				    (unsigned long long)g->args->steps);
+	/* the precision's words and the calibrated mode's, checked before the device opens */
+	if ((err = mb_setup_precision(g->args, NULL, g->args->ns_method, &g->ns_precision)))
+		return err;
+	if (g->args->ns_rate && mb_args_given(g->args, "ns-precision"))
+		return mb_bad_input("--ns-rate replaces Newton-Schulz by a calibrated kernel: "
+				    "--ns-precision %s does not apply",
+				    g->args->ns_precisions);
 	if ((err = mb_setup_binding(g->args, &g->host)))
 		return err;
 	if ((err = mb_setup_model(g->args, &g->model)) || (err = build_cells(g)) ||
@@ -913,12 +957,9 @@ static int setup(struct grid *g)
 	g->fit.host_memory = !strcmp(g->cl.info.type, "CPU");
 	g->fit.clblast = clblast_bytes;
 	g->fit.clblast_ctx = &g->cl;
+	/* auto, resolved for the device */
 	if ((err = mb_setup_precision(g->args, &g->cl.info, g->args->ns_method, &g->ns_precision)))
 		return err;
-	if (g->args->ns_rate && mb_args_given(g->args, "ns-precision"))
-		return mb_bad_input("--ns-rate replaces Newton-Schulz by a calibrated kernel: "
-				    "--ns-precision %s does not apply",
-				    g->args->ns_precisions);
 	if (g->ns_precision == MB_PREC_FP32 && !mb_args_given(g->args, "ns-precision") &&
 	    !g->args->ns_rate && (g->tty || !strcmp(g->cl.info.type, "GPU")))
 		fprintf(stderr,
@@ -1069,6 +1110,7 @@ int mb_cmd_run(const struct mb_args *args)
 	struct mb_optim optim = MB_OPTIM_DEFAULTS;
 	struct grid *g = calloc(1, sizeof(*g));
 	pthread_t watcher;
+	sigset_t block, was;
 	struct stat st;
 	int err;
 
@@ -1089,11 +1131,26 @@ int mb_cmd_run(const struct mb_args *args)
 	g->started_s = mb_now_s();
 	g->run.step.tokens = args->seq * args->micro_batch;
 	g->run.step.grad_clip = args->grad_clip;
-	if (sem_init(&wake, 0, 0) || pthread_create(&watcher, NULL, watchdog, g)) {
+	/* one semaphore for the process, never destroyed (a signal may post it at any time) */
+	if (!wake_ready && sem_init(&wake, 0, 0)) {
 		free(g);
-		return mb_fail("cannot start the watchdog thread: %s", strerror(errno));
+		return mb_fail("cannot make the watchdog's semaphore: %s", strerror(errno));
 	}
+	while (!sem_trywait(&wake)) /* an earlier invocation's posts */
+		;
 	wake_ready = 1;
+	/* the signals go to the main thread, not to the watchdog */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &block, &was);
+	err = pthread_create(&watcher, NULL, watchdog, g);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (err) {
+		free(g);
+		return mb_fail("cannot start the watchdog thread: %s", strerror(err));
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	/* a closed terminal or ssh session: as SIGTERM, unless ignored (nohup) */
@@ -1104,23 +1161,17 @@ int mb_cmd_run(const struct mb_args *args)
 	if (!(err = setup(g))) {
 		g->steps_total = (unsigned long)(g->ncells * args->runs * args->steps);
 		err = run_grid(g);
-		atomic_store(&g->ending, true);
-		sem_post(&wake);
-		pthread_join(watcher, NULL);
-		if (!err)
-			err = report(g);
-		if (!err)
-			err = verdict(g);
-		mb_cl_release(&g->cl);
-	} else {
-		atomic_store(&g->ending, true);
-		sem_post(&wake);
-		pthread_join(watcher, NULL);
-		if (g->out[0] && !g->out_existed && !stat(g->out, &st) && !st.st_size)
-			unlink(g->out); /* checked, created, and then nothing ran */
 	}
-	wake_ready = 0;
-	sem_destroy(&wake);
+	atomic_store(&g->ending, true);
+	sem_post(&wake);
+	pthread_join(watcher, NULL);
+	if (!err && g->steps_total)
+		err = report(g);
+	if (!err && g->steps_total)
+		err = verdict(g);
+	if (err && !g->nrows && g->out[0] && !g->out_existed && !stat(g->out, &st) && !st.st_size)
+		unlink(g->out); /* checked, created, and then nothing ran */
+	mb_cl_release(&g->cl);
 	mb_devmem_sampler_stop(&g->sampler);
 	mb_devmem_close(&g->devmem);
 	mb_model_release(&g->model);

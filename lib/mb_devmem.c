@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,7 +233,14 @@ int mb_devmem_sampler_start(struct mb_devmem_sampler *s, const struct mb_devmem 
 	atomic_init(&s->peak, 0);
 	atomic_init(&s->readings, 0);
 	atomic_init(&s->failures, 0);
-	if ((err = pthread_create(&s->thread, NULL, sampler, s)))
+	sigset_t all, was;
+
+	/* no signal handler runs on it: the process's signals go to its other threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &was);
+	err = pthread_create(&s->thread, NULL, sampler, s);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (err)
 		return mb_fail("cannot start the device memory sampler: %s", strerror(err));
 	s->running = true;
 	return 0;
