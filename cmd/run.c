@@ -1112,6 +1112,7 @@ int mb_cmd_run(const struct mb_args *args)
 	pthread_t watcher;
 	sigset_t block, was;
 	struct stat st;
+	bool set_up;
 	int err;
 
 	if (!g)
@@ -1158,16 +1159,17 @@ int mb_cmd_run(const struct mb_args *args)
 		signal(SIGHUP, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN); /* past a file size limit, a write fails: the fallback takes over
 				   */
-	if (!(err = setup(g))) {
+	set_up = !(err = setup(g));
+	if (set_up) {
 		g->steps_total = (unsigned long)(g->ncells * args->runs * args->steps);
 		err = run_grid(g);
 	}
 	atomic_store(&g->ending, true);
 	sem_post(&wake);
 	pthread_join(watcher, NULL);
-	if (!err && g->steps_total)
+	if (!err && set_up)
 		err = report(g);
-	if (!err && g->steps_total)
+	if (!err && set_up)
 		err = verdict(g);
 	if (err && !g->nrows && g->out[0] && !g->out_existed && !stat(g->out, &st) && !st.st_size)
 		unlink(g->out); /* checked, created, and then nothing ran */
