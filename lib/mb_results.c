@@ -93,6 +93,15 @@ static const struct {
 #undef KNOB
 #undef SWEPT
 
+/* A whole-number knob as text: "none" where it is not known (MB_CSV_UNKNOWN, an empty field). */
+static const char *u64_text(char buf[24], uint64_t u)
+{
+	if (u == MB_CSV_UNKNOWN)
+		return "none";
+	snprintf(buf, 24, "%llu", (unsigned long long)u);
+	return buf;
+}
+
 /* The knobs that differ between A and B, as mb_results_knob_differences; the swept too if ALL. */
 static size_t differences(const struct mb_csv_row *a, const struct mb_csv_row *b, bool all,
 			  char *buf, size_t len)
@@ -120,14 +129,15 @@ static size_t differences(const struct mb_csv_row *a, const struct mb_csv_row *b
 				w = snprintf(buf + used, len - used, "%s%s %.64s -> %.64s",
 					     n ? "; " : "", knobs[i].name, pa, pb);
 		} else {
+			char sa[24], sb[24];
+
 			memcpy(&ua, pa, sizeof(ua));
 			memcpy(&ub, pb, sizeof(ub));
 			if (ua == ub)
 				continue;
 			if (used < len)
-				w = snprintf(buf + used, len - used, "%s%s %llu -> %llu",
-					     n ? "; " : "", knobs[i].name, (unsigned long long)ua,
-					     (unsigned long long)ub);
+				w = snprintf(buf + used, len - used, "%s%s %s -> %s", n ? "; " : "",
+					     knobs[i].name, u64_text(sa, ua), u64_text(sb, ub));
 		}
 		used += w > 0 ? (size_t)w : 0;
 		n++;
@@ -149,8 +159,10 @@ const char *mb_results_knob(size_t i, const struct mb_csv_row *r, char *buf, siz
 	if (knobs[i].text) {
 		snprintf(buf, len, "%s", knobs[i].setting ? knobs[i].setting(r) : p);
 	} else {
+		char t[24];
+
 		memcpy(&u, p, sizeof(u));
-		snprintf(buf, len, "%llu", (unsigned long long)u);
+		snprintf(buf, len, "%s", u64_text(t, u));
 	}
 	return knobs[i].name;
 }

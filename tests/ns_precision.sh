@@ -75,6 +75,13 @@ if [ $rc -eq 0 ] && [ "$(echo "$cal" | wc -l)" -eq 2 ] && ! echo "$cal" | grep -
 else
 	report fail "ns_precision: --ns-rate runs calibrated, ten cells alike per momentum, rows say so" "exit $rc: $cal $(cat "$tmp/cal.err")"
 fi
+# compare says the knob a calibrated run differs in, "none" where the other has no rate
+"$bin" compare "$tmp/fp32.csv" "$tmp/cal.csv" >"$tmp/cmp" 2>&1
+if grep -q "ns_precision fp32 -> calibrated; ns_rate_gflops none -> 20" "$tmp/cmp"; then
+	report ok "ns_precision: compare names the calibrated rate, none for a run without one"
+else
+	report fail "ns_precision: compare names the calibrated rate, none for a run without one" "$(head -5 "$tmp/cmp")"
+fi
 expect_error "ns_precision: --ns-rate with --ns-precision is refused" 2 "--ns-rate replaces Newton-Schulz" \
 	run --config tests/data/good/micro.json --ns-rate 20 --ns-precision fp16 --out "$tmp/never.csv"
 
