@@ -12,6 +12,7 @@
 
 #include "mb_embedded.h"
 #include "mb_err.h"
+#include "mb_gemm16.h"
 #include "mb_json.h"
 #include "mb_num.h"
 
@@ -199,12 +200,18 @@ static int read_point(const struct reader *r, const struct field *f, const cJSON
 	return 0;
 }
 
-/* Ladder F from V: a list of 1 to MB_PROFILE_LADDER_MAX points. */
+/* Whether S names a precision of Newton-Schulz's GEMMs (mb_precision_names). */
 static bool is_precision(const char *s)
 {
-	return !strcmp(s, "fp32") || !strcmp(s, "bf16") || !strcmp(s, "fp16");
+	int k;
+
+	for (k = 0; k < MB_NPRECISIONS; k++)
+		if (!strcmp(s, mb_precision_names[k]))
+			return true;
+	return false;
 }
 
+/* Ladder F from V: a list of 1 to MB_PROFILE_LADDER_MAX points. */
 static int read_ladder(const struct reader *r, struct mb_profile_ladder *l, const struct field *f,
 		       const cJSON *v)
 {

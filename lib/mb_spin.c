@@ -79,6 +79,13 @@ int mb_spin_init(struct mb_spin *sp, const struct mb_cl *cl, cl_mem sink, uint64
 	if (err)
 		goto out_release;
 	sp->iter_s = (t > sp->overhead_s ? t - sp->overhead_s : t) / (double)n;
+	/* a timer too coarse to see it, or a loop the compiler left out, times nothing */
+	if (t < CALIBRATE_S || !(sp->iter_s > 0) || !isfinite(sp->iter_s)) {
+		err = mb_fail("the spin kernel on '%s' cannot be timed: %.3g s for %llu "
+			      "iterations (calibrated Newton-Schulz needs it)",
+			      cl->info.name, t, (unsigned long long)n);
+		goto out_release;
+	}
 	return 0;
 
 out_release:
