@@ -22,8 +22,11 @@ for r in csv.DictReader(open(sys.argv[1])):
     print(r["device_used_source"], r["device_used_base_bytes"] or "-", r["device_used_peak_bytes"] or "-")' "$1"
 }
 
+# (a machine with NVIDIA's own NVML answers for its GPU: there, with the figure left out)
+off=
+ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml\.so\.1' && off=off
 # shellcheck disable=SC2086 # $micro is a list of options
-"$bin" run $micro --out "$tmp/none.csv" >"$tmp/out" 2>"$tmp/err"
+MUONBENCH_DEVICE_MEMORY=$off "$bin" run $micro --out "$tmp/none.csv" >"$tmp/out" 2>"$tmp/err"
 if [ $? -eq 0 ] && [ "$(used "$tmp/none.csv" | sort -u)" = "none - -" ] &&
 	! grep -q "driver's own figure" "$tmp/out"; then
 	report ok "nvml: without NVML the columns are empty, and report has no driver's table"
