@@ -147,6 +147,18 @@ static enum mb_precision resolve(int precision, enum mb_ns_method method, const 
  * Each shape under each of the NMETHODS METHODS, each of the NPREC
  * PRECISIONS, in that order; a row each.
  */
+/* Whether one of the first P of PRECISIONS resolves to PRECISION for METHOD on CL's device. */
+static bool timed_before(const int *precisions, size_t p, enum mb_precision precision,
+			 enum mb_ns_method method, const struct mb_cl *cl)
+{
+	size_t q;
+
+	for (q = 0; q < p; q++)
+		if (resolve(precisions[q], method, cl) == precision)
+			return true;
+	return false;
+}
+
 static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 		     const struct mb_shape *shapes, size_t n, const enum mb_ns_method *methods,
 		     size_t nmethods, const int *precisions, size_t nprec, enum mb_format format)
@@ -162,6 +174,8 @@ static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 			for (p = 0; p < nprec && !err; p++) {
 				ns->method = methods[k];
 				ns->precision = resolve(precisions[p], methods[k], ns->cl);
+				if (timed_before(precisions, p, ns->precision, methods[k], ns->cl))
+					continue; /* auto,fp32 on a device where auto is fp32 */
 				/* the same stream for each method: the same matrices */
 				if ((err = mb_nsbench_run(ns, s, shapes[i].rows, shapes[i].cols,
 							  (unsigned)i, &r)))
@@ -182,7 +196,7 @@ static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 		return err;
 	if (untimed > 1)
 		fprintf(stderr, "muonbench: ns: %zu of %zu rows have no device time\n", untimed,
-			n * nmethods * nprec);
+			rows);
 	return failed[0] ? mb_fail("%s", failed) : 0;
 }
 

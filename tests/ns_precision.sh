@@ -52,6 +52,13 @@ if [ -f "$tmp/$auto.csv" ] && [ "$(rows "$tmp/auto.csv")" = "$(rows "$tmp/$auto.
 else
 	report fail "ns_precision: auto on this device is one precision, with its final state" "$(rows "$tmp/auto.csv")"
 fi
+# ns times a precision once, however it is named: auto,fp32 is one precision where auto is fp32
+nrows=$("$bin" ns --shape 64x128 --ns-precision "auto,fp32" --reps 1 --format csv 2>/dev/null | sed 1d | wc -l)
+if { [ "$auto" = fp32 ] && [ "$nrows" -eq 2 ]; } || { [ "$auto" != fp32 ] && [ "$nrows" -eq 4 ]; }; then
+	report ok "ns_precision: ns --ns-precision auto,fp32 times each precision once ($nrows rows)"
+else
+	report fail "ns_precision: ns --ns-precision auto,fp32 times each precision once" "$nrows rows, auto $auto"
+fi
 expect_error "ns_precision: run takes one precision" 2 "--ns-precision 'fp16,bf16': one precision here" \
 	run --config tests/data/good/micro.json --ns-precision fp16,bf16 --out "$tmp/never.csv"
 expect_error "ns_precision: a bad precision is named" 2 "--ns-precision: invalid value 'fp8'" \
