@@ -295,9 +295,15 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 		return 0;
 	}
 	if (!matches(&mma, g, why, sizeof(why))) {
+		mb_gemm16_release(&mma);
+		/* a check that faulted the device leaves no device to fall back on */
+		if (mb_err_kind() == MB_KIND_DEVICE_LOST && strstr(why, mb_errmsg())) {
+			mb_gemm16_release(g);
+			mb_err_prefix("the mma path's check");
+			return -MB_EFAIL;
+		}
 		snprintf(g->why, sizeof(g->why),
 			 "portable: the mma path does not match the portable kernel: %s", why);
-		mb_gemm16_release(&mma);
 		return 0;
 	}
 	mb_gemm16_release(g);

@@ -64,7 +64,9 @@ int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_p
  * The path for CL's device into *G: mma where mb_gemm16_mma_capable, it
  * builds, and its results on a few odd shapes match the portable kernel's
  * at both precisions (within a 16-bit rounding); else portable. G->why says
- * which and why; an mma path that fails is no error, only a portable one.
+ * which and why; an mma path that fails is no error, only a portable one,
+ * unless its check lost the device (MB_KIND_DEVICE_LOST: nothing to fall
+ * back on), which is -MB_EFAIL.
  * The check runs once per call (once per device open in muonbench).
  */
 int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl);
