@@ -429,7 +429,9 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "host clock, which a caller waits), whether the driver holds the "
 			     "host in a pageable copy (its events well faster than the host's "
 			     "wait, against pinned), memcpy and a 4 KiB copy's latency; then, in "
-			     "4 x --reps interleaved rounds (the larger shapes in fewer, 4 at least), each "
+			     "4 x --reps interleaved rounds (the larger shapes in fewer, 4 at least; "
+			     "all of them held to about 10 s x --reps whatever the shapes, a slow "
+			     "shape timed in fewer, as the output says with the time taken), each "
 			     "charged at its total work over its total time (the mean of its "
 			     "times, which a run's mean step reflects): Newton-Schulz by each "
 			     "method on each --shape, a point of its ladder (default " MB_PROFILE_DEFAULT_SHAPES

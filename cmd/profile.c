@@ -20,6 +20,11 @@
 
 #define COPY_BYTES	  (64ull << 20)
 #define ELEMENTWISE_ELEMS (16ull << 20)
+/*
+ * The rounds' bound, whatever the shapes, a --reps (the default 5: with the
+ * copies before them, under a minute)
+ */
+#define ROUNDS_S_PER_REP 10
 
 void mb_profile_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len)
 {
@@ -69,10 +74,14 @@ static bool same_precisions(const struct mb_profile *p, const struct mb_profile_
 
 int mb_cmd_profile(const struct mb_args *args)
 {
+	struct mb_profile_measure_report report;
 	struct mb_profile_measure_settings s = { .copy_bytes = COPY_BYTES,
 						 .elementwise_elems = ELEMENTWISE_ELEMS,
 						 .reps = (unsigned)args->reps,
-						 .seed = args->seed };
+						 .seed = args->seed,
+						 .rounds_budget_s =
+							 ROUNDS_S_PER_REP * (double)args->reps,
+						 .report = &report };
 	uint64_t rows[MB_PROFILE_LADDER_MAX], cols[MB_PROFILE_LADDER_MAX];
 	struct mb_shape shape[MB_PROFILE_LADDER_MAX];
 	struct mb_profile p;
@@ -153,6 +162,12 @@ int mb_cmd_profile(const struct mb_args *args)
 	if ((err = mb_profile_save(path, &p)))
 		return err;
 	mb_profile_write(stdout, &p);
+	fprintf(stderr, "muonbench: measured in %.0f s, %.0f s of them the %u rounds",
+		report.total_s, report.rounds_s, report.rounds);
+	if (report.ncut)
+		fprintf(stderr, " (held to about %.0f s: %zu figure%s timed in fewer: %s)",
+			s.rounds_budget_s, report.ncut, report.ncut == 1 ? "" : "s", report.cut);
+	fputc('\n', stderr);
 	fprintf(stderr, "muonbench: profile of '%s' saved to %s (muonbench predict --profile %s)\n",
 		p.name, path, path);
 	return 0;

@@ -4,6 +4,7 @@
 #include "mb_profile_measure.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,8 +130,10 @@ struct probe {
 	double work;		  /* FLOPs or bytes of a sample */
 	double flops;		  /* Newton-Schulz's: of one matrix, the ladder point's size */
 	unsigned samples;	  /* rounds it is timed in */
+	unsigned wanted;	  /* before the time bound */
 	unsigned n;		  /* so far */
 	double total_s;
+	double warm_s; /* its untimed first sample's (kernels built: an upper bound) */
 	/* its rate goes to a point of LADDER, else into *RATE */
 	struct mb_profile_ladder *ladder;
 	double *rate;
@@ -321,29 +324,129 @@ static size_t elementwise_probes(const struct rig *g, unsigned rounds, struct mb
 	return n;
 }
 
-/* Whether P's next sample falls in round R of ROUNDS: its samples spread evenly over them. */
+/*
+ * Whether P's next sample falls in round R of ROUNDS: its samples spread
+ * evenly over them (one whose round went by, as the time bound cut its
+ * samples, in the next).
+ */
 static bool due(const struct probe *p, unsigned r, unsigned rounds)
 {
-	return p->n < p->samples && (2ull * p->n + 1) * rounds / (2ull * p->samples) == r;
+	return p->n < p->samples && (2ull * p->n + 1) * rounds / (2ull * p->samples) <= r;
 }
 
-/* The warm-up, then the ROUNDS. */
-static int run_rounds(struct rig *g, struct probe *p, size_t n, unsigned rounds)
+/* A sample of P, as long as its samples so far took, or its warm-up before any. */
+static double sample_s(const struct probe *p)
 {
+	return p->n ? p->total_s / p->n : p->warm_s;
+}
+
+/*
+ * P's samples still to come, of those it wants, if they may take C seconds
+ * in all; LEAST in all at least (or what it wants, if fewer).
+ */
+static unsigned left_within(const struct probe *p, double c, unsigned least)
+{
+	double left = p->wanted - p->n, fit = floor(c / fmax(sample_s(p), 1e-9));
+	double floor_left = fmax(0, fmin(p->wanted, least) - (double)p->n);
+
+	return (unsigned)fmax(floor_left, fmin(left, fit));
+}
+
+/* Seconds of the samples still to come, each figure's held to C with LEAST at least. */
+static double need_within(const struct probe *p, size_t n, double c, unsigned least)
+{
+	double need = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		need += left_within(&p[i], c, least) * sample_s(&p[i]);
+	return need;
+}
+
+/*
+ * Hold the samples still to come to LEFT_S seconds: each figure's to at
+ * most C seconds, C as large as fits (a bisection), so that the slow ones
+ * are cut first and the fast ones not at all; NS_MIN_SAMPLES a figure at
+ * least while that fits, else one. Worked out again each round, from the
+ * samples' own times as they come (a warm-up's compiling makes the first
+ * guess high): a cut that proves too deep is undone.
+ */
+static void bound_time(struct probe *p, size_t n, double left_s)
+{
+	unsigned least = NS_MIN_SAMPLES;
+	double lo = 0, hi = 0, c;
+	size_t i;
+	int it;
+
+	for (i = 0; i < n; i++) {
+		p[i].samples = p[i].wanted;
+		hi = fmax(hi, (p[i].wanted - p[i].n) * sample_s(&p[i]));
+	}
+	if (need_within(p, n, hi, least) <= left_s)
+		return;
+	if (need_within(p, n, 0, least) > left_s)
+		least = 1;
+	for (it = 0; it < 60; it++) {
+		c = (lo + hi) / 2;
+		if (need_within(p, n, c, least) <= left_s)
+			lo = c;
+		else
+			hi = c;
+	}
+	for (i = 0; i < n; i++)
+		p[i].samples = p[i].n + left_within(&p[i], lo, least);
+}
+
+/* The warm-up, then the ROUNDS, held to about BUDGET_S seconds in all (0: no bound). */
+static int run_rounds(struct rig *g, struct probe *p, size_t n, unsigned rounds, double budget_s)
+{
+	double t, t0 = mb_now_s();
 	unsigned r;
 	size_t i;
-	double t;
 	int err = 0;
 
-	for (i = 0; i < n && !err; i++)
-		err = p[i].once(g, &p[i], &t);
-	for (r = 0; r < rounds && !err; r++)
+	for (i = 0; i < n && !err; i++) {
+		p[i].wanted = p[i].samples;
+		err = p[i].once(g, &p[i], &p[i].warm_s);
+	}
+	for (r = 0; r < rounds && !err; r++) {
+		if (budget_s > 0)
+			bound_time(p, n, budget_s - (mb_now_s() - t0));
 		for (i = 0; i < n && !err; i++)
 			if (due(&p[i], r, rounds) && !(err = p[i].once(g, &p[i], &t))) {
 				p[i].total_s += t;
 				p[i].n++;
 			}
+	}
 	return err;
+}
+
+/* What the time bound cut, into R. */
+static void report_cuts(const struct rig *g, const struct probe *p, size_t n,
+			struct mb_profile_measure_report *r)
+{
+	size_t i, used = 0;
+	int k;
+
+	for (i = 0; i < n; i++) {
+		if (p[i].n >= p[i].wanted)
+			continue;
+		r->ncut++;
+		if (used >= sizeof(r->cut))
+			continue;
+		if (p[i].once == ns_once)
+			k = snprintf(r->cut + used, sizeof(r->cut) - used,
+				     "%s%llux%llu %s%s %u of %u", used ? ", " : "",
+				     (unsigned long long)g->s->ns_rows[p[i].shape],
+				     (unsigned long long)g->s->ns_cols[p[i].shape],
+				     mb_ns_method_names[p[i].method],
+				     p[i].gemms_only ? " GEMMs" : "", p[i].n, p[i].wanted);
+		else
+			k = snprintf(r->cut + used, sizeof(r->cut) - used,
+				     "%san elementwise figure %u of %u", used ? ", " : "", p[i].n,
+				     p[i].wanted);
+		used += k > 0 ? (size_t)k : 0;
+	}
 }
 
 /* Each probe's rate, its total work over its total time (in 10^9 units a second). */
@@ -446,6 +549,7 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 {
 	unsigned nrounds = ROUNDS_PER_REP * s->reps;
 	struct probe p[MAX_PROBES];
+	double t0 = mb_now_s();
 	struct rig g;
 	size_t n;
 	int err;
@@ -457,8 +561,13 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 		return err;
 	n = ns_probes(&g, nrounds, prof, p);
 	n += elementwise_probes(&g, nrounds, prof, p + n);
-	if (!(err = run_rounds(&g, p, n, nrounds)))
+	if (!(err = run_rounds(&g, p, n, nrounds, s->rounds_budget_s)))
 		err = keep_rates(cl, p, n);
+	if (!err && s->report) {
+		s->report->rounds = nrounds;
+		s->report->rounds_s = mb_now_s() - t0;
+		report_cuts(&g, p, n, s->report);
+	}
 	rig_release(&g);
 	return err;
 }
@@ -466,9 +575,12 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 int mb_profile_measure(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
 		       struct mb_profile *p)
 {
+	double t0 = mb_now_s();
 	int err;
 
 	memset(p, 0, sizeof(*p));
+	if (s->report)
+		memset(s->report, 0, sizeof(*s->report));
 	snprintf(p->name, sizeof(p->name), "%.63s", cl->info.name);
 	snprintf(p->ns_gram_precision, sizeof(p->ns_gram_precision), "%s",
 		 mb_precision_names[s->ns_precision[MB_NS_GRAM]]);
@@ -476,5 +588,7 @@ int mb_profile_measure(const struct mb_cl *cl, const struct mb_profile_measure_s
 		 mb_precision_names[s->ns_precision[MB_NS_STANDARD]]);
 	snprintf(p->device, sizeof(p->device), "%.100s (%.60s, driver %.60s), measured",
 		 cl->info.name, cl->info.platform_name, cl->info.driver);
-	return (err = copies(cl, s, p)) ? err : rates_in_rounds(cl, s, p);
+	if (!(err = copies(cl, s, p)) && !(err = rates_in_rounds(cl, s, p)) && s->report)
+		s->report->total_s = mb_now_s() - t0;
+	return err;
 }

@@ -29,6 +29,11 @@
  *               time: the mean of its times, which a mean step reflects on
  *               a machine whose speed moves, where a median of runs in a
  *               row is the speed of that moment;
+ *   time bound  the rounds are held to about ROUNDS_BUDGET_S, whatever
+ *               the shapes: a figure whose samples would take more than
+ *               its share is timed in fewer rounds (one at least), the
+ *               slowest first, as its warm-up and then its own samples
+ *               say (profile --shape 1x100000 took 122 s);
  *   overhead    the host clock of a 4 KiB pinned H2D.
  */
 #ifndef MB_PROFILE_MEASURE_H
@@ -40,6 +45,14 @@
 #include "mb_ns.h"
 #include "mb_profile.h"
 
+/* What the measuring took, and which figures the time bound cut. */
+struct mb_profile_measure_report {
+	double total_s, rounds_s; /* all of it; the rounds, warm-up included */
+	unsigned rounds;
+	size_t ncut;   /* figures timed in fewer rounds than they would have been */
+	char cut[256]; /* "1x100000 gram 3 of 20, ..." */
+};
+
 struct mb_profile_measure_settings {
 	uint64_t copy_bytes; /* of each copy */
 	/* the shapes Newton-Schulz is timed on, 1 to MB_PROFILE_LADDER_MAX */
@@ -49,12 +62,14 @@ struct mb_profile_measure_settings {
 	unsigned reps;		    /* of each copy; the rounds are 4 x REPS */
 	uint64_t seed;
 	enum mb_precision ns_precision[MB_NS_NMETHODS]; /* of Newton-Schulz's GEMMs, by method */
+	double rounds_budget_s;				/* the rounds' bound, about; 0: none */
+	struct mb_profile_measure_report *report;	/* filled when not NULL */
 };
 
 /*
- * Measure the device CL (and this host) into *p, named by the device. A
- * failed command is -MB_EFAIL; a driver that gives no event time makes the
- * host clock stand in, said in p->device.
+ * Measure the device CL (and this host) into *p, named by the device, and
+ * what it took into *s->report. A failed command is -MB_EFAIL; a driver that
+ * gives no event time makes the host clock stand in, said in p->device.
  */
 int mb_profile_measure(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
 		       struct mb_profile *p);

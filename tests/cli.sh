@@ -1600,6 +1600,21 @@ else
 	report fail "plot: --help and README say its exit codes"
 fi
 
+# profile's time is bounded whatever --shape gives it (issue 38, item 7): a slow point
+# is timed in fewer rounds, and stderr says what it all took and what was cut. With
+# --reps 2 the rounds are held to about 20 s, where 1x100000 took about 50 s.
+start=$(date +%s)
+"$bin" profile --reps 2 --shape 1x100000 --ns-precision fp32 --out "$tmp/slow.json" >/dev/null 2>"$tmp/err"
+rc=$?
+took=$(($(date +%s) - start))
+if [ "$rc" -eq 0 ] && [ "$took" -lt 40 ] &&
+	grep -q "^muonbench: measured in [0-9]* s, [0-9]* s of them the 8 rounds (held to about 20 s: [0-9]* figures\{0,1\} timed in fewer: 1x100000 gram [0-9]* of 8" "$tmp/err" &&
+	grep -q '"ns_gram_precision": "fp32"' "$tmp/slow.json"; then
+	report ok "profile: a slow shape is timed in fewer rounds, the time bounded and said ($took s)"
+else
+	report fail "profile: a slow shape is timed in fewer rounds, the time bounded and said ($took s)" "exit $rc; $(cat "$tmp/err")"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]
