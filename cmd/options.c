@@ -868,7 +868,8 @@ static int ds_apply(struct mb_args *args, const struct mb_dsconfig *ds,
 		return set_value(&scratch, o, value, what);
 	}
 	/* the value outlives the file: the text options and the lists (their text) point to it */
-	if (o->kind != FLAG && !(value = keep(args, s->value)))
+	if (o->kind != FLAG && o->kind != ENUM && o->kind != COUNT && o->kind != SIZE &&
+	    o->kind != REAL && !(value = keep(args, s->value)))
 		return mb_fail("%s: no room for the value '%s'", what, s->value);
 	return set_value(args, o, value, what);
 }
