@@ -490,8 +490,8 @@ static void flat_meta(const struct mb_csv_row *r, bool json)
 		printf(json ? ", \"%s\": " : ",", name);
 		if (text)
 			flat_text(value, json);
-		else
-			printf("%s", value);
+		else /* a number, or none: empty (CSV) or null (JSON) */
+			printf("%s", *value ? value : json ? "null" : "");
 	}
 }
 

@@ -159,10 +159,11 @@ const char *mb_results_knob(size_t i, const struct mb_csv_row *r, char *buf, siz
 	if (knobs[i].text) {
 		snprintf(buf, len, "%s", knobs[i].setting ? knobs[i].setting(r) : p);
 	} else {
-		char t[24];
-
 		memcpy(&u, p, sizeof(u));
-		snprintf(buf, len, "%s", u64_text(t, u));
+		if (u == MB_CSV_UNKNOWN)
+			buf[0] = '\0';
+		else
+			snprintf(buf, len, "%llu", (unsigned long long)u);
 	}
 	return knobs[i].name;
 }

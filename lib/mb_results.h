@@ -129,8 +129,8 @@ bool mb_results_same_but_swept(const struct mb_csv_row *a, const struct mb_csv_r
  * The knobs that a table's rows share (the model first, the swept ones
  * among them): how many there are, and knob I's name, returned, with its
  * value in row R into BUF (LEN bytes) and whether it is text (else a whole
- * number). The momentum dtype and how the params go back are their
- * settings ("auto" where the stage's default).
+ * number, or "" where it is not known). The momentum dtype and how the
+ * params go back are their settings ("auto" where the stage's default).
  */
 size_t mb_results_nknobs(void);
 const char *mb_results_knob(size_t i, const struct mb_csv_row *r, char *buf, size_t len,

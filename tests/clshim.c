@@ -129,20 +129,28 @@ void *clGetExtensionFunctionAddressForPlatform(cl_platform_id platform, const ch
 	return real(platform, name);
 }
 
+/*
+ * The waits: the driver's own first, even when this one fails, so that no
+ * command of a context the shim calls dead is still running when its
+ * buffers are freed (a real device that faults runs none; PoCL would go on
+ * copying into host memory muonbench has freed).
+ */
 cl_int clWaitForEvents(cl_uint n, const cl_event *evs)
 {
-	cl_int st = wait_fault();
+	cl_int st = wait_fault(), done;
 
 	REAL(clWaitForEvents);
-	return st != CL_SUCCESS ? st : real(n, evs);
+	done = real(n, evs);
+	return st != CL_SUCCESS ? st : done;
 }
 
 cl_int clFinish(cl_command_queue q)
 {
-	cl_int st = wait_fault();
+	cl_int st = wait_fault(), done;
 
 	REAL(clFinish);
-	return st != CL_SUCCESS ? st : real(q);
+	done = real(q);
+	return st != CL_SUCCESS ? st : done;
 }
 
 cl_int clFlush(cl_command_queue q)
