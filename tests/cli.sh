@@ -1532,7 +1532,7 @@ expect_error "lists: a profile rate twice" 2 "--pageable-gbs: '5' and '5.0' are 
 expect_error "lists: --shape twice" 2 "--shape: '64x64' twice in '64x64,64x64'" ns --shape 64x64,64x64
 expect_error "lists: --sizes, a range and a size in it" 2 "--sizes: '4Ki..1Mi' and '64Ki' are the same value in '4Ki..1Mi,64Ki'" bandwidth --sizes 4Ki..1Mi,64Ki
 expect_error "lists: --ns-precision twice" 2 "--ns-precision: 'fp32' twice in 'fp32,fp32'" ns --ns-precision fp32,fp32
-expect_error "lists: --pageable-holds-host takes on|off, as every on|off option" 2 "--pageable-holds-host: invalid value 'true' (expected on|off, or a list of them)" predict --pageable-holds-host true
+expect_error "lists: --pageable-holds-host takes on|off, as every on|off option" 2 "--pageable-holds-host: invalid value 'true' (expected on|off)" predict --pageable-holds-host true
 # shellcheck disable=SC2086
 "$bin" run $micro --stage 2 --variant master --sub-group-size 1,2 --out "$tmp/unread.csv" >/dev/null 2>"$tmp/unread.err"
 "$bin" predict --config tests/data/good/micro.json --gather-budget 128Ki --fwd-bwd off --stage 2 --variant master --sub-group-size 1,2 --format csv >"$tmp/unread-predict.csv" 2>>"$tmp/unread.err"
