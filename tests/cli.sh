@@ -1575,7 +1575,7 @@ if [ "$rc" -eq 1 ] && grep -q "gnuplot failed on '$tmp/failed.gp'" "$tmp/err" &&
 	[ ! -e "$tmp/failed.dat" ] && [ ! -e "$tmp/failed.gp" ] && [ ! -e "$tmp/failed.svg" ]; then
 	report ok "plot: gnuplot fails: exit 1, its data and script removed"
 else
-	report fail "plot: gnuplot fails: exit 1, its data and script removed" "exit $rc; $(cat "$tmp/err"; ls "$tmp" | grep failed)"
+	report fail "plot: gnuplot fails: exit 1, its data and script removed" "exit $rc; $(cat "$tmp/err"; ls "$tmp"/failed.* 2>/dev/null)"
 fi
 "$bin" predict --model tiny --stage 2 --variant master --pageable-gbs 5,10 --format csv >"$tmp/sweep1.csv"
 PATH="$tmp/fakebin:$PATH" "$bin" plot "$tmp/sweep1.csv" -o "$tmp/failed2.png" >/dev/null 2>"$tmp/err"
@@ -1594,7 +1594,7 @@ else
 fi
 "$bin" plot --help >"$tmp/help"
 if tr '\n' ' ' <"$tmp/help" | tr -s ' ' | grep -q "Exits 0 once the chart is drawn, 1 when gnuplot fails (the data, the script and a new image removed), 2 on bad input or without gnuplot" &&
-	tr '\n' ' ' <README.md | tr -s ' ' | grep -q '`plot` exits 0 once the chart is drawn, 1 when gnuplot runs and fails'; then
+	tr '\n' ' ' <README.md | tr -s ' ' | grep -qF "\`plot\` exits 0 once the chart is drawn, 1 when gnuplot runs and fails"; then
 	report ok "plot: --help and README say its exit codes"
 else
 	report fail "plot: --help and README say its exit codes"
