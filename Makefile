@@ -167,8 +167,8 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(BUILD)/embedded.c | deps fu
 	clang -std=c11 -D_POSIX_C_SOURCE=200809L $(FUZZ_FLAGS) -Ilib $(PKG_CFLAGS) -o $@ $^ \
 		$(shell pkg-config --libs libcjson) -lm
 
-# The DeepSpeed-config reader needs only the JSON reader and the errors.
-FUZZ_DS_SRC = lib/mb_dsconfig.c lib/mb_json.c lib/mb_err.c
+# The DeepSpeed-config reader needs only the JSON reader, the file opener and the errors.
+FUZZ_DS_SRC = lib/mb_dsconfig.c lib/mb_json.c lib/mb_err.c lib/mb_file.c
 
 build-fuzz/fuzz_dsconfig: tests/fuzz/fuzz_dsconfig.c $(FUZZ_DS_SRC) | deps fuzz-deps
 	@mkdir -p build-fuzz
