@@ -348,10 +348,11 @@ done
 # is grown by whole rows until it has room for one more row, not two.
 cp "$tmp/all.csv" "$tmp/full.csv"
 row=$(tail -1 "$tmp/full.csv")
+len=$((${#row} + 1)) # a row's bytes (about 700), the run's rows within some tens of it
 while :; do
 	size=$(wc -c <"$tmp/full.csv")
 	room=$(((size + 4095) / 4096 * 4096 - size))
-	[ "$room" -lt 700 ] || [ "$room" -gt 1200 ] || break # a row is about 640 bytes
+	[ "$room" -lt $((len + 100)) ] || [ "$room" -gt $((2 * len - 100)) ] || break
 	printf '%s\n' "$row" >>"$tmp/full.csv"
 done
 before=$(wc -l <"$tmp/full.csv")
