@@ -40,6 +40,9 @@ static bool open_nvml(struct mb_devmem *dm, const char *pci)
 	struct nvml_memory mem;
 
 	if (!(dm->lib = dlopen(NVML_LIB, RTLD_NOW | RTLD_LOCAL))) {
+		/* glibc keeps the reason until it is read, and frees it at the next read */
+		(void)dlerror();
+		(void)dlerror();
 		none(dm, "no " NVML_LIB " (NVML) to load");
 		return false;
 	}
