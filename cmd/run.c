@@ -891,6 +891,16 @@ static int load_profile(struct grid *g)
 }
 
 /*
+ * Whether a note about the device (said once) is worth stderr: where someone
+ * would look for it, a GPU's run or a person's terminal; a script's stderr on
+ * a CPU device stays as it was.
+ */
+static bool worth_saying(const struct grid *g)
+{
+	return g->tty || !strcmp(g->cl.info.type, "GPU");
+}
+
+/*
  * Whether the driver keeps pinned host memory on the device too: as
  * --pinned-device-copy says, or (auto) measured where the driver gives its
  * used memory; said once where it does, on a GPU or a terminal.
@@ -908,7 +918,7 @@ static int pinned_copy(struct grid *g)
 	}
 	if ((err = mb_devmem_pinned_copy(&g->devmem, &g->cl, &g->pinned_copy, &bytes)))
 		return err;
-	if (g->pinned_copy == MB_PINNED_COPY_YES && (g->tty || !strcmp(g->cl.info.type, "GPU")))
+	if (g->pinned_copy == MB_PINNED_COPY_YES && worth_saying(g))
 		fprintf(stderr,
 			"muonbench: pinned host memory (%s) takes device memory too on '%s' (+%s for "
 			"%u MiB): the fit check counts it, and the rows' pinned_device_copy_bytes "
@@ -961,7 +971,7 @@ static int setup(struct grid *g)
 	if ((err = mb_setup_precision(g->args, &g->cl.info, g->args->ns_method, &g->ns_precision)))
 		return err;
 	if (g->ns_precision == MB_PREC_FP32 && !mb_args_given(g->args, "ns-precision") &&
-	    !g->args->ns_rate && (g->tty || !strcmp(g->cl.info.type, "GPU")))
+	    !g->args->ns_rate && worth_saying(g))
 		fprintf(stderr,
 			"muonbench: Newton-Schulz in fp32 on CLBlast: '%s' has no tensor-core path "
 			"(NVIDIA sm_80 and up), where DeepSpeed runs it in fp16 (gram) or bf16 "
@@ -972,8 +982,7 @@ static int setup(struct grid *g)
 		return err;
 	if (g->devmem.source != MB_DEVMEM_NONE)
 		return mb_devmem_sampler_start(&g->sampler, &g->devmem);
-	/* said once, where someone would look for it: a GPU's, or a person's terminal */
-	if (g->tty || !strcmp(g->cl.info.type, "GPU"))
+	if (worth_saying(g))
 		fprintf(stderr,
 			"muonbench: no driver's figure of the memory used on '%s' (%s): the "
 			"device_used_* columns are empty\n",

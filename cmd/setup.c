@@ -199,34 +199,20 @@ int mb_setup_device(const struct mb_args *args, struct mb_cl *cl)
 
 int mb_setup_precisions(const struct mb_args *args, int *precisions, size_t *n)
 {
-	const char *list = args->ns_precisions, *at = list;
-	size_t len, i;
-	int v, k;
+	/* the option's words, each checked once where the options were parsed (cmd/options.c) */
+	const char *at = args->ns_precisions;
+	size_t len;
+	int k;
 
-	*n = 0;
-	for (;;) {
+	for (*n = 0; *at && *n <= MB_NPRECISIONS; at += len + (at[len] == ',')) {
 		len = strcspn(at, ",");
-		v = -2;
 		for (k = 0; k < MB_NPRECISIONS; k++)
 			if (strlen(mb_precision_names[k]) == len &&
 			    !strncmp(at, mb_precision_names[k], len))
-				v = k;
-		if (len == 4 && !strncmp(at, "auto", 4))
-			v = MB_SETUP_PRECISION_AUTO;
-		if (v == -2)
-			return mb_bad_input(
-				"--ns-precision: invalid value '%.*s' in '%s' (expected "
-				"a list of " MB_WORDS(MB_PRECISIONS) "|auto)",
-				(int)len, at, list);
-		for (i = 0; i < *n; i++)
-			if (precisions[i] == v)
-				return mb_bad_input("--ns-precision: '%.*s' twice in '%s'",
-						    (int)len, at, list);
-		precisions[(*n)++] = v;
-		if (!at[len])
-			return 0;
-		at += len + 1;
+				break;
+		precisions[(*n)++] = k < MB_NPRECISIONS ? k : MB_SETUP_PRECISION_AUTO;
 	}
+	return 0;
 }
 
 int mb_setup_precision(const struct mb_args *args, const struct mb_cl_device_info *info,

@@ -63,8 +63,8 @@ int mb_setup_device(const struct mb_args *args, struct mb_cl *cl);
 
 /*
  * --ns-precision's list into PRECISIONS (at most MB_NPRECISIONS + 1 of
- * them, each a precision or MB_SETUP_PRECISION_AUTO, none twice), their
- * count into *N. A bad or repeated value is -MB_EINPUT naming it.
+ * them, each a precision or MB_SETUP_PRECISION_AUTO), their count into *N;
+ * its words were checked, each once, when the options were parsed.
  */
 int mb_setup_precisions(const struct mb_args *args, int *precisions, size_t *n);
 
