@@ -90,4 +90,16 @@ struct mb_phase_info {
 
 extern const struct mb_phase_info mb_phases[MB_NPHASES];
 
+/*
+ * Seconds spent in each phase of a step, from the host clock and from the
+ * profiling events of the phase's own commands: from the first one's START
+ * to the last one's END. A phase whose events the driver does not time is
+ * NaN (n/a), never 0.
+ */
+struct mb_phase_times {
+	/* forward_s, ..., params_h2d_s: the table above, each by its clock; and of d2h_s, the
+	 * time the compute queue was busy too */
+	double MB_PHASE_FIELDS d2h_hidden_s;
+};
+
 #endif

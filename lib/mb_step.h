@@ -1,17 +1,9 @@
 /*
- * mb_step: one training step of one rank under CPU optimizer offload, as
- * DESIGN.md describes it, on real host and device buffers.
- *
- *   forward    optional: the synthetic forward/backward GEMMs (mb_fwdbwd);
- *   backward   gradients synthesized on the device in buckets (mb_rng) and
- *              copied to the host fp32 grads;
- *   apply      Muon: ZeRO-1/2 in batches under the gather budget, ZeRO-3
- *              per sub-group then per matrix (the batches and sub-groups of
- *              mb_plan); grads and momentum to the device, momentum and
- *              Nesterov, Newton-Schulz, update and momentum back, either
- *              synchronously or overlapped on the copy queue;
- *   host opt   Muon's update and AdamW on the host (mb_hostopt), bf16 staging;
- *   params     the bf16 staging to the resident device params.
+ * mb_step: one rank under CPU optimizer offload on real host and device
+ * buffers: its state (the host buffers, pinned as the settings say, the
+ * resident bf16 params, the Newton-Schulz workspace, the pool of every
+ * device buffer a step allocates), its step (the schedule, mb_sched, run on
+ * the OpenCL engine), checkpoint and checksum.
  *
  * The variant (a row of mb_variant's table) decides three things only:
  * whether the Muon momentum is pinned, whether the writeback overlaps, and
@@ -32,39 +24,8 @@
 #include "mb_ns.h"
 #include "mb_phase.h"
 #include "mb_plan.h"
+#include "mb_sched.h"
 #include "mb_variant.h"
-
-struct mb_step_settings {
-	struct mb_plan_settings plan; /* stage, gather budget, sub-group size */
-	enum mb_variant variant;
-	bool pin_memory;      /* offload_optimizer.pin_memory */
-	bool writeback_event; /* the writeback waits on an event list, not the host */
-	uint64_t seed;
-	struct mb_optim optim;
-	double grad_clip; /* DeepSpeed's gradient_clipping; 0: no clipping (the pass stays) */
-	bool fwd_bwd;	  /* the synthetic forward/backward (mb_fwdbwd) */
-	uint64_t tokens;  /* its seq x micro-batch */
-};
-
-/*
- * Seconds spent in each phase of a step, from the host clock and from the
- * profiling events of the phase's own commands: from the first one's START
- * to the last one's END. A phase whose events the driver does not time is
- * NaN (n/a), never 0.
- */
-struct mb_phase_times {
-	/* forward_s, ..., params_h2d_s: mb_phase's table, each by its clock; and of d2h_s, the
-	 * time the compute queue was busy too */
-	double MB_PHASE_FIELDS d2h_hidden_s;
-};
-
-struct mb_step_times {
-	double iter_s, apply_s; /* host clock, device synchronized */
-	struct mb_phase_times phase;
-	char timing_error[256]; /* why a phase is NaN; "" when every one was timed */
-	double grad_norm;	/* of the step's gradients, as DeepSpeed clips by it */
-	double grad_scale;	/* what the unscale-and-clip pass multiplied the grads by */
-};
 
 struct mb_state {
 	const struct mb_model *model;
@@ -83,6 +44,8 @@ struct mb_state {
 	cl_mem params;		      /* resident bf16 */
 	cl_mem ds_buffer; /* DeepSpeed's resident offload buffer (plan.ds_buffer), held */
 	uint64_t steps_done;
+	struct mb_engine *engine; /* the OpenCL engine on cl */
+	struct mb_sched sched;	  /* the step's schedule on it */
 };
 
 /*

@@ -1,0 +1,84 @@
+/*
+ * mb_sched: the step's schedule, written once against the engine interface
+ * (mb_engine): what is enqueued on which queue, in what order, after what,
+ * and where the host waits. Run on the OpenCL engine it is the step
+ * (mb_step); run on the model engine it is the prediction (mb_predict).
+ *
+ *   forward    optional: the synthetic forward/backward's GEMMs;
+ *   backward   the gradient buckets, made on the device and copied to the
+ *              host fp32 grads, the last bucket first, ZeRO-3's during the
+ *              GEMMs on the copy queue;
+ *   apply      Muon: ZeRO-1/2 (and ZeRO-3 batched) in batches under the
+ *              gather budget, ZeRO-3 per sub-group then per matrix; grads and
+ *              momentum to the device, momentum and Nesterov, Newton-Schulz,
+ *              the update and momentum back, synchronously on the compute
+ *              queue or overlapped on the copy queue (and the next batch
+ *              prefetched on the prefetch queue);
+ *   host opt   the host's pass (Muon's update, AdamW, the bf16 staging);
+ *   params     the bf16 staging to the resident device params.
+ */
+#ifndef MB_SCHED_H
+#define MB_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mb_engine.h"
+#include "mb_model.h"
+#include "mb_plan.h"
+#include "mb_hostopt.h"
+#include "mb_variant.h"
+
+struct mb_step_settings {
+	struct mb_plan_settings plan; /* stage, gather budget, sub-group size */
+	enum mb_variant variant;
+	bool pin_memory;      /* offload_optimizer.pin_memory */
+	bool writeback_event; /* the writeback waits on an event list, not the host */
+	uint64_t seed;
+	struct mb_optim optim;
+	double grad_clip; /* DeepSpeed's gradient_clipping; 0: no clipping (the pass stays) */
+	bool fwd_bwd;	  /* the synthetic forward/backward (mb_fwdbwd) */
+	uint64_t tokens;  /* its seq x micro-batch */
+};
+
+struct mb_step_times {
+	double iter_s, apply_s; /* host clock, device synchronized */
+	struct mb_phase_times phase;
+	char timing_error[256]; /* why a phase is NaN; "" when every one was timed */
+	double grad_norm;	/* of the step's gradients, as DeepSpeed clips by it */
+	double grad_scale;	/* what the unscale-and-clip pass multiplied the grads by */
+};
+
+/* One rank's step as the schedule needs it: nothing here is owned. */
+struct mb_sched {
+	const struct mb_model *model;
+	const struct mb_step_settings *set;
+	const struct mb_plan *plan;
+	const uint64_t *offset;	      /* of each parameter in the flat grads and params */
+	const uint64_t *state_offset; /* in the momentum (apply order) or the AdamW moments */
+	uint64_t steps_done;	      /* ZeRO-3's first step makes its momentum on the device */
+	mb_devbuf params;	      /* the resident bf16 params */
+	mb_devbuf ds_buffer;	      /* ZeRO-3's resident reduce bucket; NULL otherwise */
+	struct mb_engine *engine;
+	void (*host_pass)(void *arg, float scale); /* the host optimizer (mb_engine_host) */
+	void *host_arg;
+};
+
+/*
+ * The offsets of model M's parameters under PLAN: into *OFFSET (one
+ * allocation, freed by the caller), 2 (nparams + 1) of them: the flat
+ * offsets, then from *OFFSET + nparams + 1 the state offsets.
+ */
+int mb_sched_offsets(const struct mb_model *m, const struct mb_plan *plan, uint64_t **offset);
+
+/* Pure: whether a step under SET holds host buffer B pinned. */
+bool mb_sched_pinned(const struct mb_step_settings *set, enum mb_host_buffer b);
+
+/*
+ * One step of S on its engine; its times into *t (host clock: the
+ * engine's). On failure, the engine has been stopped (mb_engine_abort)
+ * and the error names the batch or sub-group.
+ */
+int mb_sched_step(struct mb_sched *s, struct mb_step_times *t);
+
+#endif
