@@ -527,7 +527,7 @@ int mb_cmd_plot(const struct mb_args *args)
 	if (is_sweep(args->files[0]))
 		return plot_sweep(args);
 	existed = !access(args->image, F_OK);
-	if ((err = mb_gather_files(args->files, args->nfiles, &tables, &nt, &n)))
+	if ((err = mb_results_read_files(args->files, args->nfiles, &tables, &nt, &n)))
 		return err;
 	if (!n)
 		err = mb_bad_input("no rows to plot");

@@ -26,11 +26,6 @@
  */
 #define ROUNDS_S_PER_REP 10
 
-void mb_profile_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len)
-{
-	mb_tuning_cache_file(d, "profile", "json", buf, len);
-}
-
 /* Shape I of a ladder: refused if a shape before it has its FLOPs by a method. */
 static int distinct(const struct mb_shape *shape, size_t i)
 {

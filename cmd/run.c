@@ -36,6 +36,7 @@
 #include "mb_predict.h"
 #include "mb_run.h"
 #include "setup.h"
+#include "tables.h"
 #include "version.h"
 
 #include <clblast_c.h> /* after mb_cl.h, which sets the OpenCL version */
@@ -797,7 +798,7 @@ static int fit_cell(struct grid *g, bool *fits)
 /* The report of this invocation's rows, in --format. */
 static int report(const struct grid *g)
 {
-	return g->nrows ? mb_report_rows(g->rows, g->nrows, g->args->format) : 0;
+	return g->nrows ? mb_tables_print_rows(g->rows, g->nrows, g->args->format) : 0;
 }
 
 /*

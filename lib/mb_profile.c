@@ -15,6 +15,7 @@
 #include "mb_gemm16.h"
 #include "mb_json.h"
 #include "mb_num.h"
+#include "mb_tuning.h"
 
 enum kind {
 	TEXT, /* char[], at most its size - 1 */
@@ -519,4 +520,9 @@ int mb_profile_save(const char *path, const struct mb_profile *p)
 	err = mb_json_write_file(path, text);
 	free(text);
 	return err;
+}
+
+void mb_profile_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len)
+{
+	mb_tuning_cache_file(d, "profile", "json", buf, len);
 }

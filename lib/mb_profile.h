@@ -135,4 +135,13 @@ void mb_profile_write(FILE *out, const struct mb_profile *p);
  */
 int mb_profile_save(const char *path, const struct mb_profile *p);
 
+struct mb_cl_device_info;
+
+/*
+ * Where the cache keeps device D's profile, into BUF of LEN bytes
+ * (mb_tuning_cache_file's directory, "profile-KEY.json"): what the profile
+ * command writes and run reads.
+ */
+void mb_profile_cache_path(const struct mb_cl_device_info *d, char *buf, size_t len);
+
 #endif

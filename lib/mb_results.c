@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "mb_err.h"
 #include "mb_plan.h"
@@ -455,4 +456,63 @@ void mb_results_release(struct mb_table *tables, size_t ntables)
 		free((void *)tables[k].first);
 	}
 	free(tables);
+}
+
+struct gathering {
+	struct mb_table **tables;
+	size_t *ntables, nrows;
+};
+
+static int add_row(const struct mb_csv_row *row, void *ctx)
+{
+	struct gathering *g = ctx;
+
+	g->nrows++;
+	return mb_results_add(g->tables, g->ntables, row);
+}
+
+/* No file twice (by any name): its runs would be pooled with themselves. */
+static int given_once(char *const *files, int nfiles)
+{
+	struct stat a, b;
+	int i, j;
+
+	for (i = 0; i < nfiles; i++) {
+		if (stat(files[i], &a))
+			continue; /* the reader says why */
+		for (j = 0; j < i; j++)
+			if (!stat(files[j], &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+				return mb_bad_input(
+					"'%s' is '%s' again: its runs would count twice", files[i],
+					files[j]);
+	}
+	return 0;
+}
+
+int mb_results_read_files(char *const *files, int nfiles, struct mb_table **tables, size_t *ntables,
+		    size_t *nrows)
+{
+	struct gathering g = { tables, ntables, 0 };
+	size_t before;
+	int i, err = 0;
+
+	*tables = NULL;
+	*ntables = 0;
+	if ((err = given_once(files, nfiles)))
+		return err;
+	for (i = 0; i < nfiles && !err; i++) {
+		before = g.nrows;
+		err = mb_csv_read_each(files[i], add_row, &g);
+		if (!err && g.nrows == before)
+			fprintf(stderr, "muonbench: '%s' holds no runs; skipped\n", files[i]);
+	}
+	if (err) {
+		mb_results_release(*tables, *ntables);
+		*tables = NULL;
+		*ntables = 0;
+		return err;
+	}
+	mb_results_finish(*tables, *ntables);
+	*nrows = g.nrows;
+	return 0;
 }

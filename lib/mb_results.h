@@ -149,4 +149,15 @@ const struct mb_cell *mb_results_cell(const struct mb_table *t, unsigned stage,
 
 void mb_results_release(struct mb_table *tables, size_t ntables);
 
+/*
+ * The NFILES results FILES read into tables (*tables, *ntables; release with
+ * mb_results_release), a row at a time: the memory is that of the tables'
+ * cells, whatever the files' lengths. A file given twice (by any name) is
+ * bad input: its runs would count twice. Says on stderr when a file holds no
+ * runs (a bandwidth calibration among results files): it is skipped.
+ * *nrows: the rows read. On failure, no tables are left to release.
+ */
+int mb_results_read_files(char *const *files, int nfiles, struct mb_table **tables,
+			  size_t *ntables, size_t *nrows);
+
 #endif

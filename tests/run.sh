@@ -9,6 +9,7 @@ for t in "$@"; do
 	"$t" || failed="$failed $(basename "$t")"
 done
 tests/cli.sh "$bin" || failed="$failed cli.sh"
+tests/commands.sh "$bin" || failed="$failed commands.sh"
 tests/tuning.sh "$bin" || failed="$failed tuning.sh"
 tests/ns_precision.sh "$bin" || failed="$failed ns_precision.sh"
 if [ -n "${NVML_STUB:-}" ]; then
@@ -29,4 +30,4 @@ if [ -n "$failed" ]; then
 	echo "TESTS FAILED:$failed"
 	exit 1
 fi
-echo "all tests passed ($# unit test programs, cli.sh, tuning.sh, ns_precision.sh${NVML_STUB:+, nvml.sh}${SHIM:+, faults.sh}${VARIANT_BIN:+, variant_row.sh}${BASELINE:+ and baseline.sh})"
+echo "all tests passed ($# unit test programs, cli.sh, commands.sh, tuning.sh, ns_precision.sh${NVML_STUB:+, nvml.sh}${SHIM:+, faults.sh}${VARIANT_BIN:+, variant_row.sh}${BASELINE:+ and baseline.sh})"

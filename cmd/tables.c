@@ -1,0 +1,591 @@
+/*
+ * tables: results tables (mb_results) as the reference's tables, in
+ * Markdown, or one CSV row / JSON object per cell, to stdout: what report
+ * prints of its files, and run of its own rows. A table none of whose cells
+ * ran is its failures alone, one line per cell.
+ */
+#include "tables.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mb_err.h"
+#include "mb_num.h"
+#include "mb_phase.h"
+#include "mb_plan.h"
+#include "mb_variant.h"
+#include "print.h"
+
+#define GIB (1ull << 30)
+
+static const char *peak_change(char *buf, size_t len, uint64_t x, uint64_t base, bool is_base)
+{
+	char d[24];
+	uint64_t diff = x > base ? x - base : base - x;
+
+	buf[0] = '\0';
+	if (is_base || !base || x == base)
+		return buf;
+	if (diff >= GIB / 100 || x >= GIB)
+		snprintf(d, sizeof(d), "%.2f", (double)diff / GIB);
+	else
+		mb_fmt_bytes_iec(d, sizeof(d), diff);
+	snprintf(buf, len, " (%c%s)", x > base ? '+' : '-', d);
+	return buf;
+}
+
+/* The free text of a results file (names, not words of a list) as Markdown. */
+#define MD(buf, text) mb_md(buf, sizeof(buf), text)
+
+static void md_header(const struct mb_table *t)
+{
+	const struct mb_csv_row *r = t->first;
+	char a[32], b[32], budget[32], chunk[32], sub[32];
+	char md[10][MB_MD_LEN(sizeof(r->tuning))]; /* the tuning: the longest of them */
+
+	printf("# %s on '%s' (%s, driver %s)\n\n", MD(md[0], r->model), MD(md[1], r->device),
+	       MD(md[2], r->platform), MD(md[3], r->driver));
+	printf("CLBlast parameters: %s (%s).\n", MD(md[4], r->tuning), r->tuning_match);
+	printf("Host %s (%s), CPUs %s, memory nodes %s (%s). Model %s: %llu layer%s, %s "
+	       "parameters, %s Muon. Steps %llu-%llu of %llu per run; gather budget %s; "
+	       "sub-group %s elements; pin_memory %s (chunks of %s, %s); writeback %s; "
+	       "parameter order %s; momentum %s; Newton-Schulz %s in %s; params back %s; ZeRO-3 apply "
+	       "%s; forward/backward %s (seq %llu x %llu); seed %llu.\n\n",
+	       MD(md[5], r->host), MD(md[6], r->cpu_model), MD(md[7], r->cpus), MD(md[8], r->mems),
+	       r->binding, MD(md[9], r->source), (unsigned long long)r->layers,
+	       r->layers == 1 ? "" : "s", mb_fmt_count(a, sizeof(a), r->params_total),
+	       mb_fmt_count(b, sizeof(b), r->params_muon), (unsigned long long)r->measure_first,
+	       (unsigned long long)r->measure_last, (unsigned long long)r->steps,
+	       mb_fmt_bytes_iec(budget, sizeof(budget), r->gather_budget_bytes),
+	       mb_fmt_count(sub, sizeof(sub), r->sub_group_size_elems), r->pin_memory,
+	       mb_fmt_bytes_iec(chunk, sizeof(chunk), r->pin_chunk_bytes),
+	       mb_results_pinned_alloc_setting(r), r->writeback_dep, r->param_order,
+	       strcmp(mb_results_momentum_setting(r), "auto")
+		       ? r->momentum_dtype
+		       : "fp32 for ZeRO-1/2, bf16 for ZeRO-3 (auto)",
+	       r->ns_method, mb_results_ns_precision_setting(r),
+	       strcmp(mb_results_params_back_setting(r), "auto")
+		       ? r->params_back
+		       : "pinned for ZeRO-1/2, pageable for ZeRO-3 (auto)",
+	       r->zero3_apply, r->fwd_bwd, (unsigned long long)r->seq,
+	       (unsigned long long)r->micro_batch, (unsigned long long)r->seed);
+}
+
+/* What every cell is compared with, and the reference change's variant. */
+#define BASE	  mb_variant_name(MB_VARIANT_BASE)
+#define REFERENCE mb_variant_name(MB_VARIANT_REFERENCE)
+
+/* One row of the main or breakdown table. */
+static void md_cell(const struct mb_table *t, const struct mb_cell *c)
+{
+	const struct mb_cell *base = mb_results_cell(t, c->stage, BASE);
+	bool is_base = base == c || !base || !base->nruns;
+	char s[32], ch[32], pk[32];
+	size_t i;
+
+	printf("| %u | %s | ", c->stage, c->variant);
+	if (!c->nruns) {
+		printf("%s: ", c->failed ? c->failed->status : "failed");
+		mb_print_md_text(c->failed ? c->failed->reason : "no runs");
+		printf(" | | | |\n");
+		return;
+	}
+	for (i = 0; i < c->nruns; i++)
+		printf("%s%s", i ? " / " : "", mb_fmt_secs(s, sizeof(s), c->runs[i].iter_mean_s));
+	printf(" | %s%s", mb_fmt_secs(s, sizeof(s), c->iter_mean_s),
+	       mb_fmt_change(ch, sizeof(ch), c->iter_mean_s, is_base ? NAN : base->iter_mean_s));
+	printf(" | %s s%s", mb_fmt_secs(s, sizeof(s), c->apply_mean_s),
+	       mb_fmt_change(ch, sizeof(ch), c->apply_mean_s, is_base ? NAN : base->apply_mean_s));
+	printf(" | %s%s |\n", mb_fmt_peak(pk, sizeof(pk), c->peak_bytes),
+	       peak_change(ch, sizeof(ch), c->peak_bytes, is_base ? 0 : base->peak_bytes, is_base));
+	if (c->failed) {
+		printf("| %u | %s | (also %s %s run: ", c->stage, c->variant,
+		       strchr("aeiou", c->failed->status[0]) ? "an" : "a", c->failed->status);
+		mb_print_md_text(c->failed->reason);
+		printf(") | | | |\n");
+	}
+}
+
+static const char table_head[] = "| ZeRO | Variant | Iteration (s), runs | Iteration mean | "
+				 "Muon apply mean | Peak device memory |\n"
+				 "|---|---|---|---|---|---|\n";
+
+static void md_main(const struct mb_table *t)
+{
+	size_t i;
+	bool any = false;
+
+	/* the reference's first table: master against both, where a stage has both */
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+
+		if (strcmp(c->variant, BASE) && strcmp(c->variant, REFERENCE))
+			continue;
+		if (!mb_results_cell(t, c->stage, BASE) || !mb_results_cell(t, c->stage, REFERENCE))
+			continue;
+		if (!any)
+			printf("%s", table_head);
+		any = true;
+		md_cell(t, c);
+	}
+	if (any)
+		printf("\n");
+	printf("Breakdown of the variants:\n\n%s", table_head);
+	for (i = 0; i < t->ncells; i++)
+		md_cell(t, &t->cells[i]);
+}
+
+static void md_phase_peaks(const struct mb_table *t)
+{
+	const struct mb_cell *per[4] = { NULL };
+	const char *names[] = { "forward", "backward", "step" };
+	char pk[32];
+	unsigned stage;
+	size_t i;
+
+	/* per stage: the 'both' cell as the reference's, else the first with runs */
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+
+		if (c->nruns && (!per[c->stage] || !strcmp(c->variant, REFERENCE)))
+			per[c->stage] = c;
+	}
+	printf("\nPeak device memory per phase:\n\n| Phase |");
+	for (stage = 1; stage <= 3; stage++)
+		if (per[stage])
+			printf(" ZeRO-%u (%s) |", stage, per[stage]->variant);
+	printf("\n|---|");
+	for (stage = 1; stage <= 3; stage++)
+		if (per[stage])
+			printf("---|");
+	printf("\n");
+	for (i = 0; i < 3; i++) {
+		printf("| %s |", names[i]);
+		for (stage = 1; stage <= 3; stage++) {
+			const struct mb_cell *c = per[stage];
+
+			if (c)
+				printf(" %s |", mb_fmt_peak(pk, sizeof(pk),
+							    i == 0   ? c->peak_forward_bytes
+							    : i == 1 ? c->peak_backward_bytes
+								     : c->peak_step_bytes));
+		}
+		printf("\n");
+	}
+}
+
+/*
+ * The driver's own figure beside the ledger's, where some run has it: the
+ * ledger counts what muonbench allocates (the framework's figure, as the
+ * reference's tables); the driver's peak counts all the device holds, other
+ * processes and the driver's own copies of pinned host memory included.
+ */
+static void md_driver_peaks(const struct mb_table *t)
+{
+	char pk[4][32];
+	size_t i;
+	bool any = false;
+
+	for (i = 0; i < t->ncells; i++)
+		any |= t->cells[i].nruns && t->cells[i].used_peak_bytes != MB_CSV_UNKNOWN;
+	if (!any)
+		return;
+	printf("\nDevice memory, muonbench's ledger against the driver's own figure (%s; the "
+	       "peaks of the measured steps, the base before the run's first allocation):\n\n"
+	       "| ZeRO | Variant | Ledger peak | Driver's peak | Driver's base | Driver's peak "
+	       "less base |\n|---|---|---|---|---|---|\n",
+	       t->first->device_used_source);
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+		bool known = c->used_peak_bytes != MB_CSV_UNKNOWN;
+		bool base = known && c->used_base_bytes != MB_CSV_UNKNOWN &&
+			    c->used_base_bytes <= c->used_peak_bytes;
+
+		if (!c->nruns)
+			continue;
+		printf("| %u | %s | %s | %s | %s | %s |\n", c->stage, c->variant,
+		       mb_fmt_peak(pk[0], sizeof(pk[0]), c->peak_bytes),
+		       known ? mb_fmt_peak(pk[1], sizeof(pk[1]), c->used_peak_bytes) : "n/a",
+		       base ? mb_fmt_peak(pk[2], sizeof(pk[2]), c->used_base_bytes) : "n/a",
+		       base ? mb_fmt_peak(pk[3], sizeof(pk[3]),
+					  c->used_peak_bytes - c->used_base_bytes)
+			    : "n/a");
+	}
+}
+
+static void md_phase_times(const struct mb_table *t)
+{
+	char v[2][32];
+	size_t i;
+
+#define NAME_(e, f, name, ...) printf(" %s |", name);
+#define SECS_(e, f, ...)       printf(" %s |", mb_fmt_secs(v[0], 32, c->phase.f));
+	printf("\nTime per phase (s, means of the measured steps):\n\n| ZeRO | Variant |");
+	MB_PHASES_TO_D2H(NAME_)
+	printf(" writeback hidden |");
+	MB_PHASES_AFTER_D2H(NAME_)
+	printf("\n|---|---|");
+	for (i = 0; i <= MB_NPHASES; i++)
+		printf("---|");
+	printf("\n");
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+
+		if (!c->nruns)
+			continue;
+		if (isnan(c->phase.d2h_hidden_frac))
+			snprintf(v[1], 32, "n/a");
+		else
+			snprintf(v[1], 32, "%.0f%%", 100 * c->phase.d2h_hidden_frac);
+		printf("| %u | %s |", c->stage, c->variant);
+		MB_PHASES_TO_D2H(SECS_)
+		printf(" %s |", v[1]);
+		MB_PHASES_AFTER_D2H(SECS_)
+		printf("\n");
+	}
+#undef NAME_
+#undef SECS_
+}
+
+static void md_bus(const struct mb_table *t)
+{
+	char v[3][32];
+	size_t i;
+
+	printf("\nAchieved over the bus (GB/s: the plan's bytes over the phase's device time; "
+	       "read against muonbench bandwidth):\n\n"
+	       "| ZeRO | Variant | H2D | D2H | params H2D |\n|---|---|---|---|---|\n");
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+
+		if (c->nruns)
+			printf("| %u | %s | %s | %s | %s |\n", c->stage, c->variant,
+			       mb_fmt_secs(v[0], 32, c->h2d_gbs), mb_fmt_secs(v[1], 32, c->d2h_gbs),
+			       mb_fmt_secs(v[2], 32, c->params_h2d_gbs));
+	}
+}
+
+/* "0.118 / 0.106 (+11%)": measured, predicted, the residual; bold past 25%. */
+static const char *beside(char *buf, size_t len, double measured, double predicted)
+{
+	char m[32], p[32];
+	double r = 100 * (measured / predicted - 1);
+
+	if (isnan(measured) || isnan(predicted) || !(predicted > 0)) {
+		snprintf(buf, len, "%s / %s", mb_fmt_secs(m, sizeof(m), measured),
+			 mb_fmt_secs(p, sizeof(p), predicted));
+		return buf;
+	}
+	snprintf(buf, len, fabs(r) > 25 ? "%s / %s (**%+.0f%%**)" : "%s / %s (%+.0f%%)",
+		 mb_fmt_secs(m, sizeof(m), measured), mb_fmt_secs(p, sizeof(p), predicted), r);
+	return buf;
+}
+
+/* Each cell beside the model's prediction (mb_predict), where the run had a profile. */
+static void md_predicted(const struct mb_table *t)
+{
+	char v[3][96], md[MB_MD_LEN(sizeof(t->first->profile))];
+	const char *profile = t->first->profile[0] ? MD(md, t->first->profile) : "of the runs";
+	bool any = false;
+	size_t i;
+
+	for (i = 0; i < t->ncells; i++)
+		any |= t->cells[i].nruns && t->cells[i].predicted;
+	if (!any)
+		return;
+	printf("\nMeasured / predicted (s) from the device profile %s, and the residual "
+	       "(measured over predicted); **past 25%%**: the device does something the model does "
+	       "not know:\n\n"
+	       "| ZeRO | Variant | iteration | Muon apply |",
+	       profile);
+	for (i = 0; i < MB_NPHASES; i++)
+		printf(" %s |", mb_phases[i].name);
+	printf("\n|---|---|---|---|");
+	for (i = 0; i < MB_NPHASES; i++)
+		printf("---|");
+	printf("\n");
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+
+		if (!c->nruns || !c->predicted)
+			continue;
+		printf("| %u | %s | %s | %s |", c->stage, c->variant,
+		       beside(v[0], 96, c->iter_mean_s, c->pred_iter_s),
+		       beside(v[1], 96, c->apply_mean_s, c->pred_apply_s));
+#define BESIDE_(e, f, ...) printf(" %s |", beside(v[2], 96, c->phase.f, c->pred.f));
+		MB_PHASES(BESIDE_)
+#undef BESIDE_
+		printf("\n");
+	}
+}
+
+static bool any_ran(const struct mb_table *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->ncells; i++)
+		if (t->cells[i].nruns)
+			return true;
+	return false;
+}
+
+/* A table none of whose cells ran: one line per cell with its reason, no empty tables. */
+static void md_failures(const struct mb_table *t)
+{
+	size_t i;
+
+	printf("No cell ran:\n\n| ZeRO | Variant | Result |\n|---|---|---|\n");
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+
+		printf("| %u | %s | %s: ", c->stage, c->variant,
+		       c->failed ? c->failed->status : "failed");
+		mb_print_md_text(c->failed ? c->failed->reason : "no runs");
+		printf(" |\n");
+	}
+}
+
+/* A cell of a sweep's trade-off table, and the table that holds it. */
+struct point {
+	const struct mb_table *t;
+	const struct mb_cell *c;
+};
+
+static int point_rank(const struct point *p)
+{
+	int v = mb_variant_find(p->c->variant, strlen(p->c->variant));
+
+	return v < 0 ? MB_NVARIANTS : v;
+}
+
+/* By stage, gather budget, sub-group size, then variant. */
+static int cmp_point(const void *x, const void *y)
+{
+	const struct point *a = x, *b = y;
+	const struct mb_csv_row *ra = a->t->first, *rb = b->t->first;
+
+	if (a->c->stage != b->c->stage)
+		return a->c->stage < b->c->stage ? -1 : 1;
+	if (ra->gather_budget_bytes != rb->gather_budget_bytes)
+		return ra->gather_budget_bytes < rb->gather_budget_bytes ? -1 : 1;
+	if (ra->sub_group_size_elems != rb->sub_group_size_elems)
+		return ra->sub_group_size_elems < rb->sub_group_size_elems ? -1 : 1;
+	return point_rank(a) - point_rank(b);
+}
+
+/* One row of the trade-off table; a knob that the cell's stage does not read is "-". */
+static void md_point(const struct point *p)
+{
+	const struct mb_csv_row *r = p->t->first;
+	bool budget = p->c->stage != 3 ||
+		      !strcmp(r->zero3_apply, mb_zero3_apply_names[MB_Z3_BATCHED]);
+	char a[32] = "-", b[32] = "-", it[32], ap[32], pk[32];
+
+	if (budget)
+		mb_fmt_bytes_iec(a, sizeof(a), r->gather_budget_bytes);
+	if (p->c->stage == 3)
+		mb_fmt_count(b, sizeof(b), r->sub_group_size_elems);
+	printf("| %s | %s | %u | %s | %s | %s s | %s |\n", a, b, p->c->stage, p->c->variant,
+	       mb_fmt_secs(it, sizeof(it), p->c->iter_mean_s),
+	       mb_fmt_secs(ap, sizeof(ap), p->c->apply_mean_s),
+	       mb_fmt_peak(pk, sizeof(pk), p->c->peak_step_bytes));
+}
+
+/*
+ * Where tables are the points of one sweep (the same but for the gather
+ * budget or the sub-group size: run with a list), their cells that ran in
+ * one table after them, the memory-speed trade-off the sweep measured.
+ */
+static int md_tradeoffs(const struct mb_table *t, size_t nt)
+{
+	char md[MB_MD_LEN(sizeof(t->first->model))];
+	struct point *p;
+	size_t k, j, i, n, tables;
+
+	for (k = 0; k < nt; k++) {
+		for (j = 0; j < k && !mb_results_same_but_swept(t[j].first, t[k].first); j++)
+			;
+		if (j < k)
+			continue; /* told with its sweep's first table */
+		for (tables = 0, n = 0, j = k; j < nt; j++)
+			if (mb_results_same_but_swept(t[k].first, t[j].first)) {
+				tables++;
+				n += t[j].ncells;
+			}
+		if (tables < 2)
+			continue;
+		if (!(p = malloc(n * sizeof(*p))))
+			return mb_fail("out of host memory for a trade-off table");
+		for (n = 0, j = k; j < nt; j++)
+			for (i = 0; i < t[j].ncells; i++)
+				if (t[j].cells[i].nruns &&
+				    mb_results_same_but_swept(t[k].first, t[j].first))
+					p[n++] = (struct point){ &t[j], &t[j].cells[i] };
+		qsort(p, n, sizeof(*p), cmp_point);
+		printf("\n## The trade-off: %s, every point of the sweep (means of the runs, the "
+		       "step peak measured)\n\n"
+		       "| --gather-budget | --sub-group-size | ZeRO | Variant | Iteration mean | "
+		       "Muon apply mean | Step peak |\n|---|---|---|---|---|---|---|\n",
+		       MD(md, t[k].first->model));
+		for (i = 0; i < n; i++)
+			md_point(&p[i]);
+		free(p);
+	}
+	return 0;
+}
+
+static int print_md(const struct mb_table *t, size_t nt)
+{
+	size_t k;
+
+	for (k = 0; k < nt; k++) {
+		if (k)
+			printf("\n");
+		md_header(&t[k]);
+		if (!any_ran(&t[k])) {
+			md_failures(&t[k]);
+			continue;
+		}
+		md_main(&t[k]);
+		md_phase_peaks(&t[k]);
+		md_driver_peaks(&t[k]);
+		md_phase_times(&t[k]);
+		md_predicted(&t[k]);
+		md_bus(&t[k]);
+	}
+	return md_tradeoffs(t, nt);
+}
+
+/* Text T as a CSV field or a JSON string. */
+static void flat_text(const char *t, bool json)
+{
+	if (json)
+		mb_print_json_text(t);
+	else
+		mb_print_csv_text(t);
+}
+
+/* The table's device, host, model and knobs: what tells its cells from another table's. */
+static void flat_meta(const struct mb_csv_row *r, bool json)
+{
+	const char *keys[] = { "platform", "device", "driver", "tuning", "tuning_match",
+			       "host",	   "cpus",   "mems",   "binding" };
+	const char *values[] = { r->platform, r->device, r->driver, r->tuning, r->tuning_match,
+				 r->host,     r->cpus,	 r->mems,   r->binding };
+	char value[256];
+	const char *name;
+	size_t i;
+	bool text;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		printf(json ? ", \"%s\": " : ",", keys[i]);
+		flat_text(values[i], json);
+	}
+	for (i = 0; i < mb_results_nknobs(); i++) {
+		name = mb_results_knob(i, r, value, sizeof(value), &text);
+		printf(json ? ", \"%s\": " : ",", name);
+		if (text)
+			flat_text(value, json);
+		else /* a number, or none: empty (CSV) or null (JSON) */
+			printf("%s", *value ? value : json ? "null" : "");
+	}
+}
+
+/* Figure X with FMT, or empty (CSV) or null (JSON) where there is none (!HAVE). */
+static const char *flat_figure(char *buf, size_t len, bool have, bool json, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static const char *flat_figure(char *buf, size_t len, bool have, bool json, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!have) {
+		snprintf(buf, len, "%s", json ? "null" : "");
+		return buf;
+	}
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return buf;
+}
+
+static void print_flat(const struct mb_table *t, size_t nt, bool json)
+{
+	char value[256];
+	size_t k, i;
+	bool text;
+
+	if (json) {
+		printf("[");
+	} else {
+		printf("table,platform,device,driver,tuning,tuning_match,host,cpus,mems,binding");
+		for (i = 0; i < mb_results_nknobs(); i++)
+			printf(",%s", mb_results_knob(i, t[0].first, value, sizeof(value), &text));
+		printf(",stage,variant,runs,failed,reason,iter_mean_s,apply_mean_s,"
+		       "peak_device_bytes,peak_forward_bytes,peak_backward_bytes,peak_step_bytes,"
+		       "pred_iter_s,pred_apply_s\n");
+	}
+	for (k = 0; k < nt; k++)
+		for (i = 0; i < t[k].ncells; i++) {
+			const struct mb_cell *c = &t[k].cells[i];
+			bool ran = c->nruns > 0;
+			/* empty (CSV) or null (JSON) if none ran, or none was predicted */
+			char f[8][32];
+
+			printf(json ? "%s\n  {\"table\": %zu" : "%s%zu",
+			       json && (k || i) ? "," : "", k + 1);
+			flat_meta(t[k].first, json);
+			printf(json ? ", \"stage\": %u, \"variant\": \"%s\", \"runs\": %zu, "
+				      "\"failed\": %s, \"reason\": "
+				    : ",%u,%s,%zu,%s,",
+			       c->stage, c->variant, c->nruns,
+			       c->failed ? (json ? "true" : "yes") : (json ? "false" : "no"));
+			if (c->failed)
+				flat_text(c->failed->reason, json);
+			else if (json)
+				printf("null");
+			printf(json ? ", \"iter_mean_s\": %s, \"apply_mean_s\": %s, "
+				      "\"peak_device_bytes\": %s, \"peak_forward_bytes\": %s, "
+				      "\"peak_backward_bytes\": %s, \"peak_step_bytes\": %s, "
+				      "\"pred_iter_s\": %s, \"pred_apply_s\": %s}"
+				    : ",%s,%s,%s,%s,%s,%s,%s,%s\n",
+			       flat_figure(f[0], 32, ran, json, "%.6g", c->iter_mean_s),
+			       flat_figure(f[1], 32, ran, json, "%.6g", c->apply_mean_s),
+			       flat_figure(f[2], 32, ran, json, "%llu",
+					   (unsigned long long)c->peak_bytes),
+			       flat_figure(f[3], 32, ran, json, "%llu",
+					   (unsigned long long)c->peak_forward_bytes),
+			       flat_figure(f[4], 32, ran, json, "%llu",
+					   (unsigned long long)c->peak_backward_bytes),
+			       flat_figure(f[5], 32, ran, json, "%llu",
+					   (unsigned long long)c->peak_step_bytes),
+			       flat_figure(f[6], 32, c->predicted, json, "%.6g", c->pred_iter_s),
+			       flat_figure(f[7], 32, c->predicted, json, "%.6g", c->pred_apply_s));
+		}
+	if (json)
+		printf("\n]\n");
+}
+
+int mb_tables_print(const struct mb_table *tables, size_t ntables, enum mb_format format)
+{
+	if (format == MB_FORMAT_MD)
+		return print_md(tables, ntables);
+	print_flat(tables, ntables, format == MB_FORMAT_JSON);
+	return 0;
+}
+
+int mb_tables_print_rows(const struct mb_csv_row *rows, size_t n, enum mb_format format)
+{
+	struct mb_table *tables;
+	size_t nt;
+	int err;
+
+	if ((err = mb_results_gather(rows, n, &tables, &nt)))
+		return err;
+	err = mb_tables_print(tables, nt, format);
+	mb_results_release(tables, nt);
+	return err;
+}
