@@ -12,6 +12,7 @@
 #include "mb_dsconfig.h"
 #include "mb_err.h"
 #include "mb_gemm16.h"
+#include "mb_grid.h"
 #include "mb_num.h"
 #include "mb_variant.h"
 
@@ -1016,11 +1017,16 @@ static bool is(const char *v, const char *word)
 	return v && !strcmp(v, word);
 }
 
-bool mb_args_stage_reads(const struct mb_args *args, unsigned stage, const struct mb_u64_list *list)
+/*
+ * Whether stage STAGE reads LIST, &args->gather_budgets or
+ * &args->sub_group_sizes (mb_grid's rule): a stage that does not read a
+ * swept list makes one cell of it, at its first value.
+ */
+static bool stage_reads(const struct mb_args *args, unsigned stage, const struct mb_u64_list *list)
 {
 	if (list == &args->sub_group_sizes)
-		return stage == 3;
-	return stage != 3 || args->zero3_apply == MB_Z3_BATCHED;
+		return mb_grid_reads_sub_group_size(stage);
+	return mb_grid_reads_gather_budget(stage, args->zero3_apply);
 }
 
 /*
@@ -1041,7 +1047,7 @@ static void say_unread(const struct mb_args *args)
 			continue;
 		stages[0] = '\0';
 		for (k = n = 0; k < args->nstages; k++)
-			if (!mb_args_stage_reads(args, args->stage_list[k], lists[i]))
+			if (!stage_reads(args, args->stage_list[k], lists[i]))
 				snprintf(stages + strlen(stages), sizeof(stages) - strlen(stages),
 					 "%s%u", n++ ? " and " : "", args->stage_list[k]);
 		if (n)

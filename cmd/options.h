@@ -219,16 +219,6 @@ int mb_args_parse(struct mb_args *args, int argc, char **argv);
 /* Whether the option called NAME ("model") was given on the command line. */
 bool mb_args_given(const struct mb_args *args, const char *name);
 
-/*
- * Whether stage STAGE reads LIST, &args->gather_budgets or
- * &args->sub_group_sizes: the gather budget at stage 1/2 and under
- * --zero3-apply batched, the sub-group size at stage 3. A stage that does not
- * read a swept list makes one cell of it, at its first value (mb_args_parse
- * says so once, on stderr).
- */
-bool mb_args_stage_reads(const struct mb_args *args, unsigned stage,
-			 const struct mb_u64_list *list);
-
 /* Print the help of COMMAND (usage, what it does, its options) to OUT. */
 void mb_print_help(FILE *out, enum mb_command command);
 

@@ -447,15 +447,15 @@ static void md_peak(const struct mb_plan *p)
  * batches alive), or a CSV row or JSON object each with every field.
  */
 static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
-		      const struct mb_plan_settings *base)
+		      const struct mb_grid *grid, enum mb_precision precision)
 {
 	enum mb_format fmt = args->format;
 	struct field fields[NFIELDS_MAX];
-	struct mb_plan_settings set = *base;
+	struct mb_step_settings s;
+	const struct mb_plan_settings *set = &s.plan;
 	char a[32], b[32], c[32], d[32], e[32], f[32];
 	struct mb_plan plan;
-	size_t bi, si, n, k;
-	bool first = true;
+	size_t i, n, k;
 	int err;
 
 	if (fmt == MB_FORMAT_MD) {
@@ -463,7 +463,7 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 
 		printf("# Plan sweep: %s, ZeRO-%u\n\n| --gather-budget | --sub-group-size (elements) | "
 		       "groups | largest gathered |",
-		       mb_md(name, sizeof(name), m->name), base->stage);
+		       mb_md(name, sizeof(name), m->name), grid->cells[0].stage);
 		for (k = 1; k <= 3; k++) {
 			printf(" step peak, %zu alive (", k);
 			print_alive((unsigned)k);
@@ -472,41 +472,32 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 		printf("\n|---|---|---:|---:|---:|---:|---:|\n");
 	} else if (fmt == MB_FORMAT_JSON)
 		printf("[");
-	for (bi = 0; bi < args->gather_budgets.n; bi++)
-		for (si = 0; si < args->sub_group_sizes.n; si++) {
-			/* a list the stage does not read: one point, at its first value */
-			if ((bi && !mb_args_stage_reads(args, set.stage, &args->gather_budgets)) ||
-			    (si && !mb_args_stage_reads(args, set.stage, &args->sub_group_sizes)))
-				continue;
-			set.gather_budget_bytes = args->gather_budgets.v[bi];
-			set.sub_group_size = args->sub_group_sizes.v[si];
-			if ((err = mb_plan_build(&plan, m, &set)))
-				return err;
-			n = plan_fields(m, &plan, fields);
-			if (fmt == MB_FORMAT_CSV) {
-				if (first)
-					print_csv_header(fields, n);
-				print_csv_row(m, &plan, fields, n);
-			} else if (fmt == MB_FORMAT_JSON) {
-				printf("%s", first ? "" : ",");
-				print_json(m, &plan, fields, n);
-			} else {
-				printf("| %s | %s | %zu | %s | %s | %s | %s |\n",
-				       mb_fmt_bytes_iec(a, sizeof(a), set.gather_budget_bytes),
-				       mb_fmt_grouped(b, sizeof(b), set.sub_group_size),
-				       plan.ngroups,
-				       mb_fmt_bytes_iec(
-					       c, sizeof(c),
-					       mb_plan_batch_bytes(&plan,
-								   plan.groups[plan.largest_group]
-									   .gathered_numel)),
-				       mb_fmt_gib(d, sizeof(d), plan.peak_step_bytes_sync),
-				       mb_fmt_gib(e, sizeof(e), plan.peak_step_bytes_overlap),
-				       mb_fmt_gib(f, sizeof(f), plan.peak_step_bytes_pipeline));
-			}
-			first = false;
-			mb_plan_release(&plan);
+	for (i = 0; i < grid->ncells; i++) {
+		mb_setup_step_settings(args, &grid->cells[i], precision, &s);
+		if ((err = mb_plan_build(&plan, m, set)))
+			return err;
+		n = plan_fields(m, &plan, fields);
+		if (fmt == MB_FORMAT_CSV) {
+			if (!i)
+				print_csv_header(fields, n);
+			print_csv_row(m, &plan, fields, n);
+		} else if (fmt == MB_FORMAT_JSON) {
+			printf("%s", i ? "," : "");
+			print_json(m, &plan, fields, n);
+		} else {
+			printf("| %s | %s | %zu | %s | %s | %s | %s |\n",
+			       mb_fmt_bytes_iec(a, sizeof(a), set->gather_budget_bytes),
+			       mb_fmt_grouped(b, sizeof(b), set->sub_group_size), plan.ngroups,
+			       mb_fmt_bytes_iec(
+				       c, sizeof(c),
+				       mb_plan_batch_bytes(
+					       &plan, plan.groups[plan.largest_group].gathered_numel)),
+			       mb_fmt_gib(d, sizeof(d), plan.peak_step_bytes_sync),
+			       mb_fmt_gib(e, sizeof(e), plan.peak_step_bytes_overlap),
+			       mb_fmt_gib(f, sizeof(f), plan.peak_step_bytes_pipeline));
 		}
+		mb_plan_release(&plan);
+	}
 	if (fmt == MB_FORMAT_JSON)
 		printf("]\n");
 	return 0;
@@ -515,8 +506,10 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 int mb_cmd_plan(const struct mb_args *args)
 {
 	struct field fields[NFIELDS_MAX];
-	struct mb_plan_settings set;
+	enum mb_precision precision;
+	struct mb_step_settings set;
 	struct mb_model model;
+	struct mb_grid grid;
 	struct mb_plan plan;
 	unsigned stages[3];
 	size_t n;
@@ -526,21 +519,20 @@ int mb_cmd_plan(const struct mb_args *args)
 		return err;
 	if (n != 1)
 		return mb_bad_input("--stage: plan takes one stage, not '%s'", args->stages);
-	mb_setup_plan_settings(args, stages[0], &set);
 	/* checked as run checks it; with no device, the plan shows it as asked */
-	if ((err = mb_setup_precision(args, NULL, set.ns_method, &set.ns_precision)))
+	if ((err = mb_setup_precision(args, NULL, args->ns_method, &precision)))
 		return err;
 	if ((err = mb_setup_model(args, &model)))
 		return err;
+	if ((err = mb_setup_grid(args, false, &grid)))
+		goto out_model;
 	if (args->gather_budgets.n > 1 || args->sub_group_sizes.n > 1) {
-		err = plan_sweep(args, &model, &set);
-		mb_model_release(&model);
-		return err;
+		err = plan_sweep(args, &model, &grid, precision);
+		goto out_grid;
 	}
-	if ((err = mb_plan_build(&plan, &model, &set))) {
-		mb_model_release(&model);
-		return err;
-	}
+	mb_setup_step_settings(args, &grid.cells[0], precision, &set);
+	if ((err = mb_plan_build(&plan, &model, &set.plan)))
+		goto out_grid;
 	n = plan_fields(&model, &plan, fields);
 	if (args->format == MB_FORMAT_CSV) {
 		print_csv_header(fields, n);
@@ -555,6 +547,9 @@ int mb_cmd_plan(const struct mb_args *args)
 		md_peak(&plan);
 	}
 	mb_plan_release(&plan);
+out_grid:
+	mb_grid_release(&grid);
+out_model:
 	mb_model_release(&model);
-	return 0;
+	return err;
 }

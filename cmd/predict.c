@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "mb_err.h"
+#include "mb_grid.h"
 #include "mb_num.h"
 #include "mb_phase.h"
 #include "mb_plan.h"
@@ -152,14 +153,14 @@ struct cell {
 struct grid {
 	const struct mb_args *args;
 	struct mb_model model;
-	unsigned stages[3], variants[MB_NVARIANTS];
-	size_t nstages, nvariants;
-	struct mb_plan plans[3];
-	struct mb_step_settings set[3];
-	struct cell cells[NCELLS_MAX];
+	struct mb_grid grid; /* every cell, in mb_grid's order */
+	/* the cells at the point of the --gather-budget, --sub-group-size sweep in hand: */
+	const struct mb_grid_cell *at[NCELLS_MAX];
+	struct mb_plan plans[NCELLS_MAX];
+	struct mb_step_settings set[NCELLS_MAX];
+	struct cell cells[NCELLS_MAX]; /* their predictions */
 	size_t ncells;
-	uint64_t budget, sub_group; /* the point of the --gather-budget, --sub-group-size sweep */
-	size_t bi, si;		    /* its indices in the lists */
+	uint64_t budget, sub_group; /* the point */
 	struct point *points;	    /* every point's cells, for the trade-off table */
 	size_t npoints;
 };
@@ -170,19 +171,6 @@ struct point {
 	struct cell cell;
 };
 
-static void step_settings(const struct mb_args *args, unsigned stage, struct mb_step_settings *s)
-{
-	struct mb_optim optim = MB_OPTIM_DEFAULTS;
-
-	memset(s, 0, sizeof(*s));
-	mb_setup_plan_settings(args, stage, &s->plan);
-	s->pin_memory = args->pin_memory_on;
-	s->writeback_event = args->writeback_event;
-	s->optim = optim;
-	s->fwd_bwd = args->fwd_bwd_on;
-	s->tokens = args->seq * args->micro_batch;
-}
-
 static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
 {
 	uint64_t m = a > b ? a : b;
@@ -190,42 +178,23 @@ static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
 	return m > c ? m : c;
 }
 
-/*
- * Whether STAGE has cells at G's point of the knobs' sweep: a stage that does
- * not read a swept list has them only at its first value (as run's cells).
- */
-static bool at_point(const struct grid *g, unsigned stage)
-{
-	return (!g->bi || mb_args_stage_reads(g->args, stage, &g->args->gather_budgets)) &&
-	       (!g->si || mb_args_stage_reads(g->args, stage, &g->args->sub_group_sizes));
-}
-
-/* Every cell of G on the device *P describes. */
+/* Every cell at G's point on the device *P describes. */
 static int predict_cells(struct grid *g, const struct mb_profile *p)
 {
-	size_t i, j;
+	size_t i;
 	int err;
 
-	g->ncells = 0;
-	for (i = 0; i < g->nstages; i++) {
+	for (i = 0; i < g->ncells; i++) {
 		const struct mb_plan *plan = &g->plans[i];
+		struct cell *c = &g->cells[i];
 
-		if (!at_point(g, g->stages[i]))
-			continue;
-		for (j = 0; j < g->nvariants; j++) {
-			struct cell *c = &g->cells[g->ncells++];
-
-			c->stage = g->stages[i];
-			c->variant = g->variants[j];
-			g->set[i].variant = c->variant;
-			if ((err = mb_predict_step(&g->model, plan, &g->set[i], p, &c->t)))
-				return err;
-			c->peak_step_bytes =
-				mb_plan_peak_step_bytes(plan, mb_variant_alive(c->variant));
-			c->peak_device_own_bytes = max3(plan->peak_forward_bytes,
-							plan->peak_backward_bytes,
-							c->peak_step_bytes);
-		}
+		c->stage = g->at[i]->stage;
+		c->variant = g->at[i]->variant;
+		if ((err = mb_predict_step(&g->model, plan, &g->set[i], p, &c->t)))
+			return err;
+		c->peak_step_bytes = mb_plan_peak_step_bytes(plan, mb_variant_alive(c->variant));
+		c->peak_device_own_bytes = max3(plan->peak_forward_bytes, plan->peak_backward_bytes,
+						c->peak_step_bytes);
 	}
 	return 0;
 }
@@ -366,38 +335,19 @@ static void print_cells(const struct grid *g, const struct mb_profile *p, const 
 
 static int setup_grid(struct grid *g, const struct mb_args *args)
 {
-	size_t n = args->gather_budgets.n * args->sub_group_sizes.n;
 	int err;
 
-	if ((err = mb_setup_stages(args, g->stages, &g->nstages)) ||
-	    (err = mb_setup_variants(args, g->variants, &g->nvariants)))
+	if ((err = mb_setup_grid(args, true, &g->grid)))
 		return err;
-	if (n > 1 && !(g->points = calloc(n * NCELLS_MAX, sizeof(*g->points))))
-		return mb_fail("out of host memory for %zu points of the sweep", n);
+	if (g->grid.npoints > 1 &&
+	    !(g->points = calloc(g->grid.npoints * NCELLS_MAX, sizeof(*g->points)))) {
+		mb_grid_release(&g->grid);
+		return mb_fail("out of host memory for %zu points of the sweep", g->grid.npoints);
+	}
 	if ((err = mb_setup_model(args, &g->model))) {
+		mb_grid_release(&g->grid);
 		free(g->points);
 		return err;
-	}
-	return 0;
-}
-
-/* Each stage's settings and plan at the sweep's point BUDGET, SUB_GROUP. */
-static int build_plans(struct grid *g, uint64_t budget, uint64_t sub_group)
-{
-	size_t i;
-	int err;
-
-	g->budget = budget;
-	g->sub_group = sub_group;
-	for (i = 0; i < g->nstages; i++) {
-		step_settings(g->args, g->stages[i], &g->set[i]);
-		g->set[i].plan.gather_budget_bytes = budget;
-		g->set[i].plan.sub_group_size = sub_group;
-		if ((err = mb_plan_build(&g->plans[i], &g->model, &g->set[i].plan))) {
-			while (i-- > 0)
-				mb_plan_release(&g->plans[i]);
-			return err;
-		}
 	}
 	return 0;
 }
@@ -406,13 +356,42 @@ static void release_plans(struct grid *g)
 {
 	size_t i;
 
-	for (i = 0; i < g->nstages; i++)
+	for (i = 0; i < g->ncells; i++)
 		mb_plan_release(&g->plans[i]);
+	g->ncells = 0;
+}
+
+/* The settings and plan of each cell at the sweep's point POINT; none: g->ncells 0. */
+static int build_plans(struct grid *g, size_t point)
+{
+	const struct mb_u64_list *gb = &g->args->gather_budgets, *sg = &g->args->sub_group_sizes;
+	size_t i;
+	int err;
+
+	g->ncells = 0;
+	g->budget = gb->v[point / sg->n];
+	g->sub_group = sg->v[point % sg->n];
+	for (i = 0; i < g->grid.ncells; i++) {
+		const struct mb_grid_cell *c = &g->grid.cells[i];
+
+		if (c->point != point)
+			continue;
+		/* predict has no device: Newton-Schulz's rates are the profile's */
+		mb_setup_step_settings(g->args, c, MB_PREC_FP32, &g->set[g->ncells]);
+		if ((err = mb_plan_build(&g->plans[g->ncells], &g->model,
+					 &g->set[g->ncells].plan))) {
+			release_plans(g);
+			return err;
+		}
+		g->at[g->ncells++] = c;
+	}
+	return 0;
 }
 
 static void release_grid(struct grid *g)
 {
 	mb_model_release(&g->model);
+	mb_grid_release(&g->grid);
 	free(g->points);
 }
 
@@ -469,8 +448,7 @@ static int predict_point(struct grid *g, const struct mb_profile *base, const st
 	for (i = 0; i < n && !err; i++) {
 		p = *base;
 		if (sw->flag >= 0)
-			set_wider(&p, args, (size_t)sw->flag, sw->values[i],
-				  g->set[0].plan.ns_method);
+			set_wider(&p, args, (size_t)sw->flag, sw->values[i], args->ns_method);
 		if ((err = predict_cells(g, &p)))
 			break;
 		for (k = 0; knobs && k < g->ncells; k++)
@@ -509,7 +487,7 @@ int mb_cmd_predict(const struct mb_args *args)
 	struct mb_profile base;
 	struct sweep sw;
 	struct grid *g;
-	size_t bi, si, k;
+	size_t point;
 	int err;
 
 	if (!(g = calloc(1, sizeof(*g))))
@@ -519,10 +497,10 @@ int mb_cmd_predict(const struct mb_args *args)
 		free(g);
 		return err;
 	}
-	if ((err = build_plans(g, args->gather_budget, args->sub_group_size)))
+	if ((err = build_plans(g, 0))) /* a bad budget refused before anything is printed */
 		goto out;
 	release_plans(g);
-	if ((err = build_profile(args, g->set[0].plan.ns_method, &base, &sw)))
+	if ((err = build_profile(args, args->ns_method, &base, &sw)))
 		goto out;
 	if (sw.flag >= 0 && g->points) {
 		err = mb_bad_input("--%s and --gather-budget or --sub-group-size give lists: "
@@ -539,20 +517,12 @@ int mb_cmd_predict(const struct mb_args *args)
 		       mb_md(source, sizeof(source), g->model.source), g->model.layers,
 		       "from the device profile below, with no device");
 	}
-	for (bi = 0; bi < args->gather_budgets.n && !err; bi++)
-		for (si = 0; si < args->sub_group_sizes.n && !err; si++) {
-			g->bi = bi;
-			g->si = si;
-			for (k = 0; k < g->nstages && !at_point(g, g->stages[k]); k++)
-				;
-			if (k == g->nstages) /* no stage reads this point's values */
-				continue;
-			if ((err = build_plans(g, args->gather_budgets.v[bi],
-					       args->sub_group_sizes.v[si])))
-				break;
-			err = predict_point(g, &base, &sw, md, json, &first);
-			release_plans(g);
-		}
+	for (point = 0; point < g->grid.npoints && !err; point++) {
+		if ((err = build_plans(g, point)) || !g->ncells) /* none: no stage reads it */
+			continue;
+		err = predict_point(g, &base, &sw, md, json, &first);
+		release_plans(g);
+	}
 	if (md && !err && g->points)
 		md_tradeoff(g);
 	if (!md && !err)

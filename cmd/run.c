@@ -71,8 +71,7 @@ static void on_signal(int sig)
 
 /* One cell of the grid: what its rows' figures depend on, and its prediction. */
 struct cell {
-	unsigned stage, variant;
-	uint64_t gather_budget, sub_group_size;
+	struct mb_grid_cell at; /* its stage, variant and knobs */
 	bool done;	/* unfit or failed: no more runs */
 	bool predicted; /* pred holds the model's figures */
 	struct mb_step_times pred;
@@ -93,9 +92,10 @@ struct grid {
 	unsigned precision_unpredicted;	 /* cells not predicted: the profile's precision is another
 					  */
 	char ns_kernel[24];		 /* the GEMM kernel Newton-Schulz ran, of the last run */
-	unsigned stages[3], variants[MB_NVARIANTS];
-	size_t nstages, nvariants;
-	struct cell *cells; /* stage by stage, then budget, sub-group size and variant */
+	unsigned stages[3];
+	size_t nstages;
+	struct cell *cells; /* mb_grid's order: stage by stage, then budget, sub-group size and
+			       variant */
 	size_t ncells;
 	struct mb_run_settings run;
 	char out[4096];
@@ -802,49 +802,37 @@ static int report(const struct grid *g)
 }
 
 /*
- * The cells: each stage, with each value of the lists that its plan reads
- * (the gather budget where the apply is batched, the sub-group size under
- * ZeRO-3; the first value elsewhere, which does not change it), and each
- * variant. Every plan is built once here, so that a bad budget is refused
- * before any run.
+ * The cells (mb_grid), each with its run's state. Every plan is built once
+ * here, so that a bad budget is refused before any run.
  */
 static int build_cells(struct grid *g)
 {
-	const struct mb_args *a = g->args;
-	size_t si, bi, gi, vi, nb, ng, n = 0;
-	struct mb_plan_settings set;
+	struct mb_step_settings set;
+	struct mb_grid grid;
 	struct mb_plan plan;
+	size_t i;
 	int err;
 
-	g->cells = calloc(g->nstages * a->gather_budgets.n * a->sub_group_sizes.n * g->nvariants,
-			  sizeof(*g->cells));
-	if (!g->cells)
+	if ((err = mb_setup_grid(g->args, true, &grid)))
+		return err;
+	if (!(g->cells = calloc(grid.ncells, sizeof(*g->cells)))) {
+		mb_grid_release(&grid);
 		return mb_fail("out of host memory for the cells");
-	for (si = 0; si < g->nstages; si++) {
-		mb_setup_plan_settings(a, g->stages[si], &set);
-		/* a list the stage does not read: one cell, at its first value */
-		nb = mb_args_stage_reads(a, set.stage, &a->gather_budgets) ? a->gather_budgets.n
-									   : 1;
-		ng = mb_args_stage_reads(a, set.stage, &a->sub_group_sizes) ? a->sub_group_sizes.n
-									    : 1;
-		for (bi = 0; bi < nb; bi++)
-			for (gi = 0; gi < ng; gi++) {
-				set.gather_budget_bytes = a->gather_budgets.v[bi];
-				set.sub_group_size = a->sub_group_sizes.v[gi];
-				if ((err = mb_plan_build(&plan, &g->model, &set)))
-					return err;
-				mb_plan_release(&plan);
-				for (vi = 0; vi < g->nvariants; vi++)
-					g->cells[n++] = (struct cell){
-						.stage = set.stage,
-						.variant = g->variants[vi],
-						.gather_budget = set.gather_budget_bytes,
-						.sub_group_size = set.sub_group_size,
-					};
-			}
 	}
-	g->ncells = n;
-	return 0;
+	for (i = 0; i < grid.ncells; i++) {
+		g->cells[i].at = grid.cells[i];
+		/* a plan a stage and point: the variants share it */
+		if (i && grid.cells[i].stage == grid.cells[i - 1].stage &&
+		    grid.cells[i].point == grid.cells[i - 1].point)
+			continue;
+		mb_setup_step_settings(g->args, &grid.cells[i], g->ns_precision, &set);
+		if ((err = mb_plan_build(&plan, &g->model, &set.plan)))
+			break;
+		mb_plan_release(&plan);
+	}
+	g->ncells = grid.ncells;
+	mb_grid_release(&grid);
+	return err;
 }
 
 /*
@@ -934,9 +922,7 @@ static int setup(struct grid *g)
 {
 	int err;
 
-	if ((err = mb_setup_stages(g->args, g->stages, &g->nstages)) ||
-	    (err = mb_setup_variants(g->args, g->variants, &g->nvariants)) ||
-	    (err = parse_measure(g)))
+	if ((err = mb_setup_stages(g->args, g->stages, &g->nstages)) || (err = parse_measure(g)))
 		return err;
 	if (g->args->resume_at && g->args->resume_at >= g->args->steps)
 		return mb_bad_input("--resume-at %llu: a reload needs a step after it (--steps is "
@@ -994,14 +980,9 @@ static int setup(struct grid *g)
 /* Cell C's settings into g->run, its plan's knobs as the cell has them. */
 static void select_cell(struct grid *g, const struct cell *c)
 {
-	g->cell_stage = c->stage;
-	g->cell_variant = c->variant;
-	mb_setup_plan_settings(g->args, c->stage, &g->run.step.plan);
-	g->run.step.plan.gather_budget_bytes = c->gather_budget;
-	g->run.step.plan.sub_group_size = c->sub_group_size;
-	g->run.step.plan.ns_precision = g->ns_precision;
-	g->run.step.plan.ns_rate_gflops = g->args->ns_rate;
-	g->run.step.variant = c->variant;
+	g->cell_stage = c->at.stage;
+	g->cell_variant = c->at.variant;
+	mb_setup_step_settings(g->args, &c->at, g->ns_precision, &g->run.step);
 }
 
 /*
@@ -1117,7 +1098,6 @@ static int verdict(const struct grid *g)
 
 int mb_cmd_run(const struct mb_args *args)
 {
-	struct mb_optim optim = MB_OPTIM_DEFAULTS;
 	struct grid *g = calloc(1, sizeof(*g));
 	pthread_t watcher;
 	sigset_t block, was;
@@ -1131,17 +1111,10 @@ int mb_cmd_run(const struct mb_args *args)
 	g->run.steps = (unsigned)args->steps;
 	g->run.resume_at = (unsigned)args->resume_at;
 	g->run.device_mem_limit = args->device_mem_limit;
-	g->run.step.pin_memory = args->pin_memory_on;
-	g->run.step.writeback_event = args->writeback_event;
-	g->run.step.seed = args->seed;
-	g->run.step.optim = optim;
-	g->run.step.fwd_bwd = args->fwd_bwd_on;
 	g->run.on_step = on_step;
 	g->run.on_step_ctx = g;
 	g->tty = !args->quiet && isatty(STDERR_FILENO);
 	g->started_s = mb_now_s();
-	g->run.step.tokens = args->seq * args->micro_batch;
-	g->run.step.grad_clip = args->grad_clip;
 	/* one semaphore for the process, never destroyed (a signal may post it at any time) */
 	if (!wake_ready && sem_init(&wake, 0, 0)) {
 		free(g);

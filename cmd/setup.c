@@ -45,6 +45,48 @@ void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct m
 	s->rank = (unsigned)args->rank;
 }
 
+int mb_setup_grid(const struct mb_args *args, bool variants, struct mb_grid *g)
+{
+	const enum mb_variant base = MB_VARIANT_BASE;
+	struct mb_grid_lists l = {
+		.stages = args->stage_list,
+		.nstages = args->nstages,
+		.variants = variants ? args->variant_list : &base,
+		.nvariants = variants ? args->nvariants : 1,
+		.gather_budgets = args->gather_budgets.v,
+		.ngather_budgets = args->gather_budgets.n,
+		.sub_group_sizes = args->sub_group_sizes.v,
+		.nsub_group_sizes = args->sub_group_sizes.n,
+		.zero3_apply = args->zero3_apply,
+	};
+
+	/* parsed with the options: never here for a command with --stage or --variant */
+	if (!args->nstages || (variants && !args->nvariants))
+		return mb_bad_input("--%s: none given", args->nstages ? "variant" : "stage");
+	return mb_grid_init(g, &l);
+}
+
+void mb_setup_step_settings(const struct mb_args *args, const struct mb_grid_cell *c,
+			    enum mb_precision precision, struct mb_step_settings *s)
+{
+	struct mb_optim optim = MB_OPTIM_DEFAULTS;
+
+	memset(s, 0, sizeof(*s));
+	mb_setup_plan_settings(args, c->stage, &s->plan);
+	s->plan.gather_budget_bytes = c->gather_budget_bytes;
+	s->plan.sub_group_size = c->sub_group_size;
+	s->plan.ns_precision = precision;
+	s->plan.ns_rate_gflops = args->ns_rate;
+	s->variant = c->variant;
+	s->pin_memory = args->pin_memory_on;
+	s->writeback_event = args->writeback_event;
+	s->seed = args->seed;
+	s->optim = optim;
+	s->grad_clip = args->grad_clip;
+	s->fwd_bwd = args->fwd_bwd_on;
+	s->tokens = args->seq * args->micro_batch;
+}
+
 void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel)
 {
 	sel->platform = mb_args_given(args, "platform") ? (int)args->platform : -1;

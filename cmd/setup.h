@@ -5,9 +5,11 @@
 #define MB_SETUP_H
 
 #include "mb_cl.h"
+#include "mb_grid.h"
 #include "mb_host.h"
 #include "mb_model.h"
 #include "mb_plan.h"
+#include "mb_step.h"
 #include "mb_tuning.h"
 #include "options.h"
 
@@ -31,6 +33,25 @@ int mb_setup_stages(const struct mb_args *args, unsigned *stages, size_t *n);
  * changes.
  */
 int mb_setup_variants(const struct mb_args *args, unsigned *variants, size_t *n);
+
+/*
+ * The cells of the options' lists (mb_grid): --stage, --variant (with
+ * VARIANTS false, the base variant alone: plan, whose figures no variant
+ * changes), --gather-budget and --sub-group-size; release with
+ * mb_grid_release.
+ */
+int mb_setup_grid(const struct mb_args *args, bool variants, struct mb_grid *g);
+
+/*
+ * The step settings of cell C, the one place they come from the options:
+ * the plan's (mb_setup_plan_settings for C's stage, at C's gather budget and
+ * sub-group size), C's variant, and the step's own (--pin-memory,
+ * --writeback-dep, --seed, --grad-clip, --fwd-bwd, --seq x --micro-batch,
+ * --ns-rate); Newton-Schulz's GEMMs in PRECISION (--ns-precision resolved,
+ * mb_setup_precision).
+ */
+void mb_setup_step_settings(const struct mb_args *args, const struct mb_grid_cell *c,
+			    enum mb_precision precision, struct mb_step_settings *s);
 
 /* The device selection of --platform and --device. */
 void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel);
