@@ -192,8 +192,9 @@ static size_t fields(const struct bench *b, const struct mb_bw_result *r, struct
 	return n;
 }
 
-static void print_rows(const struct bench *b, bool json)
+static void print_rows(const struct bench *b, enum mb_format format)
 {
+	const struct mb_printer *pr = mb_printer(format);
 	struct mb_field f[NFIELDS];
 	size_t i, n;
 	bool first = true;
@@ -203,10 +204,10 @@ static void print_rows(const struct bench *b, bool json)
 		for (pinned = 0; pinned <= 1; pinned++)
 			for (i = 0; i < b->nsizes; i++) {
 				n = fields(b, at(b, pinned, i, dir), f);
-				mb_print_record(f, n, json, first);
+				pr->record(f, n, first);
 				first = false;
 			}
-	mb_print_records_end(json, !first);
+	pr->end(!first);
 }
 
 /* How many results have no device time; *first: the first one's reason. */
@@ -255,7 +256,7 @@ int mb_cmd_bandwidth(const struct mb_args *args)
 		if (args->format == MB_FORMAT_MD)
 			print_md(&b, (unsigned)args->reps, untimed);
 		else
-			print_rows(&b, args->format == MB_FORMAT_JSON);
+			print_rows(&b, args->format);
 		if (untimed)
 			err = mb_fail("no event time for %zu of %zu measurements (their event "
 				      "GB/s are n/a; the host clock's stand): %s",

@@ -76,7 +76,7 @@ static void print_md_row(const struct mb_ns *ns, const struct mb_nsbench_result 
 
 /* A shape's figures under one method as one record (ns --format csv or json). */
 static void print_record(const struct mb_ns *ns, const struct mb_nsbench_settings *s,
-			 const struct mb_nsbench_result *r, bool json, bool first)
+			 const struct mb_nsbench_result *r, enum mb_format format, bool first)
 {
 	const struct mb_cl *cl = ns->cl;
 	struct mb_field f[NFIELDS];
@@ -111,7 +111,7 @@ static void print_record(const struct mb_ns *ns, const struct mb_nsbench_setting
 #undef U
 #undef F
 	_Static_assert(NFIELDS == 22, "one slot a field");
-	mb_print_record(f, n, json, first);
+	mb_printer(format)->record(f, n, first);
 	fflush(stdout);
 }
 
@@ -163,7 +163,7 @@ static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 		     const struct mb_shape *shapes, size_t n, const enum mb_ns_method *methods,
 		     size_t nmethods, const int *precisions, size_t nprec, enum mb_format format)
 {
-	bool md = format == MB_FORMAT_MD, json = format == MB_FORMAT_JSON;
+	bool md = format == MB_FORMAT_MD;
 	struct mb_nsbench_result r;
 	char failed[1280] = ""; /* the first failure: later rows record errors too */
 	size_t i, k, p, rows = 0, untimed = 0;
@@ -183,7 +183,7 @@ static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 				if (md)
 					print_md_row(ns, &r);
 				else
-					print_record(ns, s, &r, json, !rows);
+					print_record(ns, s, &r, format, !rows);
 				rows++;
 				check_result(s, ns->precision, &r, failed, sizeof(failed),
 					     &untimed);
@@ -191,7 +191,7 @@ static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 		}
 	}
 	if (!md)
-		mb_print_records_end(json, rows > 0);
+		mb_printer(format)->end(rows > 0);
 	if (err)
 		return err;
 	if (untimed > 1)

@@ -86,28 +86,20 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	return n;
 }
 
-static void print_csv_header(const struct field *f, size_t n)
+/* The plan as one CSV record (the printer's): the model, its order and method, every field. */
+static void print_csv(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
+		      size_t n, bool first)
 {
-	size_t i;
+	struct mb_field r[NFIELDS_MAX + 4];
+	size_t i, k = 0;
 
-	printf("model,source,param_order,ns_method");
+	r[k++] = MB_FIELD_T("model", m->name);
+	r[k++] = MB_FIELD_T("source", m->source);
+	r[k++] = MB_FIELD_T("param_order", mb_param_order_names[p->set.order]);
+	r[k++] = MB_FIELD_T("ns_method", mb_ns_method_names[p->set.ns_method]);
 	for (i = 0; i < n; i++)
-		printf(",%s", f[i].key);
-	printf("\n");
-}
-
-static void print_csv_row(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
-			  size_t n)
-{
-	size_t i;
-
-	mb_print_csv_text(m->name);
-	putchar(',');
-	mb_print_csv_text(m->source);
-	printf(",%s,%s", mb_param_order_names[p->set.order], mb_ns_method_names[p->set.ns_method]);
-	for (i = 0; i < n; i++)
-		printf(",%" PRIu64, f[i].value);
-	printf("\n");
+		r[k++] = MB_FIELD_N(f[i].key, f[i].value);
+	mb_printer(MB_FORMAT_CSV)->record(r, k, first);
 }
 
 static void print_json(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
@@ -478,9 +470,7 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 			return err;
 		n = plan_fields(m, &plan, fields);
 		if (fmt == MB_FORMAT_CSV) {
-			if (!i)
-				print_csv_header(fields, n);
-			print_csv_row(m, &plan, fields, n);
+			print_csv(m, &plan, fields, n, !i);
 		} else if (fmt == MB_FORMAT_JSON) {
 			printf("%s", i ? "," : "");
 			print_json(m, &plan, fields, n);
@@ -535,8 +525,7 @@ int mb_cmd_plan(const struct mb_args *args)
 		goto out_grid;
 	n = plan_fields(&model, &plan, fields);
 	if (args->format == MB_FORMAT_CSV) {
-		print_csv_header(fields, n);
-		print_csv_row(&model, &plan, fields, n);
+		print_csv(&model, &plan, fields, n, true);
 	} else if (args->format == MB_FORMAT_JSON) {
 		print_json(&model, &plan, fields, n);
 	} else {

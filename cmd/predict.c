@@ -300,7 +300,7 @@ static void md_profile(const struct mb_profile *p)
 /* ---- CSV, JSON ---- */
 
 static void print_cells(const struct grid *g, const struct mb_profile *p, const char *option,
-			const char *value, bool json, bool *first)
+			const char *value, bool *first)
 {
 	size_t i;
 
@@ -328,7 +328,7 @@ static void print_cells(const struct grid *g, const struct mb_profile *p, const 
 			MB_FIELD_N("sub_group_size_elems", g->sub_group),
 		};
 
-		mb_print_record(f, sizeof(f) / sizeof(f[0]), json, *first);
+		mb_printer(g->args->format)->record(f, sizeof(f) / sizeof(f[0]), *first);
 		*first = false;
 	}
 }
@@ -436,7 +436,7 @@ static void point_names(const struct mb_args *args, const struct grid *g, char *
 
 /* The cells of one point: predicted under each profile of the profile sweep, printed. */
 static int predict_point(struct grid *g, const struct mb_profile *base, const struct sweep *sw,
-			 bool md, bool json, bool *first)
+			 bool md, bool *first)
 {
 	const struct mb_args *args = g->args;
 	bool knobs = g->points != NULL;
@@ -464,7 +464,7 @@ static int predict_point(struct grid *g, const struct mb_profile *base, const st
 				    knobs	    ? val
 				    : sw->flag >= 0 ? sw->values[i]
 						    : "",
-				    json, first);
+				    first);
 			continue;
 		}
 		if (sw->flag >= 0)
@@ -483,7 +483,7 @@ static int predict_point(struct grid *g, const struct mb_profile *base, const st
 
 int mb_cmd_predict(const struct mb_args *args)
 {
-	bool json = args->format == MB_FORMAT_JSON, md = args->format == MB_FORMAT_MD, first = true;
+	bool md = args->format == MB_FORMAT_MD, first = true;
 	struct mb_profile base;
 	struct sweep sw;
 	struct grid *g;
@@ -520,13 +520,13 @@ int mb_cmd_predict(const struct mb_args *args)
 	for (point = 0; point < g->grid.npoints && !err; point++) {
 		if ((err = build_plans(g, point)) || !g->ncells) /* none: no stage reads it */
 			continue;
-		err = predict_point(g, &base, &sw, md, json, &first);
+		err = predict_point(g, &base, &sw, md, &first);
 		release_plans(g);
 	}
 	if (md && !err && g->points)
 		md_tradeoff(g);
 	if (!md && !err)
-		mb_print_records_end(json, !first);
+		mb_printer(args->format)->end(!first);
 out:
 	release_grid(g);
 	free(g);

@@ -130,10 +130,15 @@ const char *mb_md(char *buf, size_t len, const char *text)
 	return buf;
 }
 
+/* F's value in CSV (JSON: true), a number or the text as each format quotes it. */
 static void print_value(const struct mb_field *f, bool json)
 {
 	if (f->kind == MB_FIELD_U64)
 		printf("%llu", (unsigned long long)f->u);
+	else if (f->kind == MB_FIELD_BOOL)
+		printf("%s", f->u ? (json ? "true" : "yes") : (json ? "false" : "no"));
+	else if (f->kind == MB_FIELD_RAW)
+		printf("%s", *f->text ? f->text : json ? "null" : "");
 	else if (f->kind != MB_FIELD_TEXT && isnan(f->num))
 		printf("%s", json ? "null" : "");
 	else if (f->kind == MB_FIELD_RATE)
@@ -146,29 +151,49 @@ static void print_value(const struct mb_field *f, bool json)
 		mb_print_csv_text(f->text);
 }
 
-void mb_print_record(const struct mb_field *f, size_t n, bool json, bool first)
+static void csv_record(const struct mb_field *f, size_t n, bool first)
 {
 	size_t k;
 
-	if (!json && first) {
+	if (first) {
 		for (k = 0; k < n; k++)
 			printf("%s%s", k ? "," : "", f[k].key);
 		printf("\n");
 	}
-	printf("%s", json ? (first ? "[\n  {" : ",\n  {") : "");
 	for (k = 0; k < n; k++) {
 		printf("%s", k ? "," : "");
-		if (json)
-			printf("%s\"%s\": ", k ? " " : "", f[k].key);
-		print_value(&f[k], json);
+		print_value(&f[k], false);
 	}
-	printf("%s", json ? "}" : "\n");
+	printf("\n");
 }
 
-void mb_print_records_end(bool json, bool any)
+static void csv_end(bool any)
 {
-	if (json)
-		printf("%s", any ? "\n]\n" : "[]\n");
+	(void)any;
+}
+
+static void json_record(const struct mb_field *f, size_t n, bool first)
+{
+	size_t k;
+
+	printf("%s", first ? "[\n  {" : ",\n  {");
+	for (k = 0; k < n; k++) {
+		printf("%s\"%s\": ", k ? ", " : "", f[k].key);
+		print_value(&f[k], true);
+	}
+	printf("}");
+}
+
+static void json_end(bool any)
+{
+	printf("%s", any ? "\n]\n" : "[]\n");
+}
+
+static const struct mb_printer csv = { csv_record, csv_end }, json = { json_record, json_end };
+
+const struct mb_printer *mb_printer(enum mb_format format)
+{
+	return format == MB_FORMAT_JSON ? &json : &csv;
 }
 
 const char *mb_fmt_grouped(char *buf, size_t len, uint64_t v)

@@ -8,6 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
+
+#include "options.h"
 
 /* TEXT as a CSV field: quoted when it holds a comma, a quote or a newline. */
 void mb_print_csv_text(const char *text);
@@ -46,8 +49,19 @@ const char *mb_md(char *buf, size_t len, const char *text);
  */
 const char *mb_fmt_grouped(char *buf, size_t len, uint64_t v);
 
-/* One field of a record: text, a count, a rate (6 significant digits) or a figure (9). */
-enum mb_field_kind { MB_FIELD_TEXT, MB_FIELD_U64, MB_FIELD_RATE, MB_FIELD_FIGURE };
+/*
+ * One field of a record: text, a count, a rate (6 significant digits), a
+ * figure (9), a yes/no, or a number already written as text (RAW: a knob's
+ * value as a results file has it; "" none).
+ */
+enum mb_field_kind {
+	MB_FIELD_TEXT,
+	MB_FIELD_U64,
+	MB_FIELD_RATE,
+	MB_FIELD_FIGURE,
+	MB_FIELD_BOOL,
+	MB_FIELD_RAW
+};
 
 struct mb_field {
 	const char *key;
@@ -57,18 +71,28 @@ struct mb_field {
 	double num; /* NaN: none (empty in CSV, null in JSON) */
 };
 
-/* A field of each kind, as a value. */
-#define MB_FIELD_T(k, v) ((struct mb_field){ k, MB_FIELD_TEXT, v, 0, 0 })
-#define MB_FIELD_N(k, v) ((struct mb_field){ k, MB_FIELD_U64, NULL, (uint64_t)(v), 0 })
-#define MB_FIELD_R(k, v) ((struct mb_field){ k, MB_FIELD_RATE, NULL, 0, v })
-#define MB_FIELD_F(k, v) ((struct mb_field){ k, MB_FIELD_FIGURE, NULL, 0, v })
+/* A field of each kind, as a value; MB_FIELD_NONE: a field with no value. */
+#define MB_FIELD_T(k, v)   ((struct mb_field){ k, MB_FIELD_TEXT, v, 0, 0 })
+#define MB_FIELD_N(k, v)   ((struct mb_field){ k, MB_FIELD_U64, NULL, (uint64_t)(v), 0 })
+#define MB_FIELD_R(k, v)   ((struct mb_field){ k, MB_FIELD_RATE, NULL, 0, v })
+#define MB_FIELD_F(k, v)   ((struct mb_field){ k, MB_FIELD_FIGURE, NULL, 0, v })
+#define MB_FIELD_B(k, v)   ((struct mb_field){ k, MB_FIELD_BOOL, NULL, (v) ? 1 : 0, 0 })
+#define MB_FIELD_RAW(k, v) ((struct mb_field){ k, MB_FIELD_RAW, v, 0, 0 })
+#define MB_FIELD_NONE(k)   ((struct mb_field){ k, MB_FIELD_RATE, NULL, 0, NAN })
 
 /*
- * Records of the same keys, as CSV (a header line first) or as a JSON list
- * of objects: call mb_print_record for each, FIRST true for the first, then
- * mb_print_records_end.
+ * A printer of records of the same keys to stdout, one implementation per
+ * machine-read format (as llama-bench's printer): CSV, a header line and a
+ * line a record; JSON, a list of objects. Call record for each, FIRST true
+ * for the first, then end, ANY whether there was one. Markdown's tables
+ * are each command's own (their columns are for people, not a record's keys).
  */
-void mb_print_record(const struct mb_field *f, size_t n, bool json, bool first);
-void mb_print_records_end(bool json, bool any);
+struct mb_printer {
+	void (*record)(const struct mb_field *f, size_t n, bool first);
+	void (*end)(bool any);
+};
+
+/* The printer of FORMAT, MB_FORMAT_CSV or MB_FORMAT_JSON (any other: CSV's). */
+const struct mb_printer *mb_printer(enum mb_format format);
 
 #endif

@@ -7,7 +7,6 @@
 #include "tables.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -460,120 +459,77 @@ static int print_md(const struct mb_table *t, size_t nt)
 	return md_tradeoffs(t, nt);
 }
 
-/* Text T as a CSV field or a JSON string. */
-static void flat_text(const char *t, bool json)
+/* The most fields of a cell's record: its table, 9 of the device and host, the knobs, 13 of
+ * the cell's own */
+#define NFIELDS_MAX 96
+
+/*
+ * One record a cell (--format csv or json): its table's device, host, model
+ * and knobs (what tells its cells from another table's), then its figures;
+ * none where no run ran, or none was predicted.
+ */
+static void print_flat(const struct mb_table *t, size_t nt, enum mb_format format)
 {
-	if (json)
-		mb_print_json_text(t);
-	else
-		mb_print_csv_text(t);
-}
+	const struct mb_printer *pr = mb_printer(format);
+	char knobs[NFIELDS_MAX][256];
+	struct mb_field f[NFIELDS_MAX];
+	size_t k, i, j, n;
+	bool text, first = true;
 
-/* The table's device, host, model and knobs: what tells its cells from another table's. */
-static void flat_meta(const struct mb_csv_row *r, bool json)
-{
-	const char *keys[] = { "platform", "device", "driver", "tuning", "tuning_match",
-			       "host",	   "cpus",   "mems",   "binding" };
-	const char *values[] = { r->platform, r->device, r->driver, r->tuning, r->tuning_match,
-				 r->host,     r->cpus,	 r->mems,   r->binding };
-	char value[256];
-	const char *name;
-	size_t i;
-	bool text;
-
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		printf(json ? ", \"%s\": " : ",", keys[i]);
-		flat_text(values[i], json);
-	}
-	for (i = 0; i < mb_results_nknobs(); i++) {
-		name = mb_results_knob(i, r, value, sizeof(value), &text);
-		printf(json ? ", \"%s\": " : ",", name);
-		if (text)
-			flat_text(value, json);
-		else /* a number, or none: empty (CSV) or null (JSON) */
-			printf("%s", *value ? value : json ? "null" : "");
-	}
-}
-
-/* Figure X with FMT, or empty (CSV) or null (JSON) where there is none (!HAVE). */
-static const char *flat_figure(char *buf, size_t len, bool have, bool json, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static const char *flat_figure(char *buf, size_t len, bool have, bool json, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!have) {
-		snprintf(buf, len, "%s", json ? "null" : "");
-		return buf;
-	}
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-	return buf;
-}
-
-static void print_flat(const struct mb_table *t, size_t nt, bool json)
-{
-	char value[256];
-	size_t k, i;
-	bool text;
-
-	if (json) {
-		printf("[");
-	} else {
-		printf("table,platform,device,driver,tuning,tuning_match,host,cpus,mems,binding");
-		for (i = 0; i < mb_results_nknobs(); i++)
-			printf(",%s", mb_results_knob(i, t[0].first, value, sizeof(value), &text));
-		printf(",stage,variant,runs,failed,reason,iter_mean_s,apply_mean_s,"
-		       "peak_device_bytes,peak_forward_bytes,peak_backward_bytes,peak_step_bytes,"
-		       "pred_iter_s,pred_apply_s\n");
-	}
 	for (k = 0; k < nt; k++)
 		for (i = 0; i < t[k].ncells; i++) {
 			const struct mb_cell *c = &t[k].cells[i];
+			const struct mb_csv_row *r = t[k].first;
 			bool ran = c->nruns > 0;
-			/* empty (CSV) or null (JSON) if none ran, or none was predicted */
-			char f[8][32];
 
-			printf(json ? "%s\n  {\"table\": %zu" : "%s%zu",
-			       json && (k || i) ? "," : "", k + 1);
-			flat_meta(t[k].first, json);
-			printf(json ? ", \"stage\": %u, \"variant\": \"%s\", \"runs\": %zu, "
-				      "\"failed\": %s, \"reason\": "
-				    : ",%u,%s,%zu,%s,",
-			       c->stage, c->variant, c->nruns,
-			       c->failed ? (json ? "true" : "yes") : (json ? "false" : "no"));
-			if (c->failed)
-				flat_text(c->failed->reason, json);
-			else if (json)
-				printf("null");
-			printf(json ? ", \"iter_mean_s\": %s, \"apply_mean_s\": %s, "
-				      "\"peak_device_bytes\": %s, \"peak_forward_bytes\": %s, "
-				      "\"peak_backward_bytes\": %s, \"peak_step_bytes\": %s, "
-				      "\"pred_iter_s\": %s, \"pred_apply_s\": %s}"
-				    : ",%s,%s,%s,%s,%s,%s,%s,%s\n",
-			       flat_figure(f[0], 32, ran, json, "%.6g", c->iter_mean_s),
-			       flat_figure(f[1], 32, ran, json, "%.6g", c->apply_mean_s),
-			       flat_figure(f[2], 32, ran, json, "%llu",
-					   (unsigned long long)c->peak_bytes),
-			       flat_figure(f[3], 32, ran, json, "%llu",
-					   (unsigned long long)c->peak_forward_bytes),
-			       flat_figure(f[4], 32, ran, json, "%llu",
-					   (unsigned long long)c->peak_backward_bytes),
-			       flat_figure(f[5], 32, ran, json, "%llu",
-					   (unsigned long long)c->peak_step_bytes),
-			       flat_figure(f[6], 32, c->predicted, json, "%.6g", c->pred_iter_s),
-			       flat_figure(f[7], 32, c->predicted, json, "%.6g", c->pred_apply_s));
+			n = 0;
+			f[n++] = MB_FIELD_N("table", k + 1);
+#define T(key, v) f[n++] = MB_FIELD_T(key, v)
+			T("platform", r->platform);
+			T("device", r->device);
+			T("driver", r->driver);
+			T("tuning", r->tuning);
+			T("tuning_match", r->tuning_match);
+			T("host", r->host);
+			T("cpus", r->cpus);
+			T("mems", r->mems);
+			T("binding", r->binding);
+			for (j = 0; j < mb_results_nknobs() && n < NFIELDS_MAX - 13; j++) {
+				const char *key =
+					mb_results_knob(j, r, knobs[j], sizeof(knobs[j]), &text);
+
+				f[n++] = text ? MB_FIELD_T(key, knobs[j]) : MB_FIELD_RAW(key, knobs[j]);
+			}
+			f[n++] = MB_FIELD_N("stage", c->stage);
+			T("variant", c->variant);
+#undef T
+			f[n++] = MB_FIELD_N("runs", c->nruns);
+			f[n++] = MB_FIELD_B("failed", c->failed);
+			f[n++] = c->failed ? MB_FIELD_T("reason", c->failed->reason)
+					   : MB_FIELD_NONE("reason");
+#define R(key, have, v) f[n++] = (have) ? MB_FIELD_R(key, v) : MB_FIELD_NONE(key)
+#define N(key, v)	f[n++] = ran ? MB_FIELD_N(key, v) : MB_FIELD_NONE(key)
+			R("iter_mean_s", ran, c->iter_mean_s);
+			R("apply_mean_s", ran, c->apply_mean_s);
+			N("peak_device_bytes", c->peak_bytes);
+			N("peak_forward_bytes", c->peak_forward_bytes);
+			N("peak_backward_bytes", c->peak_backward_bytes);
+			N("peak_step_bytes", c->peak_step_bytes);
+			R("pred_iter_s", c->predicted, c->pred_iter_s);
+			R("pred_apply_s", c->predicted, c->pred_apply_s);
+#undef R
+#undef N
+			pr->record(f, n, first);
+			first = false;
 		}
-	if (json)
-		printf("\n]\n");
+	pr->end(!first);
 }
 
 int mb_tables_print(const struct mb_table *tables, size_t ntables, enum mb_format format)
 {
 	if (format == MB_FORMAT_MD)
 		return print_md(tables, ntables);
-	print_flat(tables, ntables, format == MB_FORMAT_JSON);
+	print_flat(tables, ntables, format);
 	return 0;
 }
 
