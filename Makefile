@@ -110,7 +110,7 @@ stability: $(BIN)
 bench: $(BIN)
 	$(BIN) ns
 
-# The committed baseline that CI checks (see README, "The baseline"): the tiny
+# The committed baseline that CI checks (see docs/compare.md, "The baseline"): the tiny
 # model, one layer, every stage and variant, and ZeRO-3's batched apply; one
 # `run` a group of options (--and between them, scripts/run-groups.sh);
 # `make baseline` writes it anew.

@@ -60,7 +60,7 @@ static const struct option options[] = {
 	  "built-in model shape, listed below" },
 	{ "config", "FILE", TEXT, AT(config), NULL, 0, 0, NULL, SHAPE_CMDS,
 	  "model shape from a JSON file instead: a Hugging Face config.json or a "
-	  "parameter list (see README)" },
+	  "parameter list (see docs/models.md)" },
 	{ "ds-config", "FILE", TEXT, AT(ds_config), NULL, 0, 0, NULL, MODEL_CMDS,
 	  "set the options that a DeepSpeed config JSON names: zero_optimization's stage "
 	  "(--stage; 1, 2 or 3), sub_group_size, reduce_bucket_size and "
@@ -271,7 +271,7 @@ static const struct option options[] = {
 	  "the chart to write: IMAGE.svg or IMAGE.png (with IMAGE.dat and IMAGE.gp beside)" },
 	{ "profile", "NAME|FILE", TEXT, AT(profile), NULL, 0, 0, NULL, STEP_CMDS,
 	  "the device profile the model predicts from: a shipped one (reference: the reference "
-	  "change's machine, README \"muonbench predict\") or a FILE.json; run: off predicts "
+	  "change's machine, docs/predict.md) or a FILE.json; run: off predicts "
 	  "nothing (default: predict reference; run the device's own, which muonbench profile "
 	  "measured, if any)" },
 	{ "if-missing", NULL, FLAG, AT(if_missing), NULL, 0, 0, NULL, ON(MB_CMD_PROFILE),

@@ -3,7 +3,7 @@
  *
  * One row per run. Every column is declared once in mb_csv.c (name, type,
  * field), and the same table writes the header and the rows; the schema is
- * documented in the README. Units are in the column names (_s, _bytes,
+ * documented in docs/results-format.md. Units are in the column names (_s, _bytes,
  * _elems). Numbers are written without the locale (printf in the C locale).
  * Rows are appended whole, one write each, so a file is never left with half
  * a row; the header is written once, when the file is new.

@@ -24,7 +24,7 @@ struct mb_optim {
 	float adam_lr, adam_beta1, adam_beta2, adam_eps, adam_wd;
 };
 
-/* Muon's reference values and its auxiliary AdamW's (DESIGN.md). */
+/* Muon's reference values and its auxiliary AdamW's (docs/design.md). */
 #define MB_OPTIM_DEFAULTS                                            \
 	{                                                            \
 		0.95f, 0.02f, 0.0f, 3e-4f, 0.9f, 0.95f, 1e-10f, 0.0f \

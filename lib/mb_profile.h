@@ -1,7 +1,7 @@
 /*
  * mb_profile: what a device and its host can do, as the model of the step
  * (mb_predict) needs it: copy rates, compute rates, host rates. A small
- * versioned JSON file (profiles/reference.json is one, README "Predict"
+ * versioned JSON file (profiles/reference.json is one, docs/predict.md
  * documents the keys); read here, the cJSON tree deleted here.
  *
  * Every field is declared once in mb_profile.c (key, kind, what it means);

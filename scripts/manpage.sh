@@ -101,5 +101,5 @@ where tune's work, the tuning checks and a fallback results file go (default /tm
 .SH SEE ALSO
 .BR clinfo (1),
 .BR numactl (8).
-The README in the source tree documents the model config formats and the plan.
+The docs/ folder of the source tree documents the model config formats, the results file and the plan.
 EOF2

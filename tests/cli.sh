@@ -11,7 +11,7 @@ failed=0
 
 . tests/tap.sh
 
-# The check figures of DESIGN.md.
+# The check figures of docs/design.md ("The model").
 expect_output "plan: qwen3-4b has 4.02 B parameters" "| total | 398 | 4,022,468,096 | 4.02 B |" plan
 expect_output "plan: 3.63 B of them Muon" "| 3,633,315,840 | 3.63 B |" plan --model qwen3-4b
 expect_output "plan: 14.5 GB of Muon momentum, pinned in 7 chunks of 2 GiB" "| Muon momentum (fp32) | pin, both, pipeline, 7 chunks | 14,533,263,360 | 14.5 GB |" plan
@@ -1555,15 +1555,15 @@ else
 fi
 
 # Docs against behaviour (issue 38, item 6): --layers above the model's layers is
-# refused, as the README now says for a parameter list too; plot exits 1 when gnuplot
+# refused, as docs/models.md says for a parameter list too; plot exits 1 when gnuplot
 # fails and leaves none of its files behind, 2 without gnuplot (the script kept, to
-# draw later), as README and --help say.
+# draw later), as docs/commands.md and --help say.
 expect_error "--layers above a parameter list's layers is refused" 2 "cannot keep 100 layers, the model has 2" plan --config configs/tiny.json --layers 100
-if tr '\n' ' ' <README.md | tr -s ' ' | grep -q "an N above the model's layers is refused" &&
-	! tr '\n' ' ' <README.md | tr -s ' ' | grep -q "caps every .repeat. at N"; then
-	report ok "README: --layers says what the code does"
+if tr '\n' ' ' <docs/models.md | tr -s ' ' | grep -q "an N above the model's layers is refused" &&
+	! cat README.md docs/*.md | tr '\n' ' ' | tr -s ' ' | grep -q "caps every .repeat. at N"; then
+	report ok "docs: --layers says what the code does"
 else
-	report fail "README: --layers says what the code does"
+	report fail "docs: --layers says what the code does"
 fi
 mkdir -p "$tmp/fakebin" "$tmp/nobin"
 # shellcheck disable=SC2086
@@ -1595,10 +1595,10 @@ else
 fi
 "$bin" plot --help >"$tmp/help"
 if tr '\n' ' ' <"$tmp/help" | tr -s ' ' | grep -q "Exits 0 once the chart is drawn, 1 when gnuplot fails (the data, the script and a new image removed), 2 on bad input or without gnuplot" &&
-	tr '\n' ' ' <README.md | tr -s ' ' | grep -qF "\`plot\` exits 0 once the chart is drawn, 1 when gnuplot runs and fails"; then
-	report ok "plot: --help and README say its exit codes"
+	tr '\n' ' ' <docs/commands.md | tr -s ' ' | grep -qF "\`plot\` exits 0 once the chart is drawn, 1 when gnuplot runs and fails"; then
+	report ok "plot: --help and docs/commands.md say its exit codes"
 else
-	report fail "plot: --help and README say its exit codes"
+	report fail "plot: --help and docs/commands.md say its exit codes"
 fi
 
 # profile's time is bounded whatever --shape gives it (issue 38, item 7): a slow point

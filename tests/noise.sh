@@ -7,7 +7,7 @@
 #    iteration longer by the same seconds, as a slower apply would make it):
 #    compare must fail (exit 1) with that cell a REGRESSION.
 # RUN_ARGS' 32 short runs a cell are what a 25% change needs on a 2-core VM:
-# the floor is 4 s sqrt(2/runs), s the runs' spread, 13-25% there (README).
+# the floor is 4 s sqrt(2/runs), s the runs' spread, 13-25% there (docs/compare.md).
 # The runs are kept in DIR, and a pair already there is reused, so that the
 # same runs can be compared again under other settings.
 # Prints the count of each verdict over all pairs and how often the planted

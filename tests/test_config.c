@@ -37,7 +37,7 @@ static void assert_shape(const struct mb_model *m, const char *name, uint64_t ro
 	assert_int_equal(p->muon, muon);
 }
 
-/* The check figure of DESIGN.md. */
+/* The check figure of docs/design.md ("The model"). */
 static void qwen3_4b(void **state)
 {
 	struct mb_model m;

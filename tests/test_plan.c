@@ -333,7 +333,7 @@ static void batches_cover_qwen3_4b(void **state)
 	}
 	assert_int_equal(seen, m.nparams_muon);
 	assert_int_equal(p.matrices, m.nparams_muon);
-	/* DESIGN.md's check figure: 14.5 GB of fp32 momentum */
+	/* docs/design.md's check figure: 14.5 GB of fp32 momentum */
 	assert_int_equal(p.host_bytes[MB_HOST_MOMENTUM], 4 * 3633315840ull);
 	assert_int_equal(p.apply_h2d_bytes, 8 * 3633315840ull);
 	assert_int_equal(mb_plan_pinned_bytes(&p, true) - mb_plan_pinned_bytes(&p, false),
