@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run every test binary given and the command-line tests; print one summary.
+# Run every test binary given, the command-line tests and the docs test; print one summary.
 # Usage: tests/run.sh BUILD/muonbench BUILD/tests/test_* ...
 set -u
 bin=$1
@@ -12,6 +12,7 @@ tests/cli.sh "$bin" || failed="$failed cli.sh"
 tests/commands.sh "$bin" || failed="$failed commands.sh"
 tests/tuning.sh "$bin" || failed="$failed tuning.sh"
 tests/ns_precision.sh "$bin" || failed="$failed ns_precision.sh"
+tests/docs.sh "$bin" || failed="$failed docs.sh"
 if [ -n "${NVML_STUB:-}" ]; then
 	tests/nvml.sh "$bin" "$NVML_STUB" || failed="$failed nvml.sh"
 fi
@@ -30,4 +31,4 @@ if [ -n "$failed" ]; then
 	echo "TESTS FAILED:$failed"
 	exit 1
 fi
-echo "all tests passed ($# unit test programs, cli.sh, commands.sh, tuning.sh, ns_precision.sh${NVML_STUB:+, nvml.sh}${SHIM:+, faults.sh}${VARIANT_BIN:+, variant_row.sh}${BASELINE:+ and baseline.sh})"
+echo "all tests passed ($# unit test programs, cli.sh, commands.sh, tuning.sh, ns_precision.sh, docs.sh${NVML_STUB:+, nvml.sh}${SHIM:+, faults.sh}${VARIANT_BIN:+, variant_row.sh}${BASELINE:+ and baseline.sh})"
