@@ -1,6 +1,6 @@
 /*
  * mb_sched: the step's schedule on an engine (see mb_sched.h), as
- * DeepSpeed's code runs it (DESIGN.md): the backward stand-in's buckets,
+ * DeepSpeed's code runs it (docs/design.md): the backward stand-in's buckets,
  * the Muon apply by batches or sub-groups, the host's pass, the params back.
  */
 #include "mb_sched.h"
