@@ -41,14 +41,16 @@ static int grow(void **v, size_t *alloc, size_t n, size_t size, const char *what
 	return 0;
 }
 
-/* An id for the native command NATIVE (0: none) into *ID. */
+/*
+ * An id for the native command NATIVE into *ID: one for each operation that
+ * can make an event, even where this engine made none (NATIVE 0, nothing to
+ * wait for), so that two engines' ids agree.
+ */
 static int event_new(struct mb_engine *e, size_t native, mb_event *id)
 {
 	int err;
 
 	*id = 0;
-	if (!native)
-		return 0;
 	if ((err = grow((void **)&e->events, &e->events_alloc, e->nevents, sizeof(*e->events),
 			"events")))
 		return err;
@@ -83,6 +85,15 @@ static void log_op(struct mb_engine *e, const char *op, const char *detail, int 
 void mb_engine_log_start(struct mb_engine *e)
 {
 	e->logging = true;
+}
+
+int mb_engine_log_take(struct mb_engine *e, struct mb_engine_op **log, size_t *n)
+{
+	*log = e->log;
+	*n = e->nlog;
+	e->log = NULL;
+	e->nlog = e->log_alloc = 0;
+	return 0;
 }
 
 static const char *phase_name(enum mb_phase p)

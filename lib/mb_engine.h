@@ -216,6 +216,9 @@ void mb_engine_release(struct mb_engine *e);
 /* Start keeping a log of every operation from now on. */
 void mb_engine_log_start(struct mb_engine *e);
 
+/* Hand the log kept so far to the caller (*LOG, freed by it; *N entries); the log starts anew. */
+int mb_engine_log_take(struct mb_engine *e, struct mb_engine_op **log, size_t *n);
+
 /* The name of work kind K ("ns"). */
 const char *mb_work_name(enum mb_work_kind k);
 

@@ -7,6 +7,7 @@
 #ifndef MB_PREDICT_H
 #define MB_PREDICT_H
 
+#include "mb_engine.h"
 #include "mb_model.h"
 #include "mb_plan.h"
 #include "mb_profile.h"
@@ -25,5 +26,14 @@
 int mb_predict_step(const struct mb_model *m, const struct mb_plan *plan,
 		    const struct mb_step_settings *set, const struct mb_profile *prof,
 		    struct mb_step_times *t);
+
+/*
+ * The same prediction's operations on the model engine, in order, as the
+ * engine layer logs them (mb_engine_op): into *OPS (freed by the caller),
+ * *N of them. What a test holds against the OpenCL engine's.
+ */
+int mb_predict_ops(const struct mb_model *m, const struct mb_plan *plan,
+		   const struct mb_step_settings *set, const struct mb_profile *prof,
+		   struct mb_engine_op **ops, size_t *n);
 
 #endif
