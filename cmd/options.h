@@ -79,6 +79,8 @@ enum mb_format { MB_FORMATS(MB_FORMAT_ENUM_, ) MB_NFORMATS };
 	  "GB/s of an H2D and a D2H at once when either is pageable")                        \
 	X(HOLDS, "pageable-holds-host", "pageable_holds_host", NULL,                         \
 	  "on: the host that enqueues a pageable copy waits for it to finish; on|off")       \
+	X(EXPOSED, "pageable-exposed", "pageable_exposed_frac", NULL,                        \
+	  "of a pageable copy's time, the part a kernel on another queue cannot hide, 0-1")  \
 	X(NS, "ns-gflops", NULL, NULL, "GFLOP/s of Newton-Schulz by --ns-method")            \
 	X(FILL, "fill-gbs", "fill_gbs", NULL,                                                \
 	  "GB/s of the backward stand-in's gradient fill (a PRNG), bytes written")           \

@@ -282,13 +282,13 @@ static void md_profile(const struct mb_profile *p)
 		device[MB_MD_LEN(sizeof(p->device))];
 
 	printf("Profile '%s' (%s): H2D %g / D2H %g GB/s pinned (%g both at once), %g / %g "
-	       "pageable (%g), pageable copies %s the host; Newton-Schulz %s GFLOP/s gram (%s), "
+	       "pageable (%g), pageable copies %s the host, %g of one exposed beside a kernel; Newton-Schulz %s GFLOP/s gram (%s), "
 	       "%s standard (%s); momentum kernel %g GB/s, norm %g GB/s; forward/backward %g GFLOP/s; "
 	       "host optimizer %g GB/s, memcpy %g GB/s; %g us a command.\n\n",
 	       mb_md(name, sizeof(name), p->name), mb_md(device, sizeof(device), p->device),
 	       p->h2d_pinned_gbs, p->d2h_pinned_gbs, p->both_pinned_gbs, p->h2d_pageable_gbs,
 	       p->d2h_pageable_gbs, p->both_pageable_gbs,
-	       p->pageable_holds_host ? "hold" : "do not hold",
+	       p->pageable_holds_host ? "hold" : "do not hold", p->pageable_exposed_frac,
 	       ladder_text(gram, sizeof(gram), &p->ns_gram_gflops),
 	       p->ns_gram_precision[0] ? p->ns_gram_precision : "fp32",
 	       ladder_text(standard, sizeof(standard), &p->ns_standard_gflops),

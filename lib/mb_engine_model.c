@@ -78,8 +78,13 @@ static double rate(const struct model_engine *s, const struct cmd *c,
 	unsigned same = 1;
 	int q;
 
-	if (c->res == KERNEL)
+	if (c->res == KERNEL) {
+		for (q = 0; q < MB_NQUEUES; q++)
+			if (run[q] && run[q]->res != KERNEL && run[q]->pageable &&
+			    !(run[q]->fixed > 0))
+				return 1.0 - s->prof->pageable_exposed_frac;
 		return 1.0;
+	}
 	r = copy_rate(s, c);
 	for (q = 0; q < MB_NQUEUES; q++) {
 		const struct cmd *o = run[q];

@@ -24,6 +24,7 @@ enum kind {
 	BOOL,
 	LADDER,	   /* struct mb_profile_ladder, of RATEs */
 	PRECISION, /* char[]: fp32, bf16 or fp16; a file may leave it out (fp32) */
+	FRACTION,  /* double, 0 to 1; a file may leave it out (0) */
 };
 
 struct field {
@@ -45,6 +46,7 @@ static const struct field fields[] = {
 	{ "d2h_pageable_gbs", RATE, AT(d2h_pageable_gbs), "GB/s" },
 	{ "both_pageable_gbs", RATE, AT(both_pageable_gbs), "GB/s" },
 	{ "pageable_holds_host", BOOL, AT(pageable_holds_host), "" },
+	{ "pageable_exposed_frac", FRACTION, AT(pageable_exposed_frac), "of the copy's time" },
 	{ "ns_gram_gflops", LADDER, AT(ns_gram_gflops), "GFLOP/s" },
 	{ "ns_standard_gflops", LADDER, AT(ns_standard_gflops), "GFLOP/s" },
 	{ "ns_gram_precision", PRECISION, AT(ns_gram_precision), "fp32, bf16 or fp16" },
@@ -121,6 +123,8 @@ static const char *check_number(const struct field *f, double d)
 		return "must be 1e-6 or more";
 	if (f->kind == TIME && !(isfinite(d) && d >= 0))
 		return "must be a number no less than 0";
+	if (f->kind == FRACTION && !(isfinite(d) && d >= 0 && d <= 1))
+		return "must be a number from 0 to 1";
 	return NULL;
 }
 
@@ -257,6 +261,7 @@ static int read_field(const struct reader *r, struct mb_profile *p, const struct
 		return 0;
 	case RATE:
 	case TIME:
+	case FRACTION:
 		if (!cJSON_IsNumber(v))
 			return bad(r, v, f->key, "must be a number (%s), got %s", f->unit,
 				   mb_json_type_name(v));
@@ -324,6 +329,8 @@ static int read_tree(const struct reader *r, struct mb_profile *p)
 	for (i = 0; i < NFIELDS; i++)
 		if (!seen[i] && fields[i].kind == PRECISION)
 			snprintf(at(p, &fields[i]), fields[i].size, "fp32");
+		else if (!seen[i] && fields[i].kind == FRACTION)
+			*(double *)at(p, &fields[i]) = 0;
 		else if (!seen[i])
 			return mb_bad_input("%s: missing key \"%s\"", r->source, fields[i].key);
 	return 0;
@@ -416,6 +423,7 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 		return 0;
 	case RATE:
 	case TIME:
+	case FRACTION:
 	case LADDER:
 		d = strtod(value, &end);
 		/* decimal, as every number on the command line: no space, sign, hex, inf or nan */

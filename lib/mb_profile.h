@@ -55,6 +55,12 @@ struct mb_profile {
 	double both_pinned_gbs, both_pageable_gbs;
 	/* a pageable copy returns to the host only once it is done (the driver stages it) */
 	bool pageable_holds_host;
+	/*
+	 * Of a pageable copy's time, the part a kernel on another queue cannot
+	 * hide: such a kernel runs at 1 - this while the copy runs beside it.
+	 * 0 (the copy hides fully behind it) where a file leaves it out.
+	 */
+	double pageable_exposed_frac;
 
 	/* Newton-Schulz, by method, by the FLOPs of a matrix (mb_profile_ladder_gflops) */
 	struct mb_profile_ladder ns_gram_gflops, ns_standard_gflops;

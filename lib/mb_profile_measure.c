@@ -16,9 +16,15 @@
 #include "mb_ns.h"
 #include "mb_nsbench.h"
 #include "mb_rng.h"
+#include "mb_spin.h"
+#include "mb_stats.h"
 
-#define TINY_COPY  4096
-#define HOLD_RATIO 1.5
+#define TINY_COPY 4096
+/* a pageable copy whose enqueue returns after this part of its time holds the host */
+#define HOLD_PART 0.5
+/* the spin beside a pageable copy, in copy times: long enough that the copy ends first */
+#define BESIDE_SPIN 2.0
+#define BESIDE_REPS_MAX 32
 /* Newton-Schulz's FLOPs a matrix past which a point is timed in fewer rounds (512x1536's, gram) */
 #define NS_REPS_FLOPS 7e9
 /*
@@ -46,7 +52,6 @@ static int copies(const struct mb_cl *cl, const struct mb_profile_measure_settin
 {
 	struct mb_bw_result r[2][MB_BW_NDIRS], tiny;
 	struct mb_bw_buffers *b;
-	double ratio[2];
 	int pinned, d, err = 0;
 
 	for (pinned = 0; pinned < 2 && !err; pinned++) {
@@ -66,13 +71,88 @@ static int copies(const struct mb_cl *cl, const struct mb_profile_measure_settin
 	p->h2d_pageable_gbs = r[0][MB_BW_H2D].host_gbs.median;
 	p->d2h_pageable_gbs = r[0][MB_BW_D2H].host_gbs.median;
 	p->both_pageable_gbs = r[0][MB_BW_BOTH].host_gbs.median;
-	for (pinned = 0; pinned < 2; pinned++)
-		ratio[pinned] =
-			rate_of(&r[pinned][MB_BW_H2D]) / r[pinned][MB_BW_H2D].host_gbs.median;
-	p->pageable_holds_host = ratio[0] > HOLD_RATIO * ratio[1];
 	p->memcpy_gbs = r[0][MB_BW_H2D].memcpy_gbs;
 	p->command_overhead_us = 1e6 * TINY_COPY / (1e9 * tiny.host_gbs.median);
 	return 0;
+}
+
+/* The seconds of one pageable D2H of BYTES from DEV to HOST into *COPY, its enqueue's into *ENQ. */
+static int pageable_read(const struct mb_cl *cl, cl_mem dev, void *host, uint64_t bytes,
+			 double *enq, double *copy)
+{
+	double t0 = mb_now_s();
+	int err;
+
+	if ((err = mb_cl_check(cl,
+			       clEnqueueReadBuffer(cl->copy, dev, CL_FALSE, 0, bytes, host, 0, NULL,
+						   NULL),
+			       "clEnqueueReadBuffer", "a pageable copy of %llu bytes",
+			       (unsigned long long)bytes)))
+		return err;
+	*enq = mb_now_s() - t0;
+	err = mb_cl_check(cl, clFinish(cl->copy), "clFinish", "copy queue");
+	*copy = mb_now_s() - t0;
+	return err;
+}
+
+/*
+ * A pageable D2H beside a kernel on the compute queue, medians of REPS
+ * (at most BESIDE_REPS_MAX): whether its enqueue holds the host for its
+ * length (pageable_holds_host: the enqueue call's time against the
+ * copy's), and what part of its time C the kernel cannot hide
+ * (pageable_exposed_frac): a spin of BESIDE_SPIN C alone takes T, with the
+ * copy beside it W; (W - T) / C, from 0 (hidden) to 1 (serial).
+ */
+static int pageable_beside(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
+			   struct mb_profile *p)
+{
+	unsigned i, reps = s->reps < BESIDE_REPS_MAX ? s->reps : BESIDE_REPS_MAX;
+	double enq[BESIDE_REPS_MAX], copy[BESIDE_REPS_MAX], exposed[BESIDE_REPS_MAX], t0, c, spin,
+		unused;
+	struct mb_spin sp = { 0 };
+	struct mb_ledger l;
+	cl_mem dev = NULL, sink = NULL;
+	void *host = malloc(s->copy_bytes);
+	int err;
+
+	mb_ledger_init(&l, cl, 0);
+	if (!host)
+		return mb_fail("out of host memory for a pageable copy of %llu bytes",
+			       (unsigned long long)s->copy_bytes);
+	if ((err = mb_ledger_alloc(&l, s->copy_bytes, "profile.pageable", &dev)) ||
+	    (err = mb_ledger_alloc(&l, sizeof(float), "profile.spin", &sink)) ||
+	    (err = mb_spin_init(&sp, cl, sink, 0)) ||
+	    (err = pageable_read(cl, dev, host, s->copy_bytes, &unused, &unused)))
+		goto out;
+	for (i = 0; i < reps && !err; i++) {
+		if ((err = pageable_read(cl, dev, host, s->copy_bytes, &enq[i], &copy[i])))
+			break;
+		c = copy[i];
+		t0 = mb_now_s();
+		if ((err = mb_spin_enqueue(&sp, cl->compute, BESIDE_SPIN * c, NULL)) ||
+		    (err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "compute queue")))
+			break;
+		spin = mb_now_s() - t0;
+		t0 = mb_now_s();
+		if ((err = mb_spin_enqueue(&sp, cl->compute, BESIDE_SPIN * c, NULL)) ||
+		    (err = mb_cl_check(cl, clFlush(cl->compute), "clFlush", "compute queue")) ||
+		    (err = pageable_read(cl, dev, host, s->copy_bytes, &unused, &unused)) ||
+		    (err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "compute queue")))
+			break;
+		exposed[i] = fmin(1, fmax(0, (mb_now_s() - t0 - spin) / c));
+	}
+	if (!err) {
+		p->pageable_holds_host =
+			mb_spread_of(enq, reps).median > HOLD_PART * mb_spread_of(copy, reps).median;
+		p->pageable_exposed_frac = mb_spread_of(exposed, reps).median;
+	}
+out:
+	mb_spin_release(&sp);
+	mb_ledger_free(&l, sink);
+	mb_ledger_free(&l, dev);
+	mb_ledger_release(&l);
+	free(host);
+	return err;
 }
 
 /* GFLOPS at F FLOPs into L, kept in increasing FLOPs; two shapes of one F are refused. */
@@ -588,7 +668,8 @@ int mb_profile_measure(const struct mb_cl *cl, const struct mb_profile_measure_s
 		 mb_precision_names[s->ns_precision[MB_NS_STANDARD]]);
 	snprintf(p->device, sizeof(p->device), "%.100s (%.60s, driver %.60s), measured",
 		 cl->info.name, cl->info.platform_name, cl->info.driver);
-	if (!(err = copies(cl, s, p)) && !(err = rates_in_rounds(cl, s, p)) && s->report)
+	if (!(err = copies(cl, s, p)) && !(err = rates_in_rounds(cl, s, p)) &&
+	    !(err = pageable_beside(cl, s, p)) && s->report)
 		s->report->total_s = mb_now_s() - t0;
 	return err;
 }
