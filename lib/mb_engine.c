@@ -103,17 +103,40 @@ static const char *phase_name(enum mb_phase p)
 
 int mb_engine_alloc(struct mb_engine *e, uint64_t bytes, const char *tag, mb_devbuf *out)
 {
+	int err;
+
 	*out = NULL;
 	log_op(e, "alloc", tag, -1, bytes, 0, 0);
-	return e->ops->alloc(e, bytes, tag, out);
+	if ((err = grow((void **)&e->bufs, &e->bufs_alloc, e->nbufs, sizeof(*e->bufs),
+			"device buffers")) ||
+	    (err = e->ops->alloc(e, bytes, tag, out)))
+		return err;
+	e->bufs[e->nbufs++] = (struct mb_engine_buf){ *out, bytes };
+	e->live_bytes += bytes;
+	if (e->live_bytes > e->peak_bytes)
+		e->peak_bytes = e->live_bytes;
+	return 0;
 }
 
 void mb_engine_free(struct mb_engine *e, mb_devbuf buf)
 {
+	size_t i;
+
 	if (!buf)
 		return;
-	log_op(e, "free", NULL, -1, 0, 0, 0);
+	for (i = 0; i < e->nbufs; i++)
+		if (e->bufs[i].buf == buf) {
+			log_op(e, "free", NULL, -1, e->bufs[i].bytes, 0, 0);
+			e->live_bytes -= e->bufs[i].bytes;
+			e->bufs[i] = e->bufs[--e->nbufs];
+			break;
+		}
 	e->ops->free(e, buf);
+}
+
+uint64_t mb_engine_peak_bytes(const struct mb_engine *e)
+{
+	return e->peak_bytes;
 }
 
 int mb_engine_copy(struct mb_engine *e, const struct mb_copy *c, mb_event *done)
@@ -243,6 +266,7 @@ double mb_engine_now(struct mb_engine *e)
 void mb_engine_phase(struct mb_engine *e, const char *name)
 {
 	log_op(e, "phase", name, -1, 0, 0, 0);
+	e->peak_bytes = e->live_bytes;
 	e->ops->phase(e, name);
 }
 
@@ -363,6 +387,9 @@ void mb_engine_release(struct mb_engine *e)
 	free(e->events);
 	free(e->spans);
 	free(e->log);
+	free(e->bufs);
+	e->bufs = NULL;
+	e->nbufs = e->bufs_alloc = 0;
 	e->events = NULL;
 	e->spans = NULL;
 	e->log = NULL;

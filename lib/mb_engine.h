@@ -148,6 +148,11 @@ struct mb_engine_op {
 	mb_event made;	 /* the event it made; 0: none */
 };
 
+struct mb_engine_buf {
+	mb_devbuf buf;
+	uint64_t bytes;
+};
+
 struct mb_engine_span {
 	size_t first, last; /* native */
 	enum mb_phase phase;
@@ -164,6 +169,9 @@ struct mb_engine {
 	size_t nlog, log_alloc;
 	bool logging;
 	const struct mb_fwdbwd_hook *hook; /* the schedule's, while the forward/backward runs */
+	struct mb_engine_buf *bufs;	   /* the schedule's device buffers alive, by size */
+	size_t nbufs, bufs_alloc;
+	uint64_t live_bytes, peak_bytes; /* theirs now, and most since the last phase mark */
 };
 
 /* ---- for the schedule ---- */
@@ -190,6 +198,13 @@ void mb_engine_host(struct mb_engine *e, const struct mb_host_work *h);
 double mb_engine_now(struct mb_engine *e);
 /* The device-memory phase the ledger counts from now on ("backward", "step"). */
 void mb_engine_phase(struct mb_engine *e, const char *name);
+
+/*
+ * The most bytes of the schedule's own device buffers (mb_engine_alloc's)
+ * alive at once since the last mb_engine_phase: on either engine, what the
+ * plan says that part of the phase's peak is.
+ */
+uint64_t mb_engine_peak_bytes(const struct mb_engine *e);
 /* After a failure: every queue stopped, errors ignored. */
 void mb_engine_abort(struct mb_engine *e);
 

@@ -11,10 +11,10 @@
 #include "mb_engine_model.h"
 #include "mb_sched.h"
 
-/* The step on the model engine; with LOG, its operations into *LOG (*N of them). */
+/* The step on the model engine; with TR, its trace. */
 static int predict(const struct mb_model *m, const struct mb_plan *plan,
 		   const struct mb_step_settings *set, const struct mb_profile *prof,
-		   struct mb_step_times *t, struct mb_engine_op **log, size_t *n)
+		   struct mb_step_times *t, struct mb_predict_trace *tr)
 {
 	struct mb_sched s = { .model = m, .set = set, .plan = plan, .steps_done = 1 };
 	uint64_t *offset = NULL;
@@ -25,12 +25,14 @@ static int predict(const struct mb_model *m, const struct mb_plan *plan,
 	    !(err = mb_engine_model_new(prof, m, plan, set, &s.engine))) {
 		s.offset = offset;
 		s.state_offset = offset + m->nparams + 1;
-		if (log)
+		if (tr)
 			mb_engine_log_start(s.engine);
 		err = mb_sched_step(&s, t);
 	}
-	if (!err && log)
-		err = mb_engine_log_take(s.engine, log, n);
+	if (!err && tr) {
+		tr->step_bytes = mb_engine_peak_bytes(s.engine);
+		err = mb_engine_log_take(s.engine, &tr->ops, &tr->nops);
+	}
 	t->grad_norm = t->grad_scale = NAN;
 	mb_engine_destroy(s.engine);
 	free(offset);
@@ -41,16 +43,15 @@ int mb_predict_step(const struct mb_model *m, const struct mb_plan *plan,
 		    const struct mb_step_settings *set, const struct mb_profile *prof,
 		    struct mb_step_times *t)
 {
-	return predict(m, plan, set, prof, t, NULL, NULL);
+	return predict(m, plan, set, prof, t, NULL);
 }
 
-int mb_predict_ops(const struct mb_model *m, const struct mb_plan *plan,
-		   const struct mb_step_settings *set, const struct mb_profile *prof,
-		   struct mb_engine_op **ops, size_t *n)
+int mb_predict_trace(const struct mb_model *m, const struct mb_plan *plan,
+		     const struct mb_step_settings *set, const struct mb_profile *prof,
+		     struct mb_predict_trace *tr)
 {
 	struct mb_step_times t;
 
-	*ops = NULL;
-	*n = 0;
-	return predict(m, plan, set, prof, &t, ops, n);
+	memset(tr, 0, sizeof(*tr));
+	return predict(m, plan, set, prof, &t, tr);
 }

@@ -27,13 +27,16 @@ int mb_predict_step(const struct mb_model *m, const struct mb_plan *plan,
 		    const struct mb_step_settings *set, const struct mb_profile *prof,
 		    struct mb_step_times *t);
 
-/*
- * The same prediction's operations on the model engine, in order, as the
- * engine layer logs them (mb_engine_op): into *OPS (freed by the caller),
- * *N of them. What a test holds against the OpenCL engine's.
- */
-int mb_predict_ops(const struct mb_model *m, const struct mb_plan *plan,
-		   const struct mb_step_settings *set, const struct mb_profile *prof,
-		   struct mb_engine_op **ops, size_t *n);
+/* What the prediction's step did on the model engine, for tests. */
+struct mb_predict_trace {
+	struct mb_engine_op *ops; /* its operations in order (mb_engine_op), freed by the caller */
+	size_t nops;
+	uint64_t step_bytes; /* the most bytes of the apply's own buffers alive at once */
+};
+
+/* The same prediction, with its trace into *TR. */
+int mb_predict_trace(const struct mb_model *m, const struct mb_plan *plan,
+		     const struct mb_step_settings *set, const struct mb_profile *prof,
+		     struct mb_predict_trace *tr);
 
 #endif

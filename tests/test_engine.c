@@ -67,12 +67,16 @@ static void describe(const struct mb_engine_op *o, char *buf, size_t len)
 
 /*
  * The second step of SET on the device (a step after the first, as
- * predict models) against predict's, operation by operation. Returns how
- * many operations there were.
+ * predict models) against predict's, operation by operation; and the
+ * apply's own buffers at their most, counted on each engine, against the
+ * plan's. Returns how many operations there were.
  */
 static size_t same_operations(const struct mb_step_settings *set, const char *what)
 {
 	struct mb_engine_op *real, *model;
+	struct mb_predict_trace tr;
+	uint64_t real_bytes, plan_bytes;
+	unsigned alive;
 	struct mb_step_times t;
 	struct mb_ledger ledger;
 	struct mb_state st;
@@ -87,12 +91,24 @@ static size_t same_operations(const struct mb_step_settings *set, const char *wh
 	mb_engine_log_start(st.engine);
 	assert_int_equal(mb_step(&st, &t), 0);
 	assert_int_equal(mb_engine_log_take(st.engine, &real, &nreal), 0);
+	real_bytes = mb_engine_peak_bytes(st.engine);
 	mb_state_release(&st);
 	mb_ledger_release(&ledger);
 
 	assert_int_equal(mb_plan_build(&plan, &tiny, &set->plan), 0);
-	assert_int_equal(mb_predict_ops(&tiny, &plan, set, &prof, &model, &nmodel), 0);
+	assert_int_equal(mb_predict_trace(&tiny, &plan, set, &prof, &tr), 0);
+	model = tr.ops;
+	nmodel = tr.nops;
+	alive = mb_variant_alive(set->variant) -
+		!mb_plan_batched(&set->plan) * mb_variant_prefetches(set->variant);
+	plan_bytes = mb_plan_peak_step_bytes(&plan, alive) - plan.resident_bytes -
+		     plan.ds_buffer_bytes - plan.ns_workspace_bytes;
 	mb_plan_release(&plan);
+	if (real_bytes != tr.step_bytes || real_bytes != plan_bytes)
+		fail_msg("%s: the apply's buffers at most: %llu bytes on OpenCL, %llu on the "
+			 "model, %llu in the plan",
+			 what, (unsigned long long)real_bytes, (unsigned long long)tr.step_bytes,
+			 (unsigned long long)plan_bytes);
 
 	for (i = 0; i < nreal && i < nmodel; i++) {
 		describe(&real[i], a, sizeof(a));
