@@ -16,9 +16,8 @@
 static const char *const work_names[MB_NWORKS] = { MB_WORKS(WORK_NAME_) };
 #undef WORK_NAME_
 
-static const char *const host_names[MB_HOST_NBUFFERS] = {
-	"master", "grads", "momentum", "adamw", "staging", "grads_bf16"
-};
+static const char *const host_names[MB_HOST_NBUFFERS] = { "master", "grads",   "momentum",
+							  "adamw",  "staging", "grads_bf16" };
 
 const char *mb_work_name(enum mb_work_kind k)
 {
@@ -177,8 +176,8 @@ int mb_engine_work(struct mb_engine *e, const struct mb_work *w, mb_event *done)
 	if (!(err = e->ops->work(e, w, native(e, w->after), &last)))
 		err = event_new(e, last, &id);
 	snprintf(detail, sizeof(detail), "%s %s", work_names[w->kind], phase_name(w->phase));
-	log_op(e, "work", detail, (int)w->queue,
-	       w->kind == MB_WORK_NS ? w->rows * w->cols : w->n, w->after, id);
+	log_op(e, "work", detail, (int)w->queue, w->kind == MB_WORK_NS ? w->rows * w->cols : w->n,
+	       w->after, id);
 	if (done)
 		*done = id;
 	return err;

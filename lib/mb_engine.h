@@ -43,12 +43,12 @@ typedef size_t mb_event;
 typedef struct mb_devbuf *mb_devbuf;
 
 /* The kinds of device work, each one kernel or a short fixed run of them. */
-#define MB_WORKS(X)                                                                      \
-	X(GRADS, "grads", "fp32 gradients made from the seed (mb_rng) into OUT")          \
-	X(CAST, "cast", "fp32 IN rounded to bf16 OUT (OUT_OFF in bf16 elements)")        \
-	X(WIDEN, "widen", "bf16 IN (IN_OFF in bf16 elements) widened to fp32 OUT")       \
-	X(SUMSQ, "sumsq", "the norm's partial sums of bf16 IN into OUT at OUT_OFF")      \
-	X(ZERO, "zero", "N bytes of OUT from byte OUT_OFF set to zero")                  \
+#define MB_WORKS(X)                                                                        \
+	X(GRADS, "grads", "fp32 gradients made from the seed (mb_rng) into OUT")           \
+	X(CAST, "cast", "fp32 IN rounded to bf16 OUT (OUT_OFF in bf16 elements)")          \
+	X(WIDEN, "widen", "bf16 IN (IN_OFF in bf16 elements) widened to fp32 OUT")         \
+	X(SUMSQ, "sumsq", "the norm's partial sums of bf16 IN into OUT at OUT_OFF")        \
+	X(ZERO, "zero", "N bytes of OUT from byte OUT_OFF set to zero")                    \
 	X(MOMENTUM, "momentum", "momentum and Nesterov: grads IN, momentum OUT, in place") \
 	X(NS, "ns", "Newton-Schulz from IN to OUT, ROWS x COLS")
 #define MB_WORK_ENUM_(e, ...) MB_WORK_##e,
@@ -188,7 +188,7 @@ int mb_engine_fwd_bwd(struct mb_engine *e, const struct mb_fwdbwd_hook *hook, do
 		      double *backward_s);
 /* The host waits for EV (0: nothing); WHAT names it in errors. */
 int mb_engine_wait(struct mb_engine *e, mb_event ev, const char *what);
-int mb_engine_after(struct mb_engine *e, enum mb_queue q, mb_event ev);	/* 0: nothing */
+int mb_engine_after(struct mb_engine *e, enum mb_queue q, mb_event ev); /* 0: nothing */
 int mb_engine_marker(struct mb_engine *e, enum mb_queue q, mb_event *done);
 int mb_engine_flush(struct mb_engine *e, enum mb_queue q);
 int mb_engine_finish(struct mb_engine *e, enum mb_queue q);

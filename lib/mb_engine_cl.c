@@ -32,8 +32,9 @@ static struct cl_engine *of(struct mb_engine *e)
 
 static cl_command_queue queue(const struct cl_engine *c, enum mb_queue q)
 {
-	return q == MB_QUEUE_COPY ? c->cl->copy : q == MB_QUEUE_PREFETCH ? c->cl->prefetch
-									 : c->cl->compute;
+	return q == MB_QUEUE_COPY	? c->cl->copy
+	       : q == MB_QUEUE_PREFETCH ? c->cl->prefetch
+					: c->cl->compute;
 }
 
 static const char *queue_name(enum mb_queue q)
@@ -95,13 +96,15 @@ static int cl_copy(struct mb_engine *e, const struct mb_copy *cp, size_t after, 
 		run = run < cp->bytes - at ? run : cp->bytes - at;
 		ev = NULL;
 		if (cp->to_device)
-			st = clEnqueueWriteBuffer(q, (cl_mem)cp->dev, CL_FALSE, cp->dev_off + at, run,
-						  host, wait ? 1 : 0, wait ? &wait : NULL, &ev);
+			st = clEnqueueWriteBuffer(q, (cl_mem)cp->dev, CL_FALSE, cp->dev_off + at,
+						  run, host, wait ? 1 : 0, wait ? &wait : NULL,
+						  &ev);
 		else
-			st = clEnqueueReadBuffer(q, (cl_mem)cp->dev, CL_FALSE, cp->dev_off + at, run,
-						 host, wait ? 1 : 0, wait ? &wait : NULL, &ev);
+			st = clEnqueueReadBuffer(q, (cl_mem)cp->dev, CL_FALSE, cp->dev_off + at,
+						 run, host, wait ? 1 : 0, wait ? &wait : NULL, &ev);
 		if ((err = mb_cl_check(c->cl, st,
-				       cp->to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer",
+				       cp->to_device ? "clEnqueueWriteBuffer"
+						     : "clEnqueueReadBuffer",
 				       "%s, %llu bytes", cp->what, (unsigned long long)run)) ||
 		    (err = keep(c, ev, done)) || (err = mb_engine_span(e, *done, 0, cp->phase)))
 			return err;
@@ -162,10 +165,10 @@ static int cl_work(struct mb_engine *e, const struct mb_work *w, size_t after, s
 	size_t nfirst = 0;
 	int err;
 
-	if (wait && (err = mb_cl_check(c->cl,
-				       clEnqueueBarrierWithWaitList(queue(c, w->queue), 1, &wait,
-								    NULL),
-				       "clEnqueueBarrierWithWaitList", "%s", mb_work_name(w->kind))))
+	if (wait &&
+	    (err = mb_cl_check(c->cl,
+			       clEnqueueBarrierWithWaitList(queue(c, w->queue), 1, &wait, NULL),
+			       "clEnqueueBarrierWithWaitList", "%s", mb_work_name(w->kind))))
 		return err;
 	err = enqueue_work(c, w, &first, &last);
 	if (!last && first) { /* one handle is all a kind with one kernel gives */

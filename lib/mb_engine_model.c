@@ -313,9 +313,9 @@ static double work_s(const struct model_engine *s, const struct mb_work *w)
 		 * is timed with it, not charged apart */
 		flops = (double)mb_ns_flops(w->rows, w->cols, method);
 		return flops / (1e9 * mb_profile_ladder_gflops(method == MB_NS_GRAM
-									? &p->ns_gram_gflops
-									: &p->ns_standard_gflops,
-								flops));
+								       ? &p->ns_gram_gflops
+								       : &p->ns_standard_gflops,
+							       flops));
 	case MB_NWORKS:
 		break;
 	}
@@ -335,8 +335,8 @@ static int model_work(struct mb_engine *e, const struct mb_work *w, size_t after
 }
 
 /* As mb_fwdbwd_run: the forward's GEMMs, then the backward's stage by stage. */
-static int model_fwd_bwd(struct mb_engine *e, const struct mb_fwdbwd_hook *hook,
-			 double *forward_s, double *backward_s)
+static int model_fwd_bwd(struct mb_engine *e, const struct mb_fwdbwd_hook *hook, double *forward_s,
+			 double *backward_s)
 {
 	struct model_engine *s = of(e);
 	uint64_t tokens = s->plan->set.tokens;

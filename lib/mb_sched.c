@@ -196,9 +196,14 @@ static int copy_out(struct bwd *b, uint64_t k, enum mb_queue q, mb_devbuf bucket
 	int err = 0;
 
 	while (!err && mb_plan_next_piece(s->plan, s->model, k, &p)) {
-		struct mb_copy back = { true,	   q,		MB_HOST_GRADS_BF16, 2 * p.off,
-					b->bf16,   0,		2 * p.len,	    0,
-					MB_NPHASES, "bf16 gradients back to the device" };
+		struct mb_copy back = { .to_device = true,
+					.queue = q,
+					.host = MB_HOST_GRADS_BF16,
+					.host_off = 2 * p.off,
+					.dev = b->bf16,
+					.bytes = 2 * p.len,
+					.phase = MB_NPHASES,
+					.what = "bf16 gradients back to the device" };
 		struct mb_work widen = { .kind = MB_WORK_WIDEN,
 					 .queue = q,
 					 .in = z3 ? b->bf16 : bucket,
@@ -206,9 +211,13 @@ static int copy_out(struct bwd *b, uint64_t k, enum mb_queue q, mb_devbuf bucket
 					 .out = b->fp32,
 					 .n = p.len,
 					 .phase = MB_NPHASES };
-		struct mb_copy out = { false,	    q,	       MB_HOST_GRADS, 4 * p.off,
-				       b->fp32,	    0,	       4 * p.len,     0,
-				       MB_NPHASES, "gradients to the host" };
+		struct mb_copy out = { .queue = q,
+				       .host = MB_HOST_GRADS,
+				       .host_off = 4 * p.off,
+				       .dev = b->fp32,
+				       .bytes = 4 * p.len,
+				       .phase = MB_NPHASES,
+				       .what = "gradients to the host" };
 
 		b->freed = 0;
 		if ((!z3 || !(err = mb_engine_copy(s->engine, &back, NULL))) &&
@@ -243,9 +252,14 @@ static int reduce_bucket(struct bwd *b, uint64_t k)
 	err = make_bucket(b, k, bucket, &made);
 	/* ZeRO-3: the bucket to the host's bf16 grads, once made (stage3.py's partition_grads) */
 	if (!err && z3 && !(err = mb_engine_flush(e, MB_QUEUE_COMPUTE))) {
-		struct mb_copy out = { false,	    q,	      MB_HOST_GRADS_BF16, 2 * off,
-				       bucket,	    0,	      2 * len,		  made,
-				       MB_NPHASES, "bf16 gradients to the host" };
+		struct mb_copy out = { .queue = q,
+				       .host = MB_HOST_GRADS_BF16,
+				       .host_off = 2 * off,
+				       .dev = bucket,
+				       .bytes = 2 * len,
+				       .after = made,
+				       .phase = MB_NPHASES,
+				       .what = "bf16 gradients to the host" };
 
 		err = mb_engine_copy(e, &out, NULL);
 	}
@@ -262,8 +276,8 @@ static int reduce_down(struct bwd *b, uint64_t floor, unsigned stage)
 
 	while (b->left > floor && !err &&
 	       mb_plan_bucket_stage(s->plan, s->model, b->left - 1) >= stage) {
-		if (!b->sums && (err = bwd_alloc(b, mb_plan_largest_piece(s->plan, s->model, floor,
-									  b->left))))
+		if (!b->sums &&
+		    (err = bwd_alloc(b, mb_plan_largest_piece(s->plan, s->model, floor, b->left))))
 			break;
 		b->left--;
 		err = reduce_bucket(b, b->left);
@@ -337,13 +351,13 @@ static int backward(struct mb_sched *s, struct mb_step_times *t)
 
 /* What one batch (ZeRO-1/2) or one matrix (ZeRO-3) writes back, and frees after. */
 struct unit {
-	mb_devbuf buf;		  /* freed once the writeback is done */
-	mb_event arrived;	  /* pipeline: the marker after its gather on the prefetch queue */
-	mb_event computed;	  /* its last compute command */
-	mb_event written;	  /* its last read */
+	mb_devbuf buf;	   /* freed once the writeback is done */
+	mb_event arrived;  /* pipeline: the marker after its gather on the prefetch queue */
+	mb_event computed; /* its last compute command */
+	mb_event written;  /* its last read */
 	mb_devbuf grad_src, mom_src; /* updates from grad_src at 0, momentum from mom_src */
-	uint64_t mom_at;	  /* the momentum's byte offset in mom_src */
-	size_t first, end;	  /* its parameters: the plan's order[first..end) */
+	uint64_t mom_at;	     /* the momentum's byte offset in mom_src */
+	size_t first, end;	     /* its parameters: the plan's order[first..end) */
 };
 
 struct apply {
@@ -379,16 +393,22 @@ static int writeback(struct apply *a, struct unit *u, enum mb_queue q)
 
 	if (q != MB_QUEUE_COMPUTE && !event_dep &&
 	    (err = mb_engine_wait(a->e, u->computed,
-				  unit_name(a, "the compute", u->first, u->end, name, sizeof(name)))))
+				  unit_name(a, "the compute", u->first, u->end, name,
+					    sizeof(name)))))
 		return err;
 	/* another queue may wait on the compute's event only once it has been submitted */
 	if (event_dep && (err = mb_engine_flush(a->e, MB_QUEUE_COMPUTE)))
 		return err;
 	for (k = u->first; k < u->end; k++) {
-		struct mb_copy c = { false,	    q,		 MB_HOST_GRADS,
-				     4 * s->offset[s->plan->order[k]],
-				     u->grad_src,   4 * lo,	 4 * mb_param_numel(applied(s, k)),
-				     dep,	    MB_PHASE_D2H, applied(s, k)->name };
+		struct mb_copy c = { .queue = q,
+				     .host = MB_HOST_GRADS,
+				     .host_off = 4 * s->offset[s->plan->order[k]],
+				     .dev = u->grad_src,
+				     .dev_off = 4 * lo,
+				     .bytes = 4 * mb_param_numel(applied(s, k)),
+				     .after = dep,
+				     .phase = MB_PHASE_D2H,
+				     .what = applied(s, k)->name };
 
 		if ((err = mb_engine_copy(a->e, &c, NULL)))
 			return err;
@@ -396,11 +416,15 @@ static int writeback(struct apply *a, struct unit *u, enum mb_queue q)
 		lo += n;
 	}
 	/* the momentum is laid out in the apply order: one range */
-	struct mb_copy mom = { false,	     q,
-			       MB_HOST_MOMENTUM, mom_byte(s, s->plan->order[u->first]),
-			       u->mom_src,	     u->mom_at,
-			       s->plan->momentum_bytes * lo, dep,
-			       MB_PHASE_D2H,	     "momentum to the host" };
+	struct mb_copy mom = { .queue = q,
+			       .host = MB_HOST_MOMENTUM,
+			       .host_off = mom_byte(s, s->plan->order[u->first]),
+			       .dev = u->mom_src,
+			       .dev_off = u->mom_at,
+			       .bytes = s->plan->momentum_bytes * lo,
+			       .after = dep,
+			       .phase = MB_PHASE_D2H,
+			       .what = "momentum to the host" };
 
 	if ((err = mb_engine_copy(a->e, &mom, &u->written)))
 		return err;
@@ -499,9 +523,15 @@ static int momentum_in(struct apply *a, const struct mb_plan_group *g, mb_devbuf
 
 		return mb_engine_work(a->e, &zero, NULL);
 	}
-	struct mb_copy c = { true,	   q,	    MB_HOST_MOMENTUM, mom_byte(s, s->plan->order[g->first]),
-			     buf,	   4 * e,   bytes,	      0,
-			     MB_PHASE_H2D, "momentum to the device" };
+	struct mb_copy c = { .to_device = true,
+			     .queue = q,
+			     .host = MB_HOST_MOMENTUM,
+			     .host_off = mom_byte(s, s->plan->order[g->first]),
+			     .dev = buf,
+			     .dev_off = 4 * e,
+			     .bytes = bytes,
+			     .phase = MB_PHASE_H2D,
+			     .what = "momentum to the device" };
 
 	return mb_engine_copy(a->e, &c, NULL);
 }
@@ -517,8 +547,15 @@ static int copy_in(struct apply *a, const struct mb_plan_group *g, mb_devbuf buf
 	/* each copy timed by its own event: the H2D time is transfer time only */
 	for (k = g->first; k < g->end && !err; k++) {
 		uint64_t n = mb_param_numel(applied(s, k));
-		struct mb_copy c = { true, q, MB_HOST_GRADS, 4 * s->offset[s->plan->order[k]],
-				     buf,  4 * lo, 4 * n, 0, MB_PHASE_H2D, applied(s, k)->name };
+		struct mb_copy c = { .to_device = true,
+				     .queue = q,
+				     .host = MB_HOST_GRADS,
+				     .host_off = 4 * s->offset[s->plan->order[k]],
+				     .dev = buf,
+				     .dev_off = 4 * lo,
+				     .bytes = 4 * n,
+				     .phase = MB_PHASE_H2D,
+				     .what = applied(s, k)->name };
 
 		err = mb_engine_copy(a->e, &c, NULL);
 		lo += n;
@@ -803,16 +840,13 @@ static void host_optimizer(struct mb_sched *s, float scale)
 
 static int params_back(struct mb_sched *s)
 {
-	struct mb_copy c = { true,
-			     MB_QUEUE_COMPUTE,
-			     MB_HOST_STAGING,
-			     0,
-			     s->params,
-			     0,
-			     2 * s->model->numel_total,
-			     0,
-			     MB_PHASE_PARAMS_H2D,
-			     "bf16 params to the device" };
+	struct mb_copy c = { .to_device = true,
+			     .queue = MB_QUEUE_COMPUTE,
+			     .host = MB_HOST_STAGING,
+			     .dev = s->params,
+			     .bytes = 2 * s->model->numel_total,
+			     .phase = MB_PHASE_PARAMS_H2D,
+			     .what = "bf16 params to the device" };
 	int err;
 
 	if ((err = mb_engine_copy(s->engine, &c, NULL)))

@@ -132,8 +132,7 @@ static int alloc_host(struct mb_state *s)
 	if ((err = alloc_host_buffer(s, &s->master, MB_HOST_MASTER, 4 * m->numel_total, false,
 				     "master params", cuts)) ||
 	    (err = alloc_host_buffer(s, &s->grads, MB_HOST_GRADS, 4 * m->numel_total,
-				     mb_sched_pinned(set, MB_HOST_GRADS), "grads",
-				     cuts)) ||
+				     mb_sched_pinned(set, MB_HOST_GRADS), "grads", cuts)) ||
 	    (err = alloc_host_buffer(
 		     s, &s->momentum, MB_HOST_MOMENTUM, s->plan.momentum_bytes * m->numel_muon,
 		     mb_sched_pinned(set, MB_HOST_MOMENTUM), "Muon momentum", cuts)) ||
@@ -142,12 +141,12 @@ static int alloc_host(struct mb_state *s)
 	    (err = alloc_host_buffer(s, &s->adam_v, MB_HOST_ADAMW, 4 * m->numel_adamw, false,
 				     "AdamW exp_avg_sq", cuts)) ||
 	    (err = alloc_host_buffer(s, &s->staging, MB_HOST_STAGING, 2 * m->numel_total,
-				     mb_sched_pinned(set, MB_HOST_STAGING), "bf16 staging", cuts)) ||
+				     mb_sched_pinned(set, MB_HOST_STAGING), "bf16 staging",
+				     cuts)) ||
 	    (s->plan.host_bytes[MB_HOST_GRADS_BF16] &&
-	     (err = alloc_host_buffer(s, &s->grads_bf16, MB_HOST_GRADS_BF16,
-				      s->plan.host_bytes[MB_HOST_GRADS_BF16],
-				      mb_sched_pinned(set, MB_HOST_GRADS_BF16), "bf16 grads",
-				      cuts)))) {
+	     (err = alloc_host_buffer(
+		      s, &s->grads_bf16, MB_HOST_GRADS_BF16, s->plan.host_bytes[MB_HOST_GRADS_BF16],
+		      mb_sched_pinned(set, MB_HOST_GRADS_BF16), "bf16 grads", cuts)))) {
 		free(cuts);
 		return err;
 	}

@@ -49,7 +49,7 @@ static struct mb_step_settings settings(unsigned stage, enum mb_variant v)
 		.plan = { .stage = stage,
 			  .gather_budget_bytes = 4 << 20, /* several batches */
 			  .sub_group_size = 300000,	  /* several sub-groups */
-			  .reduce_bucket_elems = 200000, /* several buckets */
+			  .reduce_bucket_elems = 200000,  /* several buckets */
 			  .world_size = 1 },
 		.variant = v,
 		.pin_memory = true,
