@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mb_phase.h"
+
 /* TEXT as a CSV field: quoted when it holds a comma, a quote or a newline. */
 void mb_print_csv_text(const char *text)
 {
@@ -167,20 +169,26 @@ static void csv_record(const struct mb_field *f, size_t n, bool first)
 	printf("\n");
 }
 
-static void csv_end(bool any)
+/* CSV's and Markdown's end: nothing after the last record. */
+static void no_end(bool any)
 {
 	(void)any;
 }
 
-static void json_record(const struct mb_field *f, size_t n, bool first)
+void mb_print_json_members(const struct mb_field *f, size_t n, const char *sep)
 {
 	size_t k;
 
-	printf("%s", first ? "[\n  {" : ",\n  {");
 	for (k = 0; k < n; k++) {
-		printf("%s\"%s\": ", k ? ", " : "", f[k].key);
+		printf("%s\"%s\": ", k ? sep : "", f[k].key);
 		print_value(&f[k], true);
 	}
+}
+
+static void json_record(const struct mb_field *f, size_t n, bool first)
+{
+	printf("%s", first ? "[\n  {" : ",\n  {");
+	mb_print_json_members(f, n, ", ");
 	printf("}");
 }
 
@@ -189,11 +197,59 @@ static void json_end(bool any)
 	printf("%s", any ? "\n]\n" : "[]\n");
 }
 
-static const struct mb_printer csv = { csv_record, csv_end }, json = { json_record, json_end };
+static bool has_value(const struct mb_field *f)
+{
+	return f->kind == MB_FIELD_TEXT || f->kind == MB_FIELD_U64 || f->kind == MB_FIELD_BOOL ||
+	       (f->kind == MB_FIELD_RAW ? *f->text : !isnan(f->num));
+}
+
+static void md_record(const struct mb_field *f, size_t n, bool first)
+{
+	size_t k;
+
+	if (first) {
+		printf("|");
+		for (k = 0; k < n; k++)
+			printf(*f[k].key ? " %s |" : " |", f[k].key);
+		printf("\n|");
+		for (k = 0; k < n; k++)
+			printf("%s", f[k].right ? "---:|" : "---|");
+		printf("\n");
+	}
+	printf("|");
+	for (k = 0; k < n; k++) {
+		if (!has_value(&f[k])) {
+			printf(" |");
+			continue;
+		}
+		printf(" ");
+		if (f[k].kind == MB_FIELD_TEXT)
+			mb_print_md_text(f[k].text);
+		else
+			print_value(&f[k], false);
+		printf(" |");
+	}
+	printf("\n");
+}
+
+static const struct mb_printer csv = { csv_record, no_end }, json = { json_record, json_end },
+				md = { md_record, no_end };
 
 const struct mb_printer *mb_printer(enum mb_format format)
 {
-	return format == MB_FORMAT_JSON ? &json : &csv;
+	return format == MB_FORMAT_JSON ? &json : format == MB_FORMAT_MD ? &md : &csv;
+}
+
+size_t mb_phase_fields(struct mb_field *f, const char *hidden, const char *const *text)
+{
+	size_t k, n = 0;
+
+	for (k = 0; k < MB_NPHASES; k++) {
+		f[n++] = MB_FIELD_T(mb_phases[k].name, text[k]);
+		if (k == MB_PHASE_D2H)
+			f[n++] = MB_FIELD_T(hidden, text[MB_NPHASES]);
+	}
+	return n;
 }
 
 const char *mb_fmt_grouped(char *buf, size_t len, uint64_t v)

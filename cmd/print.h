@@ -52,7 +52,9 @@ const char *mb_fmt_grouped(char *buf, size_t len, uint64_t v);
 /*
  * One field of a record: text, a count, a rate (6 significant digits), a
  * figure (9), a yes/no, or a number already written as text (RAW: a knob's
- * value as a results file has it; "" none).
+ * value as a results file has it; "" none). In a Markdown table the key is
+ * the column's heading ("" none), the text a cell already written for
+ * people ("1.23 s (+4%)"), and RIGHT aligns the column to the right.
  */
 enum mb_field_kind {
 	MB_FIELD_TEXT,
@@ -68,31 +70,53 @@ struct mb_field {
 	enum mb_field_kind kind;
 	const char *text;
 	uint64_t u;
-	double num; /* NaN: none (empty in CSV, null in JSON) */
+	double num; /* NaN: none (empty in CSV, null in JSON, no cell in Markdown) */
+	bool right;
 };
 
-/* A field of each kind, as a value; MB_FIELD_NONE: a field with no value. */
-#define MB_FIELD_T(k, v)   ((struct mb_field){ k, MB_FIELD_TEXT, v, 0, 0 })
-#define MB_FIELD_N(k, v)   ((struct mb_field){ k, MB_FIELD_U64, NULL, (uint64_t)(v), 0 })
-#define MB_FIELD_R(k, v)   ((struct mb_field){ k, MB_FIELD_RATE, NULL, 0, v })
-#define MB_FIELD_F(k, v)   ((struct mb_field){ k, MB_FIELD_FIGURE, NULL, 0, v })
-#define MB_FIELD_B(k, v)   ((struct mb_field){ k, MB_FIELD_BOOL, NULL, (v) ? 1 : 0, 0 })
-#define MB_FIELD_RAW(k, v) ((struct mb_field){ k, MB_FIELD_RAW, v, 0, 0 })
-#define MB_FIELD_NONE(k)   ((struct mb_field){ k, MB_FIELD_RATE, NULL, 0, NAN })
+/*
+ * A field of each kind, as a value; MB_FIELD_NONE: a field with no value;
+ * MB_FIELD_TR and MB_FIELD_NR: a text and a count in a Markdown table's
+ * right-aligned column.
+ */
+#define MB_FIELD_(k, kind, t, u, num, right) ((struct mb_field){ k, kind, t, u, num, right })
+#define MB_FIELD_T(k, v)   MB_FIELD_(k, MB_FIELD_TEXT, v, 0, 0, false)
+#define MB_FIELD_N(k, v)   MB_FIELD_(k, MB_FIELD_U64, NULL, (uint64_t)(v), 0, false)
+#define MB_FIELD_R(k, v)   MB_FIELD_(k, MB_FIELD_RATE, NULL, 0, v, false)
+#define MB_FIELD_F(k, v)   MB_FIELD_(k, MB_FIELD_FIGURE, NULL, 0, v, false)
+#define MB_FIELD_B(k, v)   MB_FIELD_(k, MB_FIELD_BOOL, NULL, (v) ? 1 : 0, 0, false)
+#define MB_FIELD_RAW(k, v) MB_FIELD_(k, MB_FIELD_RAW, v, 0, 0, false)
+#define MB_FIELD_NONE(k)   MB_FIELD_(k, MB_FIELD_RATE, NULL, 0, NAN, false)
+#define MB_FIELD_TR(k, v)  MB_FIELD_(k, MB_FIELD_TEXT, v, 0, 0, true)
+#define MB_FIELD_NR(k, v)  MB_FIELD_(k, MB_FIELD_U64, NULL, (uint64_t)(v), 0, true)
 
 /*
  * A printer of records of the same keys to stdout, one implementation per
- * machine-read format (as llama-bench's printer): CSV, a header line and a
- * line a record; JSON, a list of objects. Call record for each, FIRST true
- * for the first, then end, ANY whether there was one. Markdown's tables
- * are each command's own (their columns are for people, not a record's keys).
+ * format (as llama-bench's printer): CSV, a header line and a line a record;
+ * JSON, a list of objects; Markdown, a table (its header and separator rows,
+ * then a row a record: a cell " text |", a field with no value " |", its
+ * text escaped as mb_print_md_text's). Call record for each, FIRST true for
+ * the first, then end, ANY whether there was one. A command prints its own
+ * headings and prose around a Markdown table, and a table's cells are for
+ * people: its fields are not the CSV's.
  */
 struct mb_printer {
 	void (*record)(const struct mb_field *f, size_t n, bool first);
 	void (*end)(bool any);
 };
 
-/* The printer of FORMAT, MB_FORMAT_CSV or MB_FORMAT_JSON (any other: CSV's). */
+/* The printer of FORMAT. */
 const struct mb_printer *mb_printer(enum mb_format format);
+
+/*
+ * The phases' cells of a Markdown table row, in mb_phases' order with the
+ * writeback's hidden part after d2h's, into F: TEXT[k] phase k's, and
+ * TEXT[MB_NPHASES] the hidden part's under the heading HIDDEN. Returns the
+ * number of fields, MB_NPHASES + 1.
+ */
+size_t mb_phase_fields(struct mb_field *f, const char *hidden, const char *const *text);
+
+/* The N fields at F as the members of a JSON object ("key": value), SEP between them. */
+void mb_print_json_members(const struct mb_field *f, size_t n, const char *sep);
 
 #endif

@@ -78,40 +78,61 @@ static void md_header(const struct mb_table *t)
 #define BASE	  mb_variant_name(MB_VARIANT_BASE)
 #define REFERENCE mb_variant_name(MB_VARIANT_REFERENCE)
 
-/* One row of the main or breakdown table. */
-static void md_cell(const struct mb_table *t, const struct mb_cell *c)
+/* Markdown's printer, and its fields' shorthands. */
+#define MD_PR	     mb_printer(MB_FORMAT_MD)
+#define T(key, v)    MB_FIELD_T(key, v)
+#define NONE	     MB_FIELD_NONE("")
+#define CELL(c, ...) MB_FIELD_N("ZeRO", (c)->stage), T("Variant", (c)->variant), __VA_ARGS__
+
+/* "failed: REASON", the cell of a cell that did not run, into BUF. */
+static const char *failure(char *buf, size_t len, const struct mb_cell *c)
+{
+	snprintf(buf, len, "%s: %s", c->failed ? c->failed->status : "failed",
+		 c->failed ? c->failed->reason : "no runs");
+	return buf;
+}
+
+/* One row of the main or breakdown table (two where a run of it failed), FIRST its table's first. */
+static void md_cell(const struct mb_table *t, const struct mb_cell *c, bool first)
 {
 	const struct mb_cell *base = mb_results_cell(t, c->stage, BASE);
 	bool is_base = base == c || !base || !base->nruns;
-	char s[32], ch[32], pk[32];
-	size_t i;
+	char s[32], ch[32], it[64], ap[64], pk[64], why[sizeof(c->failed->reason) + 64];
+	char *runs;
+	size_t i, used = 0;
 
-	printf("| %u | %s | ", c->stage, c->variant);
 	if (!c->nruns) {
-		printf("%s: ", c->failed ? c->failed->status : "failed");
-		mb_print_md_text(c->failed ? c->failed->reason : "no runs");
-		printf(" | | | |\n");
+		struct mb_field f[] = { CELL(c, T("Iteration (s), runs", failure(why, sizeof(why), c)),
+					     NONE, NONE, NONE) };
+
+		MD_PR->record(f, 6, first);
 		return;
 	}
-	for (i = 0; i < c->nruns; i++)
-		printf("%s%s", i ? " / " : "", mb_fmt_secs(s, sizeof(s), c->runs[i].iter_mean_s));
-	printf(" | %s%s", mb_fmt_secs(s, sizeof(s), c->iter_mean_s),
-	       mb_fmt_change(ch, sizeof(ch), c->iter_mean_s, is_base ? NAN : base->iter_mean_s));
-	printf(" | %s s%s", mb_fmt_secs(s, sizeof(s), c->apply_mean_s),
-	       mb_fmt_change(ch, sizeof(ch), c->apply_mean_s, is_base ? NAN : base->apply_mean_s));
-	printf(" | %s%s |\n", mb_fmt_peak(pk, sizeof(pk), c->peak_bytes),
-	       peak_change(ch, sizeof(ch), c->peak_bytes, is_base ? 0 : base->peak_bytes, is_base));
+	if ((runs = malloc(c->nruns * sizeof(s) + 1))) /* else the cell is empty */
+		for (runs[0] = '\0', i = 0; i < c->nruns; i++)
+			used += (size_t)sprintf(runs + used, "%s%s", i ? " / " : "",
+						mb_fmt_secs(s, sizeof(s), c->runs[i].iter_mean_s));
+	snprintf(it, sizeof(it), "%s%s", mb_fmt_secs(s, sizeof(s), c->iter_mean_s),
+		 mb_fmt_change(ch, sizeof(ch), c->iter_mean_s, is_base ? NAN : base->iter_mean_s));
+	snprintf(ap, sizeof(ap), "%s s%s", mb_fmt_secs(s, sizeof(s), c->apply_mean_s),
+		 mb_fmt_change(ch, sizeof(ch), c->apply_mean_s, is_base ? NAN : base->apply_mean_s));
+	snprintf(pk, sizeof(pk), "%s%s", mb_fmt_peak(s, sizeof(s), c->peak_bytes),
+		 peak_change(ch, sizeof(ch), c->peak_bytes, is_base ? 0 : base->peak_bytes, is_base));
+	struct mb_field f[] = { CELL(c, T("Iteration (s), runs", runs ? runs : ""),
+				     T("Iteration mean", it),
+				     T("Muon apply mean", ap), T("Peak device memory", pk)) };
+
+	MD_PR->record(f, 6, first);
+	free(runs);
 	if (c->failed) {
-		printf("| %u | %s | (also %s %s run: ", c->stage, c->variant,
-		       strchr("aeiou", c->failed->status[0]) ? "an" : "a", c->failed->status);
-		mb_print_md_text(c->failed->reason);
-		printf(") | | | |\n");
+		snprintf(why, sizeof(why), "(also %s %s run: %s)",
+			 strchr("aeiou", c->failed->status[0]) ? "an" : "a", c->failed->status,
+			 c->failed->reason);
+		f[2] = T("Iteration (s), runs", why);
+		f[3] = f[4] = f[5] = NONE;
+		MD_PR->record(f, 6, false);
 	}
 }
-
-static const char table_head[] = "| ZeRO | Variant | Iteration (s), runs | Iteration mean | "
-				 "Muon apply mean | Peak device memory |\n"
-				 "|---|---|---|---|---|---|\n";
 
 static void md_main(const struct mb_table *t)
 {
@@ -126,25 +147,24 @@ static void md_main(const struct mb_table *t)
 			continue;
 		if (!mb_results_cell(t, c->stage, BASE) || !mb_results_cell(t, c->stage, REFERENCE))
 			continue;
-		if (!any)
-			printf("%s", table_head);
+		md_cell(t, c, !any);
 		any = true;
-		md_cell(t, c);
 	}
 	if (any)
 		printf("\n");
-	printf("Breakdown of the variants:\n\n%s", table_head);
+	printf("Breakdown of the variants:\n\n");
 	for (i = 0; i < t->ncells; i++)
-		md_cell(t, &t->cells[i]);
+		md_cell(t, &t->cells[i], !i);
 }
 
 static void md_phase_peaks(const struct mb_table *t)
 {
 	const struct mb_cell *per[4] = { NULL };
 	const char *names[] = { "forward", "backward", "step" };
-	char pk[32];
+	char pk[3][32], head[3][sizeof(per[0]->variant) + 16];
+	struct mb_field f[4];
 	unsigned stage;
-	size_t i;
+	size_t i, n;
 
 	/* per stage: the 'both' cell as the reference's, else the first with runs */
 	for (i = 0; i < t->ncells; i++) {
@@ -153,27 +173,22 @@ static void md_phase_peaks(const struct mb_table *t)
 		if (c->nruns && (!per[c->stage] || !strcmp(c->variant, REFERENCE)))
 			per[c->stage] = c;
 	}
-	printf("\nPeak device memory per phase:\n\n| Phase |");
-	for (stage = 1; stage <= 3; stage++)
-		if (per[stage])
-			printf(" ZeRO-%u (%s) |", stage, per[stage]->variant);
-	printf("\n|---|");
-	for (stage = 1; stage <= 3; stage++)
-		if (per[stage])
-			printf("---|");
-	printf("\n");
+	printf("\nPeak device memory per phase:\n\n");
 	for (i = 0; i < 3; i++) {
-		printf("| %s |", names[i]);
-		for (stage = 1; stage <= 3; stage++) {
+		f[0] = T("Phase", names[i]);
+		for (n = 1, stage = 1; stage <= 3; stage++) {
 			const struct mb_cell *c = per[stage];
 
-			if (c)
-				printf(" %s |", mb_fmt_peak(pk, sizeof(pk),
-							    i == 0   ? c->peak_forward_bytes
-							    : i == 1 ? c->peak_backward_bytes
-								     : c->peak_step_bytes));
+			if (!c)
+				continue;
+			snprintf(head[n - 1], sizeof(head[0]), "ZeRO-%u (%s)", stage, c->variant);
+			f[n] = T(head[n - 1], mb_fmt_peak(pk[n - 1], sizeof(pk[0]),
+							   i == 0   ? c->peak_forward_bytes
+							   : i == 1 ? c->peak_backward_bytes
+								    : c->peak_step_bytes));
+			n++;
 		}
-		printf("\n");
+		MD_PR->record(f, n, !i);
 	}
 }
 
@@ -187,16 +202,14 @@ static void md_driver_peaks(const struct mb_table *t)
 {
 	char pk[4][32];
 	size_t i;
-	bool any = false;
+	bool any = false, first = true;
 
 	for (i = 0; i < t->ncells; i++)
 		any |= t->cells[i].nruns && t->cells[i].used_peak_bytes != MB_CSV_UNKNOWN;
 	if (!any)
 		return;
 	printf("\nDevice memory, muonbench's ledger against the driver's own figure (%s; the "
-	       "peaks of the measured steps, the base before the run's first allocation):\n\n"
-	       "| ZeRO | Variant | Ledger peak | Driver's peak | Driver's base | Driver's peak "
-	       "less base |\n|---|---|---|---|---|---|\n",
+	       "peaks of the measured steps, the base before the run's first allocation):\n\n",
 	       t->first->device_used_source);
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
@@ -206,65 +219,71 @@ static void md_driver_peaks(const struct mb_table *t)
 
 		if (!c->nruns)
 			continue;
-		printf("| %u | %s | %s | %s | %s | %s |\n", c->stage, c->variant,
-		       mb_fmt_peak(pk[0], sizeof(pk[0]), c->peak_bytes),
-		       known ? mb_fmt_peak(pk[1], sizeof(pk[1]), c->used_peak_bytes) : "n/a",
-		       base ? mb_fmt_peak(pk[2], sizeof(pk[2]), c->used_base_bytes) : "n/a",
-		       base ? mb_fmt_peak(pk[3], sizeof(pk[3]),
-					  c->used_peak_bytes - c->used_base_bytes)
-			    : "n/a");
+		struct mb_field f[] = { CELL(
+			c, T("Ledger peak", mb_fmt_peak(pk[0], sizeof(pk[0]), c->peak_bytes)),
+			T("Driver's peak",
+			  known ? mb_fmt_peak(pk[1], sizeof(pk[1]), c->used_peak_bytes) : "n/a"),
+			T("Driver's base",
+			  base ? mb_fmt_peak(pk[2], sizeof(pk[2]), c->used_base_bytes) : "n/a"),
+			T("Driver's peak less base",
+			  base ? mb_fmt_peak(pk[3], sizeof(pk[3]), c->used_peak_bytes - c->used_base_bytes)
+			       : "n/a")) };
+
+		MD_PR->record(f, 6, first);
+		first = false;
 	}
 }
 
 static void md_phase_times(const struct mb_table *t)
 {
-	char v[2][32];
-	size_t i;
+	char v[MB_NPHASES + 1][32];
+	const char *text[MB_NPHASES + 1];
+	struct mb_field f[MB_NPHASES + 3];
+	size_t i, k;
+	bool first = true;
 
-#define NAME_(e, f, name, ...) printf(" %s |", name);
-#define SECS_(e, f, ...)       printf(" %s |", mb_fmt_secs(v[0], 32, c->phase.f));
-	printf("\nTime per phase (s, means of the measured steps):\n\n| ZeRO | Variant |");
-	MB_PHASES_TO_D2H(NAME_)
-	printf(" writeback hidden |");
-	MB_PHASES_AFTER_D2H(NAME_)
-	printf("\n|---|---|");
-	for (i = 0; i <= MB_NPHASES; i++)
-		printf("---|");
-	printf("\n");
+	printf("\nTime per phase (s, means of the measured steps):\n\n");
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
+#define VALUE_(e, f, ...) c->phase.f,
+		double secs[] = { MB_PHASES(VALUE_) };
+#undef VALUE_
 
 		if (!c->nruns)
 			continue;
+		for (k = 0; k < MB_NPHASES; k++)
+			text[k] = mb_fmt_secs(v[k], 32, secs[k]);
 		if (isnan(c->phase.d2h_hidden_frac))
-			snprintf(v[1], 32, "n/a");
+			snprintf(v[k], 32, "n/a");
 		else
-			snprintf(v[1], 32, "%.0f%%", 100 * c->phase.d2h_hidden_frac);
-		printf("| %u | %s |", c->stage, c->variant);
-		MB_PHASES_TO_D2H(SECS_)
-		printf(" %s |", v[1]);
-		MB_PHASES_AFTER_D2H(SECS_)
-		printf("\n");
+			snprintf(v[k], 32, "%.0f%%", 100 * c->phase.d2h_hidden_frac);
+		text[k] = v[k];
+		f[0] = MB_FIELD_N("ZeRO", c->stage);
+		f[1] = T("Variant", c->variant);
+		MD_PR->record(f, 2 + mb_phase_fields(f + 2, "writeback hidden", text), first);
+		first = false;
 	}
-#undef NAME_
-#undef SECS_
 }
 
 static void md_bus(const struct mb_table *t)
 {
 	char v[3][32];
 	size_t i;
+	bool first = true;
 
 	printf("\nAchieved over the bus (GB/s: the plan's bytes over the phase's device time; "
-	       "read against muonbench bandwidth):\n\n"
-	       "| ZeRO | Variant | H2D | D2H | params H2D |\n|---|---|---|---|---|\n");
+	       "read against muonbench bandwidth):\n\n");
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
 
-		if (c->nruns)
-			printf("| %u | %s | %s | %s | %s |\n", c->stage, c->variant,
-			       mb_fmt_secs(v[0], 32, c->h2d_gbs), mb_fmt_secs(v[1], 32, c->d2h_gbs),
-			       mb_fmt_secs(v[2], 32, c->params_h2d_gbs));
+		if (!c->nruns)
+			continue;
+		struct mb_field f[] = { CELL(c, T("H2D", mb_fmt_secs(v[0], 32, c->h2d_gbs)),
+					     T("D2H", mb_fmt_secs(v[1], 32, c->d2h_gbs)),
+					     T("params H2D", mb_fmt_secs(v[2], 32, c->params_h2d_gbs))) };
+
+		MD_PR->record(f, 5, first);
+		first = false;
 	}
 }
 
@@ -287,10 +306,11 @@ static const char *beside(char *buf, size_t len, double measured, double predict
 /* Each cell beside the model's prediction (mb_predict), where the run had a profile. */
 static void md_predicted(const struct mb_table *t)
 {
-	char v[3][96], md[MB_MD_LEN(sizeof(t->first->profile))];
+	char v[MB_NPHASES + 2][96], md[MB_MD_LEN(sizeof(t->first->profile))];
 	const char *profile = t->first->profile[0] ? MD(md, t->first->profile) : "of the runs";
-	bool any = false;
-	size_t i;
+	struct mb_field f[MB_NPHASES + 4];
+	bool any = false, first = true;
+	size_t i, k;
 
 	for (i = 0; i < t->ncells; i++)
 		any |= t->cells[i].nruns && t->cells[i].predicted;
@@ -298,27 +318,24 @@ static void md_predicted(const struct mb_table *t)
 		return;
 	printf("\nMeasured / predicted (s) from the device profile %s, and the residual "
 	       "(measured over predicted); **past 25%%**: the device does something the model does "
-	       "not know:\n\n"
-	       "| ZeRO | Variant | iteration | Muon apply |",
+	       "not know:\n\n",
 	       profile);
-	for (i = 0; i < MB_NPHASES; i++)
-		printf(" %s |", mb_phases[i].name);
-	printf("\n|---|---|---|---|");
-	for (i = 0; i < MB_NPHASES; i++)
-		printf("---|");
-	printf("\n");
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
+#define VALUE_(e, f, ...) { c->phase.f, c->pred.f },
+		double phase[][2] = { MB_PHASES(VALUE_) };
+#undef VALUE_
 
 		if (!c->nruns || !c->predicted)
 			continue;
-		printf("| %u | %s | %s | %s |", c->stage, c->variant,
-		       beside(v[0], 96, c->iter_mean_s, c->pred_iter_s),
-		       beside(v[1], 96, c->apply_mean_s, c->pred_apply_s));
-#define BESIDE_(e, f, ...) printf(" %s |", beside(v[2], 96, c->phase.f, c->pred.f));
-		MB_PHASES(BESIDE_)
-#undef BESIDE_
-		printf("\n");
+		f[0] = MB_FIELD_N("ZeRO", c->stage);
+		f[1] = T("Variant", c->variant);
+		f[2] = T("iteration", beside(v[0], 96, c->iter_mean_s, c->pred_iter_s));
+		f[3] = T("Muon apply", beside(v[1], 96, c->apply_mean_s, c->pred_apply_s));
+		for (k = 0; k < MB_NPHASES; k++)
+			f[4 + k] = T(mb_phases[k].name, beside(v[2 + k], 96, phase[k][0], phase[k][1]));
+		MD_PR->record(f, 4 + MB_NPHASES, first);
+		first = false;
 	}
 }
 
@@ -335,16 +352,15 @@ static bool any_ran(const struct mb_table *t)
 /* A table none of whose cells ran: one line per cell with its reason, no empty tables. */
 static void md_failures(const struct mb_table *t)
 {
+	char why[sizeof(t->cells[0].failed->reason) + 64];
 	size_t i;
 
-	printf("No cell ran:\n\n| ZeRO | Variant | Result |\n|---|---|---|\n");
+	printf("No cell ran:\n\n");
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
+		struct mb_field f[] = { CELL(c, T("Result", failure(why, sizeof(why), c))) };
 
-		printf("| %u | %s | %s: ", c->stage, c->variant,
-		       c->failed ? c->failed->status : "failed");
-		mb_print_md_text(c->failed ? c->failed->reason : "no runs");
-		printf(" |\n");
+		MD_PR->record(f, 3, !i);
 	}
 }
 
@@ -377,21 +393,26 @@ static int cmp_point(const void *x, const void *y)
 }
 
 /* One row of the trade-off table; a knob that the cell's stage does not read is "-". */
-static void md_point(const struct point *p)
+static void md_point(const struct point *p, bool first)
 {
 	const struct mb_csv_row *r = p->t->first;
 	bool budget = p->c->stage != 3 ||
 		      !strcmp(r->zero3_apply, mb_zero3_apply_names[MB_Z3_BATCHED]);
-	char a[32] = "-", b[32] = "-", it[32], ap[32], pk[32];
+	char a[32] = "-", b[32] = "-", it[32], s[32], ap[40], pk[32];
 
 	if (budget)
 		mb_fmt_bytes_iec(a, sizeof(a), r->gather_budget_bytes);
 	if (p->c->stage == 3)
 		mb_fmt_count(b, sizeof(b), r->sub_group_size_elems);
-	printf("| %s | %s | %u | %s | %s | %s s | %s |\n", a, b, p->c->stage, p->c->variant,
-	       mb_fmt_secs(it, sizeof(it), p->c->iter_mean_s),
-	       mb_fmt_secs(ap, sizeof(ap), p->c->apply_mean_s),
-	       mb_fmt_peak(pk, sizeof(pk), p->c->peak_step_bytes));
+	snprintf(ap, sizeof(ap), "%s s", mb_fmt_secs(s, sizeof(s), p->c->apply_mean_s));
+	struct mb_field f[] = {
+		T("--gather-budget", a), T("--sub-group-size", b),
+		CELL(p->c, T("Iteration mean", mb_fmt_secs(it, sizeof(it), p->c->iter_mean_s)),
+		     T("Muon apply mean", ap),
+		     T("Step peak", mb_fmt_peak(pk, sizeof(pk), p->c->peak_step_bytes)))
+	};
+
+	MD_PR->record(f, 7, first);
 }
 
 /*
@@ -426,12 +447,10 @@ static int md_tradeoffs(const struct mb_table *t, size_t nt)
 					p[n++] = (struct point){ &t[j], &t[j].cells[i] };
 		qsort(p, n, sizeof(*p), cmp_point);
 		printf("\n## The trade-off: %s, every point of the sweep (means of the runs, the "
-		       "step peak measured)\n\n"
-		       "| --gather-budget | --sub-group-size | ZeRO | Variant | Iteration mean | "
-		       "Muon apply mean | Step peak |\n|---|---|---|---|---|---|---|\n",
+		       "step peak measured)\n\n",
 		       MD(md, t[k].first->model));
 		for (i = 0; i < n; i++)
-			md_point(&p[i]);
+			md_point(&p[i], !i);
 		free(p);
 	}
 	return 0;
@@ -458,6 +477,11 @@ static int print_md(const struct mb_table *t, size_t nt)
 	}
 	return md_tradeoffs(t, nt);
 }
+
+#undef MD_PR
+#undef T
+#undef NONE
+#undef CELL
 
 /* The most fields of a cell's record: its table, 9 of the device and host, the knobs, 13 of
  * the cell's own */
