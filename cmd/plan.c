@@ -86,11 +86,10 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	return n;
 }
 
-/* The plan as one CSV record (the printer's): the model, its order and method, every field. */
-static void print_csv(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
-		      size_t n, bool first)
+/* The plan as one record (CSV's and JSON's) into R: the model, its order and method, every field. */
+static size_t plan_record(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
+			  size_t n, struct mb_field *r)
 {
-	struct mb_field r[NFIELDS_MAX + 4];
 	size_t i, k = 0;
 
 	r[k++] = MB_FIELD_T("model", m->name);
@@ -99,57 +98,82 @@ static void print_csv(const struct mb_model *m, const struct mb_plan *p, const s
 	r[k++] = MB_FIELD_T("ns_method", mb_ns_method_names[p->set.ns_method]);
 	for (i = 0; i < n; i++)
 		r[k++] = MB_FIELD_N(f[i].key, f[i].value);
-	mb_printer(MB_FORMAT_CSV)->record(r, k, first);
+	return k;
 }
 
+static void print_csv(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
+		      size_t n, bool first)
+{
+	struct mb_field r[NFIELDS_MAX + 4];
+
+	mb_printer(MB_FORMAT_CSV)->record(r, plan_record(m, p, f, n, r), first);
+}
+
+/* The plan as one JSON object, a member a line, with its apply order and its groups. */
 static void print_json(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
 		       size_t n)
 {
+	struct mb_field r[NFIELDS_MAX + 4];
 	size_t i;
 
-	printf("{\n  \"model\": ");
-	mb_print_json_text(m->name);
-	printf(",\n  \"source\": ");
-	mb_print_json_text(m->source);
-	printf(",\n  \"param_order\": \"%s\"", mb_param_order_names[p->set.order]);
-	printf(",\n  \"ns_method\": \"%s\"", mb_ns_method_names[p->set.ns_method]);
-	for (i = 0; i < n; i++)
-		printf(",\n  \"%s\": %" PRIu64, f[i].key, f[i].value);
+	printf("{\n  ");
+	mb_print_json_members(r, plan_record(m, p, f, n, r), ",\n  ");
 	printf(",\n  \"apply_order\": [");
 	for (i = 0; i < p->norder; i++)
 		printf("%s%zu", i ? ", " : "", p->order[i]);
 	printf("],\n  \"group_list\": [");
 	for (i = 0; i < p->ngroups; i++) {
 		const struct mb_plan_group *g = &p->groups[i];
+		struct mb_field gf[] = {
+			MB_FIELD_N("first", g->first),
+			MB_FIELD_N("end", g->end),
+			MB_FIELD_N("matrices", g->matrices),
+			MB_FIELD_N("gathered_elems", g->gathered_numel),
+			MB_FIELD_N("rank_elems", g->local_numel),
+			MB_FIELD_N("apply_bytes_sync", g->apply_bytes_sync),
+			MB_FIELD_N("apply_bytes_overlap", g->apply_bytes_overlap),
+			MB_FIELD_N("apply_bytes_pipeline", g->apply_bytes_pipeline),
+		};
 
-		printf("%s\n    {\"first\": %zu, \"end\": %zu, \"matrices\": %zu, "
-		       "\"gathered_elems\": %" PRIu64 ", \"rank_elems\": %" PRIu64
-		       ", \"apply_bytes_sync\": %" PRIu64 ", \"apply_bytes_overlap\": %" PRIu64
-		       ", \"apply_bytes_pipeline\": %" PRIu64 "}",
-		       i ? "," : "", g->first, g->end, g->matrices, g->gathered_numel,
-		       g->local_numel, g->apply_bytes_sync, g->apply_bytes_overlap,
-		       g->apply_bytes_pipeline);
+		printf("%s\n    {", i ? "," : "");
+		mb_print_json_members(gf, sizeof(gf) / sizeof(gf[0]), ", ");
+		printf("}");
 	}
 	printf("%s]\n}\n", p->ngroups ? "\n  " : "");
 }
 
+/* Markdown's printer. */
+#define MD mb_printer(MB_FORMAT_MD)
+
 /* A row of the parameter table; TENSORS < 0 leaves that cell empty. */
-static void md_count_row(const char *what, long tensors, uint64_t numel)
+static void md_count_row(const char *what, long tensors, uint64_t numel, bool first)
 {
 	char a[32], b[32], t[32] = "";
 
 	if (tensors >= 0)
 		snprintf(t, sizeof(t), "%ld", tensors);
-	printf("| %s | %s | %s | %s |\n", what, t, mb_fmt_grouped(a, sizeof(a), numel),
-	       mb_fmt_count(b, sizeof(b), numel));
+	struct mb_field f[] = { MB_FIELD_T("parameters", what), MB_FIELD_TR("tensors", t),
+				MB_FIELD_TR("elements", mb_fmt_grouped(a, sizeof(a), numel)),
+				MB_FIELD_TR("", mb_fmt_count(b, sizeof(b), numel)) };
+
+	MD->record(f, 4, first);
 }
 
-static void md_bytes_row(const char *what, const char *extra, uint64_t bytes)
+/*
+ * A row of a table of bytes: WHAT under HEAD, then NOTE (NULL: none) under
+ * NOTE_HEAD, then BYTES, exact, in units and in GiB.
+ */
+static void md_bytes_row(const char *head, const char *what, const char *note_head,
+			 const char *note, uint64_t bytes, bool first)
 {
 	char a[32], b[32], c[32];
+	struct mb_field f[] = { MB_FIELD_T(head, what),
+				note ? MB_FIELD_T(note_head, note) : MB_FIELD_NONE(note_head),
+				MB_FIELD_TR("bytes", mb_fmt_grouped(a, sizeof(a), bytes)),
+				MB_FIELD_TR("", mb_fmt_bytes(b, sizeof(b), bytes)),
+				MB_FIELD_TR("", mb_fmt_gib(c, sizeof(c), bytes)) };
 
-	printf("| %s |%s %s | %s | %s |\n", what, extra, mb_fmt_grouped(a, sizeof(a), bytes),
-	       mb_fmt_bytes(b, sizeof(b), bytes), mb_fmt_gib(c, sizeof(c), bytes));
+	MD->record(f, 5, first);
 }
 
 static void md_model(const struct mb_model *m, const struct mb_plan *p)
@@ -161,28 +185,39 @@ static void md_model(const struct mb_model *m, const struct mb_plan *p)
 	printf("Model from %s: %u decoder layer%s, %zu tensor%s.\n\n",
 	       mb_md(source, sizeof(source), m->source), m->layers, m->layers == 1 ? "" : "s",
 	       m->nparams, m->nparams == 1 ? "" : "s");
-	printf("| parameters | tensors | elements | |\n|---|---:|---:|---:|\n");
-	md_count_row("total", (long)m->nparams, m->numel_total);
-	md_count_row("Muon (2-D, not embed or lm_head)", (long)m->nparams_muon, m->numel_muon);
-	md_count_row("AdamW (the rest)", (long)(m->nparams - m->nparams_muon), m->numel_adamw);
+	md_count_row("total", (long)m->nparams, m->numel_total, true);
+	md_count_row("Muon (2-D, not embed or lm_head)", (long)m->nparams_muon, m->numel_muon,
+		     false);
+	md_count_row("AdamW (the rest)", (long)(m->nparams - m->nparams_muon), m->numel_adamw,
+		     false);
 	if (p->set.world_size > 1) {
-		md_count_row("this rank's share", -1, p->local_numel);
-		md_count_row("this rank's Muon share", -1, p->local_muon);
+		md_count_row("this rank's share", -1, p->local_numel, false);
+		md_count_row("this rank's Muon share", -1, p->local_muon, false);
 	}
 }
 
-/* "pin, both, pipeline": the variants (mb_variant's table) that pin the momentum, or not. */
-static const char *pinning(char *buf, size_t size, bool pins)
+/*
+ * "pin, both, pipeline": the variants (mb_variant's table) that pin the
+ * momentum (PINS) or not, where ALIVE is 0; else those with ALIVE batches
+ * alive at once.
+ */
+static const char *variants(char *buf, size_t size, bool pins, unsigned alive)
 {
 	size_t n = 0;
 	unsigned v;
 
 	buf[0] = '\0';
 	for (v = 0; v < MB_NVARIANTS && n < size; v++)
-		if (mb_variant_pins((enum mb_variant)v) == pins)
+		if (alive ? mb_variant_alive((enum mb_variant)v) == alive
+			  : mb_variant_pins((enum mb_variant)v) == pins)
 			n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? ", " : "",
 					      mb_variant_name((enum mb_variant)v));
 	return buf;
+}
+
+static const char *pinning(char *buf, size_t size, bool pins)
+{
+	return variants(buf, size, pins, 0);
 }
 
 /* "pinned in all (pin, both, pipeline)" */
@@ -193,6 +228,9 @@ static const char *pinned_row(char *buf, size_t size, bool pins)
 	snprintf(buf, size, "pinned in all (%s)", pinning(which, sizeof(which), pins));
 	return buf;
 }
+
+#define BUFFER "buffer"
+#define PINNED "pinned (pin_memory on)"
 
 static void md_host(const struct mb_plan *p, bool device_copy)
 {
@@ -205,16 +243,15 @@ static void md_host(const struct mb_plan *p, bool device_copy)
 	       p->set.pin_chunk_bytes
 		       ? mb_fmt_bytes_iec(limit, sizeof(limit), p->set.pin_chunk_bytes)
 		       : "any size");
-	printf("| buffer | pinned (pin_memory on) | bytes | | |\n|---|---|---:|---:|---:|\n");
 	for (b = 0; b < MB_HOST_NBUFFERS; b++) {
 		if (b == MB_HOST_GRADS_BF16 && !p->host_bytes[b])
 			continue; /* ZeRO-3's only */
 		if (!mb_host_buffer_on_bus(b))
-			snprintf(pinned, sizeof(pinned), " no |");
+			snprintf(pinned, sizeof(pinned), "no");
 		else if (b == MB_HOST_STAGING && p->set.params_back == MB_BACK_PAGEABLE)
-			snprintf(pinned, sizeof(pinned), " no (--params-back pageable) |");
+			snprintf(pinned, sizeof(pinned), "no (--params-back pageable)");
 		else
-			snprintf(pinned, sizeof(pinned), " %s, %zu chunk%s |",
+			snprintf(pinned, sizeof(pinned), "%s, %zu chunk%s",
 				 b == MB_HOST_MOMENTUM ? pinning(which, sizeof(which), true)
 						       : "yes",
 				 p->host_chunks[b], p->host_chunks[b] == 1 ? "" : "s");
@@ -223,13 +260,15 @@ static void md_host(const struct mb_plan *p, bool device_copy)
 
 			snprintf(name, sizeof(name), "%s (%s)", mb_host_buffer_names[b],
 				 mb_momentum_dtype_name(p->set.momentum_dtype));
-			md_bytes_row(name, pinned, p->host_bytes[b]);
+			md_bytes_row(BUFFER, name, PINNED, pinned, p->host_bytes[b], !b);
 			continue;
 		}
-		md_bytes_row(mb_host_buffer_names[b], pinned, p->host_bytes[b]);
+		md_bytes_row(BUFFER, mb_host_buffer_names[b], PINNED, pinned, p->host_bytes[b], !b);
 	}
-	md_bytes_row(pinned_row(row, sizeof(row), false), " |", mb_plan_pinned_bytes(p, false));
-	md_bytes_row(pinned_row(row, sizeof(row), true), " |", mb_plan_pinned_bytes(p, true));
+	md_bytes_row(BUFFER, pinned_row(row, sizeof(row), false), PINNED, NULL,
+		     mb_plan_pinned_bytes(p, false), false);
+	md_bytes_row(BUFFER, pinned_row(row, sizeof(row), true), PINNED, NULL,
+		     mb_plan_pinned_bytes(p, true), false);
 	if (device_copy)
 		printf("\nWith --pinned-device-copy yes the device also holds a copy of the pinned "
 		       "memory, beside its peak: %s (%s), %s (%s). NVIDIA's OpenCL keeps one of "
@@ -307,17 +346,19 @@ static void md_step(const struct mb_plan *p, const char *precision)
 {
 	char a[32], b[32];
 
-	printf("\n## Per step\n\n| transfer | direction | bytes | | |\n|---|---|---:|---:|---:|\n");
-	md_bytes_row(p->bwd_h2d_bytes ? "backward: grads to the host (bf16 out, then fp32)"
-				      : "backward: grads to the host",
-		     " D2H |", p->bwd_d2h_bytes);
+	printf("\n## Per step\n\n");
+#define ROW(what, dir, bytes, first) md_bytes_row("transfer", what, "direction", dir, bytes, first)
+	ROW(p->bwd_h2d_bytes ? "backward: grads to the host (bf16 out, then fp32)"
+			     : "backward: grads to the host",
+	    "D2H", p->bwd_d2h_bytes, true);
 	if (p->bwd_h2d_bytes)
-		md_bytes_row("backward: bf16 grads back to the device", " H2D |", p->bwd_h2d_bytes);
-	md_bytes_row("Muon apply: grads + momentum", " H2D |", p->apply_h2d_bytes);
-	md_bytes_row("Muon apply: update + momentum", " D2H |", p->apply_d2h_bytes);
-	md_bytes_row("params back (bf16)", " H2D |", p->params_h2d_bytes);
-	md_bytes_row("all", " H2D |", p->bwd_h2d_bytes + p->apply_h2d_bytes + p->params_h2d_bytes);
-	md_bytes_row("all", " D2H |", p->bwd_d2h_bytes + p->apply_d2h_bytes);
+		ROW("backward: bf16 grads back to the device", "H2D", p->bwd_h2d_bytes, false);
+	ROW("Muon apply: grads + momentum", "H2D", p->apply_h2d_bytes, false);
+	ROW("Muon apply: update + momentum", "D2H", p->apply_d2h_bytes, false);
+	ROW("params back (bf16)", "H2D", p->params_h2d_bytes, false);
+	ROW("all", "H2D", p->bwd_h2d_bytes + p->apply_h2d_bytes + p->params_h2d_bytes, false);
+	ROW("all", "D2H", p->bwd_d2h_bytes + p->apply_d2h_bytes, false);
+#undef ROW
 	if (p->set.stage == 3)
 		printf("\nThe first step copies no momentum to the device: DeepSpeed's "
 		       "_apply_muon_updates_cpu_offload creates it there as zeros.\n");
@@ -335,74 +376,79 @@ static void md_step(const struct mb_plan *p, const char *precision)
 			 "(gram fp16, standard bf16), else fp32");
 }
 
+/* The peak table's headings: the variants with 1, 2, 3 batches alive. */
+struct peak_head {
+	char alive[3][96];
+};
+
+static void peak_head(struct peak_head *h)
+{
+	char names[64];
+	unsigned k;
+
+	for (k = 0; k < 3; k++)
+		snprintf(h->alive[k], sizeof(h->alive[k]), "%s (bytes)",
+			 variants(names, sizeof(names), false, k + 1));
+}
+
 /* A row of the peak table: one figure (the same for all) or one per batches alive (1, 2, 3). */
-static void md_peak_row3(const char *what, uint64_t sync, uint64_t overlap, uint64_t pipeline)
+static void md_peak_row3(const struct peak_head *h, const char *what, uint64_t sync,
+			 uint64_t overlap, uint64_t pipeline, bool first)
 {
 	uint64_t v[3] = { sync, overlap, pipeline };
-	char a[32], b[32];
+	char a[3][32], b[3][32];
+	struct mb_field f[7] = { MB_FIELD_T("part", what) };
 	int i;
 
-	printf("| %s |", what);
-	for (i = 0; i < 3; i++)
-		printf(" %s | %s |", mb_fmt_grouped(a, sizeof(a), v[i]),
-		       mb_fmt_gib(b, sizeof(b), v[i]));
-	printf("\n");
-}
-
-static void md_peak_row(const char *what, uint64_t all)
-{
-	md_peak_row3(what, all, all, all);
-}
-
-/* The variants (mb_variant's table) with ALIVE batches alive at once: "overlap, both". */
-static void print_alive(unsigned alive)
-{
-	const char *sep = "";
-	unsigned v;
-
-	for (v = 0; v < MB_NVARIANTS; v++)
-		if (mb_variant_alive((enum mb_variant)v) == alive) {
-			printf("%s%s", sep, mb_variant_name((enum mb_variant)v));
-			sep = ", ";
-		}
-}
-
-/* The peak table's head: the variants with 1, 2, 3 batches alive. */
-static void md_peak_head(void)
-{
-	unsigned alive;
-
-	printf("| part |");
-	for (alive = 1; alive <= 3; alive++) {
-		printf(" ");
-		print_alive(alive);
-		printf(" (bytes) | |");
+	for (i = 0; i < 3; i++) {
+		f[1 + 2 * i] = MB_FIELD_TR(h->alive[i], mb_fmt_grouped(a[i], sizeof(a[i]), v[i]));
+		f[2 + 2 * i] = MB_FIELD_TR("", mb_fmt_gib(b[i], sizeof(b[i]), v[i]));
 	}
-	printf("\n|---|---:|---:|---:|---:|---:|---:|\n");
+	MD->record(f, 7, first);
+}
+
+static void md_peak_row(const struct peak_head *h, const char *what, uint64_t all)
+{
+	md_peak_row3(h, what, all, all, all, false);
+}
+
+/* A row of the forward and backward's peak table. */
+static void md_phase_row(const char *phase, uint64_t bytes, bool first)
+{
+	char a[32], b[32];
+	struct mb_field f[] = { MB_FIELD_T("phase", phase),
+				MB_FIELD_TR("bytes", mb_fmt_grouped(a, sizeof(a), bytes)),
+				MB_FIELD_TR("", mb_fmt_gib(b, sizeof(b), bytes)) };
+
+	MD->record(f, 3, first);
 }
 
 static void md_peak(const struct mb_plan *p)
 {
 	char a[32], b[32];
+	struct peak_head h;
 
+	peak_head(&h);
 	printf("\n## Predicted peak device memory, step phase\n\n");
-	md_peak_head();
-	md_peak_row(p->set.stage == 3 ? "resident bf16 params (this rank's share)"
-				      : "resident bf16 params (whole model)",
-		    p->resident_bytes);
+	md_peak_row3(&h,
+		     p->set.stage == 3 ? "resident bf16 params (this rank's share)"
+				       : "resident bf16 params (whole model)",
+		     p->resident_bytes, p->resident_bytes, p->resident_bytes, true);
 	if (p->ds_buffer_bytes)
 		md_peak_row(
+			&h,
 			p->set.stage == 3
 				? "DeepSpeed's reduce bucket (bf16, --reduce-bucket-size)"
 				: "temp_grad_buffer_for_gpu_offload (bf16, the largest parameter)",
 			p->ds_buffer_bytes);
-	md_peak_row3(!mb_plan_batched(&p->set)
+	md_peak_row3(&h,
+		     !mb_plan_batched(&p->set)
 			     ? "Muon apply: sub-group + update buffers (nothing prefetched)"
 			     : "Muon apply: batch (+ the one in flight, + the next arriving)",
-		     p->apply_bytes_sync, p->apply_bytes_overlap, p->apply_bytes_pipeline);
-	md_peak_row("Newton-Schulz workspace", p->ns_workspace_bytes);
-	md_peak_row3("**step peak**", p->peak_step_bytes_sync, p->peak_step_bytes_overlap,
-		     p->peak_step_bytes_pipeline);
+		     p->apply_bytes_sync, p->apply_bytes_overlap, p->apply_bytes_pipeline, false);
+	md_peak_row(&h, "Newton-Schulz workspace", p->ns_workspace_bytes);
+	md_peak_row3(&h, "**step peak**", p->peak_step_bytes_sync, p->peak_step_bytes_overlap,
+		     p->peak_step_bytes_pipeline, false);
 	printf("\nCLBlast's temporary buffers come on top; their size depends on the "
 	       "device.\n");
 	printf("\n## Predicted peak device memory, forward and backward\n\n");
@@ -424,13 +470,9 @@ static void md_peak(const struct mb_plan *p)
 	printf("%s after the GEMMs: %s for the largest parameter.\n\n",
 	       p->piece_during_elems ? "the rest" : "all of them",
 	       mb_fmt_bytes_iec(b, sizeof(b), mb_plan_piece_bytes(p, p->piece_after_elems)));
-	printf("| phase | bytes | |\n|---|---:|---:|\n");
 	if (p->set.tokens)
-		printf("| forward | %s | %s |\n",
-		       mb_fmt_grouped(a, sizeof(a), p->peak_forward_bytes),
-		       mb_fmt_gib(b, sizeof(b), p->peak_forward_bytes));
-	printf("| backward | %s | %s |\n", mb_fmt_grouped(a, sizeof(a), p->peak_backward_bytes),
-	       mb_fmt_gib(b, sizeof(b), p->peak_backward_bytes));
+		md_phase_row("forward", p->peak_forward_bytes, true);
+	md_phase_row("backward", p->peak_backward_bytes, !p->set.tokens);
 }
 
 /*
@@ -445,7 +487,7 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 	struct field fields[NFIELDS_MAX];
 	struct mb_step_settings s;
 	const struct mb_plan_settings *set = &s.plan;
-	char a[32], b[32], c[32], d[32], e[32], f[32];
+	char a[64], b[32], c[32], d[32], e[32], f[32], head[3][96];
 	struct mb_plan plan;
 	size_t i, n, k;
 	int err;
@@ -453,15 +495,11 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 	if (fmt == MB_FORMAT_MD) {
 		char name[MB_MD_LEN(sizeof(m->name))];
 
-		printf("# Plan sweep: %s, ZeRO-%u\n\n| --gather-budget | --sub-group-size (elements) | "
-		       "groups | largest gathered |",
-		       mb_md(name, sizeof(name), m->name), grid->cells[0].stage);
-		for (k = 1; k <= 3; k++) {
-			printf(" step peak, %zu alive (", k);
-			print_alive((unsigned)k);
-			printf(") |");
-		}
-		printf("\n|---|---|---:|---:|---:|---:|---:|\n");
+		printf("# Plan sweep: %s, ZeRO-%u\n\n", mb_md(name, sizeof(name), m->name),
+		       grid->cells[0].stage);
+		for (k = 0; k < 3; k++)
+			snprintf(head[k], sizeof(head[k]), "step peak, %zu alive (%s)", k + 1,
+				 variants(a, sizeof(a), false, (unsigned)k + 1));
 	} else if (fmt == MB_FORMAT_JSON)
 		printf("[");
 	for (i = 0; i < grid->ncells; i++) {
@@ -475,16 +513,23 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 			printf("%s", i ? "," : "");
 			print_json(m, &plan, fields, n);
 		} else {
-			printf("| %s | %s | %zu | %s | %s | %s | %s |\n",
-			       mb_fmt_bytes_iec(a, sizeof(a), set->gather_budget_bytes),
-			       mb_fmt_grouped(b, sizeof(b), set->sub_group_size), plan.ngroups,
-			       mb_fmt_bytes_iec(
-				       c, sizeof(c),
-				       mb_plan_batch_bytes(
-					       &plan, plan.groups[plan.largest_group].gathered_numel)),
-			       mb_fmt_gib(d, sizeof(d), plan.peak_step_bytes_sync),
-			       mb_fmt_gib(e, sizeof(e), plan.peak_step_bytes_overlap),
-			       mb_fmt_gib(f, sizeof(f), plan.peak_step_bytes_pipeline));
+			struct mb_field r[] = {
+				MB_FIELD_T("--gather-budget",
+					   mb_fmt_bytes_iec(a, sizeof(a), set->gather_budget_bytes)),
+				MB_FIELD_T("--sub-group-size (elements)",
+					   mb_fmt_grouped(b, sizeof(b), set->sub_group_size)),
+				MB_FIELD_NR("groups", plan.ngroups),
+				MB_FIELD_TR("largest gathered",
+					    mb_fmt_bytes_iec(c, sizeof(c),
+							     mb_plan_batch_bytes(
+								     &plan, plan.groups[plan.largest_group]
+										    .gathered_numel))),
+				MB_FIELD_TR(head[0], mb_fmt_gib(d, sizeof(d), plan.peak_step_bytes_sync)),
+				MB_FIELD_TR(head[1], mb_fmt_gib(e, sizeof(e), plan.peak_step_bytes_overlap)),
+				MB_FIELD_TR(head[2], mb_fmt_gib(f, sizeof(f), plan.peak_step_bytes_pipeline)),
+			};
+
+			MD->record(r, 7, !i);
 		}
 		mb_plan_release(&plan);
 	}

@@ -216,46 +216,42 @@ static const struct cell *base_of(const struct grid *g, const struct cell *c)
 
 static void md_tables(const struct grid *g)
 {
-	char a[32], b[32], c1[32], c2[32], pk[32];
-	size_t i;
+	const struct mb_printer *md = mb_printer(MB_FORMAT_MD);
+	char a[32], b[32], c1[32], c2[32], it[64], ap[64], pk[2][32], v[MB_NPHASES + 1][32];
+	const char *text[MB_NPHASES + 1];
+	struct mb_field f[MB_NPHASES + 3];
+	size_t i, k;
 
-	printf("| ZeRO | Variant | Iteration mean | Muon apply mean | Peak device memory (plan) "
-	       "| step peak (plan) |\n|---|---|---|---|---|---|\n");
 	for (i = 0; i < g->ncells; i++) {
 		const struct cell *c = &g->cells[i], *base = base_of(g, c);
 
-		printf("| %u | %s | %s%s | %s s%s | %s | ", c->stage, mb_variant_name(c->variant),
-		       mb_fmt_secs(a, sizeof(a), c->t.iter_s),
-		       mb_fmt_change(c1, sizeof(c1), c->t.iter_s, base ? base->t.iter_s : NAN),
-		       mb_fmt_secs(b, sizeof(b), c->t.apply_s),
-		       mb_fmt_change(c2, sizeof(c2), c->t.apply_s, base ? base->t.apply_s : NAN),
-		       mb_fmt_peak(pk, sizeof(pk), c->peak_device_own_bytes));
-		printf("%s |\n", mb_fmt_peak(pk, sizeof(pk), c->peak_step_bytes));
+		snprintf(it, sizeof(it), "%s%s", mb_fmt_secs(a, sizeof(a), c->t.iter_s),
+			 mb_fmt_change(c1, sizeof(c1), c->t.iter_s, base ? base->t.iter_s : NAN));
+		snprintf(ap, sizeof(ap), "%s s%s", mb_fmt_secs(b, sizeof(b), c->t.apply_s),
+			 mb_fmt_change(c2, sizeof(c2), c->t.apply_s, base ? base->t.apply_s : NAN));
+		f[0] = MB_FIELD_N("ZeRO", c->stage);
+		f[1] = MB_FIELD_T("Variant", mb_variant_name(c->variant));
+		f[2] = MB_FIELD_T("Iteration mean", it);
+		f[3] = MB_FIELD_T("Muon apply mean", ap);
+		f[4] = MB_FIELD_T("Peak device memory (plan)",
+				  mb_fmt_peak(pk[0], sizeof(pk[0]), c->peak_device_own_bytes));
+		f[5] = MB_FIELD_T("step peak (plan)",
+				  mb_fmt_peak(pk[1], sizeof(pk[1]), c->peak_step_bytes));
+		md->record(f, 6, !i);
 	}
 	printf("\nPhases (s): the run's, device spans summed by kind; D2H hidden is the part of "
 	       "the D2H the compute queue was busy too.\n\n");
-#define NAME_(e, f, name, ...) printf(" %s |", name);
-#define VALUE_(e, f, ...)      p->f,
-	printf("| ZeRO | Variant |");
-	MB_PHASES_TO_D2H(NAME_)
-	printf(" d2h hidden |");
-	MB_PHASES_AFTER_D2H(NAME_)
-	printf("\n|---|---|");
-	for (i = 0; i <= MB_NPHASES; i++)
-		printf("---|");
-	printf("\n");
+#define VALUE_(e, f, ...) p->f,
 	for (i = 0; i < g->ncells; i++) {
 		const struct mb_phase_times *p = &g->cells[i].t.phase;
-		double v[] = { MB_PHASES_TO_D2H(VALUE_) p->d2h_hidden_s,
-			       MB_PHASES_AFTER_D2H(VALUE_) };
-		size_t k;
+		double secs[] = { MB_PHASES(VALUE_) p->d2h_hidden_s };
 
-		printf("| %u | %s |", g->cells[i].stage, mb_variant_name(g->cells[i].variant));
-		for (k = 0; k < sizeof(v) / sizeof(v[0]); k++)
-			printf(" %s |", mb_fmt_secs(a, sizeof(a), v[k]));
-		printf("\n");
+		for (k = 0; k <= MB_NPHASES; k++)
+			text[k] = mb_fmt_secs(v[k], sizeof(v[k]), secs[k]);
+		f[0] = MB_FIELD_N("ZeRO", g->cells[i].stage);
+		f[1] = MB_FIELD_T("Variant", mb_variant_name(g->cells[i].variant));
+		md->record(f, 2 + mb_phase_fields(f + 2, "d2h hidden", text), !i);
 	}
-#undef NAME_
 #undef VALUE_
 }
 
@@ -398,22 +394,27 @@ static void release_grid(struct grid *g)
 /* The sweep's memory-speed trade-off: every point's cells in one table. */
 static void md_tradeoff(const struct grid *g)
 {
-	char a[32], b[32], c[32], d[32], pk[32];
+	char a[32], b[32], c[32], d[32], ap[40], pk[32];
 	size_t i;
 
-	printf("\n## The trade-off: every point of the sweep\n\n"
-	       "| --gather-budget | --sub-group-size (elements) | ZeRO | Variant | Iteration | Muon apply | "
-	       "step peak (plan) |\n|---|---|---|---|---|---|---|\n");
+	printf("\n## The trade-off: every point of the sweep\n\n");
 	for (i = 0; i < g->npoints; i++) {
 		const struct point *p = &g->points[i];
 
-		printf("| %s | %s | %u | %s | %s | %s s | %s |\n",
-		       mb_fmt_bytes_iec(a, sizeof(a), p->budget),
-		       mb_fmt_grouped(b, sizeof(b), p->sub_group), p->cell.stage,
-		       mb_variant_name(p->cell.variant),
-		       mb_fmt_secs(c, sizeof(c), p->cell.t.iter_s),
-		       mb_fmt_secs(d, sizeof(d), p->cell.t.apply_s),
-		       mb_fmt_peak(pk, sizeof(pk), p->cell.peak_step_bytes));
+		snprintf(ap, sizeof(ap), "%s s", mb_fmt_secs(d, sizeof(d), p->cell.t.apply_s));
+		struct mb_field f[] = {
+			MB_FIELD_T("--gather-budget", mb_fmt_bytes_iec(a, sizeof(a), p->budget)),
+			MB_FIELD_T("--sub-group-size (elements)",
+				   mb_fmt_grouped(b, sizeof(b), p->sub_group)),
+			MB_FIELD_N("ZeRO", p->cell.stage),
+			MB_FIELD_T("Variant", mb_variant_name(p->cell.variant)),
+			MB_FIELD_T("Iteration", mb_fmt_secs(c, sizeof(c), p->cell.t.iter_s)),
+			MB_FIELD_T("Muon apply", ap),
+			MB_FIELD_T("step peak (plan)",
+				   mb_fmt_peak(pk, sizeof(pk), p->cell.peak_step_bytes)),
+		};
+
+		mb_printer(MB_FORMAT_MD)->record(f, 7, !i);
 	}
 }
 
