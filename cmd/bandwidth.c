@@ -61,43 +61,37 @@ static int measure(struct bench *b, unsigned reps)
 
 /* ---- Markdown ---- */
 
-/* A cell: V with DECIMALS decimals, or "n/a" when it could not be had. */
-static void md_num(double v, int decimals)
-{
-	if (isnan(v))
-		printf(" n/a |");
-	else
-		printf(" %.*f |", decimals, v);
-}
-
 /* The device's median / the host clock's: well above 1 when the events leave out staging. */
 static double events_over_host(const struct mb_bw_result *r)
 {
 	return r->device_gbs.median / r->host_gbs.median;
 }
 
-static void md_cells(const struct mb_bw_result *r)
+/* R's five cells under MEMORY's headings into F, their texts in V. */
+static void md_cells(const struct mb_bw_result *r, const char *memory, char v[5][32],
+		     struct mb_field *f)
 {
-	if (r->zero_copy) {
-		printf(" zero-copy | - | - | - | - |");
-		return;
-	}
-	md_num(r->device_gbs.median, 2);
-	if (isnan(r->device_gbs.median))
-		printf(" n/a |");
-	else
-		printf(" %.2f-%.2f |", r->device_gbs.min, r->device_gbs.max);
-	md_num(r->device_gbs.cv, 3);
-	md_num(r->host_gbs.median, 2);
-	md_num(events_over_host(r), 2);
+	bool none = isnan(r->device_gbs.median);
+
+	f[0] = MB_FIELD_TR(memory, r->zero_copy ? "zero-copy"
+						: mb_fmt_na(v[0], 32, r->device_gbs.median, 2));
+	snprintf(v[1], 32, "%.2f-%.2f", r->device_gbs.min, r->device_gbs.max);
+	f[1] = MB_FIELD_TR("min-max", r->zero_copy ? "-" : none ? "n/a" : v[1]);
+	f[2] = MB_FIELD_TR("CV", r->zero_copy ? "-" : mb_fmt_na(v[2], 32, r->device_gbs.cv, 3));
+	f[3] = MB_FIELD_TR("host clock GB/s",
+			   r->zero_copy ? "-" : mb_fmt_na(v[3], 32, r->host_gbs.median, 2));
+	f[4] = MB_FIELD_TR("events / host",
+			   r->zero_copy ? "-" : mb_fmt_na(v[4], 32, events_over_host(r), 2));
 }
 
 static void print_md(const struct bench *b, unsigned reps, size_t untimed)
 {
 	const struct mb_cl_device_info *d = &b->cl.info;
-	char size[32];
+	char size[32], v[2][5][32], ratio[32], memcpy_gbs[32];
+	struct mb_field f[13];
 	size_t i;
 	int dir;
+
 	printf("# Host-device bandwidth on '%s' (%s, driver %s)\n\n", d->name, d->platform_name,
 	       d->driver);
 	printf("Host %s (%s): CPUs %s, memory on nodes %s (binding: %s). Device: PCI %s, NUMA "
@@ -119,22 +113,24 @@ static void print_md(const struct bench *b, unsigned reps, size_t untimed)
 		       dir == MB_BW_BOTH ? " (H2D and D2H at once, each from a host thread and on "
 					   "a queue of its own; the bytes of both counted)"
 					 : "");
-		printf("| size | pageable GB/s | min-max | CV | host clock GB/s | events / host "
-		       "| pinned GB/s | min-max | CV | host clock GB/s | events / host | pinned / "
-		       "pageable | host memcpy GB/s |\n");
-		printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 		for (i = 0; i < b->nsizes; i++) {
 			const struct mb_bw_result *pg = at(b, false, i, dir),
 						  *pn = at(b, true, i, dir);
 
-			printf("| %s |", mb_fmt_bytes_iec(size, sizeof(size), b->sizes[i]));
-			md_cells(pg);
-			md_cells(pn);
-			if (pg->zero_copy || pn->zero_copy)
-				printf(" - |");
-			else
-				md_num(pn->device_gbs.median / pg->device_gbs.median, 2);
-			printf(" %.2f |\n", pn->memcpy_gbs);
+			f[0] = MB_FIELD_TR("size",
+					   mb_fmt_bytes_iec(size, sizeof(size), b->sizes[i]));
+			md_cells(pg, "pageable GB/s", v[0], f + 1);
+			md_cells(pn, "pinned GB/s", v[1], f + 6);
+			f[11] = MB_FIELD_TR(
+				"pinned / pageable",
+				pg->zero_copy || pn->zero_copy
+					? "-"
+					: mb_fmt_na(ratio, sizeof(ratio),
+						    pn->device_gbs.median / pg->device_gbs.median,
+						    2));
+			snprintf(memcpy_gbs, sizeof(memcpy_gbs), "%.2f", pn->memcpy_gbs);
+			f[12] = MB_FIELD_TR("host memcpy GB/s", memcpy_gbs);
+			mb_printer(MB_FORMAT_MD)->record(f, 13, !i);
 		}
 	}
 }

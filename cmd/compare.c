@@ -66,26 +66,33 @@ static int same_device(const struct side *b, const struct side *n, bool allow)
 	return 0;
 }
 
-static void print_timing(const struct mb_timing *t, const struct mb_compare_settings *s)
+/* Timing T's cell into BUF: base -> new, the change, its test and its noise; "-" when untimed. */
+static const char *timing_cell(char *buf, size_t len, const struct mb_timing *t,
+			       const struct mb_compare_settings *s)
 {
-	if (!t->nbase || !t->nnew) {
-		printf(" - |");
-		return;
-	}
-	printf(" %.4g -> %.4g (%+.1f%%, p %.2g", t->base_s, t->new_s, t->change_pct, t->test.p);
-	if (!isnan(t->noise_pct) && s->estimate == MB_ESTIMATE_FASTEST)
-		printf(", halves %.1f%% apart, floor %.1f%%", t->noise_pct, t->noise_floor_pct);
-	else if (!isnan(t->noise_pct))
-		printf(", %s sd %.1f%%, floor %.1f%%",
-		       t->noise_new	  ? "new file's runs'"
-		       : t->noise_typical ? "base file's runs'"
-					  : "base runs'",
-		       t->noise_pct, t->noise_floor_pct);
-	if (!t->testable)
-		printf("; too few samples to reach alpha");
-	else if (t->significant && t->verdict == MB_SAME && fabs(t->change_pct) > s->threshold_pct)
-		printf("; within the noise");
-	printf(") |");
+	size_t n;
+
+	if (!t->nbase || !t->nnew)
+		return "-";
+	n = (size_t)snprintf(buf, len, "%.4g -> %.4g (%+.1f%%, p %.2g", t->base_s, t->new_s,
+			     t->change_pct, t->test.p);
+	if (n < len && !isnan(t->noise_pct) && s->estimate == MB_ESTIMATE_FASTEST)
+		n += (size_t)snprintf(buf + n, len - n, ", halves %.1f%% apart, floor %.1f%%",
+				      t->noise_pct, t->noise_floor_pct);
+	else if (n < len && !isnan(t->noise_pct))
+		n += (size_t)snprintf(buf + n, len - n, ", %s sd %.1f%%, floor %.1f%%",
+				      t->noise_new	 ? "new file's runs'"
+				      : t->noise_typical ? "base file's runs'"
+							 : "base runs'",
+				      t->noise_pct, t->noise_floor_pct);
+	if (n < len && !t->testable)
+		n += (size_t)snprintf(buf + n, len - n, "; too few samples to reach alpha");
+	else if (n < len && t->significant && t->verdict == MB_SAME &&
+		 fabs(t->change_pct) > s->threshold_pct)
+		n += (size_t)snprintf(buf + n, len - n, "; within the noise");
+	if (n < len)
+		snprintf(buf + n, len - n, ")");
+	return buf;
 }
 
 /* Why phase T, which moved past its bar or was flagged, does not count, or "". */
@@ -96,53 +103,70 @@ static const char *not_counted(const struct mb_timing *t)
 	return !t->testable ? "not flagged: too few samples" : "not flagged: not significant";
 }
 
-static void print_row(const struct mb_compared *c, const struct mb_compare_settings *s)
+/* The table's headings: the timings' by what they are (seconds or ratios to master). */
+struct heads {
+	char iteration[48], apply[48];
+};
+
+/* The phases past their bar (and why one does not count), then the other changes, into BUF. */
+static const char *other_changes(char *buf, size_t len, const struct mb_compared *c)
 {
-	const struct mb_cell *any = c->new_ ? c->new_ : c->base;
 	const char *others = "";
+	size_t n = 0;
 	int k;
 
-	printf("| %u | %s |", any->stage, any->variant);
-	if (!c->base || !c->new_) {
-		/* its model, which the knobs the reason names do not say */
-		printf(" only in %s (model ", c->base ? "BASE" : "NEW");
-		mb_print_md_text((c->base ? c->base_table : c->new_table)->first->model);
-		printf(") | | ");
-		mb_print_md_text(c->changed);
-		printf(" | unmatched |\n");
-		return;
-	}
-	if (!c->new_->nruns || !c->base->nruns) {
-		const struct mb_cell *f = c->new_->nruns ? c->base : c->new_;
-
-		printf(" failed in %s: ", c->new_->nruns ? "BASE" : "NEW");
-		mb_print_md_text(f->failed ? f->failed->reason : "no runs");
-		printf(" | | | %s |\n", mb_verdict_names[c->verdict]);
-		return;
-	}
-	print_timing(&c->timing[0], s);
-	print_timing(&c->timing[1], s);
-	/* the phases only when they moved past their bar; why one does not count */
-	printf(" ");
-	for (k = 2; k < MB_COMPARE_TIMINGS; k++) {
+	buf[0] = '\0';
+	for (k = 2; k < MB_COMPARE_TIMINGS && n < len; k++) {
 		const struct mb_timing *t = &c->timing[k];
 
 		if (t->verdict == MB_SAME && !(fabs(t->change_pct) > t->bar_pct))
 			continue;
-		printf("%s%s %+.0f%% (%s%s)", others, t->name, t->change_pct,
-		       t->verdict == MB_SAME ? "" : mb_verdict_names[t->verdict], not_counted(t));
+		n += (size_t)snprintf(buf + n, len - n, "%s%s %+.0f%% (%s%s)", others, t->name,
+				      t->change_pct,
+				      t->verdict == MB_SAME ? "" : mb_verdict_names[t->verdict],
+				      not_counted(t));
 		others = "; ";
 	}
-	if (c->changed[0]) {
-		printf("%s", others);
-		mb_print_md_text(c->changed);
+	if (c->changed[0] && n < len) {
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", others, c->changed);
 		others = "; ";
 	}
-	if (c->shown[0]) {
-		printf("%snot compared (another device or tuning): ", others);
-		mb_print_md_text(c->shown);
+	if (c->shown[0] && n < len)
+		snprintf(buf + n, len - n, "%snot compared (another device or tuning): %s", others,
+			 c->shown);
+	return buf;
+}
+
+static void print_row(const struct mb_compared *c, const struct mb_compare_settings *s,
+		      const struct heads *h, bool first)
+{
+	const struct mb_cell *any = c->new_ ? c->new_ : c->base;
+	char it[256], ap[256], other[2048], what[sizeof(c->base->failed->reason) + 64];
+	struct mb_field f[] = {
+		MB_FIELD_N("ZeRO", any->stage), MB_FIELD_T("Variant", any->variant),
+		MB_FIELD_NONE(h->iteration),	MB_FIELD_NONE(h->apply),
+		MB_FIELD_NONE("other changes"), MB_FIELD_T("verdict", mb_verdict_names[c->verdict]),
+	};
+
+	if (!c->base || !c->new_) {
+		/* its model, which the knobs the reason names do not say */
+		snprintf(what, sizeof(what), "only in %s (model %s)", c->base ? "BASE" : "NEW",
+			 (c->base ? c->base_table : c->new_table)->first->model);
+		f[4] = MB_FIELD_T("other changes", c->changed);
+		f[5] = MB_FIELD_T("verdict", "unmatched");
+	} else if (!c->new_->nruns || !c->base->nruns) {
+		const struct mb_cell *fc = c->new_->nruns ? c->base : c->new_;
+
+		snprintf(what, sizeof(what), "failed in %s: %s", c->new_->nruns ? "BASE" : "NEW",
+			 fc->failed ? fc->failed->reason : "no runs");
+	} else {
+		f[3] = MB_FIELD_T(h->apply, timing_cell(ap, sizeof(ap), &c->timing[1], s));
+		f[4] = MB_FIELD_T("other changes", other_changes(other, sizeof(other), c));
 	}
-	printf(" | %s |\n", mb_verdict_names[c->verdict]);
+	f[2] = MB_FIELD_T(h->iteration, c->base && c->new_ && c->new_->nruns && c->base->nruns
+						? timing_cell(it, sizeof(it), &c->timing[0], s)
+						: what);
+	mb_printer(MB_FORMAT_MD)->record(f, 6, first);
 }
 
 int mb_cmd_compare(const struct mb_args *args)
@@ -168,6 +192,7 @@ int mb_cmd_compare(const struct mb_args *args)
 	};
 	size_t n = 0, i, count[5] = { 0 }, unmatched = 0, untimed = 0;
 	struct mb_compared *c = NULL;
+	struct heads h;
 	int err;
 
 	if (args->nfiles != 2)
@@ -197,11 +222,11 @@ int mb_cmd_compare(const struct mb_args *args)
 			 "standard deviation (of their medians, over their median; or the median "
 			 "of that over the base's cells when larger; the new file's, when the "
 			 "base has no two runs) times sqrt(1/base runs + 1/new runs)");
-	printf("| ZeRO | Variant | iteration %s | Muon apply %s | other changes | verdict |\n"
-	       "|---|---|---|---|---|---|\n",
-	       s.ratios ? "(ratio to master)" : "(s)", s.ratios ? "(ratio to master)" : "(s)");
+	snprintf(h.iteration, sizeof(h.iteration), "iteration %s",
+		 s.ratios ? "(ratio to master)" : "(s)");
+	snprintf(h.apply, sizeof(h.apply), "Muon apply %s", s.ratios ? "(ratio to master)" : "(s)");
 	for (i = 0; i < n; i++) {
-		print_row(&c[i], &s);
+		print_row(&c[i], &s, &h, !i);
 		bool timed = c[i].base && c[i].new_ && c[i].base->nruns && c[i].new_->nruns;
 
 		if (!c[i].base || !c[i].new_)

@@ -8,6 +8,7 @@
 #include "mb_cl.h"
 #include "mb_num.h"
 #include "mb_tuning.h"
+#include "print.h"
 
 /* What --tuning auto would apply to D, and how it was found, into BUF. */
 static void auto_tuning(const struct mb_cl_device_info *d, char *buf, size_t len)
@@ -40,22 +41,32 @@ int mb_cmd_devices(const struct mb_args *args)
 	(void)args;
 	if ((err = mb_cl_list_devices(&devs, &n)))
 		return err;
-	printf("| platform | device | platform name | device name | vendor | driver | type | "
-	       "architecture | global memory | compute units | max allocation | cl_khr_fp16 | "
-	       "PCI address | NUMA node | CLBlast tuning (auto) |\n");
-	printf("|---:|---:|---|---|---|---|---|---|---:|---:|---:|---|---|---:|---|\n");
 	for (i = 0; i < n; i++) {
 		const struct mb_cl_device_info *d = &devs[i];
 
 		snprintf(node, sizeof(node), d->numa_node >= 0 ? "%d" : "unknown", d->numa_node);
 		auto_tuning(d, tuning, sizeof(tuning));
-		printf("| %u | %u | %s | %s | %s | %s | %s | %s | %s | %u | %s | %s | %s | %s | %s "
-		       "|\n",
-		       d->platform, d->device, d->platform_name, d->name, d->vendor, d->driver,
-		       d->type, d->arch[0] ? d->arch : "unknown",
-		       mb_fmt_gib(mem, sizeof(mem), d->global_mem_bytes), d->compute_units,
-		       mb_fmt_gib(alloc, sizeof(alloc), d->max_alloc_bytes), d->fp16 ? "yes" : "no",
-		       d->pci[0] ? d->pci : "unknown", node, tuning);
+		struct mb_field f[] = {
+			MB_FIELD_NR("platform", d->platform),
+			MB_FIELD_NR("device", d->device),
+			MB_FIELD_T("platform name", d->platform_name),
+			MB_FIELD_T("device name", d->name),
+			MB_FIELD_T("vendor", d->vendor),
+			MB_FIELD_T("driver", d->driver),
+			MB_FIELD_T("type", d->type),
+			MB_FIELD_T("architecture", d->arch[0] ? d->arch : "unknown"),
+			MB_FIELD_TR("global memory",
+				    mb_fmt_gib(mem, sizeof(mem), d->global_mem_bytes)),
+			MB_FIELD_NR("compute units", d->compute_units),
+			MB_FIELD_TR("max allocation",
+				    mb_fmt_gib(alloc, sizeof(alloc), d->max_alloc_bytes)),
+			MB_FIELD_B("cl_khr_fp16", d->fp16),
+			MB_FIELD_T("PCI address", d->pci[0] ? d->pci : "unknown"),
+			MB_FIELD_TR("NUMA node", node),
+			MB_FIELD_T("CLBlast tuning (auto)", tuning),
+		};
+
+		mb_printer(MB_FORMAT_MD)->record(f, sizeof(f) / sizeof(f[0]), !i);
 	}
 	if (!n)
 		printf("\n(OpenCL platforms were found, but no devices on them.)\n");

@@ -38,37 +38,37 @@ static void print_header(const struct mb_ns *ns, const struct mb_host *host,
 	if (ns->gemm16.kernel)
 		printf("bf16 and fp16 GEMMs: kernels/ns_gemm.cl, %s.\n", ns->gemm16.why);
 	printf("\n");
-	printf("| shape | method | FLOP per matrix | NS (ms) | NS min-max (ms) | NS GFLOP/s | "
-	       "GEMMs alone (ms) | GEMMs GFLOP/s | NS / GEMMs | rel. error vs float64 | "
-	       "precision | GEMM kernel |\n");
-	printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n");
 }
 
-/* V with DECIMALS decimals into BUF, or "n/a" where V is NaN (no time from the driver). */
-static const char *figure(char *buf, size_t len, int decimals, double v)
+/* A shape's figures under one method as a row of the table, FIRST its first. */
+static void print_md_row(const struct mb_ns *ns, const struct mb_nsbench_result *r, bool first)
 {
-	if (isnan(v))
-		return "n/a";
-	snprintf(buf, len, "%.*f", decimals, v);
-	return buf;
-}
-
-static void print_md_row(const struct mb_ns *ns, const struct mb_nsbench_result *r)
-{
-	char err[32] = "not checked", a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32];
+	char err[32] = "not checked", shape[48], flops[32], v[7][32], range[72];
 
 	if (!isnan(r->rel_err))
 		snprintf(err, sizeof(err), "%.2e", r->rel_err);
-	printf("| %llux%llu | %s | %s | %s | %s-%s | %s | %s | %s | %s | %s | %s | %s |\n",
-	       (unsigned long long)r->rows, (unsigned long long)r->cols,
-	       mb_ns_method_names[r->method], mb_fmt_count(h, sizeof(h), r->flops),
-	       figure(a, sizeof(a), 2, 1e3 * r->ns_s.median),
-	       figure(b, sizeof(b), 2, 1e3 * r->ns_s.min),
-	       figure(c, sizeof(c), 2, 1e3 * r->ns_s.max), figure(d, sizeof(d), 1, r->gflops),
-	       figure(e, sizeof(e), 2, 1e3 * r->gemm_s.median),
-	       figure(f, sizeof(f), 1, r->gflops * r->ns_s.median / r->gemm_s.median),
-	       figure(g, sizeof(g), 3, r->ns_s.median / r->gemm_s.median), err,
-	       mb_precision_names[ns->precision], mb_ns_kernel_name(ns));
+	snprintf(shape, sizeof(shape), "%llux%llu", (unsigned long long)r->rows,
+		 (unsigned long long)r->cols);
+	snprintf(range, sizeof(range), "%s-%s", mb_fmt_na(v[1], 32, 1e3 * r->ns_s.min, 2),
+		 mb_fmt_na(v[2], 32, 1e3 * r->ns_s.max, 2));
+	struct mb_field f[] = {
+		MB_FIELD_T("shape", shape),
+		MB_FIELD_T("method", mb_ns_method_names[r->method]),
+		MB_FIELD_TR("FLOP per matrix", mb_fmt_count(flops, sizeof(flops), r->flops)),
+		MB_FIELD_TR("NS (ms)", mb_fmt_na(v[0], 32, 1e3 * r->ns_s.median, 2)),
+		MB_FIELD_TR("NS min-max (ms)", range),
+		MB_FIELD_TR("NS GFLOP/s", mb_fmt_na(v[3], 32, r->gflops, 1)),
+		MB_FIELD_TR("GEMMs alone (ms)", mb_fmt_na(v[4], 32, 1e3 * r->gemm_s.median, 2)),
+		MB_FIELD_TR("GEMMs GFLOP/s",
+			    mb_fmt_na(v[5], 32, r->gflops * r->ns_s.median / r->gemm_s.median, 1)),
+		MB_FIELD_TR("NS / GEMMs",
+			    mb_fmt_na(v[6], 32, r->ns_s.median / r->gemm_s.median, 3)),
+		MB_FIELD_TR("rel. error vs float64", err),
+		MB_FIELD_T("precision", mb_precision_names[ns->precision]),
+		MB_FIELD_T("GEMM kernel", mb_ns_kernel_name(ns)),
+	};
+
+	mb_printer(MB_FORMAT_MD)->record(f, sizeof(f) / sizeof(f[0]), first);
 	fflush(stdout);
 }
 
@@ -181,7 +181,7 @@ static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 							  (unsigned)i, &r)))
 					break;
 				if (md)
-					print_md_row(ns, &r);
+					print_md_row(ns, &r, !rows);
 				else
 					print_record(ns, s, &r, format, !rows);
 				rows++;
@@ -190,8 +190,7 @@ static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 			}
 		}
 	}
-	if (!md)
-		mb_printer(format)->end(rows > 0);
+	mb_printer(format)->end(rows > 0);
 	if (err)
 		return err;
 	if (untimed > 1)

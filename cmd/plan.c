@@ -86,7 +86,7 @@ static size_t plan_fields(const struct mb_model *m, const struct mb_plan *p, str
 	return n;
 }
 
-/* The plan as one record (CSV's and JSON's) into R: the model, its order and method, every field. */
+/* The plan as one record (CSV's and JSON's) into R: model, order, method, every field. */
 static size_t plan_record(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
 			  size_t n, struct mb_field *r)
 {
@@ -515,18 +515,23 @@ static int plan_sweep(const struct mb_args *args, const struct mb_model *m,
 		} else {
 			struct mb_field r[] = {
 				MB_FIELD_T("--gather-budget",
-					   mb_fmt_bytes_iec(a, sizeof(a), set->gather_budget_bytes)),
+					   mb_fmt_bytes_iec(a, sizeof(a),
+							    set->gather_budget_bytes)),
 				MB_FIELD_T("--sub-group-size (elements)",
 					   mb_fmt_grouped(b, sizeof(b), set->sub_group_size)),
 				MB_FIELD_NR("groups", plan.ngroups),
 				MB_FIELD_TR("largest gathered",
 					    mb_fmt_bytes_iec(c, sizeof(c),
 							     mb_plan_batch_bytes(
-								     &plan, plan.groups[plan.largest_group]
-										    .gathered_numel))),
-				MB_FIELD_TR(head[0], mb_fmt_gib(d, sizeof(d), plan.peak_step_bytes_sync)),
-				MB_FIELD_TR(head[1], mb_fmt_gib(e, sizeof(e), plan.peak_step_bytes_overlap)),
-				MB_FIELD_TR(head[2], mb_fmt_gib(f, sizeof(f), plan.peak_step_bytes_pipeline)),
+								     &plan,
+								     plan.groups[plan.largest_group]
+									     .gathered_numel))),
+				MB_FIELD_TR(head[0],
+					    mb_fmt_gib(d, sizeof(d), plan.peak_step_bytes_sync)),
+				MB_FIELD_TR(head[1],
+					    mb_fmt_gib(e, sizeof(e), plan.peak_step_bytes_overlap)),
+				MB_FIELD_TR(head[2], mb_fmt_gib(f, sizeof(f),
+								plan.peak_step_bytes_pipeline)),
 			};
 
 			MD->record(r, 7, !i);

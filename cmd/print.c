@@ -233,7 +233,7 @@ static void md_record(const struct mb_field *f, size_t n, bool first)
 }
 
 static const struct mb_printer csv = { csv_record, no_end }, json = { json_record, json_end },
-				md = { md_record, no_end };
+			       md = { md_record, no_end };
 
 const struct mb_printer *mb_printer(enum mb_format format)
 {
@@ -250,6 +250,14 @@ size_t mb_phase_fields(struct mb_field *f, const char *hidden, const char *const
 			f[n++] = MB_FIELD_T(hidden, text[MB_NPHASES]);
 	}
 	return n;
+}
+
+const char *mb_fmt_na(char *buf, size_t len, double v, int decimals)
+{
+	if (isnan(v))
+		return "n/a";
+	snprintf(buf, len, "%.*f", decimals, v);
+	return buf;
 }
 
 const char *mb_fmt_grouped(char *buf, size_t len, uint64_t v)

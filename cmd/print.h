@@ -49,6 +49,9 @@ const char *mb_md(char *buf, size_t len, const char *text);
  */
 const char *mb_fmt_grouped(char *buf, size_t len, uint64_t v);
 
+/* V with DECIMALS decimals into BUF of LEN bytes, which it returns, or "n/a" where V is NaN. */
+const char *mb_fmt_na(char *buf, size_t len, double v, int decimals);
+
 /*
  * One field of a record: text, a count, a rate (6 significant digits), a
  * figure (9), a yes/no, or a number already written as text (RAW: a knob's
@@ -80,15 +83,15 @@ struct mb_field {
  * right-aligned column.
  */
 #define MB_FIELD_(k, kind, t, u, num, right) ((struct mb_field){ k, kind, t, u, num, right })
-#define MB_FIELD_T(k, v)   MB_FIELD_(k, MB_FIELD_TEXT, v, 0, 0, false)
-#define MB_FIELD_N(k, v)   MB_FIELD_(k, MB_FIELD_U64, NULL, (uint64_t)(v), 0, false)
-#define MB_FIELD_R(k, v)   MB_FIELD_(k, MB_FIELD_RATE, NULL, 0, v, false)
-#define MB_FIELD_F(k, v)   MB_FIELD_(k, MB_FIELD_FIGURE, NULL, 0, v, false)
-#define MB_FIELD_B(k, v)   MB_FIELD_(k, MB_FIELD_BOOL, NULL, (v) ? 1 : 0, 0, false)
-#define MB_FIELD_RAW(k, v) MB_FIELD_(k, MB_FIELD_RAW, v, 0, 0, false)
-#define MB_FIELD_NONE(k)   MB_FIELD_(k, MB_FIELD_RATE, NULL, 0, NAN, false)
-#define MB_FIELD_TR(k, v)  MB_FIELD_(k, MB_FIELD_TEXT, v, 0, 0, true)
-#define MB_FIELD_NR(k, v)  MB_FIELD_(k, MB_FIELD_U64, NULL, (uint64_t)(v), 0, true)
+#define MB_FIELD_T(k, v)		     MB_FIELD_(k, MB_FIELD_TEXT, v, 0, 0, false)
+#define MB_FIELD_N(k, v)		     MB_FIELD_(k, MB_FIELD_U64, NULL, (uint64_t)(v), 0, false)
+#define MB_FIELD_R(k, v)		     MB_FIELD_(k, MB_FIELD_RATE, NULL, 0, v, false)
+#define MB_FIELD_F(k, v)		     MB_FIELD_(k, MB_FIELD_FIGURE, NULL, 0, v, false)
+#define MB_FIELD_B(k, v)		     MB_FIELD_(k, MB_FIELD_BOOL, NULL, (v) ? 1 : 0, 0, false)
+#define MB_FIELD_RAW(k, v)		     MB_FIELD_(k, MB_FIELD_RAW, v, 0, 0, false)
+#define MB_FIELD_NONE(k)		     MB_FIELD_(k, MB_FIELD_RATE, NULL, 0, NAN, false)
+#define MB_FIELD_TR(k, v)		     MB_FIELD_(k, MB_FIELD_TEXT, v, 0, 0, true)
+#define MB_FIELD_NR(k, v)		     MB_FIELD_(k, MB_FIELD_U64, NULL, (uint64_t)(v), 0, true)
 
 /*
  * A printer of records of the same keys to stdout, one implementation per

@@ -92,7 +92,7 @@ static const char *failure(char *buf, size_t len, const struct mb_cell *c)
 	return buf;
 }
 
-/* One row of the main or breakdown table (two where a run of it failed), FIRST its table's first. */
+/* A row of the main or breakdown table (two where a run failed); FIRST: the table's first. */
 static void md_cell(const struct mb_table *t, const struct mb_cell *c, bool first)
 {
 	const struct mb_cell *base = mb_results_cell(t, c->stage, BASE);
@@ -102,7 +102,8 @@ static void md_cell(const struct mb_table *t, const struct mb_cell *c, bool firs
 	size_t i, used = 0;
 
 	if (!c->nruns) {
-		struct mb_field f[] = { CELL(c, T("Iteration (s), runs", failure(why, sizeof(why), c)),
+		struct mb_field f[] = { CELL(c,
+					     T("Iteration (s), runs", failure(why, sizeof(why), c)),
 					     NONE, NONE, NONE) };
 
 		MD_PR->record(f, 6, first);
@@ -115,12 +116,14 @@ static void md_cell(const struct mb_table *t, const struct mb_cell *c, bool firs
 	snprintf(it, sizeof(it), "%s%s", mb_fmt_secs(s, sizeof(s), c->iter_mean_s),
 		 mb_fmt_change(ch, sizeof(ch), c->iter_mean_s, is_base ? NAN : base->iter_mean_s));
 	snprintf(ap, sizeof(ap), "%s s%s", mb_fmt_secs(s, sizeof(s), c->apply_mean_s),
-		 mb_fmt_change(ch, sizeof(ch), c->apply_mean_s, is_base ? NAN : base->apply_mean_s));
+		 mb_fmt_change(ch, sizeof(ch), c->apply_mean_s,
+			       is_base ? NAN : base->apply_mean_s));
 	snprintf(pk, sizeof(pk), "%s%s", mb_fmt_peak(s, sizeof(s), c->peak_bytes),
-		 peak_change(ch, sizeof(ch), c->peak_bytes, is_base ? 0 : base->peak_bytes, is_base));
+		 peak_change(ch, sizeof(ch), c->peak_bytes, is_base ? 0 : base->peak_bytes,
+			     is_base));
 	struct mb_field f[] = { CELL(c, T("Iteration (s), runs", runs ? runs : ""),
-				     T("Iteration mean", it),
-				     T("Muon apply mean", ap), T("Peak device memory", pk)) };
+				     T("Iteration mean", it), T("Muon apply mean", ap),
+				     T("Peak device memory", pk)) };
 
 	MD_PR->record(f, 6, first);
 	free(runs);
@@ -183,9 +186,9 @@ static void md_phase_peaks(const struct mb_table *t)
 				continue;
 			snprintf(head[n - 1], sizeof(head[0]), "ZeRO-%u (%s)", stage, c->variant);
 			f[n] = T(head[n - 1], mb_fmt_peak(pk[n - 1], sizeof(pk[0]),
-							   i == 0   ? c->peak_forward_bytes
-							   : i == 1 ? c->peak_backward_bytes
-								    : c->peak_step_bytes));
+							  i == 0   ? c->peak_forward_bytes
+							  : i == 1 ? c->peak_backward_bytes
+								   : c->peak_step_bytes));
 			n++;
 		}
 		MD_PR->record(f, n, !i);
@@ -226,7 +229,8 @@ static void md_driver_peaks(const struct mb_table *t)
 			T("Driver's base",
 			  base ? mb_fmt_peak(pk[2], sizeof(pk[2]), c->used_base_bytes) : "n/a"),
 			T("Driver's peak less base",
-			  base ? mb_fmt_peak(pk[3], sizeof(pk[3]), c->used_peak_bytes - c->used_base_bytes)
+			  base ? mb_fmt_peak(pk[3], sizeof(pk[3]),
+					     c->used_peak_bytes - c->used_base_bytes)
 			       : "n/a")) };
 
 		MD_PR->record(f, 6, first);
@@ -280,7 +284,8 @@ static void md_bus(const struct mb_table *t)
 			continue;
 		struct mb_field f[] = { CELL(c, T("H2D", mb_fmt_secs(v[0], 32, c->h2d_gbs)),
 					     T("D2H", mb_fmt_secs(v[1], 32, c->d2h_gbs)),
-					     T("params H2D", mb_fmt_secs(v[2], 32, c->params_h2d_gbs))) };
+					     T("params H2D",
+					       mb_fmt_secs(v[2], 32, c->params_h2d_gbs))) };
 
 		MD_PR->record(f, 5, first);
 		first = false;
@@ -333,7 +338,8 @@ static void md_predicted(const struct mb_table *t)
 		f[2] = T("iteration", beside(v[0], 96, c->iter_mean_s, c->pred_iter_s));
 		f[3] = T("Muon apply", beside(v[1], 96, c->apply_mean_s, c->pred_apply_s));
 		for (k = 0; k < MB_NPHASES; k++)
-			f[4 + k] = T(mb_phases[k].name, beside(v[2 + k], 96, phase[k][0], phase[k][1]));
+			f[4 + k] = T(mb_phases[k].name,
+				     beside(v[2 + k], 96, phase[k][0], phase[k][1]));
 		MD_PR->record(f, 4 + MB_NPHASES, first);
 		first = false;
 	}

@@ -24,6 +24,7 @@
 #include "mb_ns.h"
 #include "mb_num.h"
 #include "mb_tuning.h"
+#include "print.h"
 #include "setup.h"
 
 #define SHAPES_MAX 64
@@ -433,14 +434,13 @@ static int check_and_store(struct tune *t)
 	bool tried[FOUND_MAX] = { false };
 	char path[4096];
 	time_t now = time(NULL);
-	size_t i;
+	size_t i, rows = 0;
 	int err;
 
 	mb_tuning_set_key(&all, &t->dev);
 	strftime(all.tuned_utc, sizeof(all.tuned_utc), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	snprintf(all.gemm, sizeof(all.gemm), "%llux%llux%llu", (unsigned long long)t->big[0],
 		 (unsigned long long)t->big[1], (unsigned long long)t->big[2]);
-	printf("| kernel | tuned at | tuner's time | check | parameters |\n|---|---|---:|---|---|\n");
 	for (i = 0; i < t->nfound && !stop; i++) {
 		struct best *b = &t->found[i];
 		bool ok = false;
@@ -449,7 +449,7 @@ static int check_and_store(struct tune *t)
 		if (best_of(t, b->k.name, NULL) != b)
 			continue; /* each kernel once, from its fastest candidate on */
 		for (tries = 0; b && !ok && tries < TRIES_MAX && !stop; tries++) {
-			char params[1024] = "", name[48];
+			char params[1024] = "", name[48], ms[32], check[128];
 			size_t j, used = 0;
 
 			candidate(t, &b->k, &c);
@@ -461,9 +461,17 @@ static int check_and_store(struct tune *t)
 				used += (size_t)snprintf(params + used, sizeof(params) - used,
 							 "%s%s=%zu", j ? " " : "", b->k.param[j],
 							 b->k.value[j]);
-			printf("| %s | %s | %.3g ms | %s%s%s | %s |\n", b->k.name, b->gemm, b->ms,
-			       ok ? "ok" : "did not pass ns --verify, dropped (see verify-",
-			       ok ? "" : name, ok ? "" : "/log.txt)", params);
+			snprintf(ms, sizeof(ms), "%.3g ms", b->ms);
+			snprintf(check, sizeof(check), "%s%s%s",
+				 ok ? "ok" : "did not pass ns --verify, dropped (see verify-",
+				 ok ? "" : name, ok ? "" : "/log.txt)");
+			struct mb_field f[] = { MB_FIELD_T("kernel", b->k.name),
+						MB_FIELD_T("tuned at", b->gemm),
+						MB_FIELD_TR("tuner's time", ms),
+						MB_FIELD_T("check", check),
+						MB_FIELD_T("parameters", params) };
+
+			mb_printer(MB_FORMAT_MD)->record(f, 5, !rows++);
 			tried[b - t->found] = true;
 			b = best_of(t, b->k.name, tried);
 		}
