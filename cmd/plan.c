@@ -109,12 +109,23 @@ static void print_csv(const struct mb_model *m, const struct mb_plan *p, const s
 	mb_printer(MB_FORMAT_CSV)->record(r, plan_record(m, p, f, n, r), first);
 }
 
+/* A group's keys in plan's JSON, in the order of print_json's values. */
+static const char *const group_keys[] = { "first",
+					  "end",
+					  "matrices",
+					  "gathered_elems",
+					  "rank_elems",
+					  "apply_bytes_sync",
+					  "apply_bytes_overlap",
+					  "apply_bytes_pipeline" };
+#define NGROUP_KEYS (sizeof(group_keys) / sizeof(group_keys[0]))
+
 /* The plan as one JSON object, a member a line, with its apply order and its groups. */
 static void print_json(const struct mb_model *m, const struct mb_plan *p, const struct field *f,
 		       size_t n)
 {
-	struct mb_field r[NFIELDS_MAX + 4];
-	size_t i;
+	struct mb_field r[NFIELDS_MAX + 4], gf[NGROUP_KEYS];
+	size_t i, k;
 
 	printf("{\n  ");
 	mb_print_json_members(r, plan_record(m, p, f, n, r), ",\n  ");
@@ -124,19 +135,19 @@ static void print_json(const struct mb_model *m, const struct mb_plan *p, const 
 	printf("],\n  \"group_list\": [");
 	for (i = 0; i < p->ngroups; i++) {
 		const struct mb_plan_group *g = &p->groups[i];
-		struct mb_field gf[] = {
-			MB_FIELD_N("first", g->first),
-			MB_FIELD_N("end", g->end),
-			MB_FIELD_N("matrices", g->matrices),
-			MB_FIELD_N("gathered_elems", g->gathered_numel),
-			MB_FIELD_N("rank_elems", g->local_numel),
-			MB_FIELD_N("apply_bytes_sync", g->apply_bytes_sync),
-			MB_FIELD_N("apply_bytes_overlap", g->apply_bytes_overlap),
-			MB_FIELD_N("apply_bytes_pipeline", g->apply_bytes_pipeline),
-		};
+		uint64_t v[] = { g->first,
+				 g->end,
+				 g->matrices,
+				 g->gathered_numel,
+				 g->local_numel,
+				 g->apply_bytes_sync,
+				 g->apply_bytes_overlap,
+				 g->apply_bytes_pipeline };
 
+		for (k = 0; k < NGROUP_KEYS; k++)
+			gf[k] = MB_FIELD_N(group_keys[k], v[k]);
 		printf("%s\n    {", i ? "," : "");
-		mb_print_json_members(gf, sizeof(gf) / sizeof(gf[0]), ", ");
+		mb_print_json_members(gf, NGROUP_KEYS, ", ");
 		printf("}");
 	}
 	printf("%s]\n}\n", p->ngroups ? "\n  " : "");
