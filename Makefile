@@ -11,6 +11,7 @@
 #   make install    PREFIX=/usr/local DESTDIR= (binary and man page)
 #   make man        the man page, written from the binary's own --help
 #   make WERROR=1   warnings are errors (as CI builds)
+#   make MPI=off    without MPI even where it is installed (docs/mpi.md)
 
 VERSION = 0.1.0
 PREFIX ?= /usr/local
@@ -32,7 +33,28 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -fno-math-errno $(WARNINGS) $(CFLAGS) -Ilib -Icmd \
 	     -I$(BUILD) $(PKG_CFLAGS) -MMD -MP
-ALL_LDLIBS = -fopenmp $(PKG_LIBS) -lm $(LDLIBS)
+ALL_LDLIBS = -fopenmp $(PKG_LIBS) $(MPI_LIBS) -lm $(LDLIBS)
+
+# MPI, optional (docs/mpi.md): pkg-config's ompi-c or mpich, else the flags
+# that mpicc says it adds (Open MPI's --showme, MPICH's -show); none found, or
+# MPI=off: a build without it, which runs one rank. Only lib/mb_ranks.c
+# includes <mpi.h>; $(BUILD)/mb_mpi_build.h says whether it may.
+MPI ?= auto
+ifneq ($(MPI),off)
+MPI_PC := $(shell pkg-config --exists ompi-c 2>/dev/null && echo ompi-c || \
+	    { pkg-config --exists mpich 2>/dev/null && echo mpich; })
+ifneq ($(MPI_PC),)
+MPI_CFLAGS := $(shell pkg-config --cflags $(MPI_PC))
+MPI_LIBS := $(shell pkg-config --libs $(MPI_PC))
+else ifneq ($(shell command -v mpicc 2>/dev/null),)
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null || mpicc -show 2>/dev/null | \
+		tr ' ' '\n' | grep '^-I' | tr '\n' ' ')
+MPI_LIBS := $(shell mpicc --showme:link 2>/dev/null || mpicc -show 2>/dev/null | \
+	      tr ' ' '\n' | grep -E '^-(L|l|Wl)' | tr '\n' ' ')
+MPI_PC := mpicc
+endif
+endif
+MPI_FOUND = $(if $(MPI_PC),yes,)
 
 LIB_SRC = $(wildcard lib/*.c)
 CMD_SRC = $(wildcard cmd/*.c)
@@ -69,6 +91,15 @@ $(BUILD)/version.h: FORCE
 	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
 $(CMD_OBJ): | $(BUILD)/version.h
+
+# Whether MPI is built in, rewritten only when that changes (mb_ranks.o rebuilds then).
+$(BUILD)/mb_mpi_build.h: FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(if $(MPI_FOUND),#define MB_HAVE_MPI 1 /* $(MPI_PC) */,/* built without MPI */)' > $@.tmp; \
+	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/lib/mb_ranks.o: ALL_CFLAGS += $(MPI_CFLAGS)
+$(BUILD)/lib/mb_ranks.o: | $(BUILD)/mb_mpi_build.h
 
 $(BUILD)/libmuonbench.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
@@ -148,7 +179,8 @@ $(NVML_STUB): tests/nvml_stub.c | deps
 
 test: $(BIN) $(TESTS) $(VARIANT_BIN) $(SHIM) $(NVML_STUB)
 	@BASELINE="$(BASELINE)" BASELINE_ARGS="$(BASELINE_ARGS)" VARIANT_BIN="$(VARIANT_BIN)" \
-		SHIM="$(SHIM)" NVML_STUB="$(NVML_STUB)" tests/run.sh $(BIN) $(TESTS)
+		SHIM="$(SHIM)" NVML_STUB="$(NVML_STUB)" MPI_FOUND="$(MPI_FOUND)" \
+		tests/run.sh $(BIN) $(TESTS)
 
 # Fuzzing (libFuzzer, clang): the config loader, the DeepSpeed-config reader
 # and the results reader, each for FUZZ_SECONDS, from the seeds in tests/fuzz/

@@ -132,6 +132,7 @@ struct mb_args {
 	enum mb_params_back params_back;       /* or MB_PARAMS_BACK_AUTO */
 	enum mb_zero3_apply zero3_apply;
 	uint64_t world_size, rank;
+	uint64_t local_rank; /* not an option: run's rank on its node (mb_ranks), which picks the GPU */
 	enum mb_format format;
 
 	uint64_t platform; /* valid when given */

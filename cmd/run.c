@@ -6,7 +6,9 @@
  * table on stdout; and the checks: every run ends in the same state, and
  * the step-phase peak of the ledger is what the plan predicted. A cell whose
  * plan cannot fit the host and the device (mb_fit) is a failed row at once,
- * and the others still run.
+ * and the others still run. Under MPI (cmd/ranks.c), each process runs its
+ * rank's share, the ranks in lockstep step by step, and rank 0 writes every
+ * rank's rows; a failed rank ends the invocation on all of them.
  */
 #define _DEFAULT_SOURCE /* mkstemps */
 #include <ctype.h>
@@ -35,6 +37,7 @@
 #include "mb_phase.h"
 #include "mb_predict.h"
 #include "mb_run.h"
+#include "ranks.h"
 #include "setup.h"
 #include "tables.h"
 #include "version.h"
@@ -127,6 +130,12 @@ struct grid {
 	/* the device profile each cell is predicted from (mb_predict); none: profile_src "" */
 	struct mb_profile profile;
 	char profile_src[512];
+	struct mb_ranks ranks;
+	struct mb_args ranked;	 /* the options as the ranks say (args points here) */
+	struct mb_model full;	 /* the whole model, when g->model is this rank's share */
+	unsigned shard_stage;	 /* the stage g->model is the share of; 0: none */
+	bool ranks_ended;	 /* a rank failed: no rank runs again */
+	bool ranks_stopped;	 /* stop was set by the ranks' agreement, not a signal */
 };
 
 /* grid's run_owner */
@@ -222,6 +231,9 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	snprintf(row->version, sizeof(row->version), "%s", MB_VERSION);
 	snprintf(row->git_rev, sizeof(row->git_rev), "%s", MB_GIT_REV);
 	snprintf(row->host, sizeof(row->host), "%s", g->host.name);
+	row->rank = g->args->rank;
+	row->world_size = g->args->world_size;
+	row->local_rank = g->args->local_rank;
 	snprintf(row->cpu_model, sizeof(row->cpu_model), "%s", g->host.cpu_model);
 	snprintf(row->platform, sizeof(row->platform), "%s", g->cl.info.platform_name);
 	snprintf(row->device, sizeof(row->device), "%s", g->cl.info.name);
@@ -382,6 +394,10 @@ static void on_step(void *ctx, unsigned step)
 
 	g->steps_done++;
 	atomic_store(&g->run_steps_done, step);
+	/* lockstep: every rank well, or all end the run after this step */
+	if (mb_ranks_boundary(&g->ranks, stop ? MB_RANK_STOPPED : MB_RANK_OK) != MB_RANK_OK &&
+	    !stop)
+		stop = g->ranks_stopped = 1;
 	/* the driver's peak over the measured steps alone */
 	if (step + 1 == g->run.measure_first)
 		mb_devmem_sampler_window(&g->sampler, true);
@@ -463,7 +479,27 @@ static int fall_back(struct grid *g)
  * Keep ROW, and append it to the results file or, when that fails, the
  * fallback; the watchdog does not end the process in the middle of it.
  */
+static int keep_row(struct grid *g, const struct mb_csv_row *row);
+
+/* Every rank's ROW of this run to rank 0, which keeps and appends them in rank order. */
 static int save_row(struct grid *g, const struct mb_csv_row *row)
+{
+	struct mb_csv_row *all = NULL;
+	unsigned k;
+	int err;
+
+	if (!g->ranks.mpi)
+		return keep_row(g, row);
+	if (!g->ranks.rank && !(all = calloc(g->ranks.world_size, sizeof(*all))))
+		return mb_fail("out of host memory for the ranks' rows");
+	err = mb_ranks_gather(&g->ranks, row, sizeof(*row), all);
+	for (k = 0; !err && all && k < g->ranks.world_size; k++)
+		err = keep_row(g, &all[k]);
+	free(all);
+	return err;
+}
+
+static int keep_row(struct grid *g, const struct mb_csv_row *row)
 {
 	struct mb_csv_row *rows = realloc(g->rows, (g->nrows + 1) * sizeof(*rows));
 	int idle = RUN_IDLE, err = 0;
@@ -567,7 +603,13 @@ static int run_once(struct grid *g, struct cell *c, unsigned i)
 		return mb_fail("out of host memory for a results row");
 	}
 	g->cell_run = i;
+	mb_ranks_run_start(&g->ranks);
 	run_err = run_checked(g, r, &lost);
+	run_err = mb_run_ranks_end(&g->ranks, g->run.steps, run_err, stop && !g->ranks_stopped,
+				   &g->ranks_ended);
+	if (g->ranks_stopped && g->ranks_ended) /* a rank failed: no signal here */
+		stop = 0;
+	g->ranks_stopped = 0;
 	clear_progress(g);
 	fill_meta(g, row);
 	row->run = i;
@@ -789,7 +831,9 @@ static int fit_cell(struct grid *g, bool *fits)
 		snprintf(reason, sizeof(reason), "%s", mb_errmsg());
 		return mb_fail("%s (--fit-check off runs without the check)", reason);
 	}
-	if ((ok = mb_fit_check(&g->model, &cell, &host, &g->fit, reason, sizeof(reason))) != 0)
+	ok = mb_fit_check(&g->model, &cell, &host, &g->fit, reason, sizeof(reason));
+	ok = mb_run_ranks_fit(&g->ranks, ok, reason, sizeof(reason));
+	if (ok != 0)
 		return ok < 0 ? ok : 0;
 	*fits = false;
 	return unrun_row(g, reason);
@@ -938,11 +982,17 @@ static int setup(struct grid *g)
 				    g->args->ns_precisions);
 	if ((err = mb_setup_binding(g->args, &g->host)))
 		return err;
-	if ((err = mb_setup_model(g->args, &g->model)) || (err = build_cells(g)) ||
-	    (err = default_out(g)))
+	if ((err = mb_setup_model(g->args, &g->model)) || (err = build_cells(g)))
 		return err;
-	g->out_existed = !g->out_created && !access(g->out, F_OK);
-	if ((err = mb_csv_check(g->out)) || (err = mb_setup_device(g->args, &g->cl)))
+	/* the whole model, which each cell's share is cut from (mb_run_ranks_shard) */
+	if (g->args->world_size > 1 && (err = mb_setup_model(g->args, &g->full)))
+		return err;
+	/* rank 0 alone writes the results */
+	if (!g->ranks.rank && (err = default_out(g)))
+		return err;
+	g->out_existed = !g->out_created && g->out[0] && !access(g->out, F_OK);
+	if ((g->out[0] && (err = mb_csv_check(g->out))) ||
+	    (err = mb_setup_device(g->args, &g->cl)))
 		return err;
 	if ((err = load_profile(g)))
 		return err;
@@ -983,6 +1033,9 @@ static void select_cell(struct grid *g, const struct cell *c)
 	g->cell_stage = c->at.stage;
 	g->cell_variant = c->at.variant;
 	mb_setup_step_settings(g->args, &c->at, g->ns_precision, &g->run.step);
+	/* a rank of several runs its share as a world of one (mb_shard) */
+	g->run.step.plan.world_size = 1;
+	g->run.step.plan.rank = 0;
 }
 
 /*
@@ -1017,12 +1070,16 @@ static int run_grid(struct grid *g)
 	size_t ci;
 	int err = 0;
 
-	for (r = 0; r < rounds && !err && !stop; r++)
-		for (ci = 0; ci < g->ncells && !err && !stop; ci++) {
+	for (r = 0; r < rounds && !err && !stop && !g->ranks_ended; r++)
+		for (ci = 0; ci < g->ncells && !err && !stop && !g->ranks_ended; ci++) {
 			c = &g->cells[ci];
-			for (k = 1; k <= per && !c->done && !err && !stop; k++) {
+			for (k = 1; k <= per && !c->done && !err && !stop && !g->ranks_ended;
+			     k++) {
 				i = r * per + k;
 				select_cell(g, c);
+				if ((err = mb_run_ranks_shard(g->args, &g->full, &g->model,
+							      c->at.stage, &g->shard_stage)))
+					break;
 				if (g->device_gone[0]) {
 					c->done = true;
 					err = unrun_row(g, g->device_gone);
@@ -1039,10 +1096,16 @@ static int run_grid(struct grid *g)
 static int verdict(const struct grid *g)
 {
 	/* after Markdown on stdout; with csv or json, stdout stays machine-read */
-	FILE *out = g->args->format == MB_FORMAT_MD ? stdout : stderr;
+	FILE *out = g->args->format == MB_FORMAT_MD && !g->ranks.rank ? stdout : stderr;
 	int d, ns;
 
-	fprintf(out, "\nResults: %s\n", g->out);
+	if (g->out[0])
+		fprintf(out, "\nResults: %s\n", g->out);
+	else /* under MPI, a rank other than 0 */
+		fprintf(out, "\nRank %llu of %llu (local rank %llu on %s): its rows are in rank 0's "
+			"results\n",
+			(unsigned long long)g->args->rank, (unsigned long long)g->args->world_size,
+			(unsigned long long)g->args->local_rank, g->host.name);
 	fprintf(out, "CLBlast parameters: %s (%s: %s).\n", g->cl.tuning, g->cl.tuning_match,
 		g->cl.tuning_why);
 	if (g->ns_kernel[0] && g->args->ns_rate)
@@ -1107,7 +1170,8 @@ int mb_cmd_run(const struct mb_args *args)
 
 	if (!g)
 		return mb_fail("out of host memory");
-	g->args = args;
+	g->ranked = *args;
+	g->args = &g->ranked;
 	g->run.steps = (unsigned)args->steps;
 	g->run.resume_at = (unsigned)args->resume_at;
 	g->run.device_mem_limit = args->device_mem_limit;
@@ -1142,7 +1206,8 @@ int mb_cmd_run(const struct mb_args *args)
 		signal(SIGHUP, SIG_IGN);
 	signal(SIGXFSZ, SIG_IGN); /* past a file size limit, a write fails: the fallback takes over
 				   */
-	set_up = !(err = setup(g));
+	set_up = !(err = mb_run_ranks_init(&g->ranks, &g->ranked)) &&
+		 !(err = mb_run_ranks_agree(&g->ranks, setup(g)));
 	if (set_up) {
 		g->steps_total = (unsigned long)(g->ncells * args->runs * args->steps);
 		err = run_grid(g);
@@ -1150,7 +1215,7 @@ int mb_cmd_run(const struct mb_args *args)
 	atomic_store(&g->ending, true);
 	sem_post(&wake);
 	pthread_join(watcher, NULL);
-	if (!err && set_up)
+	if (!err && set_up && !g->ranks.rank)
 		err = report(g);
 	if (!err && set_up)
 		err = verdict(g);
@@ -1160,6 +1225,8 @@ int mb_cmd_run(const struct mb_args *args)
 	mb_devmem_sampler_stop(&g->sampler);
 	mb_devmem_close(&g->devmem);
 	mb_model_release(&g->model);
+	mb_model_release(&g->full);
+	mb_ranks_finalize(&g->ranks);
 	free(g->rows);
 	free(g->cells);
 	free(g);

@@ -91,6 +91,7 @@ void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel
 {
 	sel->platform = mb_args_given(args, "platform") ? (int)args->platform : -1;
 	sel->device = args->device;
+	sel->nth = (unsigned)args->local_rank;
 }
 
 /*

@@ -454,9 +454,14 @@ static int choose(const struct mb_cl_device_info *d, size_t n, const struct mb_c
 				    "devices)",
 				    platform);
 	*out = first;
-	if (!name) {
+	if (!name) { /* the GPUs in turn for the ranks of a node */
+		size_t gpus = 0, k = 0;
+
 		for (i = 0; i < n; i++)
-			if (on_platform(&d[i], platform) && !strcmp(d[i].type, "GPU")) {
+			gpus += on_platform(&d[i], platform) && !strcmp(d[i].type, "GPU");
+		for (i = 0; i < n && gpus; i++)
+			if (on_platform(&d[i], platform) && !strcmp(d[i].type, "GPU") &&
+			    k++ == sel->nth % gpus) {
 				*out = i;
 				break;
 			}

@@ -74,7 +74,8 @@ int mb_cl_list_devices(struct mb_cl_device_info **out, size_t *n);
 /* Which device: --platform P, --device D (an index) or --device NAME-PART. */
 struct mb_cl_select {
 	int platform;	    /* -1: not given (platform 0 for a device index, else all) */
-	const char *device; /* NULL: the first GPU, else the first device */
+	const char *device; /* NULL: the first GPU, else the first device; the NTH of them */
+	unsigned nth;	    /* a rank's local rank: the NTH GPU, modulo their number */
 };
 
 /*

@@ -72,6 +72,9 @@ static const struct column columns[] = {
 	COL(version, TEXT),
 	COL(git_rev, TEXT),
 	COL(host, TEXT),
+	COLV(rank, U64, NULL, 13),
+	COLV(world_size, U64, NULL, 13),
+	COLV(local_rank, U64, NULL, 13),
 	COL(cpu_model, TEXT),
 	COL(platform, TEXT),
 	COL(device, TEXT),
@@ -701,6 +704,12 @@ static int check_row(const struct reader *r, const struct mb_csv_row *row)
 	if (row->nsamples > row->steps)
 		return bad(r, "%zu samples for %llu steps", row->nsamples,
 			   (unsigned long long)row->steps);
+	if (row->rank >= row->world_size || row->local_rank >= row->world_size)
+		return bad(r,
+			   "columns 'rank', 'local_rank', 'world_size': expected ranks below the "
+			   "world size, found %llu and %llu of %llu",
+			   (unsigned long long)row->rank, (unsigned long long)row->local_rank,
+			   (unsigned long long)row->world_size);
 	return 0;
 }
 
@@ -801,6 +810,8 @@ static int read_rows(struct reader *r, struct mb_csv_row *row, mb_csv_each_fn ea
 			} else if (columns[c].type == U64_OPT) { /* a column newer than the row */
 				*(uint64_t *)((char *)row + columns[c].offset) = MB_CSV_UNKNOWN;
 			}
+		if (!row->world_size) /* before 13: one rank */
+			row->world_size = 1;
 		if (napply != row->nsamples)
 			return bad(r, "%zu iteration samples but %zu apply samples", row->nsamples,
 				   napply);

@@ -23,8 +23,10 @@
  * This reader reads 10 (whose later files hold pipeline rows too) as 11.
  * 12: the device's used memory as its driver sees it (device_used_*); rows
  * of 10 and 11 are read with those columns empty.
+ * 13: the rank's columns (rank, world_size, local_rank: under MPI, one row
+ * per rank per run); rows of 10 to 12 are read as rank 0 of a world of one.
  */
-#define MB_CSV_FORMAT_VERSION 12
+#define MB_CSV_FORMAT_VERSION 13
 #define MB_CSV_FORMAT_OLDEST  10
 #define MB_CSV_STEPS_MAX      1000
 #define MB_CSV_UNKNOWN	      UINT64_MAX /* a whole number written empty: not known */
@@ -34,6 +36,8 @@ struct mb_csv_row {
 	char reason[1024];
 
 	char timestamp_utc[32], version[32], git_rev[48], host[128], cpu_model[128];
+	/* the rank that ran it (13): its rank, of how many, and its rank on its host */
+	uint64_t rank, world_size, local_rank;
 	char platform[128], device[128], vendor[128], driver[64];
 	char device_pci[20], device_numa_node[16]; /* empty when unknown */
 	char tuning[512]; /* CLBlast's parameters: "default", or where the applied tuning came from

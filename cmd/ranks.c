@@ -1,0 +1,118 @@
+/*
+ * ranks: run's ranks (see ranks.h). Every function is called by every rank
+ * at the same point of run, in the same order (mb_ranks' collectives).
+ */
+#include "ranks.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "mb_err.h"
+#include "mb_shard.h"
+#include "setup.h"
+
+int mb_run_ranks_init(struct mb_ranks *r, struct mb_args *args)
+{
+	int err;
+
+	if ((err = mb_ranks_init(r)))
+		return err;
+	if (!r->initialized) { /* alone: the options say which rank this is */
+		args->local_rank = 0;
+		return 0;
+	}
+	if (mb_args_given(args, "world-size") && args->world_size != r->world_size)
+		return mb_bad_input("--world-size %llu, but MPI's world has %u ranks (under MPI, "
+				    "leave it out)",
+				    (unsigned long long)args->world_size, r->world_size);
+	if (mb_args_given(args, "rank") && args->rank != r->rank)
+		return mb_bad_input("--rank %llu, but MPI made this process rank %u (under MPI, "
+				    "leave it out)",
+				    (unsigned long long)args->rank, r->rank);
+	args->world_size = r->world_size;
+	args->rank = r->rank;
+	args->local_rank = r->local_rank;
+	return 0;
+}
+
+int mb_run_ranks_agree(struct mb_ranks *r, int err)
+{
+	char reason[1024];
+	int status = err ? MB_RANK_FAILED : MB_RANK_OK, e;
+	unsigned who;
+
+	if (!r->mpi)
+		return err;
+	snprintf(reason, sizeof(reason), "%s", err ? mb_errmsg() : "");
+	if ((e = mb_ranks_agree(r, &status, reason, sizeof(reason), &who)))
+		return e;
+	if (err) {
+		mb_fail("%s", reason); /* MPI's calls may have recorded another message */
+		return err;
+	}
+	if (status != MB_RANK_OK)
+		return mb_fail("rank %u of %u failed: %s", who, r->world_size, reason);
+	return 0;
+}
+
+int mb_run_ranks_end(struct mb_ranks *r, unsigned steps, int run_err, bool signaled,
+		     bool *ended)
+{
+	char reason[1024];
+	int status = run_err ? MB_RANK_FAILED : signaled ? MB_RANK_STOPPED : MB_RANK_OK, e;
+	unsigned who;
+
+	*ended = false;
+	snprintf(reason, sizeof(reason), "%s", run_err ? mb_errmsg() : "");
+	if ((e = mb_ranks_run_end(r, steps, &status, reason, sizeof(reason), &who))) {
+		*ended = true;
+		return run_err ? run_err : e;
+	}
+	if (run_err)
+		mb_fail_kind(mb_err_kind(), "%s", reason);
+	if (status != MB_RANK_FAILED)
+		return run_err;
+	*ended = r->mpi;
+	if (run_err)
+		return run_err;
+	return mb_fail("stopped: rank %u failed: %s", who, reason);
+}
+
+int mb_run_ranks_fit(struct mb_ranks *r, int ok, char *reason, size_t len)
+{
+	char why[1024];
+	int status = ok < 0 ? MB_RANK_FAILED : ok == 0 ? MB_RANK_STOPPED : MB_RANK_OK, e;
+	unsigned who;
+
+	if (!r->mpi)
+		return ok;
+	snprintf(why, sizeof(why), "%s", ok < 0 ? mb_errmsg() : ok == 0 ? reason : "");
+	if ((e = mb_ranks_agree(r, &status, why, sizeof(why), &who)))
+		return e;
+	if (status == MB_RANK_FAILED)
+		return who == r->rank ? mb_fail("%s", why)
+				      : mb_fail("rank %u failed: %s", who, why);
+	if (status == MB_RANK_STOPPED) {
+		snprintf(reason, len, "rank %u: %s", who, why);
+		return 0;
+	}
+	return 1;
+}
+
+int mb_run_ranks_shard(const struct mb_args *args, const struct mb_model *full,
+		       struct mb_model *model, unsigned stage, unsigned *shard_stage)
+{
+	struct mb_plan_settings set;
+	struct mb_model shard;
+	int err;
+
+	if (args->world_size <= 1 || *shard_stage == stage)
+		return 0;
+	mb_setup_plan_settings(args, stage, &set);
+	if ((err = mb_shard_model(&shard, full, &set)))
+		return err;
+	mb_model_release(model);
+	*model = shard;
+	*shard_stage = stage;
+	return 0;
+}
