@@ -251,8 +251,9 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	snprintf(row->model, sizeof(row->model), "%s", g->model.name);
 	snprintf(row->source, sizeof(row->source), "%s", g->model.source);
 	row->layers = g->model.layers;
-	row->params_total = g->model.numel_total;
-	row->params_muon = g->model.numel_muon;
+	/* the whole model's, also where a rank runs its share */
+	row->params_total = (g->full.nparams ? &g->full : &g->model)->numel_total;
+	row->params_muon = (g->full.nparams ? &g->full : &g->model)->numel_muon;
 	row->stage = s->step.plan.stage;
 	snprintf(row->variant, sizeof(row->variant), "%s", mb_variant_name(s->step.variant));
 	row->runs = a->runs;
@@ -1146,7 +1147,8 @@ static int verdict(const struct grid *g)
 		return mb_fail("self-check failed: the final states differ between runs, or a "
 			       "step-phase peak is not the plan's (see above)");
 	if (g->failed)
-		return mb_fail("%u run(s) failed; their rows in '%s' say why", g->failed, g->out);
+		return mb_fail("%u run(s) failed; their rows in '%s' say why", g->failed,
+			       g->out[0] ? g->out : "rank 0's results");
 	if (g->incomplete)
 		return mb_fail(
 			"%u run(s) incomplete: the driver gave no time for some phases, which "

@@ -46,8 +46,12 @@ static void md_header(const struct mb_table *t)
 	char a[32], b[32], budget[32], chunk[32], sub[32];
 	char md[10][MB_MD_LEN(sizeof(r->tuning))]; /* the tuning: the longest of them */
 
-	printf("# %s on '%s' (%s, driver %s)\n\n", MD(md[0], r->model), MD(md[1], r->device),
+	printf("# %s on '%s' (%s, driver %s)", MD(md[0], r->model), MD(md[1], r->device),
 	       MD(md[2], r->platform), MD(md[3], r->driver));
+	if (r->world_size > 1) /* run under MPI: a table per rank */
+		printf(", rank %llu of %llu (local rank %llu)", (unsigned long long)r->rank,
+		       (unsigned long long)r->world_size, (unsigned long long)r->local_rank);
+	printf("\n\n");
 	printf("CLBlast parameters: %s (%s).\n", MD(md[4], r->tuning), r->tuning_match);
 	printf("Host %s (%s), CPUs %s, memory nodes %s (%s). Model %s: %llu layer%s, %s "
 	       "parameters, %s Muon. Steps %llu-%llu of %llu per run; gather budget %s; "
@@ -462,6 +466,84 @@ static int md_tradeoffs(const struct mb_table *t, size_t nt)
 	return 0;
 }
 
+/* Whether table B is another rank of table A's invocation: the same knobs but the rank. */
+static bool other_rank(const struct mb_csv_row *a, const struct mb_csv_row *b)
+{
+	struct mb_csv_row *as_a = malloc(sizeof(*as_a));
+	bool same;
+
+	if (!as_a)
+		return false;
+	*as_a = *b;
+	as_a->rank = a->rank;
+	same = a->world_size == b->world_size && mb_results_same_knobs(a, as_a);
+	free(as_a);
+	return same;
+}
+
+static const struct mb_cell *cell_of(const struct mb_table *t, const struct mb_cell *c)
+{
+	size_t i;
+
+	for (i = 0; i < t->ncells; i++)
+		if (t->cells[i].stage == c->stage && !strcmp(t->cells[i].variant, c->variant) &&
+		    t->cells[i].nruns)
+			return &t->cells[i];
+	return NULL;
+}
+
+/*
+ * The runs of several ranks (run under MPI): each rank's rows are a table of
+ * their own (rank is one of the knobs); the tables of one invocation's ranks
+ * side by side, cell by cell: the slowest rank (whose apply is the step's,
+ * the ranks being in lockstep) and the spread across the ranks. None where
+ * every table is a world of one.
+ */
+static void md_ranks(const struct mb_table *t, size_t nt)
+{
+	size_t k, j, i;
+	bool said = false;
+
+	for (k = 0; k < nt; k++) {
+		const struct mb_csv_row *a = t[k].first;
+
+		if (a->world_size < 2 || a->rank)
+			continue;
+		if (!said)
+			printf("\n# Ranks (run under MPI, in lockstep: a step takes as long as its "
+			       "slowest rank)\n\n| ZeRO | Variant | Ranks | Slowest rank | Its apply "
+			       "(s) | Fastest apply (s) | Spread | Slowest iteration (s) |\n"
+			       "|---|---|---|---|---|---|---|---|\n");
+		said = true;
+		for (i = 0; i < t[k].ncells; i++) {
+			const struct mb_cell *c = &t[k].cells[i], *o;
+			double max = c->apply_mean_s, min = c->apply_mean_s,
+			       iter = c->iter_mean_s;
+			unsigned slowest = 0, ranks = 1;
+
+			if (!c->nruns)
+				continue;
+			for (j = 0; j < nt; j++) {
+				if (j == k || !other_rank(a, t[j].first) ||
+				    !(o = cell_of(&t[j], c)))
+					continue;
+				ranks++;
+				if (o->apply_mean_s > max) {
+					max = o->apply_mean_s;
+					slowest = (unsigned)t[j].first->rank;
+				}
+				if (o->apply_mean_s < min)
+					min = o->apply_mean_s;
+				if (o->iter_mean_s > iter)
+					iter = o->iter_mean_s;
+			}
+			printf("| %u | %s | %u of %llu | %u | %.4f | %.4f | %.1f%% | %.4f |\n",
+			       c->stage, c->variant, ranks, (unsigned long long)a->world_size,
+			       slowest, max, min, max > 0 ? 100.0 * (max - min) / max : 0.0, iter);
+		}
+	}
+}
+
 static int print_md(const struct mb_table *t, size_t nt)
 {
 	size_t k;
@@ -481,6 +563,7 @@ static int print_md(const struct mb_table *t, size_t nt)
 		md_predicted(&t[k]);
 		md_bus(&t[k]);
 	}
+	md_ranks(t, nt);
 	return md_tradeoffs(t, nt);
 }
 

@@ -61,6 +61,8 @@ static const struct {
 	bool swept; /* a list of run, plan, predict sweeps it */
 } knobs[] = {
 	KNOB(model, true),
+	KNOB(world_size, false), /* compare matches rank with rank, in worlds of one size */
+	KNOB(rank, false),
 	KNOB(layers, false),
 	KNOB(params_total, false),
 	KNOB(steps, false),

@@ -18,6 +18,7 @@ if [ -n "${NVML_STUB:-}" ]; then
 fi
 if [ -n "${SHIM:-}" ]; then
 	tests/faults.sh "$bin" "$SHIM" || failed="$failed faults.sh"
+	tests/mpi.sh "$bin" "$SHIM" "${MPI_FOUND:-}" || failed="$failed mpi.sh"
 fi
 if [ -n "${VARIANT_BIN:-}" ]; then
 	tests/variant_row.sh "$VARIANT_BIN" || failed="$failed variant_row.sh"
@@ -31,4 +32,4 @@ if [ -n "$failed" ]; then
 	echo "TESTS FAILED:$failed"
 	exit 1
 fi
-echo "all tests passed ($# unit test programs, cli.sh, commands.sh, tuning.sh, ns_precision.sh, docs.sh${NVML_STUB:+, nvml.sh}${SHIM:+, faults.sh}${VARIANT_BIN:+, variant_row.sh}${BASELINE:+ and baseline.sh})"
+echo "all tests passed ($# unit test programs, cli.sh, commands.sh, tuning.sh, ns_precision.sh, docs.sh${NVML_STUB:+, nvml.sh}${SHIM:+, faults.sh, mpi.sh}${VARIANT_BIN:+, variant_row.sh}${BASELINE:+ and baseline.sh})"
