@@ -2,8 +2,8 @@
 # Commands do not call commands: a command's object (cmd/X.c, one that
 # defines an mb_cmd_ function) refers to no symbol that another command's
 # object defines. What two commands share lives in lib/ or in a shared
-# helper under cmd/ (options, setup, print, tables, child), never in a
-# command. Also: the check sees every command (each has its mb_cmd_), and
+# helper under cmd/ (options, setup, print, tables, child, and ranks, run's
+# MPI hooks, which any command could call), never in a command. Also: the check sees every command (each has its mb_cmd_), and
 # no helper defines one. Prints TAP.
 # Usage: tests/commands.sh path/to/muonbench   (its objects beside it, in cmd/)
 set -u

@@ -40,8 +40,9 @@ for c in $commands; do
 done
 cat "$tmp"/opts.* | sort -u >"$tmp/opts.all"
 
-# Options of other programs that the docs name beside muonbench's.
-foreign="--threads --usecase"
+# Options of other programs that the docs name beside muonbench's (the
+# launchers' in docs/mpi.md: mpirun's and srun's).
+foreign="--threads --usecase --bind-to --hostfile --map-by --mpi --ntasks-per-node --oversubscribe"
 
 # 1. The README's example commands, one a line: fenced blocks (```sh or bare;
 # backslash continuations joined, comments cut), and inline spans.
