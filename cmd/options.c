@@ -177,9 +177,10 @@ static const struct option options[] = {
 	  "results/MODEL-stageS-UTCTIME.csv, or -2.csv and on where that is taken); profile: write the profile to FILE (default: the "
 	  "cache, under the device's key)" },
 	{ "world-size", "W", COUNT, AT(world_size), "1", 1, 1u << 20, NULL, MODEL_CMDS,
-	  "ranks sharing the optimizer state (run under MPI: the MPI world's)" },
+	  "ranks sharing the optimizer state (run under MPI: the MPI world's; predict: all on one "
+	  "host)" },
 	{ "rank", "R", COUNT, AT(rank), "0", 0, (1u << 20) - 1, NULL,
-	  ON(MB_CMD_PLAN) | ON(MB_CMD_RUN), "the rank planned or run, 0 to W-1 (under MPI: MPI's)" },
+	  MODEL_CMDS, "the rank planned, predicted or run, 0 to W-1 (under MPI: MPI's)" },
 	{ "format", "FMT", ENUM, AT(format), "md", 0, 0, MB_WORDS(MB_FORMATS),
 	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN) | ON(MB_CMD_BANDWIDTH) |
 		  ON(MB_CMD_NS) | ON(MB_CMD_PREDICT),

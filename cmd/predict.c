@@ -2,7 +2,10 @@
  * predict: the model of the step (mb_predict) for each stage and variant
  * asked, from a device profile (--profile, then the options that set its
  * fields), as the reference's tables, CSV rows or JSON. One option's list
- * sweeps its field: the cells are predicted for each value.
+ * sweeps its field: the cells are predicted for each value. With
+ * --world-size W, rank --rank of W ranks on one host: its share of the model
+ * (mb_shard, as run under MPI runs it) on the profile that a rank sees when W
+ * share the host (mb_profile_for_ranks).
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include "mb_plan.h"
 #include "mb_predict.h"
 #include "mb_profile.h"
+#include "mb_shard.h"
 #include "print.h"
 #include "setup.h"
 
@@ -153,9 +157,11 @@ struct cell {
 struct grid {
 	const struct mb_args *args;
 	struct mb_model model;
-	struct mb_grid grid; /* every cell, in mb_grid's order */
+	struct mb_model shard[4]; /* by stage: the rank's share, with --world-size over 1 */
+	struct mb_grid grid;	  /* every cell, in mb_grid's order */
 	/* the cells at the point of the --gather-budget, --sub-group-size sweep in hand: */
 	const struct mb_grid_cell *at[NCELLS_MAX];
+	const struct mb_model *models[NCELLS_MAX]; /* the model each cell's plan is of */
 	struct mb_plan plans[NCELLS_MAX];
 	struct mb_step_settings set[NCELLS_MAX];
 	struct cell cells[NCELLS_MAX]; /* their predictions */
@@ -190,7 +196,7 @@ static int predict_cells(struct grid *g, const struct mb_profile *p)
 
 		c->stage = g->at[i]->stage;
 		c->variant = g->at[i]->variant;
-		if ((err = mb_predict_step(&g->model, plan, &g->set[i], p, &c->t)))
+		if ((err = mb_predict_step(g->models[i], plan, &g->set[i], p, &c->t)))
 			return err;
 		c->peak_step_bytes = mb_plan_peak_step_bytes(plan, mb_variant_alive(c->variant));
 		c->peak_device_own_bytes = max3(plan->peak_forward_bytes, plan->peak_backward_bytes,
@@ -322,6 +328,8 @@ static void print_cells(const struct grid *g, const struct mb_profile *p, const 
 #undef FIELD_
 				MB_FIELD_N("gather_budget_bytes", g->budget),
 			MB_FIELD_N("sub_group_size_elems", g->sub_group),
+			MB_FIELD_N("world_size", g->args->world_size),
+			MB_FIELD_N("rank", g->args->rank),
 		};
 
 		mb_printer(g->args->format)->record(f, sizeof(f) / sizeof(f[0]), *first);
@@ -357,6 +365,28 @@ static void release_plans(struct grid *g)
 	g->ncells = 0;
 }
 
+/*
+ * The model of cell C's plan, and its plan settings' world: the whole model
+ * in a world of one; else the rank's share of the stage's (built once a
+ * stage), run as a world of one, as a rank runs under MPI (mb_shard).
+ */
+static int model_of(struct grid *g, const struct mb_grid_cell *c, struct mb_step_settings *set,
+		    const struct mb_model **m)
+{
+	struct mb_model *shard = &g->shard[c->stage];
+	int err;
+
+	*m = &g->model;
+	if (set->plan.world_size <= 1)
+		return 0;
+	if (!shard->nparams && (err = mb_shard_model(shard, &g->model, &set->plan)))
+		return err;
+	set->plan.world_size = 1;
+	set->plan.rank = 0;
+	*m = shard;
+	return 0;
+}
+
 /* The settings and plan of each cell at the sweep's point POINT; none: g->ncells 0. */
 static int build_plans(struct grid *g, size_t point)
 {
@@ -374,7 +404,8 @@ static int build_plans(struct grid *g, size_t point)
 			continue;
 		/* predict has no device: Newton-Schulz's rates are the profile's */
 		mb_setup_step_settings(g->args, c, MB_PREC_FP32, &g->set[g->ncells]);
-		if ((err = mb_plan_build(&g->plans[g->ncells], &g->model,
+		if ((err = model_of(g, c, &g->set[g->ncells], &g->models[g->ncells])) ||
+		    (err = mb_plan_build(&g->plans[g->ncells], g->models[g->ncells],
 					 &g->set[g->ncells].plan))) {
 			release_plans(g);
 			return err;
@@ -386,6 +417,10 @@ static int build_plans(struct grid *g, size_t point)
 
 static void release_grid(struct grid *g)
 {
+	unsigned stage;
+
+	for (stage = 0; stage < 4; stage++)
+		mb_model_release(&g->shard[stage]);
 	mb_model_release(&g->model);
 	mb_grid_release(&g->grid);
 	free(g->points);
@@ -442,14 +477,15 @@ static int predict_point(struct grid *g, const struct mb_profile *base, const st
 	const struct mb_args *args = g->args;
 	bool knobs = g->points != NULL;
 	char opt[64], val[64];
-	struct mb_profile p;
+	struct mb_profile swept, p;
 	size_t i, k, n = sw->flag >= 0 ? sw->n : 1;
 	int err = 0;
 
 	for (i = 0; i < n && !err; i++) {
-		p = *base;
+		swept = *base;
 		if (sw->flag >= 0)
-			set_wider(&p, args, (size_t)sw->flag, sw->values[i], args->ns_method);
+			set_wider(&swept, args, (size_t)sw->flag, sw->values[i], args->ns_method);
+		mb_profile_for_ranks(&p, &swept, (unsigned)args->world_size);
 		if ((err = predict_cells(g, &p)))
 			break;
 		for (k = 0; knobs && k < g->ncells; k++)
@@ -517,6 +553,12 @@ int mb_cmd_predict(const struct mb_args *args)
 		       mb_md(name, sizeof(name), g->model.name),
 		       mb_md(source, sizeof(source), g->model.source), g->model.layers,
 		       "from the device profile below, with no device");
+		if (args->world_size > 1)
+			printf("Rank %llu of %llu ranks on one host, in lockstep: its share of the "
+			       "model, each rank's own device and link, the host's memory and "
+			       "cores shared by all (the profile below is a rank's; "
+			       "docs/predict.md).\n\n",
+			       (unsigned long long)args->rank, (unsigned long long)args->world_size);
 	}
 	for (point = 0; point < g->grid.npoints && !err; point++) {
 		if ((err = build_plans(g, point)) || !g->ncells) /* none: no stage reads it */

@@ -534,3 +534,34 @@ void mb_profile_cache_path(const struct mb_cl_device_info *d, char *buf, size_t 
 {
 	mb_tuning_cache_file(d, "profile", "json", buf, len);
 }
+
+/* A copy rate shared by RANKS links through a host memory carrying HOST of that kind. */
+static double shared_rate(double rate, double host, unsigned ranks)
+{
+	double share = fmax(rate, host) / ranks;
+
+	return share < rate ? share : rate;
+}
+
+void mb_profile_for_ranks(struct mb_profile *out, const struct mb_profile *p, unsigned ranks)
+{
+	/* host memory's traffic a second: a memcpy reads and writes each byte */
+	double traffic = 2 * p->memcpy_gbs, pinned = traffic, pageable = traffic / 3;
+	char name[sizeof(out->name)], device[sizeof(out->device)];
+
+	*out = *p;
+	if (ranks <= 1)
+		return;
+	out->host_opt_gbs = p->host_opt_gbs / ranks;
+	out->memcpy_gbs = p->memcpy_gbs / ranks;
+	out->h2d_pinned_gbs = shared_rate(p->h2d_pinned_gbs, pinned, ranks);
+	out->d2h_pinned_gbs = shared_rate(p->d2h_pinned_gbs, pinned, ranks);
+	out->both_pinned_gbs = shared_rate(p->both_pinned_gbs, pinned, ranks);
+	out->h2d_pageable_gbs = shared_rate(p->h2d_pageable_gbs, pageable, ranks);
+	out->d2h_pageable_gbs = shared_rate(p->d2h_pageable_gbs, pageable, ranks);
+	out->both_pageable_gbs = shared_rate(p->both_pageable_gbs, pageable, ranks);
+	snprintf(name, sizeof(name), "%.40s (a rank of %u)", p->name, ranks);
+	snprintf(device, sizeof(device), "%.200s; %u ranks on one host", p->device, ranks);
+	memcpy(out->name, name, sizeof(name));
+	memcpy(out->device, device, sizeof(device));
+}

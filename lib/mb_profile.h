@@ -141,6 +141,31 @@ void mb_profile_write(FILE *out, const struct mb_profile *p);
  */
 int mb_profile_save(const char *path, const struct mb_profile *p);
 
+/*
+ * The profile that each of RANKS ranks sees when they run at once on one
+ * host, each with its own device, into *out, from P (what one rank measured
+ * with the whole host to itself). The ranks run in lockstep, so that they
+ * are in the same phase at the same time:
+ *
+ *   - each device keeps its own rates and its own link (one PCIe link a
+ *     GPU): kernels, Newton-Schulz, the forward/backward are P's;
+ *   - the host's cores and memory are split evenly: the host optimizer
+ *     (host_opt_gbs) and the host's streaming passes (memcpy_gbs) run at
+ *     1/RANKS of P's rates;
+ *   - every rank's copies cross the one host memory at once: its traffic,
+ *     twice memcpy_gbs (a memcpy reads and writes each byte), is shared by
+ *     the RANKS links. A pinned copy moves each byte through host memory
+ *     once (the DMA), a pageable one three times (the driver's staging
+ *     memcpy, then the DMA). Each copy rate (one way, and both ways at once)
+ *     becomes the least of P's and 1/RANKS of what the host memory carries
+ *     of that kind, taken as no less than P's own (one rank measured it).
+ *
+ * GPU-to-GPU collectives are not in the model: they do not cross the host
+ * where the GPUs have NVLink (docs/mpi.md). RANKS 0 or 1: a copy of P.
+ * The name and the device say "rank of RANKS" (predict prints them).
+ */
+void mb_profile_for_ranks(struct mb_profile *out, const struct mb_profile *p, unsigned ranks);
+
 struct mb_cl_device_info;
 
 /*

@@ -1147,11 +1147,27 @@ expect_output "predict: a knob sweep ends in one trade-off table" "| 2.00 GiB | 
 # (stage 2 reads the budget, stage 3 under --zero3-apply subgroup the sub-group size: 2 points each)
 if [ "$(wc -l <"$tmp/ksw")" -eq 9 ] && grep -q '^reference,qwen3-4b,"gather-budget,sub-group-size","268435456,1000000000",3,pipeline,' "$tmp/ksw" &&
 	grep -q '^reference,qwen3-4b,"gather-budget,sub-group-size","2147483648,250000000",2,pipeline,' "$tmp/ksw" &&
-	head -1 "$tmp/ksw" | grep -q ",gather_budget_bytes,sub_group_size_elems$"; then
+	head -1 "$tmp/ksw" | grep -q ",gather_budget_bytes,sub_group_size_elems,world_size,rank$"; then
 	report ok "predict: csv has a row per point, stage and variant"
 else
 	report fail "predict: csv has a row per point, stage and variant" "$(cat "$tmp/ksw")"
 fi
+# predict --world-size: a rank's share, on the profile a rank sees when the ranks share the host
+expect_output "predict --world-size: a rank of 8 on one host" "Profile 'reference (a rank of 8)'" predict --model qwen3-4b --stage 2 --variant master --world-size 8
+expect_output "predict --world-size: 8 ranks split the host optimizer's 100 GB/s" "host optimizer 12.5 GB/s, memcpy 25 GB/s" predict --model qwen3-4b --stage 2 --variant master --world-size 8
+# ZeRO-2, master: rank 0 of 8 has an eighth of the copies and of the host optimizer's work, at
+# an eighth of the host's rate: its apply is shorter, its host optimizer no shorter (within 10%)
+"$bin" predict --model qwen3-4b --stage 2 --variant master --format csv >"$tmp/w1.csv"
+"$bin" predict --model qwen3-4b --stage 2 --variant master --format csv --world-size 8 --rank 3 >"$tmp/w8.csv"
+if awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+	FNR == 2 && FILENAME ~ /w1/ { a1 = $c["apply_mean_s"]; h1 = $c["host_opt_s"] }
+	FNR == 2 && FILENAME ~ /w8/ { a8 = $c["apply_mean_s"]; h8 = $c["host_opt_s"]; w = $c["world_size"]; r = $c["rank"] }
+	END { exit !(a8 < a1 / 2 && h8 > 0.9 * h1 && w == 8 && r == 3) }' "$tmp/w1.csv" "$tmp/w8.csv"; then
+	report ok "predict --world-size 8: a rank's apply shorter, its host optimizer not"
+else
+	report fail "predict --world-size 8: a rank's apply shorter, its host optimizer not" "$(cat "$tmp/w1.csv" "$tmp/w8.csv")"
+fi
+expect_error "predict --world-size: the rank is in the world" 2 "rank 2 is outside a world of 2 ranks" predict --model tiny --world-size 2 --rank 2
 expect_error "predict: the profile and the knobs are not swept together" 2 "predict sweeps the profile or the knobs, not both" predict --pageable-gbs 5,10 --gather-budget 256Mi,2Gi
 expect_error "predict: a rate is decimal, not hex" 2 "--h2d-gbs: invalid number '0x10' (GB/s)" predict --model tiny --h2d-gbs 0x10
 expect_error "predict: a rate has no sign or space" 2 "--ns-gflops: invalid number ' 5' (GFLOP/s)" predict --model tiny --ns-gflops " 5"

@@ -833,6 +833,37 @@ static void h200_pageable_term(void **state)
 	free(rows);
 }
 
+/*
+ * Ranks on one host (mb_profile_for_ranks): one rank is the profile itself;
+ * eight split the host optimizer and the streaming passes, and their copies
+ * share the host memory's traffic (twice memcpy_gbs: 400 GB/s in the
+ * reference, 50 a rank pinned, 16.7 pageable), each under its own link's rate.
+ */
+static void ranks_share_the_host(void **state)
+{
+	struct mb_profile ref, one, eight;
+
+	(void)state;
+	assert_int_equal(mb_profile_load(&ref, "reference"), 0);
+	mb_profile_for_ranks(&one, &ref, 1);
+	assert_memory_equal(&one, &ref, sizeof(ref));
+	mb_profile_for_ranks(&eight, &ref, 8);
+	assert_true(fabs(eight.host_opt_gbs - ref.host_opt_gbs / 8) < 1e-9);
+	assert_true(fabs(eight.memcpy_gbs - ref.memcpy_gbs / 8) < 1e-9);
+	assert_true(fabs(eight.h2d_pinned_gbs - fmin(ref.h2d_pinned_gbs, 50)) < 1e-9);
+	assert_true(fabs(eight.d2h_pinned_gbs - fmin(ref.d2h_pinned_gbs, 50)) < 1e-9);
+	assert_true(fabs(eight.both_pinned_gbs - fmin(ref.both_pinned_gbs, 50)) < 1e-9);
+	assert_true(fabs(eight.both_pageable_gbs - fmin(ref.both_pageable_gbs, 400.0 / 3 / 8)) <
+		    1e-9);
+	assert_true(eight.h2d_pageable_gbs <= ref.h2d_pageable_gbs);
+	/* the device's own rates stay */
+	assert_true(eight.momentum_gbs == ref.momentum_gbs &&
+		    eight.fwd_bwd_gflops == ref.fwd_bwd_gflops);
+	assert_memory_equal(&eight.ns_gram_gflops, &ref.ns_gram_gflops,
+			    sizeof(ref.ns_gram_gflops));
+	assert_non_null(strstr(eight.name, "a rank of 8"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -853,6 +884,7 @@ int main(void)
 		cmocka_unit_test(old_profile_refused),
 		cmocka_unit_test(reproduces_the_reference),
 		cmocka_unit_test(h200_pageable_term),
+		cmocka_unit_test(ranks_share_the_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
