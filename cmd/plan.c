@@ -315,6 +315,53 @@ static void md_first_group(const struct mb_model *m, const struct mb_plan *p)
 		printf("- and %zu more\n", g->end - g->first - most);
 }
 
+/* The most ranks whose plans plan sums for the node's host memory. */
+#define NODE_RANKS_MAX 64
+
+/*
+ * The whole node's host memory, where --world-size puts W ranks on one host:
+ * each buffer summed over every rank's plan, beside this rank's. What run's
+ * fit check holds against the host (each rank's share times the ranks on it).
+ */
+static int md_node(const struct mb_model *m, const struct mb_plan *p)
+{
+	uint64_t node[MB_HOST_NBUFFERS] = { 0 }, mine = 0, all = 0;
+	struct mb_plan_settings set = p->set;
+	struct mb_plan other;
+	char a[32], b[32], c[32];
+	int bf, err;
+
+	if (p->set.world_size <= 1)
+		return 0;
+	printf("\n## Host memory of the node: %u ranks on one host\n\n", p->set.world_size);
+	if (p->set.world_size > NODE_RANKS_MAX) {
+		printf("Not summed past %d ranks on one host.\n", NODE_RANKS_MAX);
+		return 0;
+	}
+	for (set.rank = 0; set.rank < p->set.world_size; set.rank++) {
+		if ((err = mb_plan_build(&other, m, &set)))
+			return err;
+		for (bf = 0; bf < MB_HOST_NBUFFERS; bf++)
+			node[bf] += other.host_bytes[bf];
+		mb_plan_release(&other);
+	}
+	printf("Every rank's host buffers at once (a CPU device's memory, which is the host's, "
+	       "aside): what run's fit check holds against the host, each rank's share times "
+	       "the ranks on it.\n\n| buffer | this rank | the node | |\n|---|---:|---:|---:|\n");
+	for (bf = 0; bf < MB_HOST_NBUFFERS; bf++) {
+		if (!node[bf])
+			continue;
+		mine += p->host_bytes[bf];
+		all += node[bf];
+		printf("| %s | %s | %s | %s |\n", mb_host_buffer_names[bf],
+		       mb_fmt_bytes(a, sizeof(a), p->host_bytes[bf]),
+		       mb_fmt_bytes(b, sizeof(b), node[bf]), mb_fmt_gib(c, sizeof(c), node[bf]));
+	}
+	printf("| all | %s | %s | %s |\n", mb_fmt_bytes(a, sizeof(a), mine),
+	       mb_fmt_bytes(b, sizeof(b), all), mb_fmt_gib(c, sizeof(c), all));
+	return 0;
+}
+
 static void md_apply(const struct mb_model *m, const struct mb_plan *p)
 {
 	const struct mb_plan_group *big = p->ngroups ? &p->groups[p->largest_group] : NULL;
@@ -592,10 +639,13 @@ int mb_cmd_plan(const struct mb_args *args)
 	} else {
 		md_model(&model, &plan);
 		md_host(&plan, !strcmp(args->pinned_device_copy, "yes"));
+		if ((err = md_node(&model, &plan)))
+			goto out_plan;
 		md_apply(&model, &plan);
 		md_step(&plan, args->ns_precisions);
 		md_peak(&plan);
 	}
+out_plan:
 	mb_plan_release(&plan);
 out_grid:
 	mb_grid_release(&grid);

@@ -832,6 +832,7 @@ static int fit_cell(struct grid *g, bool *fits)
 		snprintf(reason, sizeof(reason), "%s", mb_errmsg());
 		return mb_fail("%s (--fit-check off runs without the check)", reason);
 	}
+	host.ranks = g->ranks.local_size; /* this host's ranks, each with its share */
 	ok = mb_fit_check(&g->model, &cell, &host, &g->fit, reason, sizeof(reason));
 	ok = mb_run_ranks_fit(&g->ranks, ok, reason, sizeof(reason));
 	if (ok != 0)

@@ -146,10 +146,18 @@ static uint64_t device_memory(const struct mb_fit_device *d)
 								      : d->global_mem_bytes;
 }
 
+/* The host bytes of every rank on the host: this rank's N times the ranks. */
+static uint64_t node_host_bytes(const struct mb_fit_need *n, const struct mb_fit_host *h)
+{
+	unsigned ranks = h->ranks > 1 ? h->ranks : 1;
+
+	return n->host_bytes > UINT64_MAX / ranks ? UINT64_MAX : n->host_bytes * ranks;
+}
+
 static unsigned shortfalls(const struct mb_fit_need *n, const struct mb_fit_host *h,
 			   const struct mb_fit_device *d)
 {
-	return (n->host_bytes > h->available_bytes ? SHORT_HOST : 0) |
+	return (node_host_bytes(n, h) > h->available_bytes ? SHORT_HOST : 0) |
 	       (n->pinned_largest_bytes > d->max_alloc_bytes ? SHORT_PINNED : 0) |
 	       (sat_add(n->device_peak_bytes, n->pinned_device_bytes) > device_memory(d)
 			? SHORT_PEAK
@@ -220,8 +228,12 @@ static void say_shortfalls(struct text *t, unsigned s, const struct mb_fit_need 
 	const char *sep = "";
 
 	if (s & SHORT_HOST) {
-		two_sizes(a, b, sizeof(a), n->host_bytes, h->available_bytes);
-		add(t, "the host buffers need %s", a);
+		two_sizes(a, b, sizeof(a), node_host_bytes(n, h), h->available_bytes);
+		if (h->ranks > 1)
+			add(t, "the host buffers of the %u ranks on this host need %s (%s each)",
+			    h->ranks, a, mb_fmt_bytes_iec(c, sizeof(c), n->host_bytes));
+		else
+			add(t, "the host buffers need %s", a);
 		if (n->device_in_host_bytes)
 			add(t, " (the device's %s included: a CPU device's memory is the host's)",
 			    mb_fmt_bytes_iec(c, sizeof(c), n->device_in_host_bytes));

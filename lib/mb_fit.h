@@ -16,7 +16,8 @@
  *           on the device); and each buffer one allocation of the device;
  *           where the driver keeps a device copy of pinned host memory
  *           (NVIDIA's OpenCL, CL_MEM_ALLOC_HOST_PTR), every pinned byte too.
- * These are held against what the host has available (mb_host_mem_available),
+ * These are held against what the host has available (mb_host_mem_available;
+ * the host buffers of every rank on the host at once, mb_fit_host's ranks),
  * the device's global memory (or --device-mem-limit where that is less) and
  * its maximum allocation, as the caller read them once: the same figures that
  * the run's own checks use, so that a message quotes what was checked.
@@ -40,6 +41,13 @@
 struct mb_fit_host {
 	uint64_t available_bytes;
 	char where[128]; /* where the figure comes from: "MemAvailable" */
+	/*
+	 * The ranks on this host that run the cell at once (run under MPI: its
+	 * local ranks), each its own share as large as this one's: the node's
+	 * sum, RANKS times this rank's host bytes, is held against the host.
+	 * 0 or 1: this rank alone.
+	 */
+	unsigned ranks;
 };
 
 struct mb_fit_cell;

@@ -1168,6 +1168,8 @@ else
 	report fail "predict --world-size 8: a rank's apply shorter, its host optimizer not" "$(cat "$tmp/w1.csv" "$tmp/w8.csv")"
 fi
 expect_error "predict --world-size: the rank is in the world" 2 "rank 2 is outside a world of 2 ranks" predict --model tiny --world-size 2 --rank 2
+# plan --world-size: the node's host memory, every rank's plan summed (ZeRO-2: the whole model's 53.90 GiB)
+expect_output "plan --world-size: the node's host memory beside the rank's" "| all | 7.23 GB | 57.9 GB | 53.90 GiB |" plan --model qwen3-4b --world-size 8 --rank 3
 expect_error "predict: the profile and the knobs are not swept together" 2 "predict sweeps the profile or the knobs, not both" predict --pageable-gbs 5,10 --gather-budget 256Mi,2Gi
 expect_error "predict: a rate is decimal, not hex" 2 "--h2d-gbs: invalid number '0x10' (GB/s)" predict --model tiny --h2d-gbs 0x10
 expect_error "predict: a rate has no sign or space" 2 "--ns-gflops: invalid number ' 5' (GFLOP/s)" predict --model tiny --ns-gflops " 5"

@@ -21,6 +21,7 @@
 #include "mb_fit.h"
 #include "mb_host.h"
 #include "mb_num.h"
+#include "mb_shard.h"
 
 #define GIB (1ull << 30)
 #define MIB (1ull << 20)
@@ -124,6 +125,34 @@ static void host_short(void **state)
 	load(&cut, "qwen3-4b", layers + 1);
 	assert_int_equal(mb_fit_check(&cut, &c, &h, &d, reason, sizeof(reason)), 0);
 	mb_model_release(&cut);
+	mb_model_release(&m);
+}
+
+/*
+ * Eight ranks on one host (run under MPI): each rank's ZeRO-2 share of
+ * Qwen3-4B's host buffers fits a 30 GB host alone, but not eight of them;
+ * the reason gives the node's sum and a rank's.
+ */
+static void ranks_share_the_host(void **state)
+{
+	struct mb_fit_host h = { .available_bytes = 30000000000ull, .where = "MemAvailable" };
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(2);
+	struct mb_plan_settings share = c.plan;
+	struct mb_model m, rank0;
+
+	(void)state;
+	load(&m, "qwen3-4b", 0);
+	share.world_size = 8; /* rank 0's share, as run cuts it (a world of one after) */
+	assert_int_equal(mb_shard_model(&rank0, &m, &share), 0);
+	h.ranks = 1;
+	if (mb_fit_check(&rank0, &c, &h, &d, reason, sizeof(reason)) != 1)
+		fail_msg("one rank: %s", reason);
+	h.ranks = 8;
+	assert_int_equal(mb_fit_check(&rank0, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_says("the host buffers of the 8 ranks on this host need ");
+	assert_says(" each) and the host has 27.9 GiB (MemAvailable)");
+	mb_model_release(&rank0);
 	mb_model_release(&m);
 }
 
@@ -549,6 +578,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(tiny_fits),	     cmocka_unit_test(host_short),
+		cmocka_unit_test(ranks_share_the_host),
 		cmocka_unit_test(device_short),	     cmocka_unit_test(clblast_temporaries),
 		cmocka_unit_test(clblast_per_model), cmocka_unit_test(device_allocation_short),
 		cmocka_unit_test(pinned_short),	     cmocka_unit_test(cpu_device),
