@@ -154,14 +154,14 @@ baseline: $(BIN)
 	rm -f $(BASELINE)
 	scripts/run-groups.sh $(BIN) $(BASELINE) $(BASELINE_ARGS)
 
-# The binary with the test-only variant row (lib/mb_variant.h, MB_TEST_VARIANT)
-# and phase row (lib/mb_phase.h, MB_TEST_PHASE), in a build of its own, for
-# tests/variant_row.sh.
+# The binary with the test-only variant row (lib/mb_variant.h, MB_TEST_VARIANT),
+# phase row (lib/mb_phase.h, MB_TEST_PHASE) and knob row (lib/mb_knob.h,
+# MB_TEST_KNOB), in a build of its own, for tests/variant_row.sh.
 VARIANT_BIN = $(BUILD)-variant/muonbench
 
 $(VARIANT_BIN): FORCE
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)-variant \
-		CFLAGS="$(CFLAGS) -DMB_TEST_VARIANT -DMB_TEST_PHASE" $@
+		CFLAGS="$(CFLAGS) -DMB_TEST_VARIANT -DMB_TEST_PHASE -DMB_TEST_KNOB" $@
 
 # The tests' stand-in for a failing driver (tests/clshim.c), preloaded by tests/faults.sh.
 SHIM = $(BUILD)/tests/clshim.so

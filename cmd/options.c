@@ -142,6 +142,11 @@ static const struct option options[] = {
 	  STEP_CMDS,
 	  "overlapped writeback waits for the compute on the host, or through an event "
 	  "wait list" },
+/* mb_knob's table: each knob an option of the step's commands */
+#define KNOB_OPTION_(id, field, option, words, dflt, since, help) \
+	{ option, words, CHOICE, AT(knob[MB_KNOB_##id]), dflt, 0, 0, words, STEP_CMDS, help },
+	MB_STEP_KNOBS(KNOB_OPTION_)
+#undef KNOB_OPTION_
 	{ "fwd-bwd", "on|off", CHOICE, AT(fwd_bwd), "on", 0, 0, "on|off", MODEL_CMDS,
 	  "run a synthetic forward and backward (GEMMs on the model's shapes, gradient "
 	  "checkpointing) before each step's gradients" },

@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "mb_compare.h"
+#include "mb_knob.h"
 #include "mb_plan.h"
 #include "mb_variant.h"
 #include "mb_words.h"
@@ -144,6 +145,7 @@ struct mb_args {
 	uint64_t runs, steps;
 	const char *measure;			/* "A-B"; NULL: 2-6 cut to the steps */
 	const char *pin_memory, *writeback_dep; /* on|off, host|event */
+	const char *knob[MB_KNOBS_ROOM];	/* mb_knob's table: each knob's word */
 	enum mb_pinned_alloc pinned_alloc;	/* how pinned host memory is made */
 	const char *pinned_device_copy;		/* auto|yes|no */
 	uint64_t resume_at;			/* 0: never */

@@ -224,6 +224,7 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	const struct mb_args *a = g->args;
 	const struct mb_run_settings *s = &g->run;
 	time_t now = time(NULL);
+	size_t k;
 
 	memset(row, 0, sizeof(*row));
 	strftime(row->timestamp_utc, sizeof(row->timestamp_utc), "%Y-%m-%dT%H:%M:%SZ",
@@ -256,6 +257,8 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	row->params_muon = (g->full.nparams ? &g->full : &g->model)->numel_muon;
 	row->stage = s->step.plan.stage;
 	snprintf(row->variant, sizeof(row->variant), "%s", mb_variant_name(s->step.variant));
+	for (k = 0; mb_knobs[k].field; k++)
+		snprintf(row->knob[k], sizeof(row->knob[k]), "%s", a->knob[k]);
 	row->runs = a->runs;
 	row->steps = s->steps;
 	row->measure_first = s->measure_first;

@@ -70,6 +70,7 @@ void mb_setup_step_settings(const struct mb_args *args, const struct mb_grid_cel
 			    enum mb_precision precision, struct mb_step_settings *s)
 {
 	struct mb_optim optim = MB_OPTIM_DEFAULTS;
+	size_t k;
 
 	memset(s, 0, sizeof(*s));
 	mb_setup_plan_settings(args, c->stage, &s->plan);
@@ -85,6 +86,8 @@ void mb_setup_step_settings(const struct mb_args *args, const struct mb_grid_cel
 	s->grad_clip = args->grad_clip;
 	s->fwd_bwd = args->fwd_bwd_on;
 	s->tokens = args->seq * args->micro_batch;
+	for (k = 0; mb_knobs[k].field; k++)
+		s->knob[k] = (unsigned)mb_knob_word(k, args->knob[k]);
 }
 
 void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel)

@@ -122,6 +122,12 @@ static const struct column columns[] = {
 	WORDS(fwd_bwd, "on|off"),
 	COL(seq, U64),
 	COL(micro_batch, U64),
+	/* mb_knob's table: a column a knob, from the version its row says */
+#define KNOB_COL_(id, field, option, words, dflt, since, help) \
+	{ #field, TEXT, offsetof(struct mb_csv_row, knob[MB_KNOB_##id]), \
+	  sizeof(((struct mb_csv_row *)0)->knob[0]), words, since },
+	MB_STEP_KNOBS(KNOB_COL_)
+#undef KNOB_COL_
 	COL(iter_mean_s, SECONDS),
 	COL(apply_mean_s, SECONDS),
 	MB_PHASES_TO_D2H(PHASE_COL_) COL(d2h_hidden_frac, FRACTION),

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mb_knob.h"
+
 #include "mb_phase.h"
 
 /*
@@ -70,6 +72,7 @@ struct mb_csv_row {
 	uint64_t seed, resume_at;
 	char fwd_bwd[4];
 	uint64_t seq, micro_batch;
+	char knob[MB_KNOBS_ROOM][16]; /* mb_knob's table: each knob's word, in its column */
 
 	double iter_mean_s, apply_mean_s;
 	double MB_PHASE_FIELDS d2h_hidden_frac; /* forward_s, ...: mb_phase's table */

@@ -88,6 +88,9 @@ static const struct {
 	  mb_results_params_back_setting, false },
 	KNOB(zero3_apply, true),
 	KNOB(fwd_bwd, true),
+#define KNOB_ROW_(id, field, ...) { #field, offsetof(struct mb_csv_row, knob[MB_KNOB_##id]), true, NULL, false },
+	MB_STEP_KNOBS(KNOB_ROW_)
+#undef KNOB_ROW_
 	KNOB(seq, false),
 	KNOB(micro_batch, false),
 	KNOB(seed, false),

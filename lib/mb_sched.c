@@ -386,12 +386,17 @@ static int writeback(struct apply *a, struct unit *u, enum mb_queue q)
 	const struct mb_sched *s = a->s;
 	bool event_dep = s->set->writeback_event && q != MB_QUEUE_COMPUTE && u->computed;
 	mb_event dep = event_dep ? u->computed : 0;
+	bool host_waits = q != MB_QUEUE_COMPUTE && !event_dep;
 	uint64_t lo = 0, n;
 	char name[256];
 	size_t k;
 	int err;
 
-	if (q != MB_QUEUE_COMPUTE && !event_dep &&
+#ifdef MB_TEST_KNOB
+	/* mb_knob's test-only row: the host waits for the unit's compute, on any queue */
+	host_waits = host_waits || s->set->knob[MB_KNOB_PROBE_WAIT];
+#endif
+	if (host_waits &&
 	    (err = mb_engine_wait(a->e, u->computed,
 				  unit_name(a, "the compute", u->first, u->end, name,
 					    sizeof(name)))))

@@ -27,6 +27,7 @@
 #include "mb_model.h"
 #include "mb_plan.h"
 #include "mb_hostopt.h"
+#include "mb_knob.h"
 #include "mb_variant.h"
 
 struct mb_step_settings {
@@ -39,6 +40,7 @@ struct mb_step_settings {
 	double grad_clip; /* DeepSpeed's gradient_clipping; 0: no clipping (the pass stays) */
 	bool fwd_bwd;	  /* the synthetic forward/backward (mb_fwdbwd) */
 	uint64_t tokens;  /* its seq x micro-batch */
+	unsigned knob[MB_KNOBS_ROOM]; /* each knob of mb_knob's table: its word's place */
 };
 
 struct mb_step_times {

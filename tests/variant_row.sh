@@ -5,7 +5,12 @@
 # plan's peak, and report, compare and plot show it. Adding a phase is one
 # row of lib/mb_phase.h: the same binary has the test-only phase row
 # (-DMB_TEST_PHASE: "probe", an apply phase no command is timed as), and the
-# results, report, predict and plot's bars of the apply have it. Prints TAP.
+# results, report, predict and plot's bars of the apply have it. Adding a
+# knob of the step is one row of lib/mb_knob.h and its use in lib/mb_sched.c:
+# the same binary has the test-only knob row (-DMB_TEST_KNOB: --probe-wait,
+# the host waits for each unit's compute before its writeback), an option of
+# run and predict, a column of the results, and a knob compare matches on.
+# Prints TAP.
 # Usage: tests/variant_row.sh path/to/muonbench-with-the-row   (from the repository root)
 set -u
 bin=$1
@@ -51,6 +56,27 @@ expect_output "phase row: predict's phase table shows it" "| host_opt | params_h
 grep -q "using 12 title 'probe'" "$tmp/a.gp" && head -1 "$tmp/a.dat" | grep -q " d2h_exposed probe$" &&
 	report ok "phase row: plot stacks it with the apply's phases" ||
 	report fail "phase row: plot stacks it with the apply's phases" "$(head -1 "$tmp/a.dat"; grep plot "$tmp/a.gp")"
+
+expect_output "knob row: run's --help lists it" "--probe-wait off|on" run --help
+expect_output "knob row: predict's --help lists it" "--probe-wait off|on" predict --help
+expect_output "knob row: predict models it" "| 2 | both | " predict --profile reference --model qwen3-4b --stage 2 --probe-wait on
+# shellcheck disable=SC2086 # $micro is a list of options
+expect_output "knob row: it runs and ends in the same state" \
+	"bitwise identical over 4 runs" run $micro --stage 2 --variant master,overlap --probe-wait on --out "$tmp/k.csv"
+if python3 -c 'import csv, sys
+a = {(x["variant"], x["run"]): x for x in csv.DictReader(open(sys.argv[1]))}
+k = {(x["variant"], x["run"]): x for x in csv.DictReader(open(sys.argv[2]))}
+assert all(x["probe_wait"] == "off" for x in a.values()), a
+assert all(x["probe_wait"] == "on" and x["status"] == "ok" for x in k.values()), k
+assert k[("master", "1")]["checksum"] == a[("master", "1")]["checksum"]' "$tmp/a.csv" "$tmp/k.csv"; then
+	report ok "knob row: its column in the results, the same checksums"
+else
+	report fail "knob row: its column in the results, the same checksums" "$(head -2 "$tmp/k.csv")"
+fi
+"$bin" compare "$tmp/a.csv" "$tmp/k.csv" >"$tmp/out" 2>&1
+grep -qF "differs in probe_wait off -> on" "$tmp/out" &&
+	report ok "knob row: compare does not match cells across it, and names it" ||
+	report fail "knob row: compare does not match cells across it, and names it" "$(cat "$tmp/out")"
 
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"

@@ -1,0 +1,53 @@
+/*
+ * mb_knob: the step's knobs that are a choice of words, in one table. A row
+ *
+ *   X(ID, field, option, words, default, since, help)
+ *
+ * is all such a knob needs to be everywhere: a setting of the step
+ * (struct mb_step_settings' knob[MB_KNOB_ID], the place of its word in
+ * WORDS), an option of the commands that run or model a step (cmd/options.c,
+ * with its help), a column FIELD of the results written with the word (a
+ * column since results format SINCE) and a knob that compare matches cells
+ * on. What the knob changes is then the schedule's (mb_sched.c): two files
+ * in all, this one and that one, and the results format's version when a
+ * real knob adds its column.
+ *
+ * The knobs older than this table keep their own plumbing; the table holds
+ * a test-only row (-DMB_TEST_KNOB, tests/variant_row.sh) to show that a row
+ * is all it takes.
+ */
+#ifndef MB_KNOB_H
+#define MB_KNOB_H
+
+#include <stddef.h>
+
+#ifdef MB_TEST_KNOB
+#define MB_TEST_KNOB_ROW_(X)                                                                 \
+	X(PROBE_WAIT, probe_wait, "probe-wait", "off|on", "off", 13,                          \
+	  "test only: on, the host waits for each unit's Newton-Schulz before it writes the " \
+	  "unit back, overlapped or not")
+#else
+#define MB_TEST_KNOB_ROW_(X)
+#endif
+
+#define MB_STEP_KNOBS(X) MB_TEST_KNOB_ROW_(X)
+
+#define MB_KNOB_ENUM_(id, ...) MB_KNOB_##id,
+enum mb_knob { MB_STEP_KNOBS(MB_KNOB_ENUM_) MB_NKNOBS };
+#undef MB_KNOB_ENUM_
+
+/* Room for every knob, and one more: C has no empty arrays. */
+#define MB_KNOBS_ROOM (MB_NKNOBS + 1)
+
+struct mb_knob_info {
+	const char *field, *option, *words, *dflt, *help; /* field NULL: past the last row */
+	int since;
+};
+
+/* The table's rows, ended by one whose field is NULL. */
+extern const struct mb_knob_info mb_knobs[MB_KNOBS_ROOM];
+
+/* The place of WORD among knob K's words ("off|on": "on" is 1); -1 if it is none of them. */
+int mb_knob_word(size_t k, const char *word);
+
+#endif
