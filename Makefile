@@ -31,7 +31,7 @@ CFLAGS ?= -O2 -g
 # Evaluated when a recipe runs, after deps has installed pkg-config's files.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))
-ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -fno-math-errno $(WARNINGS) $(CFLAGS) -Ilib -Icmd \
+ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -fopenmp -fno-math-errno $(WARNINGS) $(CFLAGS) -Ilib -Ilib/cl -Icmd \
 	     -I$(BUILD) $(PKG_CFLAGS) -MMD -MP
 ALL_LDLIBS = -fopenmp $(PKG_LIBS) $(MPI_LIBS) -lm $(LDLIBS)
 
@@ -56,7 +56,7 @@ endif
 endif
 MPI_FOUND = $(if $(MPI_PC),yes,)
 
-LIB_SRC = $(wildcard lib/*.c)
+LIB_SRC = $(wildcard lib/*.c lib/cl/*.c)
 CMD_SRC = $(wildcard cmd/*.c)
 TEST_SRC = $(wildcard tests/test_*.c)
 EMBEDDED = $(sort $(wildcard configs/*.json kernels/*.cl tuning/*.json profiles/*.json))
@@ -196,7 +196,7 @@ FUZZ_DS_SEEDS = tests/data/ds
 
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(BUILD)/embedded.c | deps fuzz-deps
 	@mkdir -p build-fuzz
-	clang -std=c11 -D_POSIX_C_SOURCE=200809L $(FUZZ_FLAGS) -Ilib $(PKG_CFLAGS) -o $@ $^ \
+	clang -std=c11 -D_POSIX_C_SOURCE=200809L $(FUZZ_FLAGS) -Ilib -Ilib/cl $(PKG_CFLAGS) -o $@ $^ \
 		$(shell pkg-config --libs libcjson) -lm
 
 # The DeepSpeed-config reader needs only the JSON reader, the file opener and the errors.
@@ -204,7 +204,7 @@ FUZZ_DS_SRC = lib/mb_dsconfig.c lib/mb_json.c lib/mb_err.c lib/mb_file.c
 
 build-fuzz/fuzz_dsconfig: tests/fuzz/fuzz_dsconfig.c $(FUZZ_DS_SRC) | deps fuzz-deps
 	@mkdir -p build-fuzz
-	clang -std=c11 -D_POSIX_C_SOURCE=200809L $(FUZZ_FLAGS) -Ilib $(PKG_CFLAGS) -o $@ $^ \
+	clang -std=c11 -D_POSIX_C_SOURCE=200809L $(FUZZ_FLAGS) -Ilib -Ilib/cl $(PKG_CFLAGS) -o $@ $^ \
 		$(shell pkg-config --libs libcjson)
 
 fuzz-deps:
