@@ -329,6 +329,7 @@ static int md_node(const struct mb_model *m, const struct mb_plan *p)
 	struct mb_plan_settings set = p->set;
 	struct mb_plan other;
 	char a[32], b[32], c[32];
+	bool first = true;
 	int bf, err;
 
 	if (p->set.world_size <= 1)
@@ -347,18 +348,23 @@ static int md_node(const struct mb_model *m, const struct mb_plan *p)
 	}
 	printf("Every rank's host buffers at once (a CPU device's memory, which is the host's, "
 	       "aside): what run's fit check holds against the host, each rank's share times "
-	       "the ranks on it.\n\n| buffer | this rank | the node | |\n|---|---:|---:|---:|\n");
-	for (bf = 0; bf < MB_HOST_NBUFFERS; bf++) {
-		if (!node[bf])
+	       "the ranks on it.\n\n");
+	for (bf = 0; bf <= MB_HOST_NBUFFERS; bf++) {
+		bool total = bf == MB_HOST_NBUFFERS;
+		uint64_t own = total ? mine : p->host_bytes[bf], sum = total ? all : node[bf];
+
+		if (!total && !node[bf])
 			continue;
-		mine += p->host_bytes[bf];
-		all += node[bf];
-		printf("| %s | %s | %s | %s |\n", mb_host_buffer_names[bf],
-		       mb_fmt_bytes(a, sizeof(a), p->host_bytes[bf]),
-		       mb_fmt_bytes(b, sizeof(b), node[bf]), mb_fmt_gib(c, sizeof(c), node[bf]));
+		mine += total ? 0 : own;
+		all += total ? 0 : sum;
+		struct mb_field f[] = { MB_FIELD_T("buffer", total ? "all" : mb_host_buffer_names[bf]),
+					MB_FIELD_TR("this rank", mb_fmt_bytes(a, sizeof(a), own)),
+					MB_FIELD_TR("the node", mb_fmt_bytes(b, sizeof(b), sum)),
+					MB_FIELD_TR("", mb_fmt_gib(c, sizeof(c), sum)) };
+
+		MD->record(f, 4, first);
+		first = false;
 	}
-	printf("| all | %s | %s | %s |\n", mb_fmt_bytes(a, sizeof(a), mine),
-	       mb_fmt_bytes(b, sizeof(b), all), mb_fmt_gib(c, sizeof(c), all));
 	return 0;
 }
 

@@ -502,19 +502,17 @@ static const struct mb_cell *cell_of(const struct mb_table *t, const struct mb_c
 static void md_ranks(const struct mb_table *t, size_t nt)
 {
 	size_t k, j, i;
-	bool said = false;
+	bool said = false, headed = false;
 
 	for (k = 0; k < nt; k++) {
 		const struct mb_csv_row *a = t[k].first;
 
 		if (a->world_size < 2 || a->rank)
 			continue;
-		if (!said)
+		if (!headed)
 			printf("\n# Ranks (run under MPI, in lockstep: a step takes as long as its "
-			       "slowest rank)\n\n| ZeRO | Variant | Ranks | Slowest rank | Its apply "
-			       "(s) | Fastest apply (s) | Spread | Slowest iteration (s) |\n"
-			       "|---|---|---|---|---|---|---|---|\n");
-		said = true;
+			       "slowest rank)\n\n");
+		headed = true;
 		for (i = 0; i < t[k].ncells; i++) {
 			const struct mb_cell *c = &t[k].cells[i], *o;
 			double max = c->apply_mean_s, min = c->apply_mean_s,
@@ -537,9 +535,28 @@ static void md_ranks(const struct mb_table *t, size_t nt)
 				if (o->iter_mean_s > iter)
 					iter = o->iter_mean_s;
 			}
-			printf("| %u | %s | %u of %llu | %u | %.4f | %.4f | %.1f%% | %.4f |\n",
-			       c->stage, c->variant, ranks, (unsigned long long)a->world_size,
-			       slowest, max, min, max > 0 ? 100.0 * (max - min) / max : 0.0, iter);
+			char of[48], s[6][24];
+
+			snprintf(of, sizeof(of), "%u of %llu", ranks,
+				 (unsigned long long)a->world_size);
+			snprintf(s[0], sizeof(s[0]), "%u", c->stage);
+			snprintf(s[1], sizeof(s[1]), "%u", slowest);
+			snprintf(s[2], sizeof(s[2]), "%.4f", max);
+			snprintf(s[3], sizeof(s[3]), "%.4f", min);
+			snprintf(s[4], sizeof(s[4]), "%.1f%%",
+				 max > 0 ? 100.0 * (max - min) / max : 0.0);
+			snprintf(s[5], sizeof(s[5]), "%.4f", iter);
+			struct mb_field f[] = { MB_FIELD_T("ZeRO", s[0]),
+						MB_FIELD_T("Variant", c->variant),
+						MB_FIELD_T("Ranks", of),
+						MB_FIELD_T("Slowest rank", s[1]),
+						MB_FIELD_T("Its apply (s)", s[2]),
+						MB_FIELD_T("Fastest apply (s)", s[3]),
+						MB_FIELD_T("Spread", s[4]),
+						MB_FIELD_T("Slowest iteration (s)", s[5]) };
+
+			mb_printer(MB_FORMAT_MD)->record(f, 8, !said);
+			said = true;
 		}
 	}
 }
