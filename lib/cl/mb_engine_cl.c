@@ -71,7 +71,11 @@ static int keep(struct cl_engine *c, cl_event ev, size_t *native)
 
 static int cl_alloc(struct mb_engine *e, uint64_t bytes, const char *tag, mb_devbuf *out)
 {
-	return mb_ledger_alloc(of(e)->ledger, bytes, tag, (cl_mem *)out);
+	cl_mem mem = NULL;
+	int err = mb_ledger_alloc(of(e)->ledger, bytes, tag, &mem);
+
+	*out = (mb_devbuf)mem;
+	return err;
 }
 
 static void cl_free(struct mb_engine *e, mb_devbuf buf)
