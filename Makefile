@@ -189,7 +189,7 @@ test: $(BIN) $(TESTS) $(VARIANT_BIN) $(SHIM) $(NVML_STUB)
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_SRC = lib/mb_config.c lib/mb_json.c lib/mb_model.c lib/mb_err.c lib/mb_num.c lib/mb_file.c \
-	   lib/mb_csv.c lib/mb_results.c lib/mb_variant.c lib/mb_phase.c
+	   lib/mb_csv.c lib/mb_results.c lib/mb_variant.c lib/mb_phase.c lib/mb_knob.c
 FUZZ_CONFIG_SEEDS = configs tests/data/good tests/data/bad
 FUZZ_CSV_SEEDS = tests/fuzz/csv
 FUZZ_DS_SEEDS = tests/data/ds

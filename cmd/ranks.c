@@ -37,17 +37,19 @@ int mb_run_ranks_init(struct mb_ranks *r, struct mb_args *args)
 
 int mb_run_ranks_agree(struct mb_ranks *r, int err)
 {
-	char reason[1024];
+	char reason[1024], mine[1024];
 	int status = err ? MB_RANK_FAILED : MB_RANK_OK, e;
 	unsigned who;
 
 	if (!r->mpi)
 		return err;
-	snprintf(reason, sizeof(reason), "%s", err ? mb_errmsg() : "");
+	snprintf(mine, sizeof(mine), "%s", err ? mb_errmsg() : "");
+	snprintf(reason, sizeof(reason), "%s", mine);
 	if ((e = mb_ranks_agree(r, &status, reason, sizeof(reason), &who)))
 		return e;
 	if (err) {
-		mb_fail("%s", reason); /* MPI's calls may have recorded another message */
+		/* its own message: the agreement brought the lowest failed rank's */
+		mb_fail("%s", mine);
 		return err;
 	}
 	if (status != MB_RANK_OK)
@@ -58,18 +60,20 @@ int mb_run_ranks_agree(struct mb_ranks *r, int err)
 int mb_run_ranks_end(struct mb_ranks *r, unsigned steps, int run_err, bool signaled,
 		     bool *ended)
 {
-	char reason[1024];
+	char reason[1024], mine[1024];
 	int status = run_err ? MB_RANK_FAILED : signaled ? MB_RANK_STOPPED : MB_RANK_OK, e;
+	enum mb_err_kind kind = mb_err_kind();
 	unsigned who;
 
 	*ended = false;
-	snprintf(reason, sizeof(reason), "%s", run_err ? mb_errmsg() : "");
+	snprintf(mine, sizeof(mine), "%s", run_err ? mb_errmsg() : "");
+	snprintf(reason, sizeof(reason), "%s", mine);
 	if ((e = mb_ranks_run_end(r, steps, &status, reason, sizeof(reason), &who))) {
 		*ended = true;
 		return run_err ? run_err : e;
 	}
-	if (run_err)
-		mb_fail_kind(mb_err_kind(), "%s", reason);
+	if (run_err) /* its own message: the agreement brought the lowest failed rank's */
+		mb_fail_kind(kind, "%s", mine);
 	if (status != MB_RANK_FAILED)
 		return run_err;
 	*ended = r->mpi;

@@ -316,6 +316,8 @@ static int predict_cell(struct grid *g, struct mb_step_times *t, bool *have)
 	*have = false;
 	if (!g->profile_src[0])
 		return 0;
+	/* under MPI, the profile a rank sees beside the others on its host, as predict's */
+	mb_profile_for_ranks(&prof, &g->profile, g->ranks.mpi ? g->ranks.local_size : 1);
 	had = set->ns_method == MB_NS_GRAM ? prof.ns_gram_precision : prof.ns_standard_precision;
 	if (set->ns_rate_gflops) { /* calibrated: the rate asked, at every size */
 		prof.ns_gram_gflops = (struct mb_profile_ladder){ 1, { 1 }, { 0 } };
@@ -485,22 +487,28 @@ static int fall_back(struct grid *g)
  */
 static int keep_row(struct grid *g, const struct mb_csv_row *row);
 
-/* Every rank's ROW of this run to rank 0, which keeps and appends them in rank order. */
+/*
+ * Every rank's ROW of this run to rank 0, which keeps and appends them in
+ * rank order. The ranks agree on rank 0's room for them before the gather
+ * and on its writing them after: a failure there ends every rank.
+ */
 static int save_row(struct grid *g, const struct mb_csv_row *row)
 {
 	struct mb_csv_row *all = NULL;
 	unsigned k;
-	int err;
+	int err = 0;
 
 	if (!g->ranks.mpi)
 		return keep_row(g, row);
 	if (!g->ranks.rank && !(all = calloc(g->ranks.world_size, sizeof(*all))))
-		return mb_fail("out of host memory for the ranks' rows");
+		err = mb_fail("out of host memory for the ranks' rows");
+	if ((err = mb_run_ranks_agree(&g->ranks, err)))
+		return err;
 	err = mb_ranks_gather(&g->ranks, row, sizeof(*row), all);
 	for (k = 0; !err && all && k < g->ranks.world_size; k++)
 		err = keep_row(g, &all[k]);
 	free(all);
-	return err;
+	return mb_run_ranks_agree(&g->ranks, err);
 }
 
 static int keep_row(struct grid *g, const struct mb_csv_row *row)
@@ -833,10 +841,12 @@ static int fit_cell(struct grid *g, bool *fits)
 		return 0;
 	if (mb_host_mem_available(&host.available_bytes, host.where, sizeof(host.where))) {
 		snprintf(reason, sizeof(reason), "%s", mb_errmsg());
-		return mb_fail("%s (--fit-check off runs without the check)", reason);
+		ok = mb_fail("%s (--fit-check off runs without the check)", reason);
+	} else {
+		host.ranks = g->ranks.local_size; /* this host's ranks, each with its share */
+		ok = mb_fit_check(&g->model, &cell, &host, &g->fit, reason, sizeof(reason));
 	}
-	host.ranks = g->ranks.local_size; /* this host's ranks, each with its share */
-	ok = mb_fit_check(&g->model, &cell, &host, &g->fit, reason, sizeof(reason));
+	/* every rank agrees, whatever failed where: each calls this once a cell */
 	ok = mb_run_ranks_fit(&g->ranks, ok, reason, sizeof(reason));
 	if (ok != 0)
 		return ok < 0 ? ok : 0;

@@ -818,6 +818,9 @@ static int read_rows(struct reader *r, struct mb_csv_row *row, mb_csv_each_fn ea
 			}
 		if (!row->world_size) /* before 13: one rank */
 			row->world_size = 1;
+		for (c = 0; mb_knobs[c].field; c++) /* a knob newer than the row: its default */
+			if (!row->knob[c][0])
+				snprintf(row->knob[c], sizeof(row->knob[c]), "%s", mb_knobs[c].dflt);
 		if (napply != row->nsamples)
 			return bad(r, "%zu iteration samples but %zu apply samples", row->nsamples,
 				   napply);

@@ -155,11 +155,19 @@ int mb_ranks_gather(struct mb_ranks *r, const void *mine, size_t bytes, void *al
 
 #else /* one rank alone */
 
+/* Whether the launcher's variable NAME says more than one process. */
+static bool several(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "1");
+}
+
 int mb_ranks_init(struct mb_ranks *r)
 {
 	alone(r);
-	if (mb_ranks_launched() && getenv("OMPI_COMM_WORLD_SIZE") &&
-	    strcmp(getenv("OMPI_COMM_WORLD_SIZE"), "1"))
+	if (mb_ranks_launched() && (several("OMPI_COMM_WORLD_SIZE") || several("PMI_SIZE") ||
+				    several("SLURM_NTASKS")))
 		return mb_bad_input("started by an MPI launcher, but this muonbench was built "
 				    "without MPI: install libopenmpi-dev (or MPICH) and build again");
 	return 0;

@@ -877,8 +877,10 @@ int mb_sched_step(struct mb_sched *s, struct mb_step_times *t)
 	t1 = mb_engine_now(e);
 	host_optimizer(s, (float)t->grad_scale);
 	t->phase.host_opt_s = mb_engine_now(e) - t1;
-	if ((err = params_back(s)))
+	if ((err = params_back(s))) {
+		mb_engine_abort(e);
 		goto out;
+	}
 	t->iter_s = mb_engine_now(e) - t0;
 	return mb_engine_end_step(e, &t->phase, t->timing_error, sizeof(t->timing_error));
 out:

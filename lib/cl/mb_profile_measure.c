@@ -115,10 +115,10 @@ static int pageable_beside(const struct mb_cl *cl, const struct mb_profile_measu
 	void *host = malloc(s->copy_bytes);
 	int err;
 
-	mb_ledger_init(&l, cl, 0);
 	if (!host)
 		return mb_fail("out of host memory for a pageable copy of %llu bytes",
 			       (unsigned long long)s->copy_bytes);
+	mb_ledger_init(&l, cl, 0);
 	if ((err = mb_ledger_alloc(&l, s->copy_bytes, "profile.pageable", &dev)) ||
 	    (err = mb_ledger_alloc(&l, sizeof(float), "profile.spin", &sink)) ||
 	    (err = mb_spin_init(&sp, cl, sink, 0)) ||
@@ -147,6 +147,9 @@ static int pageable_beside(const struct mb_cl *cl, const struct mb_profile_measu
 		p->pageable_exposed_frac = mb_spread_of(exposed, reps).median;
 	}
 out:
+	/* nothing of ours may still run when its memory goes */
+	clFinish(cl->compute);
+	clFinish(cl->copy);
 	mb_spin_release(&sp);
 	mb_ledger_free(&l, sink);
 	mb_ledger_free(&l, dev);
