@@ -80,6 +80,11 @@ enum mb_format { MB_FORMATS(MB_FORMAT_ENUM_, ) MB_NFORMATS };
 	  "GB/s of an H2D and a D2H at once when either is pageable")                        \
 	X(HOLDS, "pageable-holds-host", "pageable_holds_host", NULL,                         \
 	  "on: the host that enqueues a pageable copy waits for it to finish; on|off")       \
+	X(PEER, "peer-gbs", "peer_gbs", NULL,                                                \
+	  "GB/s of the link between the ranks' GPUs that --world-size's collectives take; "   \
+	  "0: not modelled")                                                                 \
+	X(PEER_PCIE, "peer-shares-pcie", "peer_shares_pcie", NULL,                           \
+	  "on: that link is the host copies' PCIe too, shared with them; on|off")            \
 	X(EXPOSED, "pageable-exposed", "pageable_exposed_frac", NULL,                        \
 	  "of a pageable copy's time, the part a kernel on another queue cannot hide, 0-1")  \
 	X(NS, "ns-gflops", NULL, NULL, "GFLOP/s of Newton-Schulz by --ns-method")            \

@@ -86,6 +86,7 @@ void mb_setup_step_settings(const struct mb_args *args, const struct mb_grid_cel
 	s->grad_clip = args->grad_clip;
 	s->fwd_bwd = args->fwd_bwd_on;
 	s->tokens = args->seq * args->micro_batch;
+	s->ranks = (unsigned)args->world_size; /* whose collectives a rank's step joins */
 	for (k = 0; mb_knobs[k].field; k++)
 		s->knob[k] = (unsigned)mb_knob_word(k, args->knob[k]);
 }

@@ -20,7 +20,7 @@
 #include "mb_fwdbwd.h"
 #include "mb_ns.h"
 
-enum res { KERNEL, H2D, D2H };
+enum res { KERNEL, H2D, D2H, PEER }; /* PEER: a collective over the link between GPUs */
 enum state { QUEUED, RUNNING, DONE };
 
 struct cmd {
@@ -58,6 +58,8 @@ static double copy_rate(const struct model_engine *s, const struct cmd *c)
 {
 	const struct mb_profile *p = s->prof;
 
+	if (c->res == PEER)
+		return 1e9 * p->peer_gbs;
 	if (c->res == H2D)
 		return 1e9 * (c->pageable ? p->h2d_pageable_gbs : p->h2d_pinned_gbs);
 	return 1e9 * (c->pageable ? p->d2h_pageable_gbs : p->d2h_pinned_gbs);
@@ -90,6 +92,11 @@ static double rate(const struct model_engine *s, const struct cmd *c,
 
 		if (!o || o == c || o->res == KERNEL || o->fixed > 0)
 			continue;
+		/* a collective and a host copy share a link only where it is the same one */
+		if (o->res == PEER || c->res == PEER) {
+			same += o->res == c->res || s->prof->peer_shares_pcie;
+			continue;
+		}
 		if (o->res == c->res) {
 			same++;
 		} else {
@@ -308,6 +315,8 @@ static double work_s(const struct model_engine *s, const struct mb_work *w)
 		return 2 * n / (1e9 * p->norm_gbs);
 	case MB_WORK_MOMENTUM: /* reads the grads and the momentum, writes both */
 		return 2 * (4 + (w->bf16 ? 2 : 4)) * n / (1e9 * p->momentum_gbs);
+	case MB_WORK_COLLECTIVE: /* a copy over the GPUs' link: model_work times it */
+		return 0;
 	case MB_WORK_NS:
 		/* the method's rate at this matrix's size: a CPU's is not one figure; its norm
 		 * is timed with it, not charged apart */
@@ -329,7 +338,13 @@ static int model_work(struct mb_engine *e, const struct mb_work *w, size_t after
 
 	if (!w->n && w->kind != MB_WORK_NS) /* an empty kernel is not enqueued */
 		return 0;
-	if ((err = enqueue(s, w->queue, KERNEL, false, work_s(s, w), after, done)))
+	if (w->kind == MB_WORK_COLLECTIVE) /* its bytes over the GPUs' link, if given a rate */
+		err = s->prof->peer_gbs > 0
+			      ? enqueue(s, w->queue, PEER, false, (double)w->n, after, done)
+			      : 0;
+	else
+		err = enqueue(s, w->queue, KERNEL, false, work_s(s, w), after, done);
+	if (err)
 		return err;
 	return mb_engine_span(e, *done, 0, w->phase);
 }

@@ -25,6 +25,8 @@ enum kind {
 	LADDER,	   /* struct mb_profile_ladder, of RATEs */
 	PRECISION, /* char[]: fp32, bf16 or fp16; a file may leave it out (fp32) */
 	FRACTION,  /* double, 0 to 1; a file may leave it out (0) */
+	OPT_RATE,  /* double, 0 (not modelled) or more, finite; a file may leave it out (0) */
+	OPT_BOOL,  /* a file may leave it out (false) */
 };
 
 struct field {
@@ -59,6 +61,8 @@ static const struct field fields[] = {
 	{ "host_opt_gbs", RATE, AT(host_opt_gbs), "GB/s" },
 	{ "memcpy_gbs", RATE, AT(memcpy_gbs), "GB/s" },
 	{ "command_overhead_us", TIME, AT(command_overhead_us), "us" },
+	{ "peer_gbs", OPT_RATE, AT(peer_gbs), "GB/s" },
+	{ "peer_shares_pcie", OPT_BOOL, AT(peer_shares_pcie), "" },
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -121,7 +125,7 @@ static const char *check_number(const struct field *f, double d)
 	/* below it a step's times overflow, or lose every digit (a subnormal rate) */
 	if ((f->kind == RATE || f->kind == LADDER) && d < 1e-6)
 		return "must be 1e-6 or more";
-	if (f->kind == TIME && !(isfinite(d) && d >= 0))
+	if ((f->kind == TIME || f->kind == OPT_RATE) && !(isfinite(d) && d >= 0))
 		return "must be a number no less than 0";
 	if (f->kind == FRACTION && !(isfinite(d) && d >= 0 && d <= 1))
 		return "must be a number from 0 to 1";
@@ -254,6 +258,7 @@ static int read_field(const struct reader *r, struct mb_profile *p, const struct
 		snprintf(at(p, f), f->size, "%s", v->valuestring);
 		return 0;
 	case BOOL:
+	case OPT_BOOL:
 		if (!cJSON_IsBool(v))
 			return bad(r, v, f->key, "must be true or false, got %s",
 				   mb_json_type_name(v));
@@ -262,6 +267,7 @@ static int read_field(const struct reader *r, struct mb_profile *p, const struct
 	case RATE:
 	case TIME:
 	case FRACTION:
+	case OPT_RATE:
 		if (!cJSON_IsNumber(v))
 			return bad(r, v, f->key, "must be a number (%s), got %s", f->unit,
 				   mb_json_type_name(v));
@@ -329,8 +335,10 @@ static int read_tree(const struct reader *r, struct mb_profile *p)
 	for (i = 0; i < NFIELDS; i++)
 		if (!seen[i] && fields[i].kind == PRECISION)
 			snprintf(at(p, &fields[i]), fields[i].size, "fp32");
-		else if (!seen[i] && fields[i].kind == FRACTION)
+		else if (!seen[i] && (fields[i].kind == FRACTION || fields[i].kind == OPT_RATE))
 			*(double *)at(p, &fields[i]) = 0;
+		else if (!seen[i] && fields[i].kind == OPT_BOOL)
+			*(bool *)at(p, &fields[i]) = false;
 		else if (!seen[i])
 			return mb_bad_input("%s: missing key \"%s\"", r->source, fields[i].key);
 	return 0;
@@ -413,6 +421,7 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 		snprintf(at(p, f), f->size, "%s", value);
 		return 0;
 	case BOOL:
+	case OPT_BOOL:
 		if (!strcmp(value, "on") || !strcmp(value, "true"))
 			*(bool *)at(p, f) = true;
 		else if (!strcmp(value, "off") || !strcmp(value, "false"))
@@ -424,6 +433,7 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 	case RATE:
 	case TIME:
 	case FRACTION:
+	case OPT_RATE:
 	case LADDER:
 		d = strtod(value, &end);
 		/* decimal, as every number on the command line: no space, sign, hex, inf or nan */
@@ -446,7 +456,7 @@ double mb_profile_get(const struct mb_profile *p, const char *key)
 
 	if (!f || f->kind == TEXT || f->kind == PRECISION)
 		return NAN;
-	if (f->kind == BOOL)
+	if (f->kind == BOOL || f->kind == OPT_BOOL)
 		return *(const bool *)((const char *)p + f->offset);
 	if (f->kind == LADDER) {
 		const struct mb_profile_ladder *l = (const void *)((const char *)p + f->offset);
@@ -501,7 +511,7 @@ void mb_profile_write(FILE *out, const struct mb_profile *p)
 			write_text(out, base + f->offset);
 		else if (f->kind == PRECISION)
 			write_text(out, *(base + f->offset) ? base + f->offset : "fp32");
-		else if (f->kind == BOOL)
+		else if (f->kind == BOOL || f->kind == OPT_BOOL)
 			fputs(*(const bool *)(base + f->offset) ? "true" : "false", out);
 		else if (f->kind == LADDER)
 			write_ladder(out, (const void *)(base + f->offset));

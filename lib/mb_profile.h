@@ -80,6 +80,17 @@ struct mb_profile {
 	double memcpy_gbs;   /* the host's streaming passes: clipping, the ZeRO-3 cast */
 
 	double command_overhead_us; /* added to each device command; 0: none */
+
+	/*
+	 * The link between the ranks' GPUs that their collectives take (NVLink,
+	 * or PCIe through a switch), GB/s a GPU sends (and receives) at once;
+	 * 0, where a file leaves it out: collectives not modelled. Nothing
+	 * here measures it (profile has one GPU): it is given. With
+	 * peer_shares_pcie, the link is the one host copies take too, and a
+	 * collective and a host copy at once share it.
+	 */
+	double peer_gbs;
+	bool peer_shares_pcie;
 };
 
 /*

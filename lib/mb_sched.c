@@ -71,6 +71,24 @@ static uint64_t mom_byte(const struct mb_sched *s, size_t i)
 	return s->plan->momentum_bytes * s->state_offset[i];
 }
 
+/*
+ * The step's part in a collective over the ranks' GPUs (DeepSpeed's NCCL
+ * reduce-scatter of a gradient bucket, all-gather of the params): BYTES of
+ * this rank's share, sent and received once for each other rank (a ring's
+ * traffic), on Q after AFTER. It crosses no host, so the OpenCL engine does
+ * not replay it and the model times it only from a link rate it is given.
+ */
+static int collective(struct mb_sched *s, enum mb_queue q, uint64_t bytes, mb_event after)
+{
+	struct mb_work w = { .kind = MB_WORK_COLLECTIVE,
+			     .queue = q,
+			     .n = bytes * (s->set->ranks - 1),
+			     .after = after,
+			     .phase = MB_NPHASES };
+
+	return s->set->ranks > 1 ? mb_engine_work(s->engine, &w, NULL) : 0;
+}
+
 /* ---- backward ---- */
 
 /*
@@ -250,6 +268,9 @@ static int reduce_bucket(struct bwd *b, uint64_t k)
 		return err;
 	b->freed = 0;
 	err = make_bucket(b, k, bucket, &made);
+	/* the bucket reduced across the ranks, on the reduce's queue, before it leaves */
+	if (!err)
+		err = collective(s, q, 2 * len, made);
 	/* ZeRO-3: the bucket to the host's bf16 grads, once made (stage3.py's partition_grads) */
 	if (!err && z3 && !(err = mb_engine_flush(e, MB_QUEUE_COMPUTE))) {
 		struct mb_copy out = { .queue = q,
@@ -854,7 +875,11 @@ static int params_back(struct mb_sched *s)
 			     .what = "bf16 params to the device" };
 	int err;
 
-	if ((err = mb_engine_copy(s->engine, &c, NULL)))
+	if ((err = mb_engine_copy(s->engine, &c, NULL)) ||
+	    /* ZeRO-1/2: each rank's updated partition gathered by all (ZeRO-3 gathers its
+	     * params in the next forward) */
+	    (s->set->plan.stage != 3 &&
+	     (err = collective(s, MB_QUEUE_COMPUTE, 2 * s->model->numel_total, 0))))
 		return err;
 	return mb_engine_finish(s->engine, MB_QUEUE_COMPUTE);
 }

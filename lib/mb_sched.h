@@ -41,6 +41,7 @@ struct mb_step_settings {
 	bool fwd_bwd;	  /* the synthetic forward/backward (mb_fwdbwd) */
 	uint64_t tokens;  /* its seq x micro-batch */
 	unsigned knob[MB_KNOBS_ROOM]; /* each knob of mb_knob's table: its word's place */
+	unsigned ranks; /* the ranks whose collectives the step joins (the world); 0, 1: none */
 };
 
 struct mb_step_times {

@@ -164,6 +164,11 @@ static void settings_that_change_the_schedule(void **state)
 	s = settings(3, MB_PIPELINE);
 	s.plan.zero3_apply = MB_Z3_BATCHED;
 	same_operations(&s, "ZeRO-3 batched");
+	for (stage = 2; stage <= 3; stage++) { /* a rank of 4: its collectives, not replayed */
+		s = settings(stage, MB_BOTH);
+		s.ranks = 4;
+		same_operations(&s, "a rank of 4");
+	}
 }
 
 int main(void)

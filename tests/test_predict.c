@@ -61,6 +61,9 @@ static struct mb_profile hand_profile(void)
 /* ZeRO-3's apply in predict(): DeepSpeed's sub-groups, or batched (a test sets it). */
 static enum mb_zero3_apply zero3_apply = MB_Z3_SUBGROUP;
 
+/* The ranks whose collectives predict()'s step joins (a test sets it). */
+static unsigned ranks = 1;
+
 /* Predict VARIANT at STAGE for the two matrices under profile P. */
 static struct mb_step_times predict(unsigned stage, enum mb_variant variant, bool event,
 				    const struct mb_profile *p)
@@ -78,6 +81,7 @@ static struct mb_step_times predict(unsigned stage, enum mb_variant variant, boo
 		.variant = variant,
 		.pin_memory = true,
 		.writeback_event = event,
+		.ranks = ranks,
 	};
 	struct mb_step_times t;
 	struct mb_model m;
@@ -530,8 +534,13 @@ static void profile_round_trip(void **state)
 	assert_string_equal(mb_profile_key(0), "name");
 	assert_string_equal(mb_profile_key(12), "ns_gram_precision");
 	assert_string_equal(mb_profile_key(15), "norm_gbs");
-	assert_non_null(mb_profile_key(21));
-	assert_null(mb_profile_key(22));
+	assert_non_null(mb_profile_key(23));
+	assert_null(mb_profile_key(24));
+	/* the GPUs' link: 0 (not modelled) where a file leaves it out, as the shipped one */
+	assert_true(a.peer_gbs == 0 && !a.peer_shares_pcie);
+	assert_int_equal(mb_profile_set(&a, "peer_gbs", "-1", "--peer-gbs"), -MB_EINPUT);
+	assert_int_equal(mb_profile_set(&a, "peer_shares_pcie", "on", "--peer-shares-pcie"), 0);
+	assert_true(a.peer_shares_pcie);
 	/* a fraction: 0 to 1, and 0 where a file leaves it out (the shipped one does) */
 	assert_true(a.pageable_exposed_frac == 0);
 	assert_int_equal(mb_profile_set(&a, "pageable_exposed_frac", "0.4", "--pageable-exposed"),
@@ -719,6 +728,37 @@ static void reproduces_the_reference(void **state)
 }
 
 
+/*
+ * The collectives of a rank of 2, given the GPUs' link at 0.004 GB/s: under
+ * ZeRO-2 the one gradient bucket's reduce-scatter (its 2e6 bf16 elements,
+ * 4e6 bytes sent once to the other rank: 1 s) and the params' all-gather
+ * (4e6 bytes: 1 s), both on the compute queue, outside the apply: the
+ * iteration 2 s longer. ZeRO-3 gathers its params in the next forward: 1 s.
+ * With no link rate, or one rank, nothing is added.
+ */
+static void collectives_by_hand(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times one, two;
+	unsigned stage;
+
+	(void)state;
+	for (stage = 2; stage <= 3; stage++) {
+		one = predict(stage, MB_BOTH, false, &p);
+		ranks = 2;
+		two = predict(stage, MB_BOTH, false, &p);
+		assert_secs(two.iter_s, one.iter_s); /* no link rate: not modelled */
+		p.peer_gbs = 0.004;
+		two = predict(stage, MB_BOTH, false, &p);
+		assert_secs(two.apply_s, one.apply_s);
+		assert_secs(two.iter_s, one.iter_s + (stage == 2 ? 2 : 1));
+		ranks = 1;
+		two = predict(stage, MB_BOTH, false, &p);
+		assert_secs(two.iter_s, one.iter_s);
+		p.peer_gbs = 0;
+	}
+}
+
 /* ---- the H200's cells (results/gpu/h200-2026-12-04) ---- */
 
 #define H200 "results/gpu/h200-2026-12-04/"
@@ -883,6 +923,7 @@ int main(void)
 		cmocka_unit_test(old_profile_refused),
 		cmocka_unit_test(reproduces_the_reference),
 		cmocka_unit_test(h200_pageable_term),
+		cmocka_unit_test(collectives_by_hand),
 		cmocka_unit_test(ranks_share_the_host),
 	};
 

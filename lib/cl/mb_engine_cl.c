@@ -156,6 +156,8 @@ static int enqueue_work(struct cl_engine *c, const struct mb_work *w, cl_event *
 	case MB_WORK_NS:
 		return mb_ns_orthogonalize(c->ns, in, w->in_off, w->rows, w->cols, out, w->out_off,
 					   first, last);
+	case MB_WORK_COLLECTIVE: /* between GPUs, not through the host: not replayed */
+		return 0;
 	case MB_NWORKS:
 		break;
 	}
