@@ -58,6 +58,10 @@ struct column {
 #define COLV(name, type, words, since) \
 	{ #name, type, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name), words, since }
 #define COL(name, type) COLV(name, type, NULL, 0)
+/* a knob of mb_knob's table, from the version its row says */
+#define KNOB_COL_(id, field, option, words, dflt, since, help) \
+	{ #field, TEXT, offsetof(struct mb_csv_row, knob[MB_KNOB_##id]), \
+	  sizeof(((struct mb_csv_row *)0)->knob[0]), words, since },
 #define WORDS(name, words) COLV(name, TEXT, words, 0)
 /* the phases' columns (mb_phase's table): measured, and the model's */
 #define PHASE_COL_(e, f, ...) COL(f, SECONDS),
@@ -122,12 +126,7 @@ static const struct column columns[] = {
 	WORDS(fwd_bwd, "on|off"),
 	COL(seq, U64),
 	COL(micro_batch, U64),
-	/* mb_knob's table: a column a knob, from the version its row says */
-#define KNOB_COL_(id, field, option, words, dflt, since, help) \
-	{ #field, TEXT, offsetof(struct mb_csv_row, knob[MB_KNOB_##id]), \
-	  sizeof(((struct mb_csv_row *)0)->knob[0]), words, since },
-	MB_STEP_KNOBS(KNOB_COL_)
-#undef KNOB_COL_
+	MB_STEP_KNOBS(KNOB_COL_) /* mb_knob's table: a column a knob */
 	COL(iter_mean_s, SECONDS),
 	COL(apply_mean_s, SECONDS),
 	MB_PHASES_TO_D2H(PHASE_COL_) COL(d2h_hidden_frac, FRACTION),
@@ -820,7 +819,8 @@ static int read_rows(struct reader *r, struct mb_csv_row *row, mb_csv_each_fn ea
 			row->world_size = 1;
 		for (c = 0; mb_knobs[c].field; c++) /* a knob newer than the row: its default */
 			if (!row->knob[c][0])
-				snprintf(row->knob[c], sizeof(row->knob[c]), "%s", mb_knobs[c].dflt);
+				snprintf(row->knob[c], sizeof(row->knob[c]), "%s",
+					 mb_knobs[c].dflt);
 		if (napply != row->nsamples)
 			return bad(r, "%zu iteration samples but %zu apply samples", row->nsamples,
 				   napply);

@@ -50,7 +50,7 @@ typedef struct mb_devbuf *mb_devbuf;
 	X(SUMSQ, "sumsq", "the norm's partial sums of bf16 IN into OUT at OUT_OFF")        \
 	X(ZERO, "zero", "N bytes of OUT from byte OUT_OFF set to zero")                    \
 	X(MOMENTUM, "momentum", "momentum and Nesterov: grads IN, momentum OUT, in place") \
-	X(NS, "ns", "Newton-Schulz from IN to OUT, ROWS x COLS")                          \
+	X(NS, "ns", "Newton-Schulz from IN to OUT, ROWS x COLS")                           \
 	X(COLLECTIVE, "collective",                                                        \
 	  "N bytes to and from the other ranks' GPUs (NCCL): no host, so not replayed")
 #define MB_WORK_ENUM_(e, ...) MB_WORK_##e,

@@ -22,7 +22,7 @@
 #include <stddef.h>
 
 #ifdef MB_TEST_KNOB
-#define MB_TEST_KNOB_ROW_(X)                                                                 \
+#define MB_TEST_KNOB_ROW_(X)                                                                  \
 	X(PROBE_WAIT, probe_wait, "probe-wait", "off|on", "off", 13,                          \
 	  "test only: on, the host waits for each unit's Newton-Schulz before it writes the " \
 	  "unit back, overlapped or not")

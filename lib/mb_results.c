@@ -44,6 +44,10 @@ const char *mb_results_params_back_setting(const struct mb_csv_row *r)
 		       : r->params_back;
 }
 
+/* mb_knob's table: each knob's column a knob */
+#define KNOB_ROW_(id, field, ...) \
+	{ #field, offsetof(struct mb_csv_row, knob[MB_KNOB_##id]), true, NULL, false },
+
 /* The knobs: what a cell's figures depend on, the device aside. */
 #define KNOB(name, text)                                                    \
 	{                                                                   \
@@ -88,10 +92,7 @@ static const struct {
 	  mb_results_params_back_setting, false },
 	KNOB(zero3_apply, true),
 	KNOB(fwd_bwd, true),
-#define KNOB_ROW_(id, field, ...) { #field, offsetof(struct mb_csv_row, knob[MB_KNOB_##id]), true, NULL, false },
-	MB_STEP_KNOBS(KNOB_ROW_)
-#undef KNOB_ROW_
-	KNOB(seq, false),
+	MB_STEP_KNOBS(KNOB_ROW_) KNOB(seq, false),
 	KNOB(micro_batch, false),
 	KNOB(seed, false),
 	KNOB(resume_at, false),
@@ -495,7 +496,7 @@ static int given_once(char *const *files, int nfiles)
 }
 
 int mb_results_read_files(char *const *files, int nfiles, struct mb_table **tables, size_t *ntables,
-		    size_t *nrows)
+			  size_t *nrows)
 {
 	struct gathering g = { tables, ntables, 0 };
 	size_t before;

@@ -417,10 +417,9 @@ static int writeback(struct apply *a, struct unit *u, enum mb_queue q)
 	/* mb_knob's test-only row: the host waits for the unit's compute, on any queue */
 	host_waits = host_waits || s->set->knob[MB_KNOB_PROBE_WAIT];
 #endif
-	if (host_waits &&
-	    (err = mb_engine_wait(a->e, u->computed,
-				  unit_name(a, "the compute", u->first, u->end, name,
-					    sizeof(name)))))
+	if (host_waits && (err = mb_engine_wait(a->e, u->computed,
+						unit_name(a, "the compute", u->first, u->end, name,
+							  sizeof(name)))))
 		return err;
 	/* another queue may wait on the compute's event only once it has been submitted */
 	if (event_dep && (err = mb_engine_flush(a->e, MB_QUEUE_COMPUTE)))

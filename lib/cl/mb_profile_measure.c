@@ -23,7 +23,7 @@
 /* a pageable copy whose enqueue returns after this part of its time holds the host */
 #define HOLD_PART 0.5
 /* the spin beside a pageable copy, in copy times: long enough that the copy ends first */
-#define BESIDE_SPIN 2.0
+#define BESIDE_SPIN	2.0
 #define BESIDE_REPS_MAX 32
 /* Newton-Schulz's FLOPs a matrix past which a point is timed in fewer rounds (512x1536's, gram) */
 #define NS_REPS_FLOPS 7e9
@@ -142,8 +142,8 @@ static int pageable_beside(const struct mb_cl *cl, const struct mb_profile_measu
 		exposed[i] = fmin(1, fmax(0, (mb_now_s() - t0 - spin) / c));
 	}
 	if (!err) {
-		p->pageable_holds_host =
-			mb_spread_of(enq, reps).median > HOLD_PART * mb_spread_of(copy, reps).median;
+		p->pageable_holds_host = mb_spread_of(enq, reps).median >
+					 HOLD_PART * mb_spread_of(copy, reps).median;
 		p->pageable_exposed_frac = mb_spread_of(exposed, reps).median;
 	}
 out:
