@@ -76,7 +76,6 @@ static size_t same_operations(const struct mb_step_settings *set, const char *wh
 	struct mb_engine_op *real, *model;
 	struct mb_predict_trace tr;
 	uint64_t real_bytes, plan_bytes;
-	unsigned alive;
 	struct mb_step_times t;
 	struct mb_ledger ledger;
 	struct mb_state st;
@@ -99,10 +98,8 @@ static size_t same_operations(const struct mb_step_settings *set, const char *wh
 	assert_int_equal(mb_predict_trace(&tiny, &plan, set, &prof, &tr), 0);
 	model = tr.ops;
 	nmodel = tr.nops;
-	alive = mb_variant_alive(set->variant) -
-		!mb_plan_batched(&set->plan) * mb_variant_prefetches(set->variant);
-	plan_bytes = mb_plan_peak_step_bytes(&plan, alive) - plan.resident_bytes -
-		     plan.ds_buffer_bytes - plan.ns_workspace_bytes;
+	plan_bytes = mb_plan_peak_step_bytes(&plan, mb_variant_alive(set->variant)) -
+		     plan.resident_bytes - plan.ds_buffer_bytes - plan.ns_workspace_bytes;
 	mb_plan_release(&plan);
 	if (real_bytes != tr.step_bytes || real_bytes != plan_bytes)
 		fail_msg("%s: the apply's buffers at most: %llu bytes on OpenCL, %llu on the "
