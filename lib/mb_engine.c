@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "mb_err.h"
+#include "mb_ns.h"
 
 #define WORK_NAME_(e, name, ...) name,
 static const char *const work_names[MB_NWORKS] = { MB_WORKS(WORK_NAME_) };
@@ -112,17 +113,23 @@ int mb_engine_alloc(struct mb_engine *e, uint64_t bytes, const char *tag, mb_dev
 		return err;
 	e->bufs[e->nbufs++] = (struct mb_engine_buf){ *out, bytes };
 	e->live_bytes += bytes;
+	if (e->race)
+		mb_race_name(e->race, *out, tag);
 	if (e->live_bytes > e->peak_bytes)
 		e->peak_bytes = e->live_bytes;
 	return 0;
 }
 
-void mb_engine_free(struct mb_engine *e, mb_devbuf buf)
+int mb_engine_free(struct mb_engine *e, mb_devbuf buf)
 {
+	const struct mb_race_op op = { "handed back to the pool", NULL, NULL };
 	size_t i;
+	int err = 0;
 
 	if (!buf)
-		return;
+		return 0;
+	if (e->race)
+		err = mb_race_release(e->race, buf, &op);
 	for (i = 0; i < e->nbufs; i++)
 		if (e->bufs[i].buf == buf) {
 			log_op(e, "free", NULL, -1, e->bufs[i].bytes, 0, 0);
@@ -131,11 +138,143 @@ void mb_engine_free(struct mb_engine *e, mb_devbuf buf)
 			break;
 		}
 	e->ops->free(e, buf);
+	return err;
 }
 
 uint64_t mb_engine_peak_bytes(const struct mb_engine *e)
 {
 	return e->peak_bytes;
+}
+
+/* ---- the race checker's view of each operation ---- */
+
+int mb_engine_race_start(struct mb_engine *e)
+{
+	unsigned b;
+	int err;
+
+	if (e->race)
+		return 0;
+	if ((err = mb_race_new(&e->race)))
+		return err;
+	for (b = 0; b < MB_HOST_NBUFFERS; b++) {
+		char name[48];
+
+		snprintf(name, sizeof(name), "host %s", host_names[b]);
+		mb_race_name(e->race, mb_race_host_key(b), name);
+	}
+	return 0;
+}
+
+void mb_engine_name(struct mb_engine *e, mb_devbuf buf, const char *tag)
+{
+	if (e->race && buf)
+		mb_race_name(e->race, buf, tag);
+}
+
+/* A timed phase's name; NULL for an untimed command. */
+static const char *race_phase(enum mb_phase p)
+{
+	return p < MB_NPHASES ? mb_phases[p].name : NULL;
+}
+
+/* A copy: after its AFTER, on its queue, reads one side and writes the other. */
+static int race_copy(struct mb_engine *e, const struct mb_copy *c, const char *detail)
+{
+	struct mb_race_op op = { "copy", race_phase(c->phase), c->what };
+	const void *host = mb_race_host_key(c->host);
+	char name[64];
+	int err;
+
+	(void)detail;
+	snprintf(name, sizeof(name), "copy %s %s", c->to_device ? "h2d" : "d2h",
+		 host_names[c->host]);
+	op.op = name;
+	mb_race_wait(e->race, c->queue, c->after);
+	if ((err = mb_race_begin(e->race, c->queue, &op)))
+		return err;
+	if (c->to_device)
+		return (err = mb_race_access(e->race, host, c->host_off, c->bytes, false))
+			       ? err
+			       : mb_race_access(e->race, c->dev, c->dev_off, c->bytes, true);
+	return (err = mb_race_access(e->race, c->dev, c->dev_off, c->bytes, false))
+		       ? err
+		       : mb_race_access(e->race, host, c->host_off, c->bytes, true);
+}
+
+/*
+ * What each kind of work reads and writes, in bytes (the offsets and
+ * counts of struct mb_work, as MB_WORKS says them); a span read and written
+ * is read first.
+ */
+static int race_work(struct mb_engine *e, const struct mb_work *w)
+{
+	struct mb_race *r = e->race;
+	char name[32];
+	struct mb_race_op op = { name, race_phase(w->phase), w->what };
+	uint64_t n = w->n, mom = w->bf16 ? 2 : 4, nn = 4 * w->rows * w->cols;
+	int err;
+
+	snprintf(name, sizeof(name), "work %s", work_names[w->kind]);
+	mb_race_wait(r, w->queue, w->after);
+	if ((err = mb_race_begin(r, w->queue, &op)))
+		return err;
+	switch (w->kind) {
+	case MB_WORK_GRADS:
+		return mb_race_access(r, w->out, 4 * w->out_off, 4 * n, true);
+	case MB_WORK_CAST:
+		return (err = mb_race_access(r, w->in, 4 * w->in_off, 4 * n, false))
+			       ? err
+			       : mb_race_access(r, w->out, 2 * w->out_off, 2 * n, true);
+	case MB_WORK_WIDEN:
+		return (err = mb_race_access(r, w->in, 2 * w->in_off, 2 * n, false))
+			       ? err
+			       : mb_race_access(r, w->out, 4 * w->out_off, 4 * n, true);
+	case MB_WORK_SUMSQ:
+		return (err = mb_race_access(r, w->in, 2 * w->in_off, 2 * n, false))
+			       ? err
+			       : mb_race_access(r, w->out, 4 * w->out_off, 4 * MB_NS_PARTIALS,
+						true);
+	case MB_WORK_ZERO:
+		return mb_race_access(r, w->out, w->out_off, n, true);
+	case MB_WORK_MOMENTUM:
+		if ((err = mb_race_access(r, w->in, 4 * w->in_off, 4 * n, false)) ||
+		    (err = mb_race_access(r, w->out, mom * w->out_off, mom * n, false)) ||
+		    (err = mb_race_access(r, w->in, 4 * w->in_off, 4 * n, true)))
+			return err;
+		return mb_race_access(r, w->out, mom * w->out_off, mom * n, true);
+	case MB_WORK_NS:
+		return (err = mb_race_access(r, w->in, 4 * w->in_off, nn, false))
+			       ? err
+			       : mb_race_access(r, w->out, 4 * w->out_off, nn, true);
+	case MB_WORK_COLLECTIVE: /* not replayed: GPU to GPU, on no buffer of ours */
+	case MB_NWORKS:
+		break;
+	}
+	return 0;
+}
+
+/* The host's accesses A (N) as operation WHAT. */
+static int race_host(struct mb_engine *e, const char *what, const struct mb_host_access *a,
+		     size_t n)
+{
+	const struct mb_race_op op = { what, NULL, NULL };
+	size_t i;
+	int err;
+
+	if ((err = mb_race_begin(e->race, MB_RACE_HOST, &op)))
+		return err;
+	for (i = 0; i < n; i++)
+		if ((err = mb_race_access(e->race, mb_race_host_key(a[i].buf), a[i].off, a[i].bytes,
+					  a[i].write)))
+			return err;
+	return 0;
+}
+
+int mb_engine_touch(struct mb_engine *e, const char *what, const struct mb_host_access *a, size_t n)
+{
+	log_op(e, "touch", what, -1, 0, 0, 0);
+	return e->race ? race_host(e, what, a, n) : 0;
 }
 
 int mb_engine_copy(struct mb_engine *e, const struct mb_copy *c, mb_event *done)
@@ -147,10 +286,14 @@ int mb_engine_copy(struct mb_engine *e, const struct mb_copy *c, mb_event *done)
 
 	if (done)
 		*done = 0;
-	if (!(err = e->ops->copy(e, c, native(e, c->after), &last)))
-		err = event_new(e, last, &id);
 	snprintf(detail, sizeof(detail), "%s %s %s", c->to_device ? "h2d" : "d2h",
 		 host_names[c->host], phase_name(c->phase));
+	if (e->race && (err = race_copy(e, c, detail)))
+		return err;
+	if (!(err = e->ops->copy(e, c, native(e, c->after), &last)))
+		err = event_new(e, last, &id);
+	if (!err && e->race)
+		err = mb_race_event(e->race, id);
 	log_op(e, "copy", detail, (int)c->queue, c->bytes, c->after, id);
 	if (done)
 		*done = id;
@@ -160,8 +303,18 @@ int mb_engine_copy(struct mb_engine *e, const struct mb_copy *c, mb_event *done)
 int mb_engine_read(struct mb_engine *e, enum mb_queue q, mb_devbuf dev, uint64_t dev_off,
 		   uint64_t bytes, void *dst)
 {
+	const struct mb_race_op op = { "blocking read", NULL, NULL };
+	int err;
+
 	log_op(e, "read", NULL, (int)q, bytes, 0, 0);
-	return e->ops->read(e, q, dev, dev_off, bytes, dst);
+	if (e->race && ((err = mb_race_begin(e->race, q, &op)) ||
+			(err = mb_race_access(e->race, dev, dev_off, bytes, false))))
+		return err;
+	if ((err = e->ops->read(e, q, dev, dev_off, bytes, dst)))
+		return err;
+	if (e->race)
+		mb_race_finish(e->race, q);
+	return 0;
 }
 
 int mb_engine_work(struct mb_engine *e, const struct mb_work *w, mb_event *done)
@@ -173,8 +326,12 @@ int mb_engine_work(struct mb_engine *e, const struct mb_work *w, mb_event *done)
 
 	if (done)
 		*done = 0;
+	if (e->race && (err = race_work(e, w)))
+		return err;
 	if (!(err = e->ops->work(e, w, native(e, w->after), &last)))
 		err = event_new(e, last, &id);
+	if (!err && e->race)
+		err = mb_race_event(e->race, id);
 	snprintf(detail, sizeof(detail), "%s %s", work_names[w->kind], phase_name(w->phase));
 	log_op(e, "work", detail, (int)w->queue, w->kind == MB_WORK_NS ? w->rows * w->cols : w->n,
 	       w->after, id);
@@ -198,10 +355,21 @@ int mb_engine_fwd_bwd(struct mb_engine *e, const struct mb_fwdbwd_hook *hook, do
 	struct mb_fwdbwd_hook logged = { logged_stage, e };
 	int err;
 
+	const struct mb_race_op op = { "forward/backward", NULL, NULL };
+
 	log_op(e, "fwd_bwd", NULL, MB_QUEUE_COMPUTE, 0, 0, 0);
+	/* its GEMMs on buffers of its own, with the host waiting for the forward's
+	 * and then the backward's end */
+	if (e->race) {
+		if ((err = mb_race_begin(e->race, MB_QUEUE_COMPUTE, &op)))
+			return err;
+		mb_race_finish(e->race, MB_QUEUE_COMPUTE);
+	}
 	e->hook = hook;
 	err = e->ops->fwd_bwd(e, hook || e->logging ? &logged : NULL, forward_s, backward_s);
 	e->hook = NULL;
+	if (!err && e->race)
+		mb_race_finish(e->race, MB_QUEUE_COMPUTE);
 	return err;
 }
 
@@ -210,6 +378,8 @@ int mb_engine_wait(struct mb_engine *e, mb_event ev, const char *what)
 	if (!ev)
 		return 0;
 	log_op(e, "wait", NULL, -1, 0, ev, 0);
+	if (e->race)
+		mb_race_wait(e->race, MB_RACE_HOST, ev);
 	return e->ops->wait(e, native(e, ev), what);
 }
 
@@ -218,6 +388,8 @@ int mb_engine_after(struct mb_engine *e, enum mb_queue q, mb_event ev)
 	if (!ev)
 		return 0;
 	log_op(e, "after", NULL, (int)q, 0, ev, 0);
+	if (e->race)
+		mb_race_wait(e->race, q, ev);
 	return e->ops->after(e, q, native(e, ev));
 }
 
@@ -227,8 +399,13 @@ int mb_engine_marker(struct mb_engine *e, enum mb_queue q, mb_event *done)
 	int err;
 
 	*done = 0;
+	if (e->race &&
+	    (err = mb_race_begin(e->race, q, &(struct mb_race_op){ "marker", NULL, NULL })))
+		return err;
 	if (!(err = e->ops->marker(e, q, &last)))
 		err = event_new(e, last, done);
+	if (!err && e->race)
+		err = mb_race_event(e->race, *done);
 	log_op(e, "marker", NULL, (int)q, 0, 0, *done);
 	return err;
 }
@@ -242,19 +419,32 @@ int mb_engine_flush(struct mb_engine *e, enum mb_queue q)
 int mb_engine_finish(struct mb_engine *e, enum mb_queue q)
 {
 	log_op(e, "finish", NULL, (int)q, 0, 0, 0);
+	if (e->race)
+		mb_race_finish(e->race, q);
 	return e->ops->finish(e, q);
 }
 
 int mb_engine_pin(struct mb_engine *e, enum mb_host_buffer b)
 {
+	/* the buffer moves to pinned memory: all of it written */
+	const struct mb_host_access all = { b, 0, MB_RACE_ALL, true };
+	int err;
+
 	log_op(e, "pin", host_names[b], -1, 0, 0, 0);
+	if (e->race && (err = race_host(e, "pin", &all, 1)))
+		return err;
 	return e->ops->pin(e, b);
 }
 
-void mb_engine_host(struct mb_engine *e, const struct mb_host_work *h)
+int mb_engine_host(struct mb_engine *e, const struct mb_host_work *h)
 {
+	int err;
+
 	log_op(e, "host", NULL, -1, (uint64_t)(h->bytes + h->streamed), 0, 0);
+	if (e->race && (err = race_host(e, "host optimizer", h->access, h->naccess)))
+		return err;
 	e->ops->host(e, h);
+	return 0;
 }
 
 double mb_engine_now(struct mb_engine *e)
@@ -271,7 +461,11 @@ void mb_engine_phase(struct mb_engine *e, const char *name)
 
 void mb_engine_abort(struct mb_engine *e)
 {
+	unsigned q;
+
 	e->ops->abort(e);
+	for (q = 0; e->race && q < MB_NQUEUES; q++)
+		mb_race_finish(e->race, q);
 }
 
 int mb_engine_span(struct mb_engine *e, size_t first, size_t last, enum mb_phase phase)
@@ -378,6 +572,8 @@ int mb_engine_end_step(struct mb_engine *e, struct mb_phase_times *p, char *why,
 
 	e->ops->end_step(e);
 	e->nevents = e->nspans = 0;
+	if (e->race)
+		mb_race_end_step(e->race);
 	return err;
 }
 
@@ -387,6 +583,8 @@ void mb_engine_release(struct mb_engine *e)
 	free(e->spans);
 	free(e->log);
 	free(e->bufs);
+	mb_race_free(e->race);
+	e->race = NULL;
 	e->bufs = NULL;
 	e->nbufs = e->bufs_alloc = 0;
 	e->events = NULL;

@@ -32,6 +32,7 @@
 #include "mb_fwdbwd.h"
 #include "mb_phase.h"
 #include "mb_plan.h"
+#include "mb_race.h"
 
 /* mb_cl's three in-order queues. */
 enum mb_queue { MB_QUEUE_COMPUTE, MB_QUEUE_COPY, MB_QUEUE_PREFETCH, MB_NQUEUES };
@@ -75,6 +76,7 @@ struct mb_work {
 	bool bf16;
 	mb_event after;
 	enum mb_phase phase;
+	const char *what; /* the unit it serves, in the race checker's reports; NULL: none */
 };
 
 /*
@@ -94,15 +96,26 @@ struct mb_copy {
 	const char *what;
 };
 
+/* BYTES of host buffer BUF from byte OFF (MB_RACE_ALL: to its end) that the host reads or writes.
+ */
+struct mb_host_access {
+	enum mb_host_buffer buf;
+	uint64_t off, bytes;
+	bool write;
+};
+
 /*
  * The host's own work: RUN(ARG, SCALE) on a real device, or on the model
  * BYTES through the host optimizer's rate and STREAMED through memcpy's.
+ * It touches the NACCESS spans of ACCESS (the race checker's).
  */
 struct mb_host_work {
 	void (*run)(void *arg, float scale);
 	void *arg;
 	float scale;
 	double bytes, streamed;
+	const struct mb_host_access *access;
+	size_t naccess;
 };
 
 struct mb_engine;
@@ -174,12 +187,18 @@ struct mb_engine {
 	struct mb_engine_buf *bufs;	   /* the schedule's device buffers alive, by size */
 	size_t nbufs, bufs_alloc;
 	uint64_t live_bytes, peak_bytes; /* theirs now, and most since the last phase mark */
+	struct mb_race *race;		 /* the race checker; NULL: off */
 };
 
 /* ---- for the schedule ---- */
 
 int mb_engine_alloc(struct mb_engine *e, uint64_t bytes, const char *tag, mb_devbuf *out);
-void mb_engine_free(struct mb_engine *e, mb_devbuf buf); /* NULL: nothing */
+/*
+ * BUF (NULL: nothing) back to the engine, whose pool may hand it out at
+ * once: the race checker holds it as the host's write of all of it.
+ * The buffer is freed whatever it returns.
+ */
+int mb_engine_free(struct mb_engine *e, mb_devbuf buf);
 /* *done (if not NULL) gets the copy's last command. */
 int mb_engine_copy(struct mb_engine *e, const struct mb_copy *c, mb_event *done);
 int mb_engine_read(struct mb_engine *e, enum mb_queue q, mb_devbuf dev, uint64_t dev_off,
@@ -196,7 +215,10 @@ int mb_engine_flush(struct mb_engine *e, enum mb_queue q);
 int mb_engine_finish(struct mb_engine *e, enum mb_queue q);
 /* Host buffer B pinned, if it is not (a checkpoint load left it pageable). */
 int mb_engine_pin(struct mb_engine *e, enum mb_host_buffer b);
-void mb_engine_host(struct mb_engine *e, const struct mb_host_work *h);
+int mb_engine_host(struct mb_engine *e, const struct mb_host_work *h);
+/* The host reads or writes the N spans of A outside the step (WHAT: "checkpoint"). */
+int mb_engine_touch(struct mb_engine *e, const char *what, const struct mb_host_access *a,
+		    size_t n);
 double mb_engine_now(struct mb_engine *e);
 /* The device-memory phase the ledger counts from now on ("backward", "step"). */
 void mb_engine_phase(struct mb_engine *e, const char *name);
@@ -227,6 +249,18 @@ int mb_engine_span(struct mb_engine *e, size_t first, size_t last, enum mb_phase
 
 /* Release what the shared part holds (an engine's destroy calls it). */
 void mb_engine_release(struct mb_engine *e);
+
+/* ---- the race checker (mb_race) ---- */
+
+/*
+ * From now on, check every operation's accesses against the order the
+ * queues, events and host waits give them: an operation that races with
+ * an earlier one fails, naming both. -MB_EFAIL without memory.
+ */
+int mb_engine_race_start(struct mb_engine *e);
+
+/* Name a device buffer that the schedule did not allocate (the resident params) in reports. */
+void mb_engine_name(struct mb_engine *e, mb_devbuf buf, const char *tag);
 
 /* ---- the log, for tests ---- */
 

@@ -16,13 +16,24 @@ static int predict(const struct mb_model *m, const struct mb_plan *plan,
 		   const struct mb_step_settings *set, const struct mb_profile *prof,
 		   struct mb_step_times *t, struct mb_predict_trace *tr)
 {
-	struct mb_sched s = { .model = m, .set = set, .plan = plan, .steps_done = 1 };
+	/* the resident buffers: tokens the model engine never reads, told apart by the
+	 * race checker */
+	static char params, ds_buffer;
+	struct mb_sched s = { .model = m,
+			      .set = set,
+			      .plan = plan,
+			      .steps_done = 1,
+			      .params = (mb_devbuf)&params,
+			      .ds_buffer = plan->ds_buffer_bytes ? (mb_devbuf)&ds_buffer : NULL };
 	uint64_t *offset = NULL;
 	int err;
 
 	memset(t, 0, sizeof(*t));
 	if (!(err = mb_sched_offsets(m, plan, &offset)) &&
-	    !(err = mb_engine_model_new(prof, m, plan, set, &s.engine))) {
+	    !(err = mb_engine_model_new(prof, m, plan, set, &s.engine)) &&
+	    !(err = set->race_check ? mb_engine_race_start(s.engine) : 0)) {
+		mb_engine_name(s.engine, s.params, "params.bf16");
+		mb_engine_name(s.engine, s.ds_buffer, plan->ds_buffer);
 		s.offset = offset;
 		s.state_offset = offset + m->nparams + 1;
 		if (tr)

@@ -136,7 +136,8 @@ int mb_run_once(const struct mb_model *m, const struct mb_run_settings *s, const
 		r->clblast_temp_bytes = st.ns.temp_bytes;
 		err = steps(&st, s, stop, r, &measured);
 		means(r, measured);
-		r->checksum = mb_state_checksum(&st);
+		if (!err)
+			err = mb_state_checksum(&st, &r->checksum);
 		r->pinned_host_bytes = mb_state_pinned_bytes(&st);
 		r->momentum_pinned = st.momentum.pinned;
 		snprintf(r->ns_kernel, sizeof(r->ns_kernel), "%s", mb_ns_kernel_name(&st.ns));

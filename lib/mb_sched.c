@@ -15,6 +15,9 @@
 #include "mb_ns.h"
 #include "mb_num.h"
 
+/* Whether the test's ordering bug X is planted (enum mb_plant). */
+#define PLANTED(s, x) ((s)->set->plant == MB_PLANT_##x)
+
 #define GRAD_SCALE   1e-3f
 #define STREAM_GRADS 1 /* + the step number; the params are stream 0 (mb_step) */
 
@@ -140,16 +143,17 @@ static int bwd_alloc(struct bwd *b, uint64_t piece)
 	return mb_engine_alloc(e, s->plan->norm_bytes, "bwd.norm", &b->sums);
 }
 
-static void bwd_free(struct bwd *b)
+static int bwd_free(struct bwd *b)
 {
 	struct mb_engine *e = b->s->engine;
+	int err = 0, e1 = mb_engine_free(e, b->sums), e2 = mb_engine_free(e, b->bf16),
+	    e3 = mb_engine_free(e, b->fp32), e4 = mb_engine_free(e, b->bucket);
 
 	b->freed = 0;
-	mb_engine_free(e, b->sums);
-	mb_engine_free(e, b->bf16);
-	mb_engine_free(e, b->fp32);
-	mb_engine_free(e, b->bucket);
 	b->sums = b->bf16 = b->fp32 = b->bucket = NULL;
+	if (e1 || e2 || e3 || e4)
+		err = -MB_EFAIL;
+	return err;
 }
 
 /*
@@ -159,19 +163,22 @@ static void bwd_free(struct bwd *b)
 static int bwd_part_end(struct bwd *b, uint64_t first, uint64_t end)
 {
 	struct mb_engine *e = b->s->engine;
-	int err;
+	int err = 0;
 
 	if (!b->sums)
 		return 0;
-	if (!(err = mb_engine_finish(e, MB_QUEUE_COPY)) && end > first)
+	if (!PLANTED(b->s, SUMS_EARLY))
+		err = mb_engine_finish(e, MB_QUEUE_COPY);
+	if (!err && end > first)
 		err = mb_engine_read(e, MB_QUEUE_COMPUTE, b->sums,
 				     sizeof(float) * MB_NS_PARTIALS * first,
 				     sizeof(float) * MB_NS_PARTIALS * (end - first),
 				     b->partial + MB_NS_PARTIALS * first);
+	if (!err && PLANTED(b->s, SUMS_EARLY))
+		err = mb_engine_finish(e, MB_QUEUE_COPY);
 	if (!err)
 		err = mb_engine_finish(e, MB_QUEUE_COMPUTE);
-	bwd_free(b);
-	return err;
+	return bwd_free(b) && !err ? -MB_EFAIL : err;
 }
 
 /* Bucket K's grads, made a piece at a time through FP32 into BUCKET; the last cast into *MADE. */
@@ -264,7 +271,8 @@ static int reduce_bucket(struct bwd *b, uint64_t k)
 	mb_event made = 0;
 	int err;
 
-	if ((err = mb_engine_after(e, MB_QUEUE_COMPUTE, b->freed)))
+	if ((err = mb_engine_after(e, MB_QUEUE_COMPUTE,
+				   PLANTED(s, BUCKET_NO_AFTER) ? 0 : b->freed)))
 		return err;
 	b->freed = 0;
 	err = make_bucket(b, k, bucket, &made);
@@ -363,7 +371,8 @@ static int backward(struct mb_sched *s, struct mb_step_times *t)
 	t->phase.backward_s += mb_engine_now(s->engine) - t1;
 	if (err)
 		mb_engine_abort(s->engine);
-	bwd_free(&b);
+	if (bwd_free(&b) && !err)
+		err = -MB_EFAIL;
 	free(b.partial);
 	return err;
 }
@@ -406,8 +415,9 @@ static int writeback(struct apply *a, struct unit *u, enum mb_queue q)
 {
 	const struct mb_sched *s = a->s;
 	bool event_dep = s->set->writeback_event && q != MB_QUEUE_COMPUTE && u->computed;
-	mb_event dep = event_dep ? u->computed : 0;
+	mb_event dep = event_dep && !PLANTED(s, WRITEBACK_NO_AFTER) ? u->computed : 0;
 	bool host_waits = q != MB_QUEUE_COMPUTE && !event_dep;
+	bool wait_late = PLANTED(s, WAIT_AFTER_COPIES);
 	uint64_t lo = 0, n;
 	char name[256];
 	size_t k;
@@ -417,9 +427,10 @@ static int writeback(struct apply *a, struct unit *u, enum mb_queue q)
 	/* mb_knob's test-only row: the host waits for the unit's compute, on any queue */
 	host_waits = host_waits || s->set->knob[MB_KNOB_PROBE_WAIT];
 #endif
-	if (host_waits && (err = mb_engine_wait(a->e, u->computed,
-						unit_name(a, "the compute", u->first, u->end, name,
-							  sizeof(name)))))
+	if (host_waits && !wait_late &&
+	    (err = mb_engine_wait(a->e, u->computed,
+				  unit_name(a, "the compute", u->first, u->end, name,
+					    sizeof(name)))))
 		return err;
 	/* another queue may wait on the compute's event only once it has been submitted */
 	if (event_dep && (err = mb_engine_flush(a->e, MB_QUEUE_COMPUTE)))
@@ -453,20 +464,29 @@ static int writeback(struct apply *a, struct unit *u, enum mb_queue q)
 
 	if ((err = mb_engine_copy(a->e, &mom, &u->written)))
 		return err;
+	if (host_waits && wait_late &&
+	    (err = mb_engine_wait(a->e, u->computed,
+				  unit_name(a, "the compute", u->first, u->end, name,
+					    sizeof(name)))))
+		return err;
 	return mb_engine_flush(a->e, q);
 }
 
 /* Wait for U's writeback and free its buffer. */
 static int drain(struct apply *a, struct unit *u)
 {
+	mb_event done = PLANTED(a->s, EARLY_EVENT) && u->computed ? u->computed : u->written;
 	char name[256];
 	int err = 0;
 
-	if (u->written)
-		err = mb_engine_wait(a->e, u->written,
+	if (PLANTED(a->s, FREE_BEFORE_WAIT) && mb_engine_free(a->e, u->buf))
+		err = -MB_EFAIL;
+	if (u->written && !err)
+		err = mb_engine_wait(a->e, done,
 				     unit_name(a, "the writeback", u->first, u->end, name,
 					       sizeof(name)));
-	mb_engine_free(a->e, u->buf);
+	if (!PLANTED(a->s, FREE_BEFORE_WAIT) && mb_engine_free(a->e, u->buf) && !err)
+		err = -MB_EFAIL;
 	memset(u, 0, sizeof(*u));
 	return err;
 }
@@ -620,7 +640,9 @@ static int gather(struct apply *a, const struct mb_plan_group *g, mb_devbuf buf,
 	int err;
 
 	*last = 0;
-	return (err = copy_in(a, g, buf, MB_QUEUE_COMPUTE)) ? err : momentum(a, g, buf, last);
+	enum mb_queue q = PLANTED(a->s, GATHER_WRONG_QUEUE) ? MB_QUEUE_COPY : MB_QUEUE_COMPUTE;
+
+	return (err = copy_in(a, g, buf, q)) ? err : momentum(a, g, buf, last);
 }
 
 /* Newton-Schulz on the parameter at place K of the apply order; *after is its last command. */
@@ -635,7 +657,8 @@ static int orthogonalize(struct apply *a, size_t k, mb_devbuf in, uint64_t in_of
 			     .out_off = out_off,
 			     .rows = p->rows,
 			     .cols = p->cols,
-			     .phase = MB_PHASE_NS };
+			     .phase = MB_PHASE_NS,
+			     .what = p->name };
 
 	return mb_engine_work(a->e, &w, after);
 }
@@ -730,7 +753,9 @@ static int apply_batch(struct apply *a, size_t gi)
 		memset(&a->arriving, 0, sizeof(a->arriving));
 		/* the last batch has no next one, but push needs the one two back gone */
 		err = gi + 1 < s->plan->ngroups ? arrive(a, g + 1) : make_room(a);
-		if (!err && !(err = await_arrival(a, &u)))
+		if (!err && !PLANTED(s, NO_ARRIVAL))
+			err = await_arrival(a, &u);
+		if (!err)
 			err = momentum(a, g, u.buf, &u.computed);
 	}
 	if (!err && s->set->plan.stage == 3)
@@ -780,9 +805,9 @@ static int apply_subgroup(struct apply *a, const struct mb_plan_group *g)
 	}
 	if ((err = flush(a)))
 		return err;
-	mb_engine_free(a->e, a->subgroup);
+	err = mb_engine_free(a->e, a->subgroup);
 	a->subgroup = NULL;
-	return 0;
+	return err;
 }
 
 /* Say which batch or sub-group failed and what to change. */
@@ -850,19 +875,29 @@ static double clip_scale(double norm, double clip)
  * unscale-and-clip pass over the fp32 grads (8 bytes an element) and, with
  * the params back pageable, the cast to bf16 (6 bytes an element).
  */
-static void host_optimizer(struct mb_sched *s, float scale)
+static int host_optimizer(struct mb_sched *s, float scale)
 {
 	const struct mb_model *m = s->model;
 	double streamed = 8.0 * (double)m->numel_total;
+	/* the grads (the updates by now) scaled and read, the params and AdamW's moments
+	 * stepped, the bf16 params written for the way back */
+	const struct mb_host_access access[] = {
+		{ MB_HOST_GRADS, 0, MB_RACE_ALL, true },
+		{ MB_HOST_MASTER, 0, MB_RACE_ALL, true },
+		{ MB_HOST_ADAMW, 0, MB_RACE_ALL, true },
+		{ MB_HOST_STAGING, 0, MB_RACE_ALL, true },
+	};
 
 	if (s->set->plan.params_back == MB_BACK_PAGEABLE)
 		streamed += 6.0 * (double)m->numel_total;
-	mb_engine_host(s->engine,
-		       &(struct mb_host_work){ s->host_pass, s->host_arg, scale,
-					       mb_hostopt_bytes(m->numel_muon, m->numel_adamw),
-					       streamed });
+	return mb_engine_host(
+		s->engine,
+		&(struct mb_host_work){ s->host_pass, s->host_arg, scale,
+					mb_hostopt_bytes(m->numel_muon, m->numel_adamw), streamed,
+					access, sizeof(access) / sizeof(access[0]) });
 }
 
+/* The bf16 params back to the device, enqueued (the step finishes the compute queue after). */
 static int params_back(struct mb_sched *s)
 {
 	struct mb_copy c = { .to_device = true,
@@ -874,13 +909,13 @@ static int params_back(struct mb_sched *s)
 			     .what = "bf16 params to the device" };
 	int err;
 
-	if ((err = mb_engine_copy(s->engine, &c, NULL)) ||
-	    /* ZeRO-1/2: each rank's updated partition gathered by all (ZeRO-3 gathers its
-	     * params in the next forward) */
-	    (s->set->plan.stage != 3 &&
-	     (err = collective(s, MB_QUEUE_COMPUTE, 2 * s->model->numel_total, 0))))
+	if ((err = mb_engine_copy(s->engine, &c, NULL)))
 		return err;
-	return mb_engine_finish(s->engine, MB_QUEUE_COMPUTE);
+	/* ZeRO-1/2: each rank's updated partition gathered by all (ZeRO-3 gathers its
+	 * params in the next forward) */
+	return s->set->plan.stage != 3
+		       ? collective(s, MB_QUEUE_COMPUTE, 2 * s->model->numel_total, 0)
+		       : 0;
 }
 
 int mb_sched_step(struct mb_sched *s, struct mb_step_times *t)
@@ -898,15 +933,19 @@ int mb_sched_step(struct mb_sched *s, struct mb_step_times *t)
 	if ((err = apply(s)))
 		goto out;
 	t->apply_s = mb_engine_now(e) - t1;
+	if (PLANTED(s, PARAMS_EARLY) && (err = params_back(s)))
+		goto out_abort;
 	t1 = mb_engine_now(e);
-	host_optimizer(s, (float)t->grad_scale);
+	if ((err = host_optimizer(s, (float)t->grad_scale)))
+		goto out_abort;
 	t->phase.host_opt_s = mb_engine_now(e) - t1;
-	if ((err = params_back(s))) {
-		mb_engine_abort(e);
-		goto out;
-	}
+	if ((!PLANTED(s, PARAMS_EARLY) && (err = params_back(s))) ||
+	    (err = mb_engine_finish(e, MB_QUEUE_COMPUTE)))
+		goto out_abort;
 	t->iter_s = mb_engine_now(e) - t0;
 	return mb_engine_end_step(e, &t->phase, t->timing_error, sizeof(t->timing_error));
+out_abort:
+	mb_engine_abort(e);
 out:
 	mb_engine_end_step(e, NULL, NULL, 0);
 	return err;

@@ -30,6 +30,24 @@
 #include "mb_knob.h"
 #include "mb_variant.h"
 
+/*
+ * Ordering bugs a test plants in the schedule (tests/test_race.c), one at a
+ * time, to show that the race checker names each; never set outside tests.
+ */
+enum mb_plant {
+	MB_PLANT_NONE,
+	MB_PLANT_WRITEBACK_NO_AFTER, /* the event writeback's copies wait for nothing */
+	MB_PLANT_BUCKET_NO_AFTER,    /* ZeRO-3: a bucket refilled before the last copied out */
+	MB_PLANT_EARLY_EVENT, /* a unit's buffer freed after its compute, not its writeback */
+	MB_PLANT_GATHER_WRONG_QUEUE, /* a batch gathered on the copy queue, computed on compute */
+	MB_PLANT_FREE_BEFORE_WAIT,   /* a unit's buffer back in the pool before its writeback */
+	MB_PLANT_WAIT_AFTER_COPIES,  /* the writeback's host wait after its copies are enqueued */
+	MB_PLANT_PARAMS_EARLY,	     /* the params back enqueued before the host optimizer */
+	MB_PLANT_NO_ARRIVAL,	     /* pipeline: a prefetched batch computed without its gather */
+	MB_PLANT_SUMS_EARLY,	     /* the norm's sums read before the reduce's queue finished */
+	MB_NPLANTS
+};
+
 struct mb_step_settings {
 	struct mb_plan_settings plan; /* stage, gather budget, sub-group size */
 	enum mb_variant variant;
@@ -37,9 +55,11 @@ struct mb_step_settings {
 	bool writeback_event; /* the writeback waits on an event list, not the host */
 	uint64_t seed;
 	struct mb_optim optim;
-	double grad_clip; /* DeepSpeed's gradient_clipping; 0: no clipping (the pass stays) */
-	bool fwd_bwd;	  /* the synthetic forward/backward (mb_fwdbwd) */
-	uint64_t tokens;  /* its seq x micro-batch */
+	double grad_clip;    /* DeepSpeed's gradient_clipping; 0: no clipping (the pass stays) */
+	bool fwd_bwd;	     /* the synthetic forward/backward (mb_fwdbwd) */
+	bool race_check;     /* every operation's accesses checked for races (mb_race) */
+	enum mb_plant plant; /* tests only: an ordering bug planted; MB_PLANT_NONE */
+	uint64_t tokens;     /* its seq x micro-batch */
 	unsigned knob[MB_KNOBS_ROOM]; /* each knob of mb_knob's table: its word's place */
 	unsigned ranks; /* the ranks whose collectives the step joins (the world); 0, 1: none */
 };

@@ -274,7 +274,11 @@ int mb_state_init(struct mb_state *s, const struct mb_model *m, const struct mb_
 					    &s->master, &s->grads, &s->momentum, &s->adam_m,
 					    &s->staging, &s->grads_bf16 },
 				    m, s->set.tokens, &s->engine)) ||
-	    (err = initial_params(s)) || (err = mb_ns_init(&s->ns, cl, ledger)) ||
+	    (s->set.race_check && (err = mb_engine_race_start(s->engine))))
+		goto out_release;
+	mb_engine_name(s->engine, (mb_devbuf)s->params, "params.bf16");
+	mb_engine_name(s->engine, (mb_devbuf)s->ds_buffer, s->plan.ds_buffer);
+	if ((err = initial_params(s)) || (err = mb_ns_init(&s->ns, cl, ledger)) ||
 	    (err = reserve_shapes(s)) || (err = reserve_step(s)))
 		goto out_release;
 	s->sched = (struct mb_sched){ .model = m,
@@ -404,6 +408,13 @@ static int save_load(struct mb_hostbuf *b, FILE *f, bool save)
 	return 0;
 }
 
+/* What a checkpoint saves and a resume replaces. */
+static const struct mb_host_access checkpointed[] = {
+	{ MB_HOST_MASTER, 0, MB_RACE_ALL, true },
+	{ MB_HOST_MOMENTUM, 0, MB_RACE_ALL, true },
+	{ MB_HOST_ADAMW, 0, MB_RACE_ALL, true },
+};
+
 int mb_state_reload(struct mb_state *s)
 {
 	struct mb_hostbuf *bufs[] = { &s->master, &s->momentum, &s->adam_m, &s->adam_v };
@@ -423,6 +434,10 @@ int mb_state_reload(struct mb_state *s)
 			       dir && *dir ? dir : "/tmp");
 	}
 	unlink(path); /* gone when closed, whatever happens */
+	if ((err = mb_engine_touch(s->engine, "checkpoint and resume", checkpointed, 3))) {
+		fclose(f);
+		return err;
+	}
 	for (i = 0; i < 4 && !err; i++)
 		err = save_load(bufs[i], f, true);
 	if (!err && fflush(f))
@@ -443,11 +458,38 @@ int mb_state_reload(struct mb_state *s)
 	return err;
 }
 
-uint64_t mb_state_checksum(struct mb_state *s)
+/* The resident bf16 params read back a piece at a time, hashed on from H into *SUM. */
+static int params_checksum(struct mb_state *s, uint64_t h, uint64_t *sum)
+{
+	uint64_t bytes = 2 * s->model->numel_total, at, run, piece = 64u << 20;
+	void *buf = malloc(bytes < piece ? (bytes ? bytes : 1) : piece);
+	int err = 0;
+
+	if (!buf)
+		return mb_fail("out of host memory reading back the bf16 params");
+	for (at = 0; at < bytes && !err; at += run) {
+		run = bytes - at < piece ? bytes - at : piece;
+		if (!(err = mb_engine_read(s->engine, MB_QUEUE_COMPUTE, (mb_devbuf)s->params, at,
+					   run, buf)))
+			h = mb_checksum_spans(&(struct mb_span){ buf, run }, 1, h);
+	}
+	free(buf);
+	*sum = h;
+	return err;
+}
+
+int mb_state_checksum(struct mb_state *s, uint64_t *sum)
 {
 	const struct mb_model *m = s->model;
+	const struct mb_host_access read[] = { { MB_HOST_MASTER, 0, MB_RACE_ALL, false },
+					       { MB_HOST_MOMENTUM, 0, MB_RACE_ALL, false } };
 	size_t i, n = 0;
+	uint64_t h;
+	int err;
 
+	*sum = 0;
+	if ((err = mb_engine_touch(s->engine, "checksum", read, 2)))
+		return err;
 	/* the momentum in model order, whatever its layout: the same state, the same sum */
 	for (i = 0; i < m->nparams; i++)
 		if (m->params[i].muon)
@@ -455,7 +497,8 @@ uint64_t mb_state_checksum(struct mb_state *s)
 				(struct mb_span){ mb_hostbuf_at(&s->momentum, mom_byte(s, i), NULL),
 						  s->plan.momentum_bytes *
 							  mb_param_numel(&m->params[i]) };
-	return mb_hostbuf_checksum(&s->master, mb_checksum_spans(s->spans, n, 0));
+	h = mb_hostbuf_checksum(&s->master, mb_checksum_spans(s->spans, n, 0));
+	return params_checksum(s, h, sum);
 }
 
 uint64_t mb_state_pinned_bytes(const struct mb_state *s)

@@ -75,8 +75,12 @@ int mb_step(struct mb_state *s, struct mb_step_times *t);
  */
 int mb_state_reload(struct mb_state *s);
 
-/* The checksum of the momentum (in model order, whatever its layout) and the master params. */
-uint64_t mb_state_checksum(struct mb_state *s);
+/*
+ * The checksum of the state a later step reads, into *SUM: the momentum (in
+ * model order, whatever its layout), the master params, and the resident
+ * bf16 params read back from the device.
+ */
+int mb_state_checksum(struct mb_state *s, uint64_t *sum);
 
 /* Pinned host bytes now. */
 uint64_t mb_state_pinned_bytes(const struct mb_state *s);
