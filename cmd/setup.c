@@ -66,6 +66,13 @@ int mb_setup_grid(const struct mb_args *args, bool variants, struct mb_grid *g)
 	return mb_grid_init(g, &l);
 }
 
+bool mb_setup_race_check(void)
+{
+	const char *v = getenv("MUONBENCH_RACE_CHECK");
+
+	return v && *v && strcmp(v, "0");
+}
+
 void mb_setup_step_settings(const struct mb_args *args, const struct mb_grid_cell *c,
 			    enum mb_precision precision, struct mb_step_settings *s)
 {
@@ -87,6 +94,8 @@ void mb_setup_step_settings(const struct mb_args *args, const struct mb_grid_cel
 	s->fwd_bwd = args->fwd_bwd_on;
 	s->tokens = args->seq * args->micro_batch;
 	s->ranks = (unsigned)args->world_size; /* whose collectives a rank's step joins */
+	/* the race checker (lib/mb_race): on in the tests, on a device when asked */
+	s->race_check = mb_setup_race_check();
 	for (k = 0; mb_knobs[k].field; k++)
 		s->knob[k] = (unsigned)mb_knob_word(k, args->knob[k]);
 }

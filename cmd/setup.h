@@ -43,6 +43,13 @@ int mb_setup_variants(const struct mb_args *args, unsigned *variants, size_t *n)
 int mb_setup_grid(const struct mb_args *args, bool variants, struct mb_grid *g);
 
 /*
+ * Whether MUONBENCH_RACE_CHECK asks for the race checker (set, not "0"):
+ * every operation of the step checked for races (lib/mb_race), at a cost
+ * that bench/race-cost.sh measures.
+ */
+bool mb_setup_race_check(void);
+
+/*
  * The step settings of cell C, the one place they come from the options:
  * the plan's (mb_setup_plan_settings for C's stage, at C's gather budget and
  * sub-group size), C's variant, and the step's own (--pin-memory,

@@ -2,6 +2,9 @@
 # Run every test binary given, the command-line tests and the docs test; print one summary.
 # Usage: tests/run.sh BUILD/muonbench BUILD/tests/test_* ...
 set -u
+# every step the tests run is race-checked (lib/mb_race), unless the caller says 0
+MUONBENCH_RACE_CHECK=${MUONBENCH_RACE_CHECK-1}
+export MUONBENCH_RACE_CHECK
 bin=$1
 shift
 failed=""
