@@ -127,6 +127,7 @@ struct grid {
 	/* of the first ok run with each momentum dtype and method: the math differs between them */
 	uint64_t checksum[MB_NMOM_DTYPES][MB_NS_NMETHODS];
 	unsigned checked_math[MB_NMOM_DTYPES][MB_NS_NMETHODS];
+	unsigned mismatched_math[MB_NMOM_DTYPES][MB_NS_NMETHODS]; /* runs whose checksum differs */
 	/* the device profile each cell is predicted from (mb_predict); none: profile_src "" */
 	struct mb_profile profile;
 	char profile_src[512];
@@ -434,8 +435,10 @@ static void check(struct grid *g, const struct mb_run_result *r)
 	if (!g->checked_math[d][ns]++)
 		g->checksum[d][ns] = r->checksum;
 	g->checked++;
-	if (r->checksum != g->checksum[d][ns])
+	if (r->checksum != g->checksum[d][ns]) {
 		g->mismatched++;
+		g->mismatched_math[d][ns]++;
+	}
 	if (r->own_peak_step_bytes != r->plan_peak_step_bytes) {
 		fprintf(stderr,
 			"muonbench: stage %u %s: the step-phase peak, %llu bytes without CLBlast's "
@@ -1146,7 +1149,7 @@ static int verdict(const struct grid *g)
 					"Final state, %s momentum, %s Newton-Schulz: %s over %u runs "
 					"(checksum %016llx); step-phase peak %s the plan.\n",
 					mb_momentum_dtype_name(d), mb_ns_method_names[ns],
-					g->mismatched ? "MISMATCH" : "bitwise identical",
+					g->mismatched_math[d][ns] ? "MISMATCH" : "bitwise identical",
 					g->checked_math[d][ns],
 					(unsigned long long)g->checksum[d][ns],
 					g->mismatched ? "checked against" : "as predicted by");

@@ -15,6 +15,10 @@
  *   (cl_nv_create_buffer), made of clCreateBuffer(CL_MEM_ALLOC_HOST_PTR); each
  *   call appends "nv FLAGS" to MB_SHIM_LOG.
  *
+ * - MB_SHIM_FLIP_READ=K: the K-th blocking clEnqueueReadBuffer (counted from
+ *   1) flips the first byte it read: a wrong result and no error, as a race
+ *   leaves it. The exit's line in MB_SHIM_LOG gives "reads N" too.
+ *
  * A fault kills the context, as a real one does: until the next
  * clCreateContext, every enqueue and wait fails with
  * CL_INVALID_COMMAND_QUEUE and a buffer cannot be made. MB_SHIM_LOG=FILE
@@ -33,7 +37,7 @@
 #define NV_ILLEGAL_ADDRESS (-9999)
 
 static int dead, faulted;
-static unsigned long waits;
+static unsigned long waits, reads;
 
 /* The driver's own FN, looked up once. */
 #define REAL(fn)                     \
@@ -66,7 +70,7 @@ __attribute__((destructor)) static void count_waits(void)
 	FILE *f;
 
 	if (log && *log && (f = fopen(log, "a"))) {
-		fprintf(f, "waits %lu\n", waits);
+		fprintf(f, "waits %lu\nreads %lu\n", waits, reads);
 		fclose(f);
 	}
 }
@@ -185,8 +189,15 @@ cl_int clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dims, con
 cl_int clEnqueueReadBuffer(cl_command_queue q, cl_mem buf, cl_bool block, size_t off, size_t size,
 			   void *ptr, cl_uint nw, const cl_event *wl, cl_event *ev)
 {
+	cl_int st;
+
 	REAL(clEnqueueReadBuffer);
-	return dead ? CL_INVALID_COMMAND_QUEUE : real(q, buf, block, off, size, ptr, nw, wl, ev);
+	if (dead)
+		return CL_INVALID_COMMAND_QUEUE;
+	st = real(q, buf, block, off, size, ptr, nw, wl, ev);
+	if (st == CL_SUCCESS && block && size && ++reads == env_count("MB_SHIM_FLIP_READ"))
+		*(unsigned char *)ptr ^= 0x80;
+	return st;
 }
 
 cl_int clEnqueueWriteBuffer(cl_command_queue q, cl_mem buf, cl_bool block, size_t off, size_t size,

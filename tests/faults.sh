@@ -194,5 +194,23 @@ else
 	report fail "faults: auto pins through clCreateBufferNV (LOCATION_HOST | PINNED) where it exists, same state" "exit $rc: nv: $nv; ahp: $ahp; $(cat "$tmp/err" "$tmp/nvlog" 2>/dev/null)"
 fi
 
+# 5. A wrong result with no error, as a race leaves it: the last blocking read
+# (the last run's resident params, read back into its checksum) flipped. Only
+# that run's group of the summary says MISMATCH.
+flip="--config tests/data/good/micro.json --gather-budget 128Ki --fwd-bwd off --profile off --stage 2,3 --variant master,both --runs 1 --steps 2"
+rm -f "$tmp/flip.log"
+# shellcheck disable=SC2086
+LD_PRELOAD=$shim MB_SHIM_LOG="$tmp/flip.log" "$bin" run $flip --out "$tmp/flip1.csv" >/dev/null 2>&1
+last=$(awk '/^reads/ { print $2 }' "$tmp/flip.log")
+# shellcheck disable=SC2086
+LD_PRELOAD=$shim MB_SHIM_FLIP_READ="$last" "$bin" run $flip --out "$tmp/flip2.csv" >"$tmp/flip.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "Final state, fp32 momentum, gram Newton-Schulz: bitwise identical over 2 runs" "$tmp/flip.out" &&
+	grep -q "Final state, bf16 momentum, gram Newton-Schulz: MISMATCH over 2 runs" "$tmp/flip.out"; then
+	report ok "faults: the params read back into the checksum, and MISMATCH said of the group that differs alone"
+else
+	report fail "faults: the params read back into the checksum, and MISMATCH said of the group that differs alone" "exit $rc, read $last flipped: $(cat "$tmp/flip.out")"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ]
