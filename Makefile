@@ -146,9 +146,14 @@ bench: $(BIN)
 # `run` a group of options (--and between them, scripts/run-groups.sh);
 # `make baseline` writes it anew.
 BASELINE = results/baseline-tiny.csv
-BASELINE_CELLS = --model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --profile off \
-		 --variant all --runs 3 --steps 6 --measure 2-6
-BASELINE_ARGS = $(BASELINE_CELLS) --stage 1,2,3 --and $(BASELINE_CELLS) --stage 3 --zero3-apply batched
+# Small enough a gather budget, sub-group and reduce bucket that a step of
+# tiny has several batches, sub-groups and buckets: an ordering bug that
+# needs a next one to reuse a buffer can happen (and the tests run with the
+# race checker on, MUONBENCH_RACE_CHECK); the event writeback too.
+BASELINE_CELLS = --model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --sub-group-size 200000 \
+		 --reduce-bucket-size 300000 --profile off --variant all --runs 3 --steps 6 --measure 2-6
+BASELINE_ARGS = $(BASELINE_CELLS) --stage 1,2,3 --and $(BASELINE_CELLS) --stage 3 --zero3-apply batched \
+		--and $(BASELINE_CELLS) --stage 2,3 --writeback-dep event
 
 baseline: $(BIN)
 	rm -f $(BASELINE)
