@@ -190,8 +190,8 @@ static int race_copy(struct mb_engine *e, const struct mb_copy *c, const char *d
 	snprintf(name, sizeof(name), "copy %s %s", c->to_device ? "h2d" : "d2h",
 		 host_names[c->host]);
 	op.op = name;
-	mb_race_wait(e->race, c->queue, c->after);
-	if ((err = mb_race_begin(e->race, c->queue, &op)))
+	if ((err = mb_race_wait(e->race, c->queue, c->after)) ||
+	    (err = mb_race_begin(e->race, c->queue, &op)))
 		return err;
 	if (c->to_device)
 		return (err = mb_race_access(e->race, host, c->host_off, c->bytes, false))
@@ -216,8 +216,7 @@ static int race_work(struct mb_engine *e, const struct mb_work *w)
 	int err;
 
 	snprintf(name, sizeof(name), "work %s", work_names[w->kind]);
-	mb_race_wait(r, w->queue, w->after);
-	if ((err = mb_race_begin(r, w->queue, &op)))
+	if ((err = mb_race_wait(r, w->queue, w->after)) || (err = mb_race_begin(r, w->queue, &op)))
 		return err;
 	switch (w->kind) {
 	case MB_WORK_GRADS:
@@ -385,11 +384,13 @@ int mb_engine_wait(struct mb_engine *e, mb_event ev, const char *what)
 
 int mb_engine_after(struct mb_engine *e, enum mb_queue q, mb_event ev)
 {
+	int err;
+
 	if (!ev)
 		return 0;
 	log_op(e, "after", NULL, (int)q, 0, ev, 0);
-	if (e->race)
-		mb_race_wait(e->race, q, ev);
+	if (e->race && (err = mb_race_wait(e->race, q, ev)))
+		return err;
 	return e->ops->after(e, q, native(e, ev));
 }
 
@@ -413,6 +414,8 @@ int mb_engine_marker(struct mb_engine *e, enum mb_queue q, mb_event *done)
 int mb_engine_flush(struct mb_engine *e, enum mb_queue q)
 {
 	log_op(e, "flush", NULL, (int)q, 0, 0, 0);
+	if (e->race)
+		mb_race_flush(e->race, q);
 	return e->ops->flush(e, q);
 }
 

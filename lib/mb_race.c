@@ -31,9 +31,16 @@ struct buffer {
 	size_t n, alloc;
 };
 
+/* An event: its party's clock when it was made, and that party. */
+struct event {
+	struct clock at;
+	unsigned party;
+};
+
 struct mb_race {
-	struct clock vc[MB_RACE_NPARTIES]; /* what each party has seen of each */
-	struct clock *snap;		   /* each event's party's clock when it was made */
+	struct clock vc[MB_RACE_NPARTIES];  /* what each party has seen of each */
+	uint64_t flushed[MB_RACE_NPARTIES]; /* each queue's commands submitted, up to */
+	struct event *snap;		    /* each event id's */
 	size_t nsnap, snap_alloc;
 	struct buffer *buf;
 	size_t nbuf, buf_alloc;
@@ -226,20 +233,43 @@ int mb_race_event(struct mb_race *r, size_t id)
 			return -MB_EFAIL;
 		memset(&r->snap[r->nsnap++], 0, sizeof(*r->snap));
 	}
-	r->snap[id - 1] = r->vc[r->cur.party];
+	r->snap[id - 1] = (struct event){ r->vc[r->cur.party], r->cur.party };
 	return 0;
 }
 
-void mb_race_wait(struct mb_race *r, unsigned p, size_t id)
+int mb_race_wait(struct mb_race *r, unsigned p, size_t id)
 {
-	if (id && id <= r->nsnap && p < MB_RACE_NPARTIES)
-		join(&r->vc[p], &r->snap[id - 1]);
+	const struct event *ev;
+
+	if (!id || id > r->nsnap || p >= MB_RACE_NPARTIES)
+		return 0;
+	ev = &r->snap[id - 1];
+	/* the host's wait submits what it waits for; another queue's does not */
+	if (p == MB_RACE_HOST)
+		mb_race_flush(r, ev->party);
+	else if (ev->party != p && ev->party != MB_RACE_HOST &&
+		 ev->at.t[ev->party] > r->flushed[ev->party] && !r->found) {
+		r->found = true;
+		return mb_fail("the %s waits for event %zu of the %s, which was never flushed: "
+			       "a driver may never submit it (flush that queue first)",
+			       party_name(p), id, party_name(ev->party));
+	}
+	join(&r->vc[p], &ev->at);
+	return 0;
+}
+
+void mb_race_flush(struct mb_race *r, unsigned q)
+{
+	if (q < MB_RACE_HOST)
+		r->flushed[q] = r->vc[q].t[q];
 }
 
 void mb_race_finish(struct mb_race *r, unsigned q)
 {
-	if (q < MB_RACE_NPARTIES)
-		join(&r->vc[MB_RACE_HOST], &r->vc[q]);
+	if (q >= MB_RACE_NPARTIES)
+		return;
+	mb_race_flush(r, q);
+	join(&r->vc[MB_RACE_HOST], &r->vc[q]);
 }
 
 int mb_race_release(struct mb_race *r, const void *key, const struct mb_race_op *op)

@@ -73,8 +73,16 @@ int mb_race_access(struct mb_race *r, const void *key, uint64_t off, uint64_t by
 /* The operation begun last made event ID (1, 2, ...: mb_engine's ids). */
 int mb_race_event(struct mb_race *r, size_t id);
 
-/* Party P (a queue, or the host) waits for event ID: all it had seen is seen by P. */
-void mb_race_wait(struct mb_race *r, unsigned p, size_t id);
+/*
+ * Party P (a queue, or the host) waits for event ID: all it had seen is seen
+ * by P. A queue that waits for another queue's event that was never flushed
+ * fails (-MB_EFAIL): a driver need not submit it, and may wait for ever.
+ * The host's wait submits the event's queue.
+ */
+int mb_race_wait(struct mb_race *r, unsigned p, size_t id);
+
+/* Queue Q's commands so far are submitted to the device (a flush). */
+void mb_race_flush(struct mb_race *r, unsigned q);
 
 /* The host waits for everything queue Q has been given (a finish, a blocking read). */
 void mb_race_finish(struct mb_race *r, unsigned q);

@@ -45,6 +45,7 @@ enum mb_plant {
 	MB_PLANT_PARAMS_EARLY,	     /* the params back enqueued before the host optimizer */
 	MB_PLANT_NO_ARRIVAL,	     /* pipeline: a prefetched batch computed without its gather */
 	MB_PLANT_SUMS_EARLY,	     /* the norm's sums read before the reduce's queue finished */
+	MB_PLANT_NO_FLUSH,	     /* the event writeback waits on compute never flushed */
 	MB_NPLANTS
 };
 

@@ -198,6 +198,8 @@ static const struct plant {
 	  "copy h2d grads on the prefetch queue", "work momentum on the compute queue" },
 	{ MB_PLANT_SUMS_EARLY, 3, MB_MASTER, false, "bwd.norm", "work sumsq on the copy queue",
 	  "blocking read on the compute queue" },
+	{ MB_PLANT_NO_FLUSH, 2, MB_OVERLAP, true, "", "the copy queue waits for event",
+	  "of the compute queue, which was never flushed" },
 };
 
 static void expect_named(int err, const struct plant *p, const char *engine)
@@ -206,7 +208,7 @@ static void expect_named(int err, const struct plant *p, const char *engine)
 
 	if (!err)
 		fail_msg("plant %d on %s: not reported", (int)p->plant, engine);
-	a = strstr(msg, "race on '");
+	a = p->buffer[0] ? strstr(msg, "race on '") : msg;
 	b = a ? strstr(a, p->first) : NULL;
 	c = b ? strstr(b + strlen(p->first), p->then) : NULL;
 	if (!a || !strstr(msg, p->buffer) || !b || !c)
@@ -269,10 +271,18 @@ static void rules_by_hand(void **state)
 					    "50-150"));
 	mb_race_free(r);
 
-	/* the copy queue waits for the write's event: ordered; then a write on the
-	 * compute queue, which has not seen the copy queue's read, races */
+	/* the copy queue waits for the write's event, never flushed: refused */
 	r = written(&buf);
-	mb_race_wait(r, 1, 1);
+	assert_int_not_equal(mb_race_wait(r, 1, 1), 0);
+	assert_non_null(strstr(mb_errmsg(), "the copy queue waits for event 1 of the compute "
+					    "queue, which was never flushed"));
+	mb_race_free(r);
+
+	/* flushed, the wait orders them; then a write on the compute queue, which has
+	 * not seen the copy queue's read, races */
+	r = written(&buf);
+	mb_race_flush(r, 0);
+	assert_int_equal(mb_race_wait(r, 1, 1), 0);
 	assert_int_equal(mb_race_begin(r, 1, &op), 0);
 	assert_int_equal(mb_race_access(r, &buf, 0, 100, false), 0);
 	assert_int_equal(mb_race_begin(r, 0, &op), 0);
@@ -281,7 +291,8 @@ static void rules_by_hand(void **state)
 
 	/* the host finishes the copy queue: the compute queue's next command is after */
 	r = written(&buf);
-	mb_race_wait(r, 1, 1);
+	mb_race_flush(r, 0);
+	assert_int_equal(mb_race_wait(r, 1, 1), 0);
 	assert_int_equal(mb_race_begin(r, 1, &op), 0);
 	assert_int_equal(mb_race_access(r, &buf, 0, 100, false), 0);
 	mb_race_finish(r, 1);
@@ -294,7 +305,7 @@ static void rules_by_hand(void **state)
 
 	/* the host waits for the event, then hands it back: ordered */
 	r = written(&buf);
-	mb_race_wait(r, MB_RACE_HOST, 1);
+	assert_int_equal(mb_race_wait(r, MB_RACE_HOST, 1), 0);
 	assert_int_equal(mb_race_release(r, &buf, &op), 0);
 	mb_race_free(r);
 }
