@@ -189,8 +189,10 @@ static int read_device(struct reader *r, const struct key *k, const cJSON *v,
 {
 	if (!cJSON_IsString(v))
 		return bad(r, k->path, at, "must be \"cpu\", got %s", mb_json_type_name(v));
-	if (!strcmp(v->valuestring, "cpu"))
+	if (!strcmp(v->valuestring, "cpu")) {
+		r->ds->offload_cpu = true;
 		return 0;
+	}
 	if (!strcmp(v->valuestring, "none") || !strcmp(v->valuestring, "nvme"))
 		return bad(r, k->path, at,
 			   "\"%s\" is not replayed: muonbench replays the optimizer offloaded to "

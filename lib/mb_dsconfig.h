@@ -57,6 +57,9 @@ struct mb_dsconfig {
 	size_t nsettings; /* in the file's order */
 	char *unused;	  /* the keys not read, in the file's order ("a, b.c"), or "" */
 	size_t nunused;
+	/* zero_optimization.offload_optimizer.device is "cpu": the file offloads the optimizer
+	 * (a file without the section leaves muonbench's default, which offloads it too) */
+	bool offload_cpu;
 };
 
 /*
