@@ -20,5 +20,6 @@ int mb_cmd_compare(const struct mb_args *args);
 int mb_cmd_plot(const struct mb_args *args);
 int mb_cmd_predict(const struct mb_args *args);
 int mb_cmd_profile(const struct mb_args *args);
+int mb_cmd_advise(const struct mb_args *args);
 
 #endif

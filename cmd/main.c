@@ -35,6 +35,8 @@ static int dispatch(const struct mb_args *args)
 		return mb_cmd_predict(args);
 	case MB_CMD_PROFILE:
 		return mb_cmd_profile(args);
+	case MB_CMD_ADVISE:
+		return mb_cmd_advise(args);
 	case MB_CMD_RUN:
 	default:
 		return mb_cmd_run(args);

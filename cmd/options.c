@@ -35,8 +35,9 @@ enum kind {
 
 #define ON(c)	    (1u << (c))
 #define ALL	    ((1u << MB_NCOMMANDS) - 1)
-#define MODEL_CMDS  (ON(MB_CMD_RUN) | ON(MB_CMD_PLAN) | ON(MB_CMD_PREDICT))
-#define STEP_CMDS   (ON(MB_CMD_RUN) | ON(MB_CMD_PREDICT)) /* the variants' step, run or modelled */
+#define MODEL_CMDS  (ON(MB_CMD_RUN) | ON(MB_CMD_PLAN) | ON(MB_CMD_PREDICT) | ON(MB_CMD_ADVISE))
+/* the variants' step, run or modelled */
+#define STEP_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_PREDICT) | ON(MB_CMD_ADVISE))
 #define SHAPE_CMDS  (MODEL_CMDS | ON(MB_CMD_TUNE))	  /* the model's shapes, not its plan */
 #define DEVICE_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_NS) | ON(MB_CMD_PROFILE))
 #define MEMORY_CMDS (DEVICE_CMDS | ON(MB_CMD_BANDWIDTH) | ON(MB_CMD_TUNE)) /* bind, allocate */
@@ -118,9 +119,11 @@ static const struct option options[] = {
 	  "at most the device's largest allocation)" },
 	{ "variant", "V", TEXT, AT(variants), "all", 0, 0, NULL, STEP_CMDS,
 	  MB_VARIANT_WORDS ", or all; a list runs each (pin,both)" },
-	{ "runs", "R", COUNT, AT(runs), "3", 1, 1000, NULL, ON(MB_CMD_RUN),
-	  "runs of each cell (a stage, a variant and a value of each swept list)" },
-	{ "steps", "S", COUNT, AT(steps), "7", 1, 1000, NULL, ON(MB_CMD_RUN), "steps of each run" },
+	{ "runs", "R", COUNT, AT(runs), "3", 1, 1000, NULL, ON(MB_CMD_RUN) | ON(MB_CMD_ADVISE),
+	  "runs of each cell (a stage, a variant and a value of each swept list; advise "
+	  "--confirm: of each point it runs)" },
+	{ "steps", "S", COUNT, AT(steps), "7", 1, 1000, NULL, ON(MB_CMD_RUN) | ON(MB_CMD_ADVISE),
+	  "steps of each run" },
 	{ "measure", "A-B", TEXT, AT(measure), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
 	  "the steps whose mean is a run's figure (default: 2-6, cut to the steps run)" },
 	{ "pin-memory", "on|off", CHOICE, AT(pin_memory), "on", 0, 0, "on|off", STEP_CMDS,
@@ -177,10 +180,12 @@ static const struct option options[] = {
 	  "auto: run and allocate on the NUMA node of the device's PCI slot, where the "
 	  "driver gives its PCI address and sysfs its node; else say so and leave the "
 	  "binding as it is" },
-	{ "out", "FILE", TEXT, AT(out), NULL, 0, 0, NULL, ON(MB_CMD_RUN) | ON(MB_CMD_PROFILE),
+	{ "out", "FILE", TEXT, AT(out), NULL, 0, 0, NULL,
+	  ON(MB_CMD_RUN) | ON(MB_CMD_PROFILE) | ON(MB_CMD_ADVISE),
 	  "run: append the results to FILE (default: a new "
 	  "results/MODEL-stageS-UTCTIME.csv, or -2.csv and on where that is taken); profile: write the profile to FILE (default: the "
-	  "cache, under the device's key)" },
+	  "cache, under the device's key); advise: write the best point's DeepSpeed config "
+	  "patch to FILE (default: after the table)" },
 	{ "world-size", "W", COUNT, AT(world_size), "1", 1, 1u << 20, NULL, MODEL_CMDS,
 	  "ranks sharing the optimizer state (run under MPI: the MPI world's; predict: all on one "
 	  "host)" },
@@ -188,7 +193,7 @@ static const struct option options[] = {
 	  MODEL_CMDS, "the rank planned, predicted or run, 0 to W-1 (under MPI: MPI's)" },
 	{ "format", "FMT", ENUM, AT(format), "md", 0, 0, MB_WORDS(MB_FORMATS),
 	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN) | ON(MB_CMD_BANDWIDTH) |
-		  ON(MB_CMD_NS) | ON(MB_CMD_PREDICT),
+		  ON(MB_CMD_NS) | ON(MB_CMD_PREDICT) | ON(MB_CMD_ADVISE),
 	  "output: Markdown tables, CSV rows or JSON" },
 	{ "shape", "RxC,...", SHAPES, AT(shapes), NULL, 0, 0, NULL,
 	  ON(MB_CMD_NS) | ON(MB_CMD_TUNE) | ON(MB_CMD_PROFILE),
@@ -226,7 +231,8 @@ static const struct option options[] = {
 	  "compare each result with a float64 host reference of the same method; fail above "
 	  "1e-4 relative Frobenius error in fp32, 1e-2 in fp16, 5e-2 in bf16 (twice the error "
 	  "that 16-bit Newton-Schulz was measured to have)" },
-	{ "tuning", "off|auto|FILE", TEXT, AT(tuning), "auto", 0, 0, NULL, DEVICE_CMDS,
+	{ "tuning", "off|auto|FILE", TEXT, AT(tuning), "auto", 0, 0, NULL,
+	  DEVICE_CMDS | ON(MB_CMD_ADVISE),
 	  "CLBlast's kernel parameters: auto applies the tuning made for this device (from "
 	  "muonbench tune, else shipped), else one of the same platform, driver and "
 	  "architecture, else one of the same platform and device type once it passes ns "
@@ -237,13 +243,15 @@ static const struct option options[] = {
 	  "after): 90s, 10m, 1h" },
 	{ "seed", "N", COUNT, AT(seed), "1", 0, UINT64_MAX, NULL, DEVICE_CMDS,
 	  "seed of the random numbers" },
-	{ "platform", "P", COUNT, AT(platform), NULL, 0, 63, NULL, MEMORY_CMDS,
+	{ "platform", "P", COUNT, AT(platform), NULL, 0, 63, NULL, MEMORY_CMDS | ON(MB_CMD_ADVISE),
 	  "OpenCL platform index (see muonbench devices)" },
-	{ "device", "D", TEXT, AT(device), NULL, 0, 0, NULL, MEMORY_CMDS,
+	{ "device", "D", TEXT, AT(device), NULL, 0, 0, NULL, MEMORY_CMDS | ON(MB_CMD_ADVISE),
 	  "device index on the platform, or part of its name (default: the first GPU, "
 	  "else the first device)" },
 	{ "device-mem-limit", "SIZE", SIZE, AT(device_mem_limit), NULL, 1, UINT64_MAX, NULL,
-	  DEVICE_CMDS, "refuse device allocations past SIZE, as if the device had no more memory" },
+	  DEVICE_CMDS | ON(MB_CMD_ADVISE),
+	  "refuse device allocations past SIZE, as if the device had no more memory (advise: "
+	  "the device memory each point must fit)" },
 	{ "alpha", "A", REAL, AT(alpha), "0.01", 0, 1, NULL, ON(MB_CMD_COMPARE),
 	  "significance of the Mann-Whitney test for a timing to count as changed" },
 	{ "threshold", "PCT", REAL, AT(threshold), "5", 0, 1000, NULL, ON(MB_CMD_COMPARE),
@@ -280,6 +288,10 @@ static const struct option options[] = {
 	  "change's machine, docs/predict.md) or a FILE.json; run: off predicts "
 	  "nothing (default: predict reference; run the device's own, which muonbench profile "
 	  "measured, if any)" },
+	{ "confirm", NULL, FLAG, AT(confirm), NULL, 0, 0, NULL, ON(MB_CMD_ADVISE),
+	  "run the baseline and the two best points on the device (--runs runs of --steps "
+	  "steps each, the points taking turns) and print the measured beside the predicted; "
+	  "the advice stands if the measured order of the iterations agrees" },
 	{ "if-missing", NULL, FLAG, AT(if_missing), NULL, 0, 0, NULL, ON(MB_CMD_PROFILE),
 	  "measure only when the file is not there yet, or is of an older format (the "
 	  "cache's: or damaged) (make run uses it)" },
@@ -451,6 +463,27 @@ static const struct command commands[MB_NCOMMANDS] = {
 			     "keeps it in the cache under the device's key, beside its tuning "
 			     "($XDG_CACHE_HOME/muonbench/profile-KEY.json), or in --out FILE; "
 			     "run shows each cell's prediction from it." },
+	[MB_CMD_ADVISE] = { "advise",
+			    "what to change in a DeepSpeed config's offload, and what it buys",
+			    "Reads the offload settings of a DeepSpeed config (--ds-config: the "
+			    "stage, offload_optimizer.pin_memory, sub_group_size, "
+			    "reduce_bucket_size) as the baseline and sweeps, in predict's model "
+			    "on a device profile, what a user can change and the step reads: "
+			    "pin_memory on and off, the writeback variants (each with the "
+			    "DeepSpeed change it needs), the Muon gather budget, and under ZeRO-3 "
+			    "the sub_group_size and the apply by sub-group or batched; an option "
+			    "given here fixes its setting (a list: sweeps those values). Each "
+			    "point is checked against the device's and the host's memory where "
+			    "the profile is this device's (else against --device-mem-limit): "
+			    "what does not fit is dropped, and said. Prints the baseline and the "
+			    "best points (predicted iteration and apply, the change against the "
+			    "baseline, peak device memory, pinned host memory) and the best "
+			    "point's DeepSpeed config as a JSON patch (to --out FILE, or after "
+			    "the table). Without --profile it predicts from the device's own "
+			    "profile, else the reference's, and says so. With --confirm the "
+			    "baseline and the two best points run on the device and the measured "
+			    "figures stand beside the predicted. Exits 2 when the config is bad, "
+			    "offloads nothing, or nothing fits." },
 	[MB_CMD_NS] = { "ns", "time Newton-Schulz on the device against its own GEMMs",
 			"Runs Newton-Schulz on fresh random matrices of each shape and prints "
 			"the median time over the reps with its min and max (device time "

@@ -31,6 +31,7 @@ enum mb_command {
 	MB_CMD_PLOT,
 	MB_CMD_PREDICT,
 	MB_CMD_PROFILE,
+	MB_CMD_ADVISE,
 	MB_NCOMMANDS
 };
 
@@ -183,6 +184,7 @@ struct mb_args {
 	const char *profile; /* predict, run: a shipped name or a file; NULL: the command's default
 			      */
 	bool if_missing;     /* profile: only when there is none */
+	bool confirm;	     /* advise: run the baseline and the best points */
 	const char *profile_flags[MB_PREDICT_NFLAGS]; /* predict: --h2d-gbs ... */
 
 	char **files; /* report, compare, plot: the results files, in argv */

@@ -328,9 +328,26 @@ static bool cheaper(const struct mb_advise_point *a, const struct mb_advise_poin
 }
 
 /*
+ * Whether B, ranked below A, offers nothing A does not: the same code and
+ * pinning, a tie in both times, the same peak and pinned memory and no
+ * smaller step peak (the sub-group size of a batched apply, a budget that
+ * changes the batches but not the time).
+ */
+static bool equivalent(const struct mb_advise_point *a, const struct mb_advise_point *b)
+{
+	return a->set.variant == b->set.variant && a->set.pin_memory == b->set.pin_memory &&
+	       a->set.plan.zero3_apply == b->set.plan.zero3_apply &&
+	       fabs(a->t.iter_s - b->t.iter_s) <= MB_ADVISE_TIE * a->t.iter_s &&
+	       fabs(a->t.apply_s - b->t.apply_s) <= MB_ADVISE_TIE * a->t.apply_s &&
+	       a->peak_device_bytes == b->peak_device_bytes &&
+	       a->pinned_host_bytes == b->pinned_host_bytes &&
+	       b->peak_step_bytes >= a->peak_step_bytes;
+}
+
+/*
  * The kept points first, ranked: again and again, of those left, the
- * cheapest of the ones within a tie of the fastest; then the dropped, in
- * the sweep's order.
+ * cheapest of the ones within a tie of the fastest, and those equivalent to
+ * it left out (counted in nsame); then the dropped, in the sweep's order.
  */
 static void rank(struct mb_advise *a)
 {
@@ -358,6 +375,17 @@ static void rank(struct mb_advise *a)
 		tmp = a->points[best];
 		memmove(&a->points[k + 1], &a->points[k], (best - k) * sizeof(a->points[0]));
 		a->points[k] = tmp;
+		for (i = k + 1; i < a->nkept;) {
+			if (!equivalent(&a->points[k], &a->points[i])) {
+				i++;
+				continue;
+			}
+			memmove(&a->points[i], &a->points[i + 1],
+				(a->npoints - i - 1) * sizeof(a->points[0]));
+			a->nkept--;
+			a->npoints--;
+			a->nsame++;
+		}
 	}
 }
 

@@ -17,7 +17,9 @@
  * The ranking: the fastest predicted iteration first; predictions within
  * MB_ADVISE_TIE of each other are taken as equal, and then the point that
  * needs the least device memory (overall peak, then the step's), the least
- * pinned host memory and the fewest changes wins. Nothing here prints.
+ * pinned host memory and the fewest changes wins; a point that offers
+ * nothing a better one does not (the same code and pinning, times within a
+ * tie, no less memory) is left out. Nothing here prints.
  */
 #ifndef MB_ADVISE_H
 #define MB_ADVISE_H
@@ -90,7 +92,9 @@ struct mb_advise {
 	struct mb_advise_point base; /* the baseline, predicted and checked as the others */
 	struct mb_advise_point *points; /* the kept ones ranked, best first, then the dropped */
 	size_t npoints, nkept;
-	size_t nsame; /* points left out as the same plan as one before (a budget past the model) */
+	/* points left out: the same plan as one before (a budget past the model), or a ranked
+	 * point's equal (the same code and pinning, times within a tie, no less memory) */
+	size_t nsame;
 	struct mb_profile profile; /* what the points were predicted on (the rank's) */
 };
 
