@@ -421,8 +421,9 @@ static int print_md(const struct advice *ad)
 		src[MB_MD_LEN(256)], which[16];
 	size_t i;
 
-	printf("# Advice: %s, %u layers, ZeRO-%u, from %s\n\n",
-	       mb_md(name, sizeof(name), ad->model.name), ad->model.layers, ad->base.plan.stage,
+	printf("# Advice: %s, %u layer%s, ZeRO-%u, from %s\n\n",
+	       mb_md(name, sizeof(name), ad->model.name), ad->model.layers,
+	       ad->model.layers == 1 ? "" : "s", ad->base.plan.stage,
 	       mb_md(src, sizeof(src), args->ds_config));
 	printf("Predicted from %s", mb_md(why, sizeof(why), ad->profile_why));
 	if (args->world_size > 1)
@@ -492,6 +493,7 @@ static void record(const struct advice *ad, const char *role, size_t rank,
 		MB_FIELD_N("world_size", ad->args->world_size),
 		MB_FIELD_F("meas_iter_s", k >= 0 ? ad->meas_iter[k] : NAN),
 		MB_FIELD_F("meas_apply_s", k >= 0 ? ad->meas_apply[k] : NAN),
+		MB_FIELD_T("order_agrees", !ad->nrun ? "" : ad->agrees ? "yes" : "no"),
 	};
 
 	if (pt->drop == MB_ADVISE_NO_PLAN)

@@ -32,7 +32,7 @@ failed=0
 # shellcheck source=tests/tap.sh
 . tests/tap.sh
 
-commands="run plan devices ns bandwidth tune report compare plot predict profile"
+commands="run plan devices ns bandwidth tune report compare plot predict profile advise"
 
 # The options each command's --help defines (lines '  --name ...'), and their union.
 for c in $commands; do

@@ -13,6 +13,7 @@ for t in "$@"; do
 done
 tests/cli.sh "$bin" || failed="$failed cli.sh"
 tests/commands.sh "$bin" || failed="$failed commands.sh"
+tests/advise.sh "$bin" || failed="$failed advise.sh"
 tests/tuning.sh "$bin" || failed="$failed tuning.sh"
 tests/ns_precision.sh "$bin" || failed="$failed ns_precision.sh"
 tests/docs.sh "$bin" || failed="$failed docs.sh"
@@ -35,4 +36,4 @@ if [ -n "$failed" ]; then
 	echo "TESTS FAILED:$failed"
 	exit 1
 fi
-echo "all tests passed ($# unit test programs, cli.sh, commands.sh, tuning.sh, ns_precision.sh, docs.sh${NVML_STUB:+, nvml.sh}${SHIM:+, faults.sh, mpi.sh}${VARIANT_BIN:+, variant_row.sh}${BASELINE:+ and baseline.sh})"
+echo "all tests passed ($# unit test programs, cli.sh, commands.sh, advise.sh, tuning.sh, ns_precision.sh, docs.sh${NVML_STUB:+, nvml.sh}${SHIM:+, faults.sh, mpi.sh}${VARIANT_BIN:+, variant_row.sh}${BASELINE:+ and baseline.sh})"
