@@ -119,8 +119,8 @@ static void build_space(struct advice *ad)
 			sp->sub_group_sizes[sp->nsub_group_sizes++] = groups[i];
 	sp->applies[sp->napplies++] = args->zero3_apply;
 	if (!mb_args_given(args, "zero3-apply"))
-		sp->applies[sp->napplies++] =
-			args->zero3_apply == MB_Z3_SUBGROUP ? MB_Z3_BATCHED : MB_Z3_SUBGROUP;
+		sp->applies[sp->napplies++] = args->zero3_apply == MB_Z3_SUBGROUP ? MB_Z3_BATCHED
+										  : MB_Z3_SUBGROUP;
 }
 
 /* The baseline: the config's settings, the first variant asked, the first of each list. */
@@ -208,9 +208,8 @@ static int memory(struct advice *ad, struct mb_advise_memory *mem)
 			 "'%.128s' (%s%s%s) and this host (%s), CLBlast's temporaries aside",
 			 ad->dev.name,
 			 mb_fmt_bytes_iec(a, sizeof(a),
-					  args->device_mem_limit &&
-							  args->device_mem_limit <
-								  ad->dev.global_mem_bytes
+					  args->device_mem_limit && args->device_mem_limit <
+									    ad->dev.global_mem_bytes
 						  ? args->device_mem_limit
 						  : ad->dev.global_mem_bytes),
 			 args->device_mem_limit ? ", --device-mem-limit" : "",
@@ -316,16 +315,16 @@ static void md_row(const struct advice *ad, const char *which, const struct mb_a
 		 pt == b ? "" : mb_fmt_change(y, sizeof(y), pt->t.apply_s, b->t.apply_s));
 	mi[0] = '\0';
 	if (k >= 0)
-		snprintf(mi, sizeof(mi), "%s / %s s",
-			 mb_fmt_secs(x, sizeof(x), ad->meas_iter[k]),
+		snprintf(mi, sizeof(mi), "%s / %s s", mb_fmt_secs(x, sizeof(x), ad->meas_iter[k]),
 			 mb_fmt_secs(y, sizeof(y), ad->meas_apply[k]));
 	struct mb_field f[] = {
 		MB_FIELD_T("", which),
 		MB_FIELD_T("Variant", mb_variant_name(s->variant)),
 		MB_FIELD_T("pin_memory", onoff(s->pin_memory)),
 		MB_FIELD_T("sub_group_size",
-			   s->plan.stage == 3 ? mb_fmt_grouped(sg, sizeof(sg), s->plan.sub_group_size)
-					      : "-"),
+			   s->plan.stage == 3
+				   ? mb_fmt_grouped(sg, sizeof(sg), s->plan.sub_group_size)
+				   : "-"),
 		MB_FIELD_T("ZeRO-3 apply",
 			   s->plan.stage == 3 ? mb_zero3_apply_names[s->plan.zero3_apply] : "-"),
 		MB_FIELD_T("gather budget",
@@ -333,7 +332,8 @@ static void md_row(const struct advice *ad, const char *which, const struct mb_a
 			       : "-"),
 		MB_FIELD_TR("Iteration", it),
 		MB_FIELD_TR("Muon apply", ap),
-		MB_FIELD_TR("Peak device memory", mb_fmt_peak(pk, sizeof(pk), pt->peak_device_bytes)),
+		MB_FIELD_TR("Peak device memory",
+			    mb_fmt_peak(pk, sizeof(pk), pt->peak_device_bytes)),
 		MB_FIELD_TR("step peak", mb_fmt_peak(st, sizeof(st), pt->peak_step_bytes)),
 		MB_FIELD_TR("Pinned host", mb_fmt_peak(pin, sizeof(pin), pt->pinned_host_bytes)),
 		MB_FIELD_T("Needs", mb_advise_needs(s)),
@@ -482,7 +482,8 @@ static void record(const struct advice *ad, const char *role, size_t rank,
 		MB_FIELD_T("needs", mb_advise_needs(s)),
 		MB_FIELD_B("fits", pt->drop != MB_ADVISE_NO_FIT),
 		MB_FIELD_T("reason", pt->reason),
-		MB_FIELD_F("pred_iter_s", kept || pt->drop == MB_ADVISE_NO_FIT ? pt->t.iter_s : NAN),
+		MB_FIELD_F("pred_iter_s",
+			   kept || pt->drop == MB_ADVISE_NO_FIT ? pt->t.iter_s : NAN),
 		MB_FIELD_F("pred_apply_s",
 			   kept || pt->drop == MB_ADVISE_NO_FIT ? pt->t.apply_s : NAN),
 		MB_FIELD_F("iter_change_frac", pt->t.iter_s / b->t.iter_s - 1),
@@ -493,11 +494,14 @@ static void record(const struct advice *ad, const char *role, size_t rank,
 		MB_FIELD_N("world_size", ad->args->world_size),
 		MB_FIELD_F("meas_iter_s", k >= 0 ? ad->meas_iter[k] : NAN),
 		MB_FIELD_F("meas_apply_s", k >= 0 ? ad->meas_apply[k] : NAN),
-		MB_FIELD_T("order_agrees", !ad->nrun ? "" : ad->agrees ? "yes" : "no"),
+		MB_FIELD_T("order_agrees", !ad->nrun	? ""
+					   : ad->agrees ? "yes"
+							: "no"),
 	};
 
 	if (pt->drop == MB_ADVISE_NO_PLAN)
-		f[15] = MB_FIELD_NONE("iter_change_frac"), f[16] = MB_FIELD_NONE("apply_change_frac");
+		f[15] = MB_FIELD_NONE("iter_change_frac"),
+		f[16] = MB_FIELD_NONE("apply_change_frac");
 	mb_printer(ad->args->format)->record(f, sizeof(f) / sizeof(f[0]), first);
 }
 
@@ -580,7 +584,8 @@ static void run_argv(struct words *w, const struct advice *ad, const struct mb_a
 	word(w, "/proc/self/exe");
 	word(w, "run");
 	if (args->config)
-		word(w, "--config"), word(w, "%s", realpath(args->config, path) ? path : args->config);
+		word(w, "--config"),
+			word(w, "%s", realpath(args->config, path) ? path : args->config);
 	else
 		word(w, "--model"), word(w, "%s", args->model);
 	if (args->layers)
@@ -588,28 +593,35 @@ static void run_argv(struct words *w, const struct advice *ad, const struct mb_a
 	word(w, "--stage"), word(w, "%u", s->plan.stage);
 	word(w, "--variant"), word(w, "%s", mb_variant_name(s->variant));
 	word(w, "--pin-memory"), word(w, "%s", onoff(s->pin_memory));
-	word(w, "--gather-budget"), word(w, "%llu", (unsigned long long)s->plan.gather_budget_bytes);
+	word(w, "--gather-budget"),
+		word(w, "%llu", (unsigned long long)s->plan.gather_budget_bytes);
 	word(w, "--sub-group-size"), word(w, "%llu", (unsigned long long)s->plan.sub_group_size);
 	word(w, "--zero3-apply"), word(w, "%s", mb_zero3_apply_names[s->plan.zero3_apply]);
-	word(w, "--reduce-bucket-size"), word(w, "%llu", (unsigned long long)args->reduce_bucket_size);
+	word(w, "--reduce-bucket-size"),
+		word(w, "%llu", (unsigned long long)args->reduce_bucket_size);
 	word(w, "--micro-batch"), word(w, "%llu", (unsigned long long)args->micro_batch);
 	word(w, "--seq"), word(w, "%llu", (unsigned long long)args->seq);
 	word(w, "--fwd-bwd"), word(w, "%s", args->fwd_bwd);
 	word(w, "--param-order"), word(w, "%s", mb_param_order_names[args->param_order]);
-	word(w, "--ns-method"), word(w, "%s", s->plan.ns_method == MB_NS_GRAM ? "gram" : "standard");
+	word(w, "--ns-method"),
+		word(w, "%s", s->plan.ns_method == MB_NS_GRAM ? "gram" : "standard");
 	word(w, "--writeback-dep"), word(w, "%s", args->writeback_dep);
 	if (args->momentum_dtype != MB_MOMENTUM_DTYPE_AUTO)
-		word(w, "--momentum-dtype"), word(w, "%s", mb_momentum_dtype_name(args->momentum_dtype));
-	pass(w, args, "params-back", args->params_back == MB_PARAMS_BACK_AUTO ? "auto"
-				     : mb_params_back_name(args->params_back));
+		word(w, "--momentum-dtype"),
+			word(w, "%s", mb_momentum_dtype_name(args->momentum_dtype));
+	pass(w, args, "params-back",
+	     args->params_back == MB_PARAMS_BACK_AUTO ? "auto"
+						      : mb_params_back_name(args->params_back));
 	word(w, "--platform"), word(w, "%u", ad->dev.platform);
 	word(w, "--device"), word(w, "%u", ad->dev.device);
-	pass(w, args, "tuning", args->tuning && strcmp(args->tuning, "auto") &&
-					 strcmp(args->tuning, "off") && realpath(args->tuning, path)
-				 ? path
-				 : args->tuning);
+	pass(w, args, "tuning",
+	     args->tuning && strcmp(args->tuning, "auto") && strcmp(args->tuning, "off") &&
+			     realpath(args->tuning, path)
+		     ? path
+		     : args->tuning);
 	if (args->device_mem_limit)
-		word(w, "--device-mem-limit"), word(w, "%llu", (unsigned long long)args->device_mem_limit);
+		word(w, "--device-mem-limit"),
+			word(w, "%llu", (unsigned long long)args->device_mem_limit);
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)args->steps);
 	word(w, "--steps"), word(w, "%s", n);
 	word(w, "--runs"), word(w, "1");
@@ -716,9 +728,10 @@ static int confirm(struct advice *ad)
 			run_argv(&w, ad, ad->run[k], file);
 			rc = mb_child_run(dir, w.v, mb_now_s() + 3600, NULL, NULL);
 			if (rc)
-				err = mb_fail("the confirming run of %s (run %zu) failed, exit %d: %s",
-					      mb_variant_name(ad->run[k]->set.variant), r + 1, rc,
-					      last_line(dir, why, sizeof(why)));
+				err = mb_fail(
+					"the confirming run of %s (run %zu) failed, exit %d: %s",
+					mb_variant_name(ad->run[k]->set.variant), r + 1, rc,
+					last_line(dir, why, sizeof(why)));
 		}
 	for (k = 0; k < ad->nrun && !err; k++) {
 		snprintf(file, sizeof(file), "%s/point-%zu.csv", dir, k);

@@ -84,8 +84,8 @@ static uint64_t digest(const struct mb_plan *plan)
 	return (h ^ plan->ngroups) * 1099511628211ull;
 }
 
-static void __attribute__((format(printf, 2, 3))) say(struct mb_advise_point *pt, const char *fmt,
-						      ...)
+static void __attribute__((format(printf, 2, 3)))
+say(struct mb_advise_point *pt, const char *fmt, ...)
 {
 	size_t used = strlen(pt->reason);
 	va_list ap;
@@ -138,9 +138,10 @@ static int check_fit(const struct sweep *s, struct mb_advise_point *pt)
 	}
 	if (d) {
 		mem = d->limit_bytes && d->limit_bytes < d->global_mem_bytes ? d->limit_bytes
-									      : d->global_mem_bytes;
+									     : d->global_mem_bytes;
 		if (n.pinned_largest_bytes > d->max_alloc_bytes)
-			say(pt, "%spinned buffer '%s' (%s) is more than one allocation of '%s' (%s)",
+			say(pt,
+			    "%spinned buffer '%s' (%s) is more than one allocation of '%s' (%s)",
 			    pt->reason[0] ? "; " : "", n.pinned_largest,
 			    mb_fmt_bytes_iec(a, sizeof(a), n.pinned_largest_bytes), d->name,
 			    mb_fmt_bytes_iec(b, sizeof(b), d->max_alloc_bytes));
@@ -154,7 +155,8 @@ static int check_fit(const struct sweep *s, struct mb_advise_point *pt)
 			    d->name, mb_fmt_bytes_iec(b, sizeof(b), mem),
 			    mem == d->limit_bytes ? " (--device-mem-limit)" : "");
 		if (n.device_largest_bytes > d->device_alloc_limit)
-			say(pt, "%sdevice buffer '%s' (%s) is more than '%s' allocates at once (%s)",
+			say(pt,
+			    "%sdevice buffer '%s' (%s) is more than '%s' allocates at once (%s)",
 			    pt->reason[0] ? "; " : "", n.device_largest,
 			    mb_fmt_bytes_iec(a, sizeof(a), n.device_largest_bytes), d->name,
 			    mb_fmt_bytes_iec(b, sizeof(b), d->device_alloc_limit));
@@ -302,7 +304,8 @@ static int sweep_all(struct sweep *s, const struct mb_advise_space *space)
 						break;
 					set.plan.gather_budget_bytes = budgets[i];
 					for (k = 0; k < ng; k++) {
-						if (k && !mb_grid_reads_sub_group_size(set.plan.stage))
+						if (k &&
+						    !mb_grid_reads_sub_group_size(set.plan.stage))
 							break;
 						set.plan.sub_group_size = groups[k];
 						if ((err = add(s, &set)))

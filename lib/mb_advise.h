@@ -37,13 +37,13 @@
 #define MB_ADVISE_TIE 0.005
 
 /* The values swept where the caller gives none: the baseline's joins them. */
-#define MB_ADVISE_GATHER_BUDGETS                                              \
-	{                                                                     \
-		256ull << 20, 512ull << 20, 1024ull << 20, 2048ull << 20      \
+#define MB_ADVISE_GATHER_BUDGETS                                         \
+	{                                                                \
+		256ull << 20, 512ull << 20, 1024ull << 20, 2048ull << 20 \
 	}
-#define MB_ADVISE_SUB_GROUP_SIZES                                             \
-	{                                                                     \
-		100000000ull, 250000000ull, 500000000ull, 1000000000ull       \
+#define MB_ADVISE_SUB_GROUP_SIZES                                       \
+	{                                                               \
+		100000000ull, 250000000ull, 500000000ull, 1000000000ull \
 	}
 
 #define MB_ADVISE_LIST_MAX 16
@@ -89,7 +89,7 @@ struct mb_advise_memory {
 };
 
 struct mb_advise {
-	struct mb_advise_point base; /* the baseline, predicted and checked as the others */
+	struct mb_advise_point base;	/* the baseline, predicted and checked as the others */
 	struct mb_advise_point *points; /* the kept ones ranked, best first, then the dropped */
 	size_t npoints, nkept;
 	/* points left out: the same plan as one before (a budget past the model), or a ranked
