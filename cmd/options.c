@@ -33,12 +33,12 @@ enum kind {
 	REALS,	/* const char *: decimal numbers */
 };
 
-#define ON(c)	    (1u << (c))
-#define ALL	    ((1u << MB_NCOMMANDS) - 1)
-#define MODEL_CMDS  (ON(MB_CMD_RUN) | ON(MB_CMD_PLAN) | ON(MB_CMD_PREDICT) | ON(MB_CMD_ADVISE))
+#define ON(c)	   (1u << (c))
+#define ALL	   ((1u << MB_NCOMMANDS) - 1)
+#define MODEL_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_PLAN) | ON(MB_CMD_PREDICT) | ON(MB_CMD_ADVISE))
 /* the variants' step, run or modelled */
-#define STEP_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_PREDICT) | ON(MB_CMD_ADVISE))
-#define SHAPE_CMDS  (MODEL_CMDS | ON(MB_CMD_TUNE))	  /* the model's shapes, not its plan */
+#define STEP_CMDS   (ON(MB_CMD_RUN) | ON(MB_CMD_PREDICT) | ON(MB_CMD_ADVISE))
+#define SHAPE_CMDS  (MODEL_CMDS | ON(MB_CMD_TUNE)) /* the model's shapes, not its plan */
 #define DEVICE_CMDS (ON(MB_CMD_RUN) | ON(MB_CMD_NS) | ON(MB_CMD_PROFILE))
 #define MEMORY_CMDS (DEVICE_CMDS | ON(MB_CMD_BANDWIDTH) | ON(MB_CMD_TUNE)) /* bind, allocate */
 
