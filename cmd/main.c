@@ -101,7 +101,8 @@ int main(int argc, char **argv)
 		err = dispatch(&args);
 	if (fflush(stdout) && !err)
 		err = mb_fail("cannot write the output: standard output failed");
-	if (err)
+	/* under MPI, a refusal that every rank agreed on is said by rank 0 alone */
+	if (err && mb_err_kind() != MB_KIND_SAID_ELSEWHERE)
 		fprintf(stderr, "muonbench: %s\n", mb_errmsg());
 	return err ? -err : 0;
 }

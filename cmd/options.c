@@ -1142,6 +1142,87 @@ int mb_args_parse(struct mb_args *args, int argc, char **argv)
 	return resolve(args);
 }
 
+/* Option O's value in ARGS as text into BUF: words, numbers, lists as they stand. */
+static void value_text(const struct mb_args *args, const struct option *o, char *buf, size_t len)
+{
+	const void *field = (const char *)args + o->offset;
+	const struct mb_u64_list *list = field;
+	const char *c, *text;
+	unsigned i, k;
+	size_t n;
+
+	buf[0] = '\0';
+	switch (o->kind) {
+	case FLAG:
+		snprintf(buf, len, "%s", *(const bool *)field ? "on" : "off");
+		return;
+	case ENUM:
+		k = *(const unsigned *)field;
+		for (c = o->choices, i = 0; c && i < k; i++)
+			c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL;
+		snprintf(buf, len, "%.*s", c ? (int)strcspn(c, "|") : 0, c ? c : "");
+		return;
+	case COUNT:
+	case SIZE:
+		snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)field);
+		return;
+	case REAL:
+		snprintf(buf, len, "%.17g", *(const double *)field);
+		return;
+	case SIZES:
+	case COUNTS:
+		for (i = 0, n = 0; i < list->n && n < len; i++)
+			n += (size_t)snprintf(buf + n, len - n, "%s%llu", i ? "," : "",
+					      (unsigned long long)list->v[i]);
+		return;
+	default: /* the texts, lists of them too */
+		text = *(const char *const *)field;
+		snprintf(buf, len, "%s", text ? text : "(none)");
+		return;
+	}
+}
+
+/*
+ * Run's options of which each rank may have its own value under MPI: its
+ * device and binding, its output and what it prints, its rank, its device's
+ * profile and tuning. Run's other options shape the grid and the step: the
+ * ranks agree on them (mb_args_run_option).
+ */
+static const char *const rank_own[] = {
+	"ds-config", "pinned-alloc", "pinned-device-copy", "quiet",	       "cpus",
+	"membind",   "numa",	     "out",		  "rank",	       "format",
+	"tuning",    "platform",     "device",		  "device-mem-limit", "profile",
+	"help",	     "version",
+};
+
+static bool is_rank_own(const struct option *o)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(rank_own) / sizeof(rank_own[0]); i++)
+		if (!strcmp(o->name, rank_own[i]))
+			return true;
+	return false;
+}
+
+const char *mb_args_run_option(const struct mb_args *args, size_t i, char *buf, size_t len)
+{
+	size_t k;
+
+	for (k = 0; k < NOPTIONS; k++) {
+		if (!(options[k].commands & ON(MB_CMD_RUN)))
+			continue;
+		if (!i--) {
+			if (is_rank_own(&options[k]))
+				buf[0] = '\0';
+			else
+				value_text(args, &options[k], buf, len);
+			return options[k].name;
+		}
+	}
+	return NULL;
+}
+
 bool mb_args_given(const struct mb_args *args, const char *name)
 {
 	const struct option *o = find(name, strlen(name));

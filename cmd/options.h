@@ -231,6 +231,14 @@ int mb_args_parse(struct mb_args *args, int argc, char **argv);
 /* Whether the option called NAME ("model") was given on the command line. */
 bool mb_args_given(const struct mb_args *args, const char *name);
 
+/*
+ * Run's option I (0 on, in the table's order), its value in ARGS as text
+ * into BUF ("" for an option each rank may have its own of under MPI: its
+ * device, binding, output); returns its name, or NULL past the last. The
+ * ranks agree on these (cmd/ranks.c).
+ */
+const char *mb_args_run_option(const struct mb_args *args, size_t i, char *buf, size_t len);
+
 /* Print the help of COMMAND (usage, what it does, its options) to OUT. */
 void mb_print_help(FILE *out, enum mb_command command);
 

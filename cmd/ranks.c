@@ -4,6 +4,7 @@
  */
 #include "ranks.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,7 +14,7 @@
 
 int mb_run_ranks_init(struct mb_ranks *r, struct mb_args *args)
 {
-	int err;
+	int err = 0;
 
 	if ((err = mb_ranks_init(r)))
 		return err;
@@ -22,23 +23,73 @@ int mb_run_ranks_init(struct mb_ranks *r, struct mb_args *args)
 		return 0;
 	}
 	if (mb_args_given(args, "world-size") && args->world_size != r->world_size)
-		return mb_bad_input("--world-size %llu, but MPI's world has %u ranks (under MPI, "
-				    "leave it out)",
-				    (unsigned long long)args->world_size, r->world_size);
-	if (mb_args_given(args, "rank") && args->rank != r->rank)
-		return mb_bad_input("--rank %llu, but MPI made this process rank %u (under MPI, "
-				    "leave it out)",
-				    (unsigned long long)args->rank, r->rank);
-	args->world_size = r->world_size;
-	args->rank = r->rank;
-	args->local_rank = r->local_rank;
-	return 0;
+		err = mb_bad_input("--world-size %llu, but MPI's world has %u ranks (under MPI, "
+				   "leave it out)",
+				   (unsigned long long)args->world_size, r->world_size);
+	else if (mb_args_given(args, "rank") && args->rank != r->rank)
+		err = mb_bad_input("--rank %llu, but MPI made this process rank %u (under MPI, "
+				   "leave it out)",
+				   (unsigned long long)args->rank, r->rank);
+	if (!err) {
+		args->world_size = r->world_size;
+		args->rank = r->rank;
+		args->local_rank = r->local_rank;
+	}
+	/* a rank that refuses alone would leave the others in the next collective */
+	return mb_run_ranks_agree(r, err);
+}
+
+/* FNV-1a of TEXT: the digest of one option's value. */
+static uint64_t digest(const char *text)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *text; text++)
+		h = (h ^ (unsigned char)*text) * 1099511628211ull;
+	return h;
+}
+
+int mb_run_ranks_same(struct mb_ranks *r, const struct mb_args *args)
+{
+	uint64_t mine[MB_OPTIONS_MAX], first[MB_OPTIONS_MAX];
+	char text[256], theirs[256];
+	const char *name;
+	unsigned who;
+	size_t i, n;
+	int at, err;
+
+	if (!r->mpi)
+		return 0;
+	for (n = 0; n < MB_OPTIONS_MAX && mb_args_run_option(args, n, text, sizeof(text)); n++)
+		mine[n] = digest(text);
+	memcpy(first, mine, n * sizeof(*mine));
+	if ((err = mb_ranks_bcast(r, first, n * sizeof(*first), 0)))
+		return err;
+	for (i = 0; i < n && mine[i] == first[i]; i++)
+		;
+	at = (int)i;
+	if ((err = mb_ranks_lowest(r, &at, &who)))
+		return err;
+	if ((size_t)at >= n)
+		return 0;
+	name = mb_args_run_option(args, (size_t)at, text, sizeof(text));
+	snprintf(theirs, sizeof(theirs), "%s", text);
+	if ((err = mb_ranks_bcast(r, theirs, sizeof(theirs), who)))
+		return err;
+	theirs[sizeof(theirs) - 1] = '\0';
+	if (r->rank) /* rank 0 says it */
+		return mb_bad_input_kind(MB_KIND_SAID_ELSEWHERE, "--%s differs between the ranks",
+					 name);
+	return mb_bad_input("the ranks were given different options: --%s is '%s' on rank 0 and "
+			    "'%s' on rank %u (every rank runs the same cells and steps: give them "
+			    "the same options)",
+			    name, text, theirs, who);
 }
 
 int mb_run_ranks_agree(struct mb_ranks *r, int err)
 {
 	char reason[1024], mine[1024];
-	int status = err ? MB_RANK_FAILED : MB_RANK_OK, e;
+	int status = err == -MB_EINPUT ? MB_RANK_REFUSED : err ? MB_RANK_FAILED : MB_RANK_OK, e;
 	unsigned who;
 
 	if (!r->mpi)
@@ -47,6 +98,14 @@ int mb_run_ranks_agree(struct mb_ranks *r, int err)
 	snprintf(reason, sizeof(reason), "%s", mine);
 	if ((e = mb_ranks_agree(r, &status, reason, sizeof(reason), &who)))
 		return e;
+	/* bad input on any rank: every rank exits 2, and rank 0 alone says why */
+	if (status == MB_RANK_REFUSED && r->rank)
+		return mb_bad_input_kind(MB_KIND_SAID_ELSEWHERE, "rank %u of %u refused: %s", who,
+					 r->world_size, reason);
+	if (status == MB_RANK_REFUSED)
+		return who == r->rank ? mb_bad_input("%s", reason)
+				      : mb_bad_input("rank %u of %u: %s", who, r->world_size,
+						     reason);
 	if (err) {
 		/* its own message: the agreement brought the lowest failed rank's */
 		mb_fail("%s", mine);

@@ -15,15 +15,28 @@
 
 /*
  * The ranks of this run into *R, and ARGS (run's own copy) as they say:
- * under MPI, --world-size and --rank are MPI's (given, they must agree),
- * and the local rank picks the GPU unless --device names one.
+ * under MPI, --world-size and --rank are MPI's (given, they must agree, a
+ * refusal agreed on as mb_run_ranks_agree's), and the local rank picks the
+ * GPU unless --device names one.
  */
 int mb_run_ranks_init(struct mb_ranks *r, struct mb_args *args);
 
 /*
+ * Under MPI, whether every rank was given the same options that shape the
+ * grid and the step (all of run's but those that are each rank's own: its
+ * device, binding, output, ...; mb_args_run_option): a digest of each
+ * option's value, rank 0's against each rank's. Where they differ, every
+ * rank returns -MB_EINPUT, rank 0's message naming the first option that
+ * differs, its value on rank 0 and on the lowest rank that differs.
+ */
+int mb_run_ranks_same(struct mb_ranks *r, const struct mb_args *args);
+
+/*
  * The ranks agree on ERR, this rank's setup (or any step before the runs):
- * 0 where every rank is well; else this rank's own error, or a failure
- * naming the rank that failed and why.
+ * 0 where every rank is well. Bad input on any rank (-MB_EINPUT): every
+ * rank returns -MB_EINPUT, rank 0 with the reason (naming the rank, if
+ * another), the others quiet (MB_KIND_SAID_ELSEWHERE). Else this rank's own
+ * error, or a failure naming the rank that failed and why.
  */
 int mb_run_ranks_agree(struct mb_ranks *r, int err);
 

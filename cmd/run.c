@@ -1226,6 +1226,7 @@ int mb_cmd_run(const struct mb_args *args)
 	signal(SIGXFSZ, SIG_IGN); /* past a file size limit, a write fails: the fallback takes over
 				   */
 	set_up = !(err = mb_run_ranks_init(&g->ranks, &g->ranked)) &&
+		 !(err = mb_run_ranks_same(&g->ranks, &g->ranked)) &&
 		 !(err = mb_run_ranks_agree(&g->ranks, setup(g)));
 	if (set_up) {
 		g->steps_total = (unsigned long)(g->ncells * args->runs * args->steps);

@@ -25,6 +25,7 @@ enum mb_err_kind {
 	MB_KIND_HOST_MEMORY,   /* the host is out of memory */
 	MB_KIND_OLD_FORMAT,    /* an input an older muonbench wrote: writing it anew mends it */
 	MB_KIND_DEVICE_LOST,   /* the device's context is dead: only opening it anew goes on */
+	MB_KIND_SAID_ELSEWHERE, /* another process (MPI's rank 0) says it: this one stays quiet */
 };
 
 /* Record a failure message of kind MB_KIND_OTHER; return -MB_EFAIL. */

@@ -123,6 +123,36 @@ int mb_ranks_agree(struct mb_ranks *r, int *status, char *reason, size_t len, un
 	return 0;
 }
 
+int mb_ranks_lowest(struct mb_ranks *r, int *value, unsigned *who)
+{
+	struct {
+		int value, rank;
+	} mine = { *value, (int)r->rank }, low;
+	int rc;
+
+	if (who)
+		*who = r->rank;
+	if (!r->mpi)
+		return 0;
+	rc = MPI_Allreduce(&mine, &low, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD);
+	if (rc != MPI_SUCCESS)
+		return mpi_fail("MPI_Allreduce (the ranks' lowest)", rc);
+	*value = low.value;
+	if (who)
+		*who = (unsigned)low.rank;
+	return 0;
+}
+
+int mb_ranks_bcast(struct mb_ranks *r, void *buf, size_t bytes, unsigned root)
+{
+	int rc;
+
+	if (!r->mpi)
+		return 0;
+	rc = MPI_Bcast(buf, (int)bytes, MPI_BYTE, (int)root, MPI_COMM_WORLD);
+	return rc == MPI_SUCCESS ? 0 : mpi_fail("MPI_Bcast", rc);
+}
+
 int mb_ranks_boundary(struct mb_ranks *r, int status)
 {
 	int worst, rc;
@@ -185,6 +215,23 @@ int mb_ranks_agree(struct mb_ranks *r, int *status, char *reason, size_t len, un
 	(void)len;
 	if (who)
 		*who = r->rank;
+	return 0;
+}
+
+int mb_ranks_lowest(struct mb_ranks *r, int *value, unsigned *who)
+{
+	(void)value;
+	if (who)
+		*who = r->rank;
+	return 0;
+}
+
+int mb_ranks_bcast(struct mb_ranks *r, void *buf, size_t bytes, unsigned root)
+{
+	(void)r;
+	(void)buf;
+	(void)bytes;
+	(void)root;
 	return 0;
 }
 

@@ -29,6 +29,7 @@ enum mb_rank_status {
 	MB_RANK_OK = 0,
 	MB_RANK_STOPPED = 1, /* a signal: the run ends after this step, as interrupted */
 	MB_RANK_FAILED = 2,  /* its run failed: every rank ends the invocation */
+	MB_RANK_REFUSED = 3, /* bad usage or input (setup only): every rank exits 2 */
 };
 
 struct mb_ranks {
@@ -68,6 +69,15 @@ void mb_ranks_finalize(struct mb_ranks *r);
  * rank. 0, or the MPI call's failure.
  */
 int mb_ranks_agree(struct mb_ranks *r, int *status, char *reason, size_t len, unsigned *who);
+
+/*
+ * The lowest of the ranks' *VALUE into *VALUE, and into *WHO (if not NULL)
+ * the lowest rank that has it. 0, or the MPI call's failure.
+ */
+int mb_ranks_lowest(struct mb_ranks *r, int *value, unsigned *who);
+
+/* BYTES of BUF from rank ROOT to every rank's BUF. 0, or the MPI call's failure. */
+int mb_ranks_bcast(struct mb_ranks *r, void *buf, size_t bytes, unsigned root);
 
 /* A run begins: no boundary passed, nothing agreed. */
 void mb_ranks_run_start(struct mb_ranks *r);

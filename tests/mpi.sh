@@ -107,5 +107,49 @@ else
 	report fail "mpi: --world-size must agree with MPI's world" "exit $rc: $(head -5 "$tmp/err")"
 fi
 
+# a rank's exit status into the file after it: "rank R rc N"
+# shellcheck disable=SC2016 # expanded by the rank's shell
+rc_line='"$0" "$@"; echo "rank $OMPI_COMM_WORLD_RANK rc $?" >>'
+
+# 6. A refusal on one rank (--rank that is not MPI's) is agreed on: no hang, every rank exits 2,
+#    rank 0 alone says why.
+: >"$tmp/err"
+: >"$tmp/rcs"
+one="--model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --profile off --stage 2 \
+--variant master --runs 1 --steps 2 --measure 1-2 --quiet --out $tmp/refused.csv"
+# shellcheck disable=SC2086
+timeout -k 5 60 $mpirun sh -c "$rc_line $tmp/rcs" "$bin" run $one --rank 0 >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] && [ "$(grep -c ' rc 2$' "$tmp/rcs")" -eq 2 ] &&
+	[ "$(grep -c '^muonbench: ' "$tmp/err")" -eq 1 ] &&
+	grep -q "^muonbench: rank 1 of 2: --rank 0, but MPI made this process rank 1" "$tmp/err"; then
+	report ok "mpi: --rank refused on one rank: every rank exits 2, rank 0 says why"
+else
+	report fail "mpi: --rank refused on one rank: every rank exits 2, rank 0 says why" \
+		"exit $rc: $(cat "$tmp/rcs"; head -8 "$tmp/err")"
+fi
+
+# 7. The ranks agree on the options that shape the grid and the step: --steps or --variant
+#    that differ are refused at setup, naming the option and the ranks (no hang, no empty file).
+for differ in "--steps 3" "--variant both"; do
+	: >"$tmp/rcs"
+	rm -f "$tmp/refused.csv"
+	# shellcheck disable=SC2086
+	timeout -k 5 60 mpirun -n 1 --oversubscribe $([ "$(id -u)" -ne 0 ] || echo --allow-run-as-root) \
+		sh -c "$rc_line $tmp/rcs" "$bin" run $one : -n 1 sh -c "$rc_line $tmp/rcs" "$bin" run $one $differ \
+		>/dev/null 2>"$tmp/err"
+	rc=$?
+	opt=${differ%% *}
+	val=${differ#* }
+	if [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] && [ "$(grep -c ' rc 2$' "$tmp/rcs")" -eq 2 ] &&
+		grep -q "^muonbench: the ranks were given different options: $opt is '[a-z0-9]*' on rank 0 and '$val' on rank 1" "$tmp/err" &&
+		[ ! -s "$tmp/refused.csv" ]; then
+		report ok "mpi: ranks given different $opt are refused, naming it and the ranks"
+	else
+		report fail "mpi: ranks given different $opt are refused, naming it and the ranks" \
+			"exit $rc: $(cat "$tmp/rcs"; grep -v '^--\|^ *$' "$tmp/err" | head -8)"
+	fi
+done
+
 echo "1..$n"
 [ "$failed" -eq 0 ]
