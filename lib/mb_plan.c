@@ -4,6 +4,7 @@
  */
 #include "mb_plan.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -468,11 +469,46 @@ static int check_settings(const struct mb_plan_settings *s)
 	if (s->stage < 1 || s->stage > 3)
 		return mb_bad_input("stage %u is not a ZeRO stage (1, 2 or 3)", s->stage);
 	if (!s->world_size || s->rank >= s->world_size)
-		return mb_bad_input("rank %u is outside a world of %u ranks (ranks are 0 to %u)",
-				    s->rank, s->world_size, s->world_size ? s->world_size - 1 : 0);
+		return mb_bad_input("rank %u is outside a world of %u rank%s (%s %u)", s->rank,
+				    s->world_size, s->world_size == 1 ? "" : "s",
+				    s->world_size == 1 ? "the one rank is" : "ranks are 0 to",
+				    s->world_size ? s->world_size - 1 : 0);
 	if (s->stage == 3 && !s->sub_group_size)
 		return mb_bad_input("sub_group_size must be at least 1 element");
 	return 0;
+}
+
+/* Whether ZeRO-1/2's Muon group cut into W ranges leaves the last rank (and so some) none. */
+static bool leaves_a_rank_none(uint64_t numel_muon, uint64_t w)
+{
+	return w > 1 && numel_muon && (w - 1) * div_up(numel_muon, w) >= numel_muon;
+}
+
+/*
+ * Under ZeRO-1/2, a world whose Muon group leaves a rank no element (more
+ * ranks than the group has room for): refused, for every rank alike, so
+ * that plan, predict and run say the same before anything runs.
+ */
+static int check_world(const struct mb_model *m, const struct mb_plan_settings *s)
+{
+	uint64_t w = s->world_size, most = w, first;
+	char which[64];
+
+	if (s->stage == 3 || !leaves_a_rank_none(m->numel_muon, w))
+		return 0;
+	while (most > 1 && leaves_a_rank_none(m->numel_muon, most))
+		most--;
+	first = div_up(m->numel_muon, div_up(m->numel_muon, w));
+	if (first + 1 < w)
+		snprintf(which, sizeof(which), "ranks %llu to %llu", (unsigned long long)first,
+			 (unsigned long long)(w - 1));
+	else
+		snprintf(which, sizeof(which), "rank %llu", (unsigned long long)first);
+	return mb_bad_input("a world of %llu ranks leaves %s no Muon matrix under ZeRO-%u (the "
+			    "model's %llu Muon elements, %llu a rank): run at most %llu ranks",
+			    (unsigned long long)w, which, s->stage,
+			    (unsigned long long)m->numel_muon,
+			    (unsigned long long)div_up(m->numel_muon, w), (unsigned long long)most);
 }
 
 int mb_plan_build(struct mb_plan *plan, const struct mb_model *m, const struct mb_plan_settings *s)
@@ -481,7 +517,7 @@ int mb_plan_build(struct mb_plan *plan, const struct mb_model *m, const struct m
 	int err;
 
 	memset(plan, 0, sizeof(*plan));
-	if ((err = check_settings(s)))
+	if ((err = check_settings(s)) || (err = check_world(m, s)))
 		return err;
 	plan->set = *s;
 	plan->momentum_bytes = s->momentum_dtype == MB_MOM_BF16 ? 2 : sizeof(float);

@@ -1634,6 +1634,15 @@ else
 	report fail "profile: a slow shape is timed in fewer rounds, the time bounded and said ($took s)" "exit $rc; $(cat "$tmp/err")"
 fi
 
+# A world whose Muon group leaves a rank none (issue 44, item 3): refused before any run,
+# by plan, predict and run alike, naming the ranks and the most the model has room for.
+none="a world of 1048576 ranks leaves ranks 786432 to 1048575 no Muon matrix under ZeRO-2"
+expect_error "plan: a world that leaves a rank no Muon matrix is refused" 2 "$none" plan --model tiny --layers 1 --world-size 1048576 --rank 0
+expect_error "predict: a world that leaves a rank no Muon matrix is refused" 2 "$none" predict --model tiny --layers 1 --stage 2 --world-size 1048576
+expect_error "run: a world that leaves a rank no Muon matrix is refused before the run" 2 "$none (the model's 786432 Muon elements, 1 a rank): run at most 786432 ranks" run --model tiny --layers 1 --stage 2 --variant master --runs 1 --steps 1 --profile off --quiet --world-size 1048576 --rank 1048575 --out "$tmp/none.csv"
+expect_output "plan: ZeRO-3 cuts each matrix, every rank has one" "rank 1048575 of 1048576" plan --model tiny --layers 1 --stage 3 --world-size 1048576 --rank 1048575
+expect_error "a rank outside a world of one: 1 rank, not 1 ranks" 2 "rank 2 is outside a world of 1 rank (the one rank is 0)" plan --world-size 1 --rank 2
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]
