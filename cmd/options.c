@@ -714,7 +714,7 @@ static int set_value(struct mb_args *args, const struct option *o, const char *v
 		double d = strtod(value, &end);
 
 		/* decimal, as the whole numbers are: no space, sign, hex, inf or nan */
-		if (!mb_num_is_decimal(value) || *end ||
+		if (!mb_num_is_decimal(value) || *end || mb_num_underflows(value, d) ||
 		    !(d >= (double)o->min && d <= (double)o->max))
 			return mb_bad_input("%s: invalid number '%s' (expected %llu to %llu)", what,
 					    value, (unsigned long long)o->min,

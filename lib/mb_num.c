@@ -22,6 +22,13 @@ bool mb_num_is_decimal(const char *text)
 	return isdigit((unsigned char)*text) && !text[strspn(text, "0123456789.eE+-")];
 }
 
+bool mb_num_underflows(const char *text, double d)
+{
+	size_t mantissa = strcspn(text, "eE");
+
+	return d == 0 && strcspn(text, "123456789") < mantissa;
+}
+
 typedef unsigned __int128 u128;
 
 struct unit {

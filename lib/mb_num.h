@@ -21,6 +21,12 @@
  */
 bool mb_num_is_decimal(const char *text);
 
+/*
+ * Whether TEXT, a decimal number that strtod read as D, is too small to hold
+ * (1e-400): D is 0 but a digit of its mantissa is not.
+ */
+bool mb_num_underflows(const char *text, double d);
+
 /* Parse a count (no suffix) in [min, max] into *out. 0 or -MB_EINPUT. */
 int mb_parse_count(const char *what, const char *text, uint64_t min, uint64_t max, uint64_t *out);
 

@@ -117,19 +117,35 @@ void mb_profile_ladder_set(struct mb_profile_ladder *l, double gflops)
 		l->gflops[i] = gflops;
 }
 
+/*
+ * The one rule of every rate, a file's or an option's: from RATE_MIN (below
+ * it a step's times overflow, or lose every digit to a subnormal) to
+ * RATE_MAX (10^9 GB/s or GFLOP/s, a thousand times any device's); a
+ * command's overhead up to TIME_MAX microseconds (a second).
+ */
+#define RATE_MIN 1e-6
+#define RATE_MAX 1e9
+#define TIME_MAX 1e6
+
 /* A number of field F's kind: why not, or NULL. */
 static const char *check_number(const struct field *f, double d)
 {
-	if ((f->kind == RATE || f->kind == LADDER) && !(isfinite(d) && d > 0))
-		return "must be a positive number";
-	/* below it a step's times overflow, or lose every digit (a subnormal rate) */
-	if ((f->kind == RATE || f->kind == LADDER) && d < 1e-6)
-		return "must be 1e-6 or more";
-	if ((f->kind == TIME || f->kind == OPT_RATE) && !(isfinite(d) && d >= 0))
-		return "must be a number no less than 0";
-	if (f->kind == FRACTION && !(isfinite(d) && d >= 0 && d <= 1))
-		return "must be a number from 0 to 1";
-	return NULL;
+	switch (f->kind) {
+	case RATE:
+	case LADDER:
+		return isfinite(d) && d >= RATE_MIN && d <= RATE_MAX ? NULL
+								       : "must be 1e-6 to 1e9";
+	case OPT_RATE:
+		return isfinite(d) && (d == 0 || (d >= RATE_MIN && d <= RATE_MAX))
+			       ? NULL
+			       : "must be 0 (not modelled) or 1e-6 to 1e9";
+	case TIME:
+		return isfinite(d) && d >= 0 && d <= TIME_MAX ? NULL : "must be 0 to 1e6";
+	case FRACTION:
+		return isfinite(d) && d >= 0 && d <= 1 ? NULL : "must be a number from 0 to 1";
+	default:
+		return NULL;
+	}
 }
 
 struct reader {
@@ -182,6 +198,7 @@ static int read_point(const struct reader *r, const struct field *f, const cJSON
 		      struct mb_profile_ladder *l)
 {
 	static const char *const names[] = { "flops", "gflops" };
+	const char *why;
 	double d[2];
 	const cJSON *e;
 	size_t k;
@@ -199,6 +216,9 @@ static int read_point(const struct reader *r, const struct field *f, const cJSON
 				   names[k]);
 		d[k] = e->valuedouble;
 	}
+	if ((why = check_number(f, d[1])))
+		return bad(r, v, f->key, "point %zu: gflops %s (%s), got %.17g", i + 1, why,
+			   f->unit, d[1]);
 	if (i && d[0] <= l->flops[i - 1])
 		return bad(r, v, f->key,
 			   "point %zu: flops %.17g not above the point before's (%.17g): the "
@@ -438,7 +458,12 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 		d = strtod(value, &end);
 		/* decimal, as every number on the command line: no space, sign, hex, inf or nan */
 		if (!mb_num_is_decimal(value) || *end)
-			return mb_bad_input("%s: invalid number '%s' (%s)", what, value, f->unit);
+			return mb_bad_input("%s: invalid number '%s' (a decimal number without a "
+					    "sign: %s)",
+					    what, value, f->unit);
+		if (mb_num_underflows(value, d))
+			return mb_bad_input("%s: '%s' is too small to hold (it would read as 0)",
+					    what, value);
 		if ((why = check_number(f, d)))
 			return mb_bad_input("%s: %s (%s), got '%s'", what, why, f->unit, value);
 		if (f->kind == LADDER)

@@ -1173,7 +1173,7 @@ expect_output "plan --world-size: the node's host memory beside the rank's" "| a
 expect_error "predict: the profile and the knobs are not swept together" 2 "predict sweeps the profile or the knobs, not both" predict --pageable-gbs 5,10 --gather-budget 256Mi,2Gi
 expect_error "predict: a rate is decimal, not hex" 2 "--h2d-gbs: invalid number '0x10' (GB/s)" predict --model tiny --h2d-gbs 0x10
 expect_error "predict: a rate has no sign or space" 2 "--ns-gflops: invalid number ' 5' (GFLOP/s)" predict --model tiny --ns-gflops " 5"
-expect_error "predict: a subnormal rate is refused, not a bug of the model" 2 "--ns-gflops: must be 1e-6 or more (GFLOP/s), got '1e-320'" predict --model tiny --ns-gflops 1e-320
+expect_error "predict: a subnormal rate is refused, not a bug of the model" 2 "--ns-gflops: must be 1e-6 to 1e9 (GFLOP/s), got '1e-320'" predict --model tiny --ns-gflops 1e-320
 expect_output "plan: a sweep is one table" "| 2.00 GiB | 1,000,000,000 | 15 | 1.99 GiB | 10.49 GiB | 12.43 GiB | 14.28 GiB |" plan --stage 2 --gather-budget 256Mi,512Mi,2Gi
 "$bin" plan --stage 3 --zero3-apply batched --gather-budget 256Mi,2Gi --sub-group-size 2.5e8,1e9 --format json >"$tmp/psw.json"
 if python3 -c 'import json, sys
@@ -1237,7 +1237,7 @@ if awk -v a="$m5" -v b="$m10" -v c="$b5" -v d="$b10" 'BEGIN { exit !(a > b + 1 &
 else
 	report fail "predict: the pageable rate moves master, not both" "master $m5 $m10, both $b5 $b10"
 fi
-expect_error "predict: a rate must be positive" 2 "--h2d-gbs: must be a positive number (GB/s), got '0'" predict --h2d-gbs 0
+expect_error "predict: a rate must be positive" 2 "--h2d-gbs: must be 1e-6 to 1e9 (GB/s), got '0'" predict --h2d-gbs 0
 expect_error "predict: a bad value in a sweep" 2 "--pageable-gbs: invalid number 'x' (GB/s)" predict --pageable-gbs 5,x
 expect_error "predict: one sweep at a time" 2 "--h2d-gbs and --d2h-gbs both give a list" predict --h2d-gbs 1,2 --d2h-gbs 3,4
 expect_error "predict: an unknown profile" 2 "no device profile 'nope' (shipped: reference" predict --profile nope

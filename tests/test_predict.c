@@ -507,12 +507,25 @@ static void profile_round_trip(void **state)
 	assert_int_equal(mb_profile_set(&a, "pageable_holds_host", "off", "--x"), 0);
 	assert_true(mb_profile_get(&a, "pageable_holds_host") == 0);
 	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "0", "--momentum-gbs"), -MB_EINPUT);
-	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: must be a positive number"));
+	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: must be 1e-6 to 1e9"));
 	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "-1", "--momentum-gbs"), -MB_EINPUT);
 	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: invalid number '-1'"));
 	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "1e-300", "--momentum-gbs"),
 			 -MB_EINPUT);
-	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: must be 1e-6 or more"));
+	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: must be 1e-6 to 1e9"));
+	/* every rate has a ceiling too, and a number too small to hold is not 0 */
+	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "2e9", "--momentum-gbs"), -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: must be 1e-6 to 1e9 (GB/s), got '2e9'"));
+	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "1e9", "--momentum-gbs"), 0);
+	assert_int_equal(mb_profile_set(&a, "pageable_exposed_frac", "1e-400", "--pageable-exposed"),
+			 -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "'1e-400' is too small to hold"));
+	assert_int_equal(mb_profile_set(&a, "command_overhead_us", "1e7", "--overhead-us"),
+			 -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "--overhead-us: must be 0 to 1e6 (us)"));
+	assert_int_equal(mb_profile_set(&a, "command_overhead_us", "1e6", "--overhead-us"), 0);
+	assert_int_equal(mb_profile_set(&a, "command_overhead_us", "0", "--overhead-us"), 0);
+	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "500", "--momentum-gbs"), 0);
 	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "1x", "--momentum-gbs"), -MB_EINPUT);
 	assert_int_equal(mb_profile_set(&a, "norm_gbs", "7.5", "--norm-gbs"), 0);
 	assert_true(mb_profile_get(&a, "norm_gbs") == 7.5 && a.momentum_gbs == 500);
@@ -525,7 +538,8 @@ static void profile_round_trip(void **state)
 	assert_true(mb_profile_get(&a, "ns_gram_gflops") == 50);
 	assert_true(a.ns_gram_gflops.n == 3 && a.ns_gram_gflops.flops[2] == 6.98e9);
 	assert_int_equal(mb_profile_set(&a, "ns_gram_gflops", "0", "--ns-gflops"), -MB_EINPUT);
-	assert_non_null(strstr(mb_errmsg(), "--ns-gflops: must be a positive number (GFLOP/s)"));
+	assert_non_null(strstr(mb_errmsg(), "--ns-gflops: must be 1e-6 to 1e9 (GFLOP/s)"));
+	assert_int_equal(mb_profile_set(&a, "ns_gram_gflops", "1e-7", "--ns-gflops"), -MB_EINPUT);
 	/* the shipped one, and every key in the table */
 	assert_int_equal(mb_profile_load(&a, "reference"), 0);
 	assert_string_equal(a.name, "reference");
@@ -539,6 +553,11 @@ static void profile_round_trip(void **state)
 	/* the GPUs' link: 0 (not modelled) where a file leaves it out, as the shipped one */
 	assert_true(a.peer_gbs == 0 && !a.peer_shares_pcie);
 	assert_int_equal(mb_profile_set(&a, "peer_gbs", "-1", "--peer-gbs"), -MB_EINPUT);
+	/* 0 is not modelled; else the floor and the ceiling of every rate */
+	assert_int_equal(mb_profile_set(&a, "peer_gbs", "1e-300", "--peer-gbs"), -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "--peer-gbs: must be 0 (not modelled) or 1e-6 to 1e9"));
+	assert_int_equal(mb_profile_set(&a, "peer_gbs", "2e9", "--peer-gbs"), -MB_EINPUT);
+	assert_int_equal(mb_profile_set(&a, "peer_gbs", "0", "--peer-gbs"), 0);
 	assert_int_equal(mb_profile_set(&a, "peer_shares_pcie", "on", "--peer-shares-pcie"), 0);
 	assert_true(a.peer_shares_pcie);
 	/* a fraction: 0 to 1, and 0 where a file leaves it out (the shipped one does) */
@@ -577,10 +596,16 @@ static void bad_profiles(void **state)
 	(void)state;
 	refused("\"h2d_pinned_gbs\": 43, ", "", "bad.json: missing key \"h2d_pinned_gbs\"");
 	refused("\"momentum_gbs\": 500", "\"momentum_gbs\": -500",
-		"bad.json:8:48: momentum_gbs: must be a positive number (GB/s), got -500");
-	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 0", "memcpy_gbs: must be a positive");
+		"bad.json:8:48: momentum_gbs: must be 1e-6 to 1e9 (GB/s), got -500");
+	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 0", "memcpy_gbs: must be 1e-6 to 1e9");
+	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 1e12", "memcpy_gbs: must be 1e-6 to 1e9");
 	refused("\"command_overhead_us\": 0", "\"command_overhead_us\": -1",
-		"command_overhead_us: must be a number no less than 0");
+		"command_overhead_us: must be 0 to 1e6");
+	refused("\"command_overhead_us\": 0", "\"command_overhead_us\": 1e7",
+		"command_overhead_us: must be 0 to 1e6 (us), got 10000000");
+	/* the link between the GPUs: 0 (not modelled) or a rate as every other */
+	refused("\"command_overhead_us\": 0", "\"command_overhead_us\": 0, \"peer_gbs\": 1e-7",
+		"peer_gbs: must be 0 (not modelled) or 1e-6 to 1e9 (GB/s), got 9.9999999999999995e-08");
 	refused("\"format_version\": 4", "\"format_version\": 5",
 		"bad.json:2:21: format_version: a profile of another version (this muonbench "
 		"reads version 4)");
@@ -591,7 +616,7 @@ static void bad_profiles(void **state)
 		"format_version: a profile of another version");
 	refused("\"format_version\": 4,", "", "missing key \"format_version\"");
 	refused(", \"norm_gbs\": 62.5", "", "bad.json: missing key \"norm_gbs\"");
-	refused("\"norm_gbs\": 62.5", "\"norm_gbs\": -1", "norm_gbs: must be a positive number");
+	refused("\"norm_gbs\": 62.5", "\"norm_gbs\": -1", "norm_gbs: must be 1e-6 to 1e9");
 	refused("\"name\": \"x\"", "\"name\": 3", "bad.json:3:11: name: must be a string");
 	refused("\"pageable_holds_host\": true", "\"pageable_holds_host\": 1",
 		"pageable_holds_host: must be true or false");
@@ -615,6 +640,9 @@ static void bad_profiles(void **state)
 		"ns_gram_gflops: point 2: flops 92000000 not above");
 	refused("\"gflops\": 36.9", "\"gflops\": -36.9",
 		"bad.json:12:33: ns_gram_gflops: point 2: gflops must be a positive number");
+	/* a ladder's rate has the floor of every rate */
+	refused("\"gflops\": 36.9", "\"gflops\": 1e-7",
+		"ns_gram_gflops: point 2: gflops must be 1e-6 to 1e9 (GFLOP/s), got 9.9999999999999995e-08");
 	refused("\"flops\": 9.2e7, ", "", "ns_gram_gflops: point 1 must be an object");
 	refused("\"flops\": 9.2e7, \"gflops\": 15.5", "\"flops\": 9.2e7, \"gflop\": 15.5",
 		"ns_gram_gflops: point 1: missing key \"gflops\"");
