@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mb_num.h"
 #include "mb_phase.h"
 
 /* TEXT as a CSV field: quoted when it holds a comma, a quote or a newline. */
@@ -256,8 +257,7 @@ const char *mb_fmt_na(char *buf, size_t len, double v, int decimals)
 {
 	if (isnan(v))
 		return "n/a";
-	snprintf(buf, len, "%.*f", decimals, v);
-	return buf;
+	return mb_fmt_real(buf, len, v, decimals);
 }
 
 const char *mb_fmt_grouped(char *buf, size_t len, uint64_t v)

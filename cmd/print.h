@@ -49,7 +49,7 @@ const char *mb_md(char *buf, size_t len, const char *text);
  */
 const char *mb_fmt_grouped(char *buf, size_t len, uint64_t v);
 
-/* V with DECIMALS decimals into BUF of LEN bytes, which it returns, or "n/a" where V is NaN. */
+/* V as mb_fmt_real writes it into BUF of LEN bytes, which it returns, or "n/a" where V is NaN. */
 const char *mb_fmt_na(char *buf, size_t len, double v, int decimals);
 
 /*

@@ -30,7 +30,7 @@ static const char *peak_change(char *buf, size_t len, uint64_t x, uint64_t base,
 	if (is_base || !base || x == base)
 		return buf;
 	if (diff >= GIB / 100 || x >= GIB)
-		snprintf(d, sizeof(d), "%.2f", (double)diff / GIB);
+		mb_fmt_real(d, sizeof(d), (double)diff / GIB, 2);
 	else
 		mb_fmt_bytes_iec(d, sizeof(d), diff);
 	snprintf(buf, len, " (%c%s)", x > base ? '+' : '-', d);
@@ -299,7 +299,7 @@ static void md_bus(const struct mb_table *t)
 /* "0.118 / 0.106 (+11%)": measured, predicted, the residual; bold past 25%. */
 static const char *beside(char *buf, size_t len, double measured, double predicted)
 {
-	char m[32], p[32];
+	char m[32], p[32], rs[32];
 	double r = 100 * (measured / predicted - 1);
 
 	if (isnan(measured) || isnan(predicted) || !(predicted > 0)) {
@@ -307,8 +307,10 @@ static const char *beside(char *buf, size_t len, double measured, double predict
 			 mb_fmt_secs(p, sizeof(p), predicted));
 		return buf;
 	}
-	snprintf(buf, len, fabs(r) > 25 ? "%s / %s (**%+.0f%%**)" : "%s / %s (%+.0f%%)",
-		 mb_fmt_secs(m, sizeof(m), measured), mb_fmt_secs(p, sizeof(p), predicted), r);
+	/* a residual past fixed notation's room in scientific, as every figure (mb_fmt_real) */
+	snprintf(rs, sizeof(rs), fabs(r) >= 1e6 ? "%+.3g%%" : "%+.0f%%", r);
+	snprintf(buf, len, fabs(r) > 25 ? "%s / %s (**%s**)" : "%s / %s (%s)",
+		 mb_fmt_secs(m, sizeof(m), measured), mb_fmt_secs(p, sizeof(p), predicted), rs);
 	return buf;
 }
 
@@ -541,11 +543,11 @@ static void md_ranks(const struct mb_table *t, size_t nt)
 				 (unsigned long long)a->world_size);
 			snprintf(s[0], sizeof(s[0]), "%u", c->stage);
 			snprintf(s[1], sizeof(s[1]), "%u", slowest);
-			snprintf(s[2], sizeof(s[2]), "%.4f", max);
-			snprintf(s[3], sizeof(s[3]), "%.4f", min);
+			mb_fmt_real(s[2], sizeof(s[2]), max, 4);
+			mb_fmt_real(s[3], sizeof(s[3]), min, 4);
 			snprintf(s[4], sizeof(s[4]), "%.1f%%",
 				 max > 0 ? 100.0 * (max - min) / max : 0.0);
-			snprintf(s[5], sizeof(s[5]), "%.4f", iter);
+			mb_fmt_real(s[5], sizeof(s[5]), iter, 4);
 			struct mb_field f[] = { MB_FIELD_T("ZeRO", s[0]),
 						MB_FIELD_T("Variant", c->variant),
 						MB_FIELD_T("Ranks", of),

@@ -387,19 +387,41 @@ const char *mb_fmt_peak(char *buf, size_t len, uint64_t bytes)
 				     : mb_fmt_bytes_iec(buf, len, bytes);
 }
 
+/* Fixed notation up to here; past it a figure's digits run on (1e296: 297 of them). */
+#define FIXED_MAX 1e6
+
+const char *mb_fmt_real(char *buf, size_t len, double v, int decimals)
+{
+	double a = fabs(v);
+
+	if (isfinite(v) && a && (a >= FIXED_MAX || a < 0.5 * pow(10, -decimals)))
+		snprintf(buf, len, "%.3g", v);
+	else
+		snprintf(buf, len, "%.*f", decimals, v);
+	return buf;
+}
+
 const char *mb_fmt_secs(char *buf, size_t len, double s)
 {
 	if (isnan(s))
 		snprintf(buf, len, "n/a");
+	else if (s >= 1)
+		mb_fmt_real(buf, len, s, 2);
 	else
-		snprintf(buf, len, s >= 1 ? "%.2f" : "%.3g", s);
+		snprintf(buf, len, "%.3g", s);
 	return buf;
 }
 
 const char *mb_fmt_change(char *buf, size_t len, double x, double base)
 {
+	double pct = 100 * (x - base) / base;
+
 	buf[0] = '\0';
-	if (base > 0 && isfinite(x))
-		snprintf(buf, len, " (%+.0f%%)", 100 * (x - base) / base);
+	if (!(base > 0 && isfinite(x) && isfinite(pct)))
+		return buf;
+	if (fabs(pct) >= FIXED_MAX)
+		snprintf(buf, len, " (%+.3g%%)", pct);
+	else
+		snprintf(buf, len, " (%+.0f%%)", pct);
 	return buf;
 }

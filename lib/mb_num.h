@@ -75,6 +75,13 @@ const char *mb_fmt_peak(char *buf, size_t len, uint64_t bytes);
 /* Seconds for people: "8.54", "0.612", "0.0312"; "n/a" for NaN. */
 const char *mb_fmt_secs(char *buf, size_t len, double s);
 
+/*
+ * V with DECIMALS decimals into BUF (which it returns), or, where fixed
+ * notation would not show it (1e6 or more, or so small it would read as 0),
+ * three significant digits in scientific notation: 1.14e+20, 3e-09.
+ */
+const char *mb_fmt_real(char *buf, size_t len, double v, int decimals);
+
 /* " (-33%)": X against BASE; "" where BASE is not positive (NaN: none) or X not finite. */
 const char *mb_fmt_change(char *buf, size_t len, double x, double base);
 

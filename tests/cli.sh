@@ -1643,6 +1643,32 @@ expect_error "run: a world that leaves a rank no Muon matrix is refused before t
 expect_output "plan: ZeRO-3 cuts each matrix, every rank has one" "rank 1048575 of 1048576" plan --model tiny --layers 1 --stage 3 --world-size 1048576 --rank 1048575
 expect_error "a rank outside a world of one: 1 rank, not 1 ranks" 2 "rank 2 is outside a world of 1 rank (the one rank is 0)" plan --world-size 1 --rank 2
 
+# Rates (issue 44, item 4): one floor and one ceiling for every rate, option or profile key.
+expect_error "predict: --peer-gbs has the floor of every rate" 2 "--peer-gbs: must be 0 (not modelled) or 1e-6 to 1e9 (GB/s), got '1e-300'" predict --model tiny --world-size 2 --peer-gbs 1e-300
+expect_error "predict: a rate has a ceiling" 2 "--h2d-gbs: must be 1e-6 to 1e9 (GB/s), got '1e10'" predict --model tiny --h2d-gbs 1e10
+expect_error "predict: --overhead-us is bounded" 2 "--overhead-us: must be 0 to 1e6 (us), got '1e7'" predict --model tiny --overhead-us 1e7
+sed 's/"memcpy_gbs":/"peer_gbs": 1e-7, "memcpy_gbs":/' profiles/reference.json >"$tmp/slowrate.json"
+expect_error "predict: a profile's peer_gbs below 1e-6 is refused as every rate" 2 "peer_gbs: must be 0 (not modelled) or 1e-6 to 1e9 (GB/s)" predict --model tiny --profile "$tmp/slowrate.json"
+
+# Numbers in Markdown tables (issue 44, item 5): past fixed notation's room, scientific.
+python3 -c 'import csv, sys
+r = list(csv.reader(open("results/baseline-tiny.csv")))
+h, row = r[0], r[1]
+row[h.index("iter_mean_s")] = "1.14e296"
+row[h.index("apply_mean_s")] = "1e20"
+w = csv.writer(open(sys.argv[1], "w", newline=""), lineterminator="\n")
+w.writerow(h)
+w.writerow(row)' "$tmp/huge.csv"
+"$bin" report "$tmp/huge.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "^| 1 | master | 1.14e+296 | 1.14e+296 | 1e+20 s |" "$tmp/out" &&
+	! grep -q "11400000\|100000000000" "$tmp/out"; then
+	report ok "report: huge figures in scientific notation, not cut digits"
+else
+	report fail "report: huge figures in scientific notation, not cut digits" "exit $rc: $(grep '^| 1 ' "$tmp/out" | head -3; cat "$tmp/err")"
+fi
+expect_output "predict: a huge predicted time in scientific notation" "| 2 | master | 8.23e+07 | 5.81e+07 s |" predict --model qwen3-4b --stage 2 --variant master --fwd-bwd off --pageable-gbs 1e-6 --h2d-gbs 1e-6 --d2h-gbs 1e-6 --both-gbs 1e-6 --pageable-both-gbs 1e-6
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]
