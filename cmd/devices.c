@@ -3,9 +3,11 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
 #include "mb_cl.h"
+#include "mb_err.h"
 #include "mb_num.h"
 #include "mb_tuning.h"
 #include "print.h"
@@ -68,8 +70,12 @@ int mb_cmd_devices(const struct mb_args *args)
 
 		mb_printer(MB_FORMAT_MD)->record(f, sizeof(f) / sizeof(f[0]), !i);
 	}
-	if (!n)
+	if (!n) {
 		printf("\n(OpenCL platforms were found, but no devices on them.)\n");
+		mb_cl_no_device(); /* PoCL's cache that cannot be made, said */
+		if (strcmp(mb_errmsg(), "no OpenCL device found"))
+			fprintf(stderr, "muonbench: %s\n", mb_errmsg());
+	}
 	free(devs);
 	return 0;
 }

@@ -5,7 +5,9 @@
  * `predict --profile FILE` and run find it. --if-missing measures only
  * where there is none, or one of an older format (which run cannot read).
  */
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -65,6 +67,35 @@ static bool same_precisions(const struct mb_profile *p, const struct mb_profile_
 	return !strcmp(p->ns_gram_precision, mb_precision_names[s->ns_precision[MB_NS_GRAM]]) &&
 	       !strcmp(p->ns_standard_precision,
 		       mb_precision_names[s->ns_precision[MB_NS_STANDARD]]);
+}
+
+/*
+ * The cache's file for the device CL opened, into PATH: its directory made
+ * and the file checked writable before the measuring, as --out is (bad
+ * input, exit 2). With neither XDG_CACHE_HOME nor HOME set the cache is
+ * ./.cache in the current directory (mb_tuning_cache_file): said.
+ */
+static int check_cache(const struct mb_cl *cl, char *path, size_t len)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char why[512];
+	int err;
+
+	mb_profile_cache_path(&cl->info, path, len);
+	if (!(xdg && *xdg) && !home)
+		fprintf(stderr,
+			"muonbench: neither XDG_CACHE_HOME nor HOME is set: the profile goes to "
+			"the cache in the current directory, '%s'\n",
+			path);
+	if (mb_tuning_make_dirs(path)) {
+		snprintf(why, sizeof(why), "%s", mb_errmsg());
+		return mb_bad_input("%s: the profile's cache cannot take it (set XDG_CACHE_HOME, "
+				    "or give --out FILE)",
+				    why);
+	}
+	if ((err = mb_json_check_out(path)))
+		mb_err_prefix("the profile's cache");
+	return err;
 }
 
 int mb_cmd_profile(const struct mb_args *args)
@@ -136,27 +167,31 @@ int mb_cmd_profile(const struct mb_args *args)
 				fprintf(stderr, "muonbench: measuring again: %s\n", mb_errmsg());
 		}
 	}
+	/* past a file size limit a write fails (it is said, and the profile is on stdout) */
+	signal(SIGXFSZ, SIG_IGN);
 	/* an --out that cannot take the profile is refused before the minute of measuring */
 	if ((args->out && (err = mb_json_check_out(args->out))) ||
 	    (err = mb_setup_binding(args, &host)) || (err = mb_setup_device(args, &cl)))
 		return err;
-	if ((err = precisions(args, &cl.info, &s))) {
+	if ((err = precisions(args, &cl.info, &s)) || (!args->out && (err = check_cache(&cl, path,
+											 sizeof(path))))) {
 		mb_cl_release(&cl);
 		return err;
 	}
 	err = mb_profile_measure(&cl, &s, &p);
 	if (args->out)
 		snprintf(path, sizeof(path), "%s", args->out);
-	else
-		mb_profile_cache_path(&cl.info, path, sizeof(path));
 	mb_cl_release(&cl);
 	if (err)
 		return err;
-	if (!args->out && (err = mb_tuning_make_dirs(path)))
-		return err;
-	if ((err = mb_profile_save(path, &p)))
-		return err;
 	mb_profile_write(stdout, &p);
+	if ((err = mb_profile_save(path, &p))) {
+		char why[512];
+
+		/* still not written (a disk filled meanwhile): what was measured is on stdout */
+		snprintf(why, sizeof(why), "%s", mb_errmsg());
+		return mb_fail("%s; the profile measured is on standard output", why);
+	}
 	fprintf(stderr, "muonbench: measured in %.0f s, %.0f s of them the %u rounds",
 		report.total_s, report.rounds_s, report.rounds);
 	if (report.ncut)

@@ -1669,6 +1669,22 @@ else
 fi
 expect_output "predict: a huge predicted time in scientific notation" "| 2 | master | 8.23e+07 | 5.81e+07 s |" predict --model qwen3-4b --stage 2 --variant master --fwd-bwd off --pageable-gbs 1e-6 --h2d-gbs 1e-6 --d2h-gbs 1e-6 --both-gbs 1e-6 --pageable-both-gbs 1e-6
 
+# profile's cache (issue 44, item 6): checked before the measuring, as --out is; PoCL's
+# kernel cache that cannot be made is said as such, not as no device at all.
+: >"$tmp/afile"
+pocl_cache=${POCL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pocl/kcache}
+start=$(date +%s)
+XDG_CACHE_HOME="$tmp/afile" POCL_CACHE_DIR="$pocl_cache" "$bin" profile --reps 1 --shape 64x64 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+	grep -q "^muonbench: cannot make the directory '$tmp/afile/muonbench': Not a directory: the profile's cache cannot take it" "$tmp/err" &&
+	[ $(($(date +%s) - start)) -lt 3 ]; then
+	report ok "profile: a cache that cannot be written is refused before the measuring (exit 2)"
+else
+	report fail "profile: a cache that cannot be written is refused before the measuring (exit 2)" "exit $rc: $(cat "$tmp/out" "$tmp/err")"
+fi
+XDG_CACHE_HOME="$tmp/afile" expect_error "no device: PoCL's kernel cache that cannot be made is said" 2 "no OpenCL device found: PoCL (platform 0) lists none, as it cannot make its kernel cache '$tmp/afile/pocl': Not a directory" ns --shape 64x64 --reps 1
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]

@@ -18,6 +18,8 @@
  * - MB_SHIM_FLIP_READ=K: the K-th blocking clEnqueueReadBuffer (counted from
  *   1) flips the first byte it read: a wrong result and no error, as a race
  *   leaves it. The exit's line in MB_SHIM_LOG gives "reads N" too.
+ * - MB_SHIM_RENAME_FAIL=SUFFIX: a rename(2) to a path that ends in SUFFIX
+ *   fails with ENOSPC (a disk that filled: the file cannot be written whole).
  *
  * A fault kills the context, as a real one does: until the next
  * clCreateContext, every enqueue and wait fails with
@@ -29,6 +31,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,4 +252,17 @@ cl_mem clCreateBuffer(cl_context ctx, cl_mem_flags flags, size_t size, void *hos
 		return NULL;
 	}
 	return real(ctx, flags, size, host, err);
+}
+
+int rename(const char *from, const char *to)
+{
+	const char *suffix = getenv("MB_SHIM_RENAME_FAIL");
+	size_t n = suffix ? strlen(suffix) : 0, len = strlen(to);
+	REAL(rename);
+
+	if (n && len >= n && !strcmp(to + len - n, suffix)) {
+		errno = ENOSPC;
+		return -1;
+	}
+	return real(from, to);
 }

@@ -212,5 +212,18 @@ else
 	report fail "faults: the params read back into the checksum, and MISMATCH said of the group that differs alone" "exit $rc, read $last flipped: $(cat "$tmp/flip.out")"
 fi
 
+# 6. profile (issue 44, item 6): a write that still fails after the measuring (the disk filled
+# meanwhile: the shim's rename fails) loses nothing: the profile is on stdout, exit 1.
+LD_PRELOAD=$shim MB_SHIM_RENAME_FAIL=lost.json "$bin" profile --reps 1 --shape 64x64 \
+	--out "$tmp/lost.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ ! -e "$tmp/lost.json" ] &&
+	python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); assert p["format_version"] == 4 and p["h2d_pinned_gbs"] > 0' "$tmp/out" 2>/dev/null &&
+	grep -q "^muonbench: cannot write '$tmp/lost.json': No space left on device; the profile measured is on standard output$" "$tmp/err"; then
+	report ok "faults: profile's write that fails after the measuring leaves the profile on stdout"
+else
+	report fail "faults: profile's write that fails after the measuring leaves the profile on stdout" "exit $rc: $(head -5 "$tmp/out" "$tmp/err")"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -4,6 +4,7 @@
 #include "mb_cl.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include <clblast_c.h>
 
@@ -420,6 +422,60 @@ int mb_cl_list_devices(struct mb_cl_device_info **out, size_t *n)
 	return 0;
 }
 
+/*
+ * PoCL's kernel cache, as PoCL finds it (POCL_CACHE_DIR, else
+ * $XDG_CACHE_HOME/pocl/kcache, else $HOME/.cache/pocl/kcache), made where
+ * it is not yet, as PoCL would; false with WHY where it cannot be: PoCL then
+ * lists no device at all.
+ */
+static bool pocl_cache_made(char *why, size_t len)
+{
+	const char *dir = getenv("POCL_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"),
+		   *home = getenv("HOME");
+	char path[4096], *slash;
+
+	if (dir && *dir)
+		snprintf(path, sizeof(path), "%s/", dir);
+	else if (xdg && *xdg)
+		snprintf(path, sizeof(path), "%s/pocl/kcache/", xdg);
+	else if (home && *home)
+		snprintf(path, sizeof(path), "%s/.cache/pocl/kcache/", home);
+	else
+		return true; /* PoCL has its own place then */
+	for (slash = strchr(path + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(path, 0755) && errno != EEXIST) {
+			snprintf(why, len, "'%s': %s", path, strerror(errno));
+			return false;
+		}
+		*slash = '/';
+	}
+	return true;
+}
+
+int mb_cl_no_device(void)
+{
+	cl_platform_id pids[PLATFORMS_MAX];
+	cl_uint np = 0, pi;
+	char why[4200], *name;
+
+	if (clGetPlatformIDs(PLATFORMS_MAX, pids, &np) != CL_SUCCESS)
+		np = 0;
+	for (pi = 0; pi < np && pi < PLATFORMS_MAX; pi++) {
+		if (info_string(NULL, pids[pi], CL_PLATFORM_NAME, "CL_PLATFORM_NAME", &name))
+			continue;
+		if (strstr(name, "Portable Computing Language") && !pocl_cache_made(why, sizeof(why))) {
+			free(name);
+			return mb_bad_input("no OpenCL device found: PoCL (platform %u) lists none, as "
+					    "it cannot make its kernel cache %s (set POCL_CACHE_DIR, "
+					    "or XDG_CACHE_HOME or HOME, to a writable directory)",
+					    pi, why);
+		}
+		free(name);
+	}
+	return mb_bad_input("no OpenCL device found");
+}
+
 static bool on_platform(const struct mb_cl_device_info *d, int platform)
 {
 	return platform < 0 || d->platform == (unsigned)platform;
@@ -547,7 +603,7 @@ int mb_cl_find(const struct mb_cl_select *sel, struct mb_cl_device_info *info)
 
 	if ((err = mb_cl_list_devices(&devs, &n)))
 		return err;
-	err = n ? choose(devs, n, sel, &i) : mb_bad_input("no OpenCL device found");
+	err = n ? choose(devs, n, sel, &i) : mb_cl_no_device();
 	if (!err)
 		*info = devs[i];
 	free(devs);

@@ -85,6 +85,13 @@ struct mb_cl_select {
 int mb_cl_find(const struct mb_cl_select *sel, struct mb_cl_device_info *info);
 
 /*
+ * Why no device was found where the platforms list none: -MB_EINPUT, "no
+ * OpenCL device found", and where PoCL cannot make its kernel cache (it then
+ * lists no device), that, naming the directory and why.
+ */
+int mb_cl_no_device(void);
+
+/*
  * How pinned host memory is made (a list, mb_words.h): auto, the best the
  * platform has; a mapped CL_MEM_ALLOC_HOST_PTR buffer, which every driver
  * pins but NVIDIA's also copies into device memory, byte for byte; or
