@@ -409,6 +409,10 @@ struct reader {
 	size_t len, alloc, pos;
 	unsigned line;	   /* where the record being read starts */
 	unsigned newlines; /* inside its quoted fields */
+	/* the rows read so far, by run_key (open addressing, 0 empty), and their lines */
+	uint64_t *keys;
+	unsigned *key_lines;
+	size_t nkeys, cap;
 };
 
 static int bad(const struct reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -718,11 +722,99 @@ static int check_row(const struct reader *r, const struct mb_csv_row *row)
 	return 0;
 }
 
+/* FNV-1a of LEN bytes at P into H. */
+static uint64_t fnv(uint64_t h, const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/*
+ * What makes a row one of its invocation's and no other (never 0): when it
+ * was written, where, and which run of which cell of which rank. One
+ * invocation writes each once; a row written twice, or two rows claiming a
+ * rank of one run, have it twice.
+ */
+static uint64_t run_key(const struct mb_csv_row *row)
+{
+	uint64_t h = 1469598103934665603ull, n[6] = { row->world_size, row->rank,
+						      row->stage,      row->run,
+						      row->gather_budget_bytes,
+						      row->sub_group_size_elems };
+
+	h = fnv(h, row->timestamp_utc, strlen(row->timestamp_utc) + 1);
+	h = fnv(h, row->host, strlen(row->host) + 1);
+	h = fnv(h, row->model, strlen(row->model) + 1);
+	h = fnv(h, row->variant, strlen(row->variant) + 1);
+	h = fnv(h, n, sizeof(n));
+	return h ? h : 1;
+}
+
+/* ROW's key kept, or refused where a row before had it (naming both lines). */
+static int check_once(struct reader *r, const struct mb_csv_row *row)
+{
+	uint64_t key = run_key(row);
+	size_t i, k;
+
+	if (2 * (r->nkeys + 1) > r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 256;
+		uint64_t *keys = calloc(cap, sizeof(*keys));
+		unsigned *lines = calloc(cap, sizeof(*lines));
+
+		if (!keys || !lines) {
+			free(keys);
+			free(lines);
+			return mb_fail("out of host memory reading '%s'", r->path);
+		}
+		for (i = 0; i < r->cap; i++) {
+			if (!r->keys[i])
+				continue;
+			for (k = r->keys[i] % cap; keys[k]; k = (k + 1) % cap)
+				;
+			keys[k] = r->keys[i];
+			lines[k] = r->key_lines[i];
+		}
+		free(r->keys);
+		free(r->key_lines);
+		r->keys = keys;
+		r->key_lines = lines;
+		r->cap = cap;
+	}
+	for (k = key % r->cap; r->keys[k]; k = (k + 1) % r->cap)
+		if (r->keys[k] == key)
+			return bad(r,
+				   "stage %llu %s run %llu of rank %llu of %llu, written at %s, again "
+				   "(line %u has it): a run's row written twice, or two rows "
+				   "claiming one rank",
+				   (unsigned long long)row->stage, row->variant,
+				   (unsigned long long)row->run, (unsigned long long)row->rank,
+				   (unsigned long long)row->world_size, row->timestamp_utc,
+				   r->key_lines[k]);
+	r->keys[k] = key;
+	r->key_lines[k] = r->line;
+	r->nkeys++;
+	return 0;
+}
+
+/*
+ * Whether NAME, a header's first column, is that of another of muonbench's
+ * tables (bandwidth_format_version, ns_format_version): no runs in it.
+ */
+static bool other_table(const char *name)
+{
+	size_t n = strlen(name), k = strlen("_format_version");
+
+	return n > k && !strcmp(name + n - k, "_format_version");
+}
+
 /* Whether the record in FIELDS (NF of them) is a header line: the start of another file. */
 static bool is_header(char **fields, int nf, const int *where)
 {
-	return !strcmp(fields[0], "format_version") ||
-	       !strcmp(fields[0], "bandwidth_format_version") ||
+	return !strcmp(fields[0], "format_version") || other_table(fields[0]) ||
 	       (where[0] < nf && !strcmp(fields[where[0]], "format_version"));
 }
 
@@ -774,8 +866,8 @@ static int read_rows(struct reader *r, struct mb_csv_row *row, mb_csv_each_fn ea
 	r->newlines = 0;
 	if (nnames <= 0)
 		return bad(r, "not a muonbench results file (no header line)");
-	if (!strcmp(fields[0], "bandwidth_format_version"))
-		return 0; /* a calibration beside the results: no runs in it */
+	if (other_table(fields[0]))
+		return 0; /* a calibration or an ns table beside the results: no runs in it */
 	if ((err = map_header(r, fields, nnames, where)))
 		return err;
 	for (;;) {
@@ -815,8 +907,10 @@ static int read_rows(struct reader *r, struct mb_csv_row *row, mb_csv_each_fn ea
 			} else if (columns[c].type == U64_OPT) { /* a column newer than the row */
 				*(uint64_t *)((char *)row + columns[c].offset) = MB_CSV_UNKNOWN;
 			}
-		if (!row->world_size) /* before 13: one rank */
+		if (!row->world_size && atoi(fields[where[0]]) < 13) /* before 13: one rank */
 			row->world_size = 1;
+		if (!row->world_size)
+			return bad(r, "column 'world_size': 0 ranks (a world has one at least)");
 		for (c = 0; mb_knobs[c].field; c++) /* a knob newer than the row: its default */
 			if (!row->knob[c][0])
 				snprintf(row->knob[c], sizeof(row->knob[c]), "%s",
@@ -824,7 +918,8 @@ static int read_rows(struct reader *r, struct mb_csv_row *row, mb_csv_each_fn ea
 		if (napply != row->nsamples)
 			return bad(r, "%zu iteration samples but %zu apply samples", row->nsamples,
 				   napply);
-		if ((err = check_row(r, row)) || (err = each(row, ctx)))
+		if ((err = check_row(r, row)) || (err = check_once(r, row)) ||
+		    (err = each(row, ctx)))
 			return err;
 	}
 }
@@ -840,6 +935,8 @@ static int read_all(struct reader *r, mb_csv_each_fn each, void *ctx)
 	err = read_rows(r, row, each, ctx);
 	free(row);
 	free(r->text);
+	free(r->keys);
+	free(r->key_lines);
 	return err;
 }
 

@@ -1685,6 +1685,42 @@ else
 fi
 XDG_CACHE_HOME="$tmp/afile" expect_error "no device: PoCL's kernel cache that cannot be made is said" 2 "no OpenCL device found: PoCL (platform 0) lists none, as it cannot make its kernel cache '$tmp/afile/pocl': Not a directory" ns --shape 64x64 --reps 1
 
+# Rank data in results files (issue 44, item 7): refused, naming the line.
+"$bin" run --model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --profile off --stage 2 \
+	--variant master --runs 1 --steps 1 --measure 1-1 --quiet --out "$tmp/one.csv" >/dev/null 2>&1
+# craft FILE EDIT: one.csv's header, its row, then the rows EDIT makes of it (python, r the row)
+craft() {
+	python3 -c 'import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+w = csv.DictWriter(open(sys.argv[2], "w", newline=""), fieldnames=list(rows[0]), lineterminator="\n")
+w.writeheader()
+r = rows[0]
+exec(sys.argv[3])' "$tmp/one.csv" "$1" "$2"
+}
+craft "$tmp/w0.csv" 'r["world_size"] = "0"; r["rank"] = "0"; w.writerow(r)'
+expect_error "report: a row of world_size 0 is refused" 2 "w0.csv:2: column 'world_size': 0 ranks" report "$tmp/w0.csv"
+craft "$tmp/twice.csv" 'w.writerow(r); w.writerow(r)'
+expect_error "report: a run's row written twice is refused, naming both lines" 2 "twice.csv:3: stage 2 master run 1 of rank 0 of 1, written at" report "$tmp/twice.csv"
+craft "$tmp/rank0.csv" 'r["world_size"] = "2"; w.writerow(r); r["checksum"] = "0123456789abcdef"; w.writerow(r)'
+expect_error "report: two rows claiming rank 0 of one run are refused" 2 "rank0.csv:3: stage 2 master run 1 of rank 0 of 2" report "$tmp/rank0.csv"
+if grep -q "(line 2 has it): a run's row written twice, or two rows claiming one rank" "$tmp/err"; then
+	report ok "report: the refusal names the line that had it first"
+else
+	report fail "report: the refusal names the line that had it first" "$(cat "$tmp/err")"
+fi
+craft "$tmp/ranks.csv" 'r["world_size"] = "2"; w.writerow(r); r["rank"] = "1"; w.writerow(r)'
+expect_output "report: rank 0 and rank 1 of one run are read" "| 2 | master | 2 of 2 |" report "$tmp/ranks.csv"
+# another of muonbench's tables in a folder of results (ns --format csv) is skipped, said so
+printf 'ns_format_version,platform,device\n3,p,d\n' >"$tmp/ns.csv"
+"$bin" report "$tmp/one.csv" "$tmp/ns.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "^muonbench: '$tmp/ns.csv' holds no runs; skipped$" "$tmp/err" &&
+	grep -q "^| 2 | master |" "$tmp/out"; then
+	report ok "report: an ns table among the results is skipped, said so"
+else
+	report fail "report: an ns table among the results is skipped, said so" "exit $rc: $(cat "$tmp/err")"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]

@@ -73,6 +73,7 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	r->device_used_base_bytes = 123456789;
 	r->device_used_peak_bytes = MB_CSV_UNKNOWN; /* written empty, read back as unknown */
 	r->stage = 3;
+	r->world_size = 1; /* a world of one rank (0 is refused) */
 	r->run = run;
 	r->runs = 2;
 	r->steps = 3;
