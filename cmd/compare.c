@@ -106,7 +106,19 @@ static const char *not_counted(const struct mb_timing *t)
 /* The table's headings: the timings' by what they are (seconds or ratios to master). */
 struct heads {
 	char iteration[48], apply[48];
+	bool ranked; /* a file holds a world of several ranks: a Rank column */
 };
+
+/* Whether a table of S is of a world of several ranks (run under MPI). */
+static bool ranked(const struct side *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->ntables; i++)
+		if (s->tables[i].first->world_size > 1)
+			return true;
+	return false;
+}
 
 /* The phases past their bar (and why one does not count), then the other changes, into BUF. */
 static const char *other_changes(char *buf, size_t len, const struct mb_compared *c)
@@ -166,6 +178,14 @@ static void print_row(const struct mb_compared *c, const struct mb_compare_setti
 	f[2] = MB_FIELD_T(h->iteration, c->base && c->new_ && c->new_->nruns && c->base->nruns
 						? timing_cell(it, sizeof(it), &c->timing[0], s)
 						: what);
+	if (h->ranked) { /* rank matched with rank: which, after the variant */
+		const struct mb_table *t = c->new_ ? c->new_table : c->base_table;
+		struct mb_field r[7] = { f[0], f[1], MB_FIELD_N("Rank", t->first->rank),
+					 f[2], f[3], f[4], f[5] };
+
+		mb_printer(MB_FORMAT_MD)->record(r, 7, first);
+		return;
+	}
 	mb_printer(MB_FORMAT_MD)->record(f, 6, first);
 }
 
@@ -222,6 +242,7 @@ int mb_cmd_compare(const struct mb_args *args)
 			 "standard deviation (of their medians, over their median; or the median "
 			 "of that over the base's cells when larger; the new file's, when the "
 			 "base has no two runs) times sqrt(1/base runs + 1/new runs)");
+	h.ranked = ranked(&base) || ranked(&new_);
 	snprintf(h.iteration, sizeof(h.iteration), "iteration %s",
 		 s.ratios ? "(ratio to master)" : "(s)");
 	snprintf(h.apply, sizeof(h.apply), "Muon apply %s", s.ratios ? "(ratio to master)" : "(s)");

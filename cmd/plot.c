@@ -49,22 +49,41 @@ static void beside(char *buf, size_t len, const char *image, const char *suffix)
 	snprintf(buf, len, "%.*s%s", (int)n, image, suffix);
 }
 
-/* Min and max of the runs' iteration or apply means of C. */
-static void spread(const struct mb_cell *c, bool apply, double *lo, double *hi)
+/*
+ * The tables a chart draws: one, or under MPI (run's ranks) rank 0's with
+ * its world's other ranks beside it, whose runs widen each bar's spread.
+ */
+struct chart {
+	const struct mb_table *t; /* what the bars are: rank 0's, or the one table */
+	const struct mb_table *ranks[MB_RESULTS_TABLES_MAX];
+	size_t nranks; /* the tables whose runs make the spread, T's among them */
+};
+
+/* Min and max of the runs' iteration or apply means of C, over its cell in every rank's table. */
+static void spread(const struct chart *ch, const struct mb_cell *c, bool apply, double *lo,
+		   double *hi)
 {
-	size_t i;
+	size_t i, k, j;
 
 	*lo = *hi = apply ? c->apply_mean_s : c->iter_mean_s;
-	for (i = 0; i < c->nruns; i++) {
-		double v = apply ? c->runs[i].apply_mean_s : c->runs[i].iter_mean_s;
+	for (k = 0; k < ch->nranks; k++)
+		for (j = 0; j < ch->ranks[k]->ncells; j++) {
+			const struct mb_cell *o = &ch->ranks[k]->cells[j];
 
-		*lo = v < *lo ? v : *lo;
-		*hi = v > *hi ? v : *hi;
-	}
+			if (o->stage != c->stage || strcmp(o->variant, c->variant))
+				continue;
+			for (i = 0; i < o->nruns; i++) {
+				double v = apply ? o->runs[i].apply_mean_s : o->runs[i].iter_mean_s;
+
+				*lo = v < *lo ? v : *lo;
+				*hi = v > *hi ? v : *hi;
+			}
+		}
 }
 
-static int write_data(const char *path, const struct mb_table *t)
+static int write_data(const char *path, const struct chart *ch)
 {
+	const struct mb_table *t = ch->t;
 	double lo, hi, alo, ahi;
 	FILE *f = fopen(path, "w");
 	size_t i, p;
@@ -81,8 +100,8 @@ static int write_data(const char *path, const struct mb_table *t)
 
 		if (!c->nruns)
 			continue;
-		spread(c, false, &lo, &hi);
-		spread(c, true, &alo, &ahi);
+		spread(ch, c, false, &lo, &hi);
+		spread(ch, c, true, &alo, &ahi);
 		fprintf(f, "\"ZeRO-%u %s\" %.6g %.6g %.6g %.6g %.6g %.6g", c->stage, c->variant,
 			c->iter_mean_s, lo, hi, c->apply_mean_s, alo, ahi);
 		for (p = 0; p < MB_NPHASES; p++)
@@ -136,15 +155,19 @@ static int script_head(const char *path, const char *image, const char *what, co
 }
 
 static int write_script(const char *path, const char *data, const char *image,
-			const struct mb_table *t)
+			const struct chart *ch)
 {
-	char title[512];
+	const struct mb_table *t = ch->t;
+	char title[512], ranks[96] = "";
 	size_t p, k;
 	FILE *f;
 	int err;
 
-	snprintf(title, sizeof(title), "%s on '%s' (%s)", t->first->model, t->first->device,
-		 t->first->driver);
+	if (ch->nranks > 1)
+		snprintf(ranks, sizeof(ranks), ", rank 0 of %llu; bars: min-max over %zu ranks' runs",
+			 (unsigned long long)t->first->world_size, ch->nranks);
+	snprintf(title, sizeof(title), "%s on '%s' (%s)%s", t->first->model, t->first->device,
+		 t->first->driver, ranks);
 	if ((err = script_head(path, image, "plot", title, &f)))
 		return err;
 	fprintf(f, "set style fill solid 0.7 border -1\nset grid ytics\nset ylabel 'seconds'\n"
@@ -497,6 +520,49 @@ static int plot_sweep(const struct mb_args *args)
 	return clean_up(err, wrote, missing, args->image, existed, data, script);
 }
 
+/* Whether table B is another rank of table A's invocation: the same knobs but the rank. */
+static bool other_rank(const struct mb_csv_row *a, const struct mb_csv_row *b)
+{
+	struct mb_csv_row *as_a = malloc(sizeof(*as_a));
+	bool same;
+
+	if (!as_a)
+		return false;
+	*as_a = *b;
+	as_a->rank = a->rank;
+	same = a->world_size == b->world_size && mb_results_same_knobs(a, as_a);
+	free(as_a);
+	return same;
+}
+
+/*
+ * The chart of the NT tables T into *CH: one table, or the ranks of one
+ * invocation under MPI (rank 0's table and the others of its world, each
+ * rank once); else none (false).
+ */
+static bool chart_of(const struct mb_table *t, size_t nt, struct chart *ch)
+{
+	size_t i, k;
+
+	memset(ch, 0, sizeof(*ch));
+	for (i = 0; i < nt && !ch->t; i++)
+		if (!t[i].first->rank)
+			ch->t = &t[i];
+	if (nt == 1)
+		ch->t = &t[0];
+	if (!ch->t || (nt > 1 && ch->t->first->world_size < 2))
+		return false;
+	for (i = 0; i < nt; i++) {
+		if (&t[i] != ch->t && !other_rank(ch->t->first, t[i].first))
+			return false;
+		for (k = 0; k < ch->nranks; k++)
+			if (ch->ranks[k]->first->rank == t[i].first->rank)
+				return false;
+		ch->ranks[ch->nranks++] = &t[i];
+	}
+	return true;
+}
+
 static size_t ok_cells(const struct mb_table *t)
 {
 	size_t i, n = 0;
@@ -509,6 +575,7 @@ static size_t ok_cells(const struct mb_table *t)
 int mb_cmd_plot(const struct mb_args *args)
 {
 	char data[4096], script[4096];
+	struct chart *ch = NULL;
 	struct mb_table *tables = NULL;
 	size_t n = 0, nt = 0;
 	bool wrote = false, missing = false, existed;
@@ -531,22 +598,26 @@ int mb_cmd_plot(const struct mb_args *args)
 		return err;
 	if (!n)
 		err = mb_bad_input("no rows to plot");
-	if (!err && nt == 1 && !ok_cells(&tables[0]))
-		err = mb_bad_input("no ok runs to plot: every run in these files failed");
-	if (!err && nt > 1)
+	if (!err && !(ch = malloc(sizeof(*ch))))
+		err = mb_fail("out of host memory");
+	/* under MPI, a table a rank: rank 0's bars, the spread over every rank's runs */
+	if (!err && n && !chart_of(tables, nt, ch))
 		err = mb_bad_input("these files hold %zu tables (different devices, hosts, models "
 				   "or knobs; see muonbench report): plot one at a time",
 				   nt);
+	if (!err && !ok_cells(ch->t))
+		err = mb_bad_input("no ok runs to plot: every run in these files failed");
 	if (!err) {
 		beside(data, sizeof(data), args->image, ".dat");
 		beside(script, sizeof(script), args->image, ".gp");
 		if (!(err = outputs_not_inputs(args, data, script)) && (wrote = true) &&
-		    !(err = write_data(data, &tables[0])) &&
-		    !(err = write_script(script, data, args->image, &tables[0])) &&
+		    !(err = write_data(data, ch)) &&
+		    !(err = write_script(script, data, args->image, ch)) &&
 		    !(err = gnuplot(script, &missing)))
 			printf("%s (data %s, script %s)\n", args->image, data, script);
 		err = clean_up(err, wrote, missing, args->image, existed, data, script);
 	}
+	free(ch);
 	mb_results_release(tables, nt);
 	return err;
 }

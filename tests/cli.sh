@@ -1721,6 +1721,38 @@ else
 	report fail "report: an ns table among the results is skipped, said so" "exit $rc: $(cat "$tmp/err")"
 fi
 
+# Multi-rank files in plot and compare (issue 44, item 8): plot draws rank 0 with the
+# spread over every rank's runs; compare has a Rank column.
+"$bin" run --model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --profile off --stage 2 \
+	--variant master --runs 2 --steps 2 --measure 1-2 --quiet --out "$tmp/r0.csv" >/dev/null 2>&1
+python3 -c 'import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+w = csv.DictWriter(open(sys.argv[2], "w", newline=""), fieldnames=list(rows[0]), lineterminator="\n")
+w.writeheader()
+for r in rows:
+    r.update(world_size="2", rank="0")
+    w.writerow(r)
+    r.update(rank="1", local_rank="1", iter_mean_s="1000")
+    w.writerow(r)' "$tmp/r0.csv" "$tmp/two.csv"
+"$bin" plot "$tmp/two.csv" -o "$tmp/two.svg" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+want=0
+command -v gnuplot >/dev/null 2>&1 || want=2
+if [ "$rc" -eq "$want" ] && grep -q '^"ZeRO-2 master" [0-9.e-]* [0-9.e-]* 1000 ' "$tmp/two.dat" &&
+	grep -q "rank 0 of 2; bars: min-max over 2 ranks'' runs" "$tmp/two.gp"; then
+	report ok "plot: a file of 2 ranks draws rank 0, the bars spanning every rank's runs"
+else
+	report fail "plot: a file of 2 ranks draws rank 0, the bars spanning every rank's runs" "exit $rc: $(cat "$tmp/err" "$tmp/two.dat" 2>&1)"
+fi
+"$bin" compare "$tmp/two.csv" "$tmp/two.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "^| ZeRO | Variant | Rank | iteration (s) |" "$tmp/out" &&
+	grep -q "^| 2 | master | 0 | " "$tmp/out" && grep -q "^| 2 | master | 1 | " "$tmp/out"; then
+	report ok "compare: a file of 2 ranks has a Rank column, a line a rank"
+else
+	report fail "compare: a file of 2 ranks has a Rank column, a line a rank" "exit $rc: $(cat "$tmp/err"; grep '^|' "$tmp/out")"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]
