@@ -89,15 +89,11 @@ int main(int argc, char **argv)
 
 	wait_passively(argv);
 	err = mb_args_parse(&args, argc, argv);
-	if (!err && args.help) {
+	if (!err && args.help)
 		mb_print_help(stdout, args.command);
-		return 0;
-	}
-	if (!err && args.version) {
+	else if (!err && args.version)
 		printf("muonbench %s (git %s)\n", MB_VERSION, MB_GIT_REV);
-		return 0;
-	}
-	if (!err)
+	else if (!err)
 		err = dispatch(&args);
 	if (fflush(stdout) && !err)
 		err = mb_fail("cannot write the output: standard output failed");

@@ -298,12 +298,12 @@ static const struct option options[] = {
 #define PREDICT_OPTION(id, name, key, key2, help)      \
 	{ name,                                        \
 	  "X[,X...]",                                  \
-	  MB_PF_##id == MB_PF_HOLDS ? WORDS : REALS,   \
+	  MB_PF_##id == MB_PF_HOLDS || MB_PF_##id == MB_PF_PEER_PCIE ? WORDS : REALS, \
 	  AT(profile_flags[MB_PF_##id]),               \
 	  NULL,                                        \
 	  0,                                           \
 	  0,                                           \
-	  MB_PF_##id == MB_PF_HOLDS ? "on|off" : NULL, \
+	  MB_PF_##id == MB_PF_HOLDS || MB_PF_##id == MB_PF_PEER_PCIE ? "on|off" : NULL, \
 	  ON(MB_CMD_PREDICT),                          \
 	  help "; a list sweeps it" },
 	MB_PREDICT_FLAGS(PREDICT_OPTION)

@@ -549,9 +549,10 @@ int mb_cmd_predict(const struct mb_args *args)
 		char name[MB_MD_LEN(sizeof(g->model.name))],
 			source[MB_MD_LEN(sizeof(g->model.source))];
 
-		printf("# Predicted: %s (%s), %u layers, %s\n\n",
+		printf("# Predicted: %s (%s), %u layer%s, %s\n\n",
 		       mb_md(name, sizeof(name), g->model.name),
 		       mb_md(source, sizeof(source), g->model.source), g->model.layers,
+		       g->model.layers == 1 ? "" : "s",
 		       "from the device profile below, with no device");
 		if (args->world_size > 1)
 			printf("Rank %llu of %llu ranks on one host, in lockstep: its share of the "

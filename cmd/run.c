@@ -123,6 +123,7 @@ struct grid {
 	 */
 	atomic_int run_owner;
 	atomic_bool ending;	/* the grid is done: the watchdog returns */
+	atomic_bool set_up;	/* the setup is done: the runs have begun */
 	char device_gone[1024]; /* the rows' reason once the device cannot be opened again */
 	/* of the first ok run with each momentum dtype and method: the math differs between them */
 	uint64_t checksum[MB_NMOM_DTYPES][MB_NS_NMETHODS];
@@ -735,6 +736,11 @@ static void give_up(struct grid *g, long grace)
 			"muonbench: the device did not return within %ld s of the signal: exiting "
 			"with the rows of the finished runs%s in '%s'\n",
 			grace, cut ? ", and the cut one as interrupted," : "", g->out);
+	else if (atomic_load(&g->set_up)) /* under MPI, a rank other than 0 */
+		fprintf(stderr,
+			"muonbench: the device did not return within %ld s of the signal: exiting; "
+			"the rows of the finished runs are in rank 0's results\n",
+			grace);
 	else
 		fprintf(stderr,
 			"muonbench: still setting up %ld s after the signal: exiting before any "
@@ -1159,7 +1165,9 @@ static int verdict(const struct grid *g)
 			"muonbench: the results could not be written to '%s'; they are in '%s'\n",
 			g->given_out, g->out);
 	if (g->interrupted || stop)
-		return mb_fail("interrupted: the runs that finished are in '%s'", g->out);
+		return g->out[0] ? mb_fail("interrupted: the runs that finished are in '%s'", g->out)
+				 : mb_fail("interrupted: the runs that finished are in rank 0's "
+					   "results");
 	if (g->mismatched)
 		return mb_fail("self-check failed: the final states differ between runs, or a "
 			       "step-phase peak is not the plan's (see above)");
@@ -1229,6 +1237,7 @@ int mb_cmd_run(const struct mb_args *args)
 		 !(err = mb_run_ranks_same(&g->ranks, &g->ranked)) &&
 		 !(err = mb_run_ranks_agree(&g->ranks, setup(g)));
 	if (set_up) {
+		atomic_store(&g->set_up, true);
 		g->steps_total = (unsigned long)(g->ncells * args->runs * args->steps);
 		err = run_grid(g);
 	}

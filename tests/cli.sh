@@ -1753,6 +1753,22 @@ else
 	report fail "compare: a file of 2 ranks has a Rank column, a line a rank" "exit $rc: $(cat "$tmp/err"; grep '^|' "$tmp/out")"
 fi
 
+# Messages (issue 44, item 9).
+expect_output "predict: one layer is 1 layer" "# Predicted: tiny (builtin tiny), 1 layer, from" predict --model tiny --layers 1 --stage 2 --variant master
+expect_error "predict: --peer-shares-pcie takes each value once, as every list" 2 "--peer-shares-pcie: 'on' twice in 'on,on' (a list takes each value once)" predict --model tiny --peer-shares-pcie on,on
+expect_error "predict: a number too small to hold is refused, not read as 0" 2 "--pageable-exposed: '1e-400' is too small to hold" predict --model tiny --pageable-exposed 1e-400
+expect_error "predict: a signed number says it takes no sign" 2 "--pageable-exposed: invalid number '-0' (a decimal number without a sign" predict --model tiny --pageable-exposed -0
+for args in "--version" "run --help" "plan --help"; do
+	# shellcheck disable=SC2086 # a command and its option
+	"$bin" $args >/dev/full 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 1 ] && grep -q "^muonbench: cannot write the output: standard output failed$" "$tmp/err"; then
+		report ok "$args to a full stdout: exit 1, said"
+	else
+		report fail "$args to a full stdout: exit 1, said" "exit $rc: $(cat "$tmp/err")"
+	fi
+done
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]
