@@ -151,5 +151,22 @@ for differ in "--steps 3" "--variant both"; do
 	fi
 done
 
+# 8. A signal to rank 1 after runs finished: both end as interrupted, rank 1 saying its runs
+#    are in rank 0's results (not in '').
+many="--model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --profile off --stage 2 \
+--variant master --runs 100 --steps 2 --measure 1-2 --quiet --out $tmp/sig.csv"
+# shellcheck disable=SC2016,SC2086 # the rank's shell expands $$; lists of options
+timeout -k 5 120 mpirun -n 1 --oversubscribe $([ "$(id -u)" -ne 0 ] || echo --allow-run-as-root) \
+	"$bin" run $many : -n 1 sh -c '(sleep 4; kill -TERM $$) & exec "$0" "$@"' "$bin" run $many \
+	>/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "^muonbench: interrupted: the runs that finished are in rank 0's results$" "$tmp/err" &&
+	grep -q "^muonbench: interrupted: the runs that finished are in '$tmp/sig.csv'$" "$tmp/err" &&
+	! grep -q "in ''" "$tmp/err" && [ "$(wc -l <"$tmp/sig.csv")" -gt 2 ]; then
+	report ok "mpi: a signal to rank 1: it says its runs are in rank 0's results"
+else
+	report fail "mpi: a signal to rank 1: it says its runs are in rank 0's results" "exit $rc: $(grep muonbench "$tmp/err" | head -5)"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ]
