@@ -180,8 +180,8 @@ static void print_row(const struct mb_compared *c, const struct mb_compare_setti
 						: what);
 	if (h->ranked) { /* rank matched with rank: which, after the variant */
 		const struct mb_table *t = c->new_ ? c->new_table : c->base_table;
-		struct mb_field r[7] = { f[0], f[1], MB_FIELD_N("Rank", t->first->rank),
-					 f[2], f[3], f[4], f[5] };
+		struct mb_field r[7] = { f[0], f[1], MB_FIELD_N("Rank", t->first->rank), f[2], f[3],
+					 f[4], f[5] };
 
 		mb_printer(MB_FORMAT_MD)->record(r, 7, first);
 		return;

@@ -295,16 +295,16 @@ static const struct option options[] = {
 	{ "if-missing", NULL, FLAG, AT(if_missing), NULL, 0, 0, NULL, ON(MB_CMD_PROFILE),
 	  "measure only when the file is not there yet, or is of an older format (the "
 	  "cache's: or damaged) (make run uses it)" },
-#define PREDICT_OPTION(id, name, key, key2, help)      \
-	{ name,                                        \
-	  "X[,X...]",                                  \
-	  MB_PF_##id == MB_PF_HOLDS || MB_PF_##id == MB_PF_PEER_PCIE ? WORDS : REALS, \
-	  AT(profile_flags[MB_PF_##id]),               \
-	  NULL,                                        \
-	  0,                                           \
-	  0,                                           \
+#define PREDICT_OPTION(id, name, key, key2, help)                                       \
+	{ name,                                                                         \
+	  "X[,X...]",                                                                   \
+	  MB_PF_##id == MB_PF_HOLDS || MB_PF_##id == MB_PF_PEER_PCIE ? WORDS : REALS,   \
+	  AT(profile_flags[MB_PF_##id]),                                                \
+	  NULL,                                                                         \
+	  0,                                                                            \
+	  0,                                                                            \
 	  MB_PF_##id == MB_PF_HOLDS || MB_PF_##id == MB_PF_PEER_PCIE ? "on|off" : NULL, \
-	  ON(MB_CMD_PREDICT),                          \
+	  ON(MB_CMD_PREDICT),                                                           \
 	  help "; a list sweeps it" },
 	MB_PREDICT_FLAGS(PREDICT_OPTION)
 #undef PREDICT_OPTION
@@ -1189,10 +1189,23 @@ static void value_text(const struct mb_args *args, const struct option *o, char 
  * ranks agree on them (mb_args_run_option).
  */
 static const char *const rank_own[] = {
-	"ds-config", "pinned-alloc", "pinned-device-copy", "quiet",	       "cpus",
-	"membind",   "numa",	     "out",		  "rank",	       "format",
-	"tuning",    "platform",     "device",		  "device-mem-limit", "profile",
-	"help",	     "version",
+	"ds-config",
+	"pinned-alloc",
+	"pinned-device-copy",
+	"quiet",
+	"cpus",
+	"membind",
+	"numa",
+	"out",
+	"rank",
+	"format",
+	"tuning",
+	"platform",
+	"device",
+	"device-mem-limit",
+	"profile",
+	"help",
+	"version",
 };
 
 static bool is_rank_own(const struct option *o)

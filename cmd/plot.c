@@ -164,7 +164,8 @@ static int write_script(const char *path, const char *data, const char *image,
 	int err;
 
 	if (ch->nranks > 1)
-		snprintf(ranks, sizeof(ranks), ", rank 0 of %llu; bars: min-max over %zu ranks' runs",
+		snprintf(ranks, sizeof(ranks),
+			 ", rank 0 of %llu; bars: min-max over %zu ranks' runs",
 			 (unsigned long long)t->first->world_size, ch->nranks);
 	snprintf(title, sizeof(title), "%s on '%s' (%s)%s", t->first->model, t->first->device,
 		 t->first->driver, ranks);

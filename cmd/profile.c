@@ -173,8 +173,8 @@ int mb_cmd_profile(const struct mb_args *args)
 	if ((args->out && (err = mb_json_check_out(args->out))) ||
 	    (err = mb_setup_binding(args, &host)) || (err = mb_setup_device(args, &cl)))
 		return err;
-	if ((err = precisions(args, &cl.info, &s)) || (!args->out && (err = check_cache(&cl, path,
-											 sizeof(path))))) {
+	if ((err = precisions(args, &cl.info, &s)) ||
+	    (!args->out && (err = check_cache(&cl, path, sizeof(path))))) {
 		mb_cl_release(&cl);
 		return err;
 	}

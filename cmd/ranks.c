@@ -103,9 +103,9 @@ int mb_run_ranks_agree(struct mb_ranks *r, int err)
 		return mb_bad_input_kind(MB_KIND_SAID_ELSEWHERE, "rank %u of %u refused: %s", who,
 					 r->world_size, reason);
 	if (status == MB_RANK_REFUSED)
-		return who == r->rank ? mb_bad_input("%s", reason)
-				      : mb_bad_input("rank %u of %u: %s", who, r->world_size,
-						     reason);
+		return who == r->rank
+			       ? mb_bad_input("%s", reason)
+			       : mb_bad_input("rank %u of %u: %s", who, r->world_size, reason);
 	if (err) {
 		/* its own message: the agreement brought the lowest failed rank's */
 		mb_fail("%s", mine);

@@ -1165,9 +1165,10 @@ static int verdict(const struct grid *g)
 			"muonbench: the results could not be written to '%s'; they are in '%s'\n",
 			g->given_out, g->out);
 	if (g->interrupted || stop)
-		return g->out[0] ? mb_fail("interrupted: the runs that finished are in '%s'", g->out)
-				 : mb_fail("interrupted: the runs that finished are in rank 0's "
-					   "results");
+		return g->out[0]
+			       ? mb_fail("interrupted: the runs that finished are in '%s'", g->out)
+			       : mb_fail("interrupted: the runs that finished are in rank 0's "
+					 "results");
 	if (g->mismatched)
 		return mb_fail("self-check failed: the final states differ between runs, or a "
 			       "step-phase peak is not the plan's (see above)");

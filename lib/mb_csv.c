@@ -741,10 +741,10 @@ static uint64_t fnv(uint64_t h, const void *p, size_t len)
  */
 static uint64_t run_key(const struct mb_csv_row *row)
 {
-	uint64_t h = 1469598103934665603ull, n[6] = { row->world_size, row->rank,
-						      row->stage,      row->run,
-						      row->gather_budget_bytes,
-						      row->sub_group_size_elems };
+	uint64_t h = 1469598103934665603ull, n[6] = {
+		row->world_size,	  row->rank, row->stage, row->run, row->gather_budget_bytes,
+		row->sub_group_size_elems
+	};
 
 	h = fnv(h, row->timestamp_utc, strlen(row->timestamp_utc) + 1);
 	h = fnv(h, row->host, strlen(row->host) + 1);
@@ -786,14 +786,15 @@ static int check_once(struct reader *r, const struct mb_csv_row *row)
 	}
 	for (k = key % r->cap; r->keys[k]; k = (k + 1) % r->cap)
 		if (r->keys[k] == key)
-			return bad(r,
-				   "stage %llu %s run %llu of rank %llu of %llu, written at %s, again "
-				   "(line %u has it): a run's row written twice, or two rows "
-				   "claiming one rank",
-				   (unsigned long long)row->stage, row->variant,
-				   (unsigned long long)row->run, (unsigned long long)row->rank,
-				   (unsigned long long)row->world_size, row->timestamp_utc,
-				   r->key_lines[k]);
+			return bad(
+				r,
+				"stage %llu %s run %llu of rank %llu of %llu, written at %s, again "
+				"(line %u has it): a run's row written twice, or two rows "
+				"claiming one rank",
+				(unsigned long long)row->stage, row->variant,
+				(unsigned long long)row->run, (unsigned long long)row->rank,
+				(unsigned long long)row->world_size, row->timestamp_utc,
+				r->key_lines[k]);
 	r->keys[k] = key;
 	r->key_lines[k] = r->line;
 	r->nkeys++;

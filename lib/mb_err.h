@@ -21,10 +21,10 @@ enum mb_status {
 /* What kind of failure the last message records. */
 enum mb_err_kind {
 	MB_KIND_OTHER = 0,
-	MB_KIND_DEVICE_MEMORY, /* the device is out of memory, or of resources for a command */
-	MB_KIND_HOST_MEMORY,   /* the host is out of memory */
-	MB_KIND_OLD_FORMAT,    /* an input an older muonbench wrote: writing it anew mends it */
-	MB_KIND_DEVICE_LOST,   /* the device's context is dead: only opening it anew goes on */
+	MB_KIND_DEVICE_MEMORY,	/* the device is out of memory, or of resources for a command */
+	MB_KIND_HOST_MEMORY,	/* the host is out of memory */
+	MB_KIND_OLD_FORMAT,	/* an input an older muonbench wrote: writing it anew mends it */
+	MB_KIND_DEVICE_LOST,	/* the device's context is dead: only opening it anew goes on */
 	MB_KIND_SAID_ELSEWHERE, /* another process (MPI's rank 0) says it: this one stays quiet */
 };
 

@@ -133,8 +133,7 @@ static const char *check_number(const struct field *f, double d)
 	switch (f->kind) {
 	case RATE:
 	case LADDER:
-		return isfinite(d) && d >= RATE_MIN && d <= RATE_MAX ? NULL
-								       : "must be 1e-6 to 1e9";
+		return isfinite(d) && d >= RATE_MIN && d <= RATE_MAX ? NULL : "must be 1e-6 to 1e9";
 	case OPT_RATE:
 		return isfinite(d) && (d == 0 || (d >= RATE_MIN && d <= RATE_MAX))
 			       ? NULL

@@ -515,9 +515,11 @@ static void profile_round_trip(void **state)
 	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: must be 1e-6 to 1e9"));
 	/* every rate has a ceiling too, and a number too small to hold is not 0 */
 	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "2e9", "--momentum-gbs"), -MB_EINPUT);
-	assert_non_null(strstr(mb_errmsg(), "--momentum-gbs: must be 1e-6 to 1e9 (GB/s), got '2e9'"));
+	assert_non_null(
+		strstr(mb_errmsg(), "--momentum-gbs: must be 1e-6 to 1e9 (GB/s), got '2e9'"));
 	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "1e9", "--momentum-gbs"), 0);
-	assert_int_equal(mb_profile_set(&a, "pageable_exposed_frac", "1e-400", "--pageable-exposed"),
+	assert_int_equal(mb_profile_set(&a, "pageable_exposed_frac", "1e-400",
+					"--pageable-exposed"),
 			 -MB_EINPUT);
 	assert_non_null(strstr(mb_errmsg(), "'1e-400' is too small to hold"));
 	assert_int_equal(mb_profile_set(&a, "command_overhead_us", "1e7", "--overhead-us"),

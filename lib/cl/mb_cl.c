@@ -464,12 +464,14 @@ int mb_cl_no_device(void)
 	for (pi = 0; pi < np && pi < PLATFORMS_MAX; pi++) {
 		if (info_string(NULL, pids[pi], CL_PLATFORM_NAME, "CL_PLATFORM_NAME", &name))
 			continue;
-		if (strstr(name, "Portable Computing Language") && !pocl_cache_made(why, sizeof(why))) {
+		if (strstr(name, "Portable Computing Language") &&
+		    !pocl_cache_made(why, sizeof(why))) {
 			free(name);
-			return mb_bad_input("no OpenCL device found: PoCL (platform %u) lists none, as "
-					    "it cannot make its kernel cache %s (set POCL_CACHE_DIR, "
-					    "or XDG_CACHE_HOME or HOME, to a writable directory)",
-					    pi, why);
+			return mb_bad_input(
+				"no OpenCL device found: PoCL (platform %u) lists none, as "
+				"it cannot make its kernel cache %s (set POCL_CACHE_DIR, "
+				"or XDG_CACHE_HOME or HOME, to a writable directory)",
+				pi, why);
 		}
 		free(name);
 	}
