@@ -555,7 +555,10 @@ expect_error "report: a truncated file" 2 "truncated" report "$tmp/cut.csv"
 rows=$(($(wc -l <results/baseline-tiny.csv) - 1))
 cells=$(($("$bin" report --format csv results/baseline-tiny.csv | wc -l) - 1))
 reps=$((30000 / rows))
-awk -v reps="$reps" 'NR == 1 { print; next } { row[NR] = $0 } END { for (i = 0; i < reps; i++) for (r in row) print row[r] }' \
+# (each repetition written at another time: a row that a file has twice is refused)
+awk -F, -v OFS=, -v reps="$reps" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "timestamp_utc") t = i; print; next }
+	{ row[NR] = $0 }
+	END { for (i = 0; i < reps; i++) for (r in row) { $0 = row[r]; $t = sprintf("2026-11-%02dT%02d:%02d:00Z", 1 + int(i / 60 / 24), int(i / 60) % 24, i % 60); print } }' \
 	results/baseline-tiny.csv >"$tmp/long.csv"
 if ldd "$bin" 2>/dev/null | grep -q libasan; then
 	report ok "report and compare: 30,000 rows under a 150 MB address space # skip under ASan"
@@ -589,9 +592,10 @@ for edit in "iter_mean_s|-5|expected seconds (a finite number >= 0) or nothing, 
 		 NR == 3 { $c = value } { print }' results/baseline-tiny.csv >"$tmp/edited.csv"
 	expect_error "report: a hand-edited $column '$value' is refused" 2 "edited.csv:3: column '$column': $msg" report "$tmp/edited.csv"
 done
-awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "status") s = i; if ($i == "reason") r = i }; print; next }
-	{ print } NR == 3 { $s = "interrupted"; $r = "stopped by a signal after 3 of 6 steps"; print }
-	NR == 4 { $s = "interrupted"; $r = "stopped by a signal after 5 of 6 steps"; print }' results/baseline-tiny.csv >"$tmp/int.csv"
+# (the interrupted rows of other invocations, written at other times)
+awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "status") s = i; if ($i == "reason") r = i; if ($i == "timestamp_utc") t = i }; print; next }
+	{ print } NR == 3 { $s = "interrupted"; $r = "stopped by a signal after 3 of 6 steps"; $t = "2026-12-02T00:00:03Z"; print }
+	NR == 4 { $s = "interrupted"; $r = "stopped by a signal after 5 of 6 steps"; $t = "2026-12-02T00:00:04Z"; print }' results/baseline-tiny.csv >"$tmp/int.csv"
 "$bin" report "$tmp/int.csv" >"$tmp/out" 2>&1
 if grep -qF "| 1 | pin | (also an interrupted run: stopped by a signal after 3 of 6 steps) |" "$tmp/out"; then
 	report ok "report: also an interrupted run"
@@ -1757,7 +1761,7 @@ fi
 expect_output "predict: one layer is 1 layer" "# Predicted: tiny (builtin tiny), 1 layer, from" predict --model tiny --layers 1 --stage 2 --variant master
 expect_error "predict: --peer-shares-pcie takes each value once, as every list" 2 "--peer-shares-pcie: 'on' twice in 'on,on' (a list takes each value once)" predict --model tiny --peer-shares-pcie on,on
 expect_error "predict: a number too small to hold is refused, not read as 0" 2 "--pageable-exposed: '1e-400' is too small to hold" predict --model tiny --pageable-exposed 1e-400
-expect_error "predict: a signed number says it takes no sign" 2 "--pageable-exposed: invalid number '-0' (a decimal number without a sign" predict --model tiny --pageable-exposed -0
+expect_error "predict: a signed number says it takes no sign" 2 "--pageable-exposed: invalid number '-0': a number takes no sign (of the copy's time)" predict --model tiny --pageable-exposed -0
 for args in "--version" "run --help" "plan --help"; do
 	# shellcheck disable=SC2086 # a command and its option
 	"$bin" $args >/dev/full 2>"$tmp/err"
