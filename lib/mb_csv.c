@@ -741,15 +741,25 @@ static uint64_t fnv(uint64_t h, const void *p, size_t len)
  */
 static uint64_t run_key(const struct mb_csv_row *row)
 {
-	uint64_t h = 1469598103934665603ull, n[6] = {
-		row->world_size,	  row->rank, row->stage, row->run, row->gather_budget_bytes,
-		row->sub_group_size_elems
-	};
+	const char *text[] = { row->timestamp_utc, row->host,	     row->model,
+			       row->device,	   row->variant,     row->pin_memory,
+			       row->writeback_dep, row->param_order, row->momentum_dtype,
+			       row->ns_method,	   row->ns_precision, row->params_back,
+			       row->zero3_apply,   row->fwd_bwd,     row->grad_clip };
+	uint64_t h = 1469598103934665603ull,
+		 n[] = { row->world_size,	  row->rank,
+			 row->stage,		  row->run,
+			 row->runs,		  row->steps,
+			 row->layers,		  row->seed,
+			 row->seq,		  row->micro_batch,
+			 row->gather_budget_bytes, row->sub_group_size_elems,
+			 row->reduce_bucket_size,  row->pin_chunk_bytes };
+	size_t k;
 
-	h = fnv(h, row->timestamp_utc, strlen(row->timestamp_utc) + 1);
-	h = fnv(h, row->host, strlen(row->host) + 1);
-	h = fnv(h, row->model, strlen(row->model) + 1);
-	h = fnv(h, row->variant, strlen(row->variant) + 1);
+	for (k = 0; k < sizeof(text) / sizeof(text[0]); k++)
+		h = fnv(h, text[k], strlen(text[k]) + 1);
+	for (k = 0; mb_knobs[k].field; k++)
+		h = fnv(h, row->knob[k], strlen(row->knob[k]) + 1);
 	h = fnv(h, n, sizeof(n));
 	return h ? h : 1;
 }
