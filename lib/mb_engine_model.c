@@ -204,8 +204,9 @@ static int host_wait(struct model_engine *s, size_t c)
 		return 0;
 	if (s->v[c - 1].state != DONE && (err = advance(s, c, 0)))
 		return err;
-	if (s->v[c - 1].end > s->host)
-		s->host = s->v[c - 1].end;
+	/* the host wakes a latency after the command ends */
+	if (s->v[c - 1].end + 1e-6 * s->prof->command_latency_us > s->host)
+		s->host = s->v[c - 1].end + 1e-6 * s->prof->command_latency_us;
 	return 0;
 }
 

@@ -27,6 +27,7 @@ enum kind {
 	FRACTION,  /* double, 0 to 1; a file may leave it out (0) */
 	OPT_RATE,  /* double, 0 (not modelled) or more, finite; a file may leave it out (0) */
 	OPT_BOOL,  /* a file may leave it out (false) */
+	OPT_TIME,  /* a TIME a file may leave out (0) */
 };
 
 struct field {
@@ -61,6 +62,7 @@ static const struct field fields[] = {
 	{ "host_opt_gbs", RATE, AT(host_opt_gbs), "GB/s" },
 	{ "memcpy_gbs", RATE, AT(memcpy_gbs), "GB/s" },
 	{ "command_overhead_us", TIME, AT(command_overhead_us), "us" },
+	{ "command_latency_us", OPT_TIME, AT(command_latency_us), "us" },
 	{ "peer_gbs", OPT_RATE, AT(peer_gbs), "GB/s" },
 	{ "peer_shares_pcie", OPT_BOOL, AT(peer_shares_pcie), "" },
 };
@@ -139,6 +141,7 @@ static const char *check_number(const struct field *f, double d)
 			       ? NULL
 			       : "must be 0 (not modelled) or 1e-6 to 1e9";
 	case TIME:
+	case OPT_TIME:
 		return isfinite(d) && d >= 0 && d <= TIME_MAX ? NULL : "must be 0 to 1e6";
 	case FRACTION:
 		return isfinite(d) && d >= 0 && d <= 1 ? NULL : "must be a number from 0 to 1";
@@ -285,6 +288,7 @@ static int read_field(const struct reader *r, struct mb_profile *p, const struct
 		return 0;
 	case RATE:
 	case TIME:
+	case OPT_TIME:
 	case FRACTION:
 	case OPT_RATE:
 		if (!cJSON_IsNumber(v))
@@ -354,7 +358,8 @@ static int read_tree(const struct reader *r, struct mb_profile *p)
 	for (i = 0; i < NFIELDS; i++)
 		if (!seen[i] && fields[i].kind == PRECISION)
 			snprintf(at(p, &fields[i]), fields[i].size, "fp32");
-		else if (!seen[i] && (fields[i].kind == FRACTION || fields[i].kind == OPT_RATE))
+		else if (!seen[i] && (fields[i].kind == FRACTION || fields[i].kind == OPT_RATE ||
+				      fields[i].kind == OPT_TIME))
 			*(double *)at(p, &fields[i]) = 0;
 		else if (!seen[i] && fields[i].kind == OPT_BOOL)
 			*(bool *)at(p, &fields[i]) = false;
@@ -451,6 +456,7 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 		return 0;
 	case RATE:
 	case TIME:
+	case OPT_TIME:
 	case FRACTION:
 	case OPT_RATE:
 	case LADDER:

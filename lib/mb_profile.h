@@ -79,7 +79,12 @@ struct mb_profile {
 	double host_opt_gbs; /* the host optimizer's bytes read and written (mb_hostopt_bytes) */
 	double memcpy_gbs;   /* the host's streaming passes: clipping, the ZeRO-3 cast */
 
-	double command_overhead_us; /* added to each device command; 0: none */
+	/* a device command's own time beyond its work, as its events see it; 0: none */
+	double command_overhead_us;
+	/* what the host loses waiting on a command beyond the command's own time (the
+	 * launch and the wake-up, as the host clock sees them); 0: none, as a file
+	 * without it says */
+	double command_latency_us;
 
 	/*
 	 * The link between the ranks' GPUs that their collectives take (NVLink,

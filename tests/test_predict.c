@@ -430,6 +430,25 @@ static void command_overhead(void **state)
 }
 
 /*
+ * 0.5 s of latency a wait: the host of master's apply waits twice (each
+ * batch's writeback), 1 s more; the commands' own times, the phases, stay.
+ */
+static void command_latency(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t0, t;
+
+	(void)state;
+	t0 = predict(2, MB_MASTER, false, &p);
+	p.command_latency_us = 500000;
+	t = predict(2, MB_MASTER, false, &p);
+	assert_secs(t.apply_s, t0.apply_s + 1);
+	assert_secs(t.phase.h2d_s, t0.phase.h2d_s);
+	assert_secs(t.phase.d2h_s, t0.phase.d2h_s);
+	assert_secs(t.phase.ns_s, t0.phase.ns_s);
+}
+
+/*
  * Newton-Schulz at the rate of its size: each 1000x1000 matrix is 3e10 FLOPs
  * (3 s at the hand profile's 10 GFLOP/s). On a ladder of 10 GFLOP/s at 3e9
  * and 1000 at 3e11, 3e10 is half way in log FLOPs, so the rate is half way
@@ -550,8 +569,9 @@ static void profile_round_trip(void **state)
 	assert_string_equal(mb_profile_key(0), "name");
 	assert_string_equal(mb_profile_key(12), "ns_gram_precision");
 	assert_string_equal(mb_profile_key(15), "norm_gbs");
-	assert_non_null(mb_profile_key(23));
-	assert_null(mb_profile_key(24));
+	assert_string_equal(mb_profile_key(22), "command_latency_us");
+	assert_non_null(mb_profile_key(24));
+	assert_null(mb_profile_key(25));
 	/* the GPUs' link: 0 (not modelled) where a file leaves it out, as the shipped one */
 	assert_true(a.peer_gbs == 0 && !a.peer_shares_pcie);
 	assert_int_equal(mb_profile_set(&a, "peer_gbs", "-1", "--peer-gbs"), -MB_EINPUT);
@@ -946,6 +966,7 @@ int main(void)
 		cmocka_unit_test(zero3_by_hand),
 		cmocka_unit_test(zero3_batched_by_hand),
 		cmocka_unit_test(command_overhead),
+		cmocka_unit_test(command_latency),
 		cmocka_unit_test(backward_by_hand),
 		cmocka_unit_test(norm_at_its_own_rate),
 		cmocka_unit_test(profile_round_trip),
