@@ -55,6 +55,7 @@ static struct mb_step_settings settings(unsigned stage, enum mb_variant v)
 		.pin_memory = true,
 		.seed = 7,
 		.optim = MB_OPTIM_DEFAULTS,
+		.race_check = true, /* both engines race-checked as they run */
 	};
 	return s;
 }
