@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "mb_compare.h"
+#include "mb_device.h"
 #include "mb_knob.h"
 #include "mb_plan.h"
 #include "mb_variant.h"

@@ -31,7 +31,7 @@
 #include "mb_devmem.h"
 #include "mb_err.h"
 #include "mb_fit.h"
-#include "mb_fwdbwd.h"
+#include "mb_fwdbwd_cl.h"
 #include "mb_host.h"
 #include "mb_num.h"
 #include "mb_phase.h"

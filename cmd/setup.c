@@ -15,7 +15,7 @@
 #include "mb_config.h"
 #include "mb_err.h"
 #include "mb_step.h"
-#include "mb_tuning.h"
+#include "mb_tuning_cl.h"
 
 int mb_setup_model(const struct mb_args *args, struct mb_model *m)
 {

@@ -2,7 +2,7 @@
  * mb_csv: the column table, and whole-row appends.
  */
 #include "mb_csv.h"
-#include "mb_devmem.h"
+#include "mb_device.h"
 #include "mb_phase.h"
 #include "mb_plan.h"
 #include "mb_variant.h"

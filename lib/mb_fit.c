@@ -13,7 +13,6 @@
 #include "mb_err.h"
 #include "mb_fwdbwd.h"
 #include "mb_num.h"
-#include "mb_step.h"
 
 enum shortfall {
 	SHORT_HOST = 1,	  /* the host buffers are more than the host has */

@@ -11,7 +11,7 @@
 #include "mb_model.h"
 #include "mb_plan.h"
 #include "mb_profile.h"
-#include "mb_step.h"
+#include "mb_sched.h"
 
 /*
  * Predict one step of model M (a step after the first: ZeRO-3's first makes

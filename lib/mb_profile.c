@@ -12,7 +12,7 @@
 
 #include "mb_embedded.h"
 #include "mb_err.h"
-#include "mb_gemm16.h"
+#include "mb_ns.h"
 #include "mb_json.h"
 #include "mb_num.h"
 #include "mb_tuning.h"

@@ -1,7 +1,7 @@
 /*
  * mb_tuning: CLBlast's kernel parameters for one device, kept in a small
  * JSON file keyed by the device (platform, device name, driver version) and
- * applied with CLBlastOverrideParameters before any GEMM.
+ * applied with CLBlastOverrideParameters before any GEMM (mb_tuning_cl).
  *
  * A tuning file comes from `muonbench tune`, which runs CLBlast's own tuners
  * and reads the JSON they write (mb_tuning_read_tuner). `--tuning auto`
@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "mb_cl.h"
+#include "mb_device.h"
 
 #define MB_TUNING_VERSION     1
 #define MB_TUNING_KERNELS_MAX 8
@@ -83,9 +83,6 @@ void mb_tuning_set_key(struct mb_tuning *t, const struct mb_cl_device_info *d);
 
 /* Add or replace K in T. */
 void mb_tuning_put(struct mb_tuning *t, const struct mb_tuning_kernel *k);
-
-/* Apply every kernel of T to CL's device. A refusal names the kernel and CLBlast's status. */
-int mb_tuning_apply(const struct mb_tuning *t, const struct mb_cl *cl);
 
 /*
  * Read a JSON file that one of CLBlast's tuners wrote (clblast_xgemm_1_32.json):

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "mb_err.h"
-#include "mb_fwdbwd.h"
+#include "mb_fwdbwd_cl.h"
 #include "mb_ledger.h"
 #include "mb_model.h"
 

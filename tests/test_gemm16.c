@@ -23,8 +23,8 @@
 #include "mb_err.h"
 #include "mb_gemm16.h"
 #include "mb_ledger.h"
-#include "mb_ns.h"
-#include "mb_rng.h"
+#include "mb_ns_cl.h"
+#include "mb_rng_cl.h"
 
 #include "device.h"
 

@@ -19,9 +19,9 @@
 
 #include "mb_err.h"
 #include "mb_ledger.h"
-#include "mb_ns.h"
+#include "mb_ns_cl.h"
 #include "mb_nsbench.h"
-#include "mb_rng.h"
+#include "mb_rng_cl.h"
 
 #include "device.h"
 

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "mb_ns.h"
+#include "mb_ns_cl.h"
 
 #define TOLERANCE 1e-6
 

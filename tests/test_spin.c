@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "device.h"
-#include "mb_ns.h"
+#include "mb_ns_cl.h"
 #include "mb_spin.h"
 
 /* The device time of one spin of SECONDS: the closest to it of three tries. */

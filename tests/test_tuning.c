@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "mb_err.h"
-#include "mb_tuning.h"
+#include "mb_tuning_cl.h"
 
 #define TUNER "tests/data/tuner/"
 

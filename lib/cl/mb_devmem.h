@@ -25,13 +25,9 @@
 #include <stdint.h>
 
 #include "mb_cl.h"
+#include "mb_device.h"
 
 #define MB_DEVMEM_PERIOD_US 5000
-
-/* Where the figure comes from (a list, mb_words.h). */
-#define MB_DEVMEM_SOURCES(X, SEP) X(NONE, "none") SEP X(NVML, "nvml") SEP X(AMD, "amd")
-#define MB_DEVMEM_ENUM_(e, ...)	  MB_DEVMEM_##e,
-enum mb_devmem_source { MB_DEVMEM_SOURCES(MB_DEVMEM_ENUM_, ) MB_NDEVMEM_SOURCES };
 
 extern const char *const mb_devmem_source_names[MB_NDEVMEM_SOURCES];
 
@@ -60,11 +56,6 @@ void mb_devmem_open(struct mb_devmem *dm, const struct mb_cl *cl);
 int mb_devmem_used(const struct mb_devmem *dm, uint64_t *used);
 
 void mb_devmem_close(struct mb_devmem *dm);
-
-/* Whether pinned host memory also takes device memory (a list, mb_words.h). */
-#define MB_PINNED_COPIES(X, SEP)     X(UNKNOWN, "unknown") SEP X(YES, "yes") SEP X(NO, "no")
-#define MB_PINNED_COPY_ENUM_(e, ...) MB_PINNED_COPY_##e,
-enum mb_pinned_copy { MB_PINNED_COPIES(MB_PINNED_COPY_ENUM_, ) MB_NPINNED_COPIES };
 
 extern const char *const mb_pinned_copy_names[MB_NPINNED_COPIES];
 

@@ -10,8 +10,8 @@
 
 #include "mb_clock.h"
 #include "mb_err.h"
-#include "mb_fwdbwd.h"
-#include "mb_rng.h"
+#include "mb_fwdbwd_cl.h"
+#include "mb_rng_cl.h"
 
 struct cl_engine {
 	struct mb_engine base; /* first: the engine is this struct */

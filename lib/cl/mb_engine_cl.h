@@ -12,7 +12,7 @@
 #include "mb_hostmem.h"
 #include "mb_ledger.h"
 #include "mb_model.h"
-#include "mb_ns.h"
+#include "mb_ns_cl.h"
 
 /*
  * A new OpenCL engine into *OUT (mb_engine_destroy frees it) on CL's

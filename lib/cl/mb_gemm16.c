@@ -23,7 +23,6 @@
 static const unsigned path_tile[MB_GEMM16_NPATHS] = { 64, 128, 128 };
 static const unsigned path_threads[MB_GEMM16_NPATHS] = { 128, 256, 256 };
 
-const char *const mb_precision_names[MB_NPRECISIONS] = { MB_PRECISIONS(MB_NAME_, ) };
 const char *const mb_gemm16_path_names[MB_GEMM16_NPATHS] = { MB_GEMM16_PATHS(MB_NAME_, ) };
 
 static const char *const path_options[MB_GEMM16_NPATHS] = {

@@ -21,15 +21,8 @@
 #include <stdint.h>
 
 #include "mb_cl.h"
+#include "mb_ns.h"
 #include "mb_words.h"
-
-/* Newton-Schulz's precisions (a list, mb_words.h): fp32 on CLBlast, bf16 and fp16 ours. */
-#define MB_PRECISIONS(X, SEP)	   X(FP32, "fp32") SEP X(BF16, "bf16") SEP X(FP16, "fp16")
-#define MB_PRECISION_ENUM_(e, ...) MB_PREC_##e,
-enum mb_precision { MB_PRECISIONS(MB_PRECISION_ENUM_, ) MB_NPRECISIONS };
-
-/* "fp32", "bf16", "fp16" */
-extern const char *const mb_precision_names[MB_NPRECISIONS];
 
 #define MB_GEMM16_PATHS(X, SEP) \
 	X(PORTABLE, "portable") SEP X(MMA, "mma") SEP X(MMA_EMUL, "mma-emul")

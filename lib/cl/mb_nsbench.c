@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "mb_err.h"
-#include "mb_rng.h"
+#include "mb_rng_cl.h"
 
 static int finish(const struct mb_nsbench *b)
 {

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mb_ns.h"
+#include "mb_ns_cl.h"
 #include "mb_stats.h"
 
 struct mb_nsbench_settings {

@@ -15,7 +15,7 @@
 #include "mb_ledger.h"
 #include "mb_ns.h"
 #include "mb_nsbench.h"
-#include "mb_rng.h"
+#include "mb_rng_cl.h"
 #include "mb_spin.h"
 #include "mb_stats.h"
 

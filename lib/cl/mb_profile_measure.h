@@ -42,7 +42,7 @@
 #include <stdint.h>
 
 #include "mb_cl.h"
-#include "mb_ns.h"
+#include "mb_ns_cl.h"
 #include "mb_profile.h"
 
 /* What the measuring took, and which figures the time bound cut. */

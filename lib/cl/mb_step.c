@@ -12,7 +12,7 @@
 
 #include "mb_engine_cl.h"
 #include "mb_err.h"
-#include "mb_fwdbwd.h"
+#include "mb_fwdbwd_cl.h"
 #include "mb_num.h"
 #include "mb_rng.h"
 #include "mb_sched.h"

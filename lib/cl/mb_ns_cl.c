@@ -1,8 +1,8 @@
 /*
- * mb_ns: momentum and Newton-Schulz by either method on the device
+ * mb_ns_cl: momentum and Newton-Schulz by either method on the device
  * (kernels/muon.cl and CLBlast), and the float64 host reference of each.
  */
-#include "mb_ns.h"
+#include "mb_ns_cl.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -12,44 +12,6 @@
 #include <clblast_c.h>
 
 #include "mb_err.h"
-
-#define SCRATCH_FLOATS (MB_NS_PARTIALS + 1) /* partial sums, then 1 / norm */
-
-/* mb_ns_flops's count of the Gram method and iterate_gram's schedule go together */
-_Static_assert(MB_NS_ITERATIONS == 5 && MB_NS_RESTART == 2,
-	       "recount the Gram method's FLOPs in mb_ns_flops");
-
-const char *const mb_ns_method_names[MB_NS_NMETHODS] = { MB_NS_METHODS(MB_NAME_, ) };
-
-/* Whether METHOD runs the Gram iteration on ROWS x COLS: not on a square matrix. */
-static bool gram_iteration(enum mb_ns_method method, uint64_t rows, uint64_t cols)
-{
-	return method == MB_NS_GRAM && rows != cols;
-}
-
-uint64_t mb_ns_flops(uint64_t rows, uint64_t cols, enum mb_ns_method method)
-{
-	unsigned __int128 m = rows < cols ? rows : cols, n = rows < cols ? cols : rows, flops;
-
-	if (gram_iteration(method, rows, cols))
-		flops = 8 * m * m * n + 28 * m * m * m;
-	else
-		flops = MB_NS_ITERATIONS * (4 * m * m * n + 2 * m * m * m);
-	return flops > UINT64_MAX ? UINT64_MAX : (uint64_t)flops;
-}
-
-uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols, enum mb_ns_method method)
-{
-	uint64_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
-	uint64_t squares = gram_iteration(method, rows, cols) ? 4 : 2;
-
-	return sizeof(float) * (2 * m * n + squares * m * m + SCRATCH_FLOATS);
-}
-
-float mb_ns_scale(uint64_t rows, uint64_t cols)
-{
-	return (float)sqrt(fmax(1.0, (double)rows / (double)cols));
-}
 
 /*
  * Where the matrices and the scratch sit in the workspace, in floats: X and
@@ -65,7 +27,7 @@ static struct layout layout_of(uint64_t rows, uint64_t cols, enum mb_ns_method m
 {
 	struct layout w;
 
-	w.gram = gram_iteration(method, rows, cols);
+	w.gram = mb_ns_gram_iteration(method, rows, cols);
 	w.m = rows < cols ? rows : cols;
 	w.n = rows < cols ? cols : rows;
 	w.x = 0;
@@ -723,28 +685,6 @@ const char *mb_ns_kernel_name(const struct mb_ns *ns)
 	};
 
 	return names[ns->gemm16.path];
-}
-
-/*
- * Measured on PoCL (tests/test_gemm16.c's shapes 64x64 .. 1x1, and ns
- * --verify on 256x768, 1024x1024, 1000x3000, 768x256, 131x67), either
- * method, relative Frobenius error against float64 on the unrounded input:
- * bf16 at most 2.3e-2 (1.1e-2 to 1.2e-2 on the large shapes), fp16 at most
- * 3.7e-3 (1.1e-3 to 1.6e-3); the float64 reference on the input rounded to
- * the precision alone is off by 3.3e-3 (bf16) and 4.3e-4 (fp16): every one
- * of the iteration's GEMMs rounds its result, about 7x that. The bounds are
- * twice the largest measured.
- */
-double mb_ns_tolerance(enum mb_precision precision)
-{
-	switch (precision) {
-	case MB_PREC_BF16:
-		return 5e-2;
-	case MB_PREC_FP16:
-		return 1e-2;
-	default:
-		return 1e-4;
-	}
 }
 
 enum mb_precision mb_ns_precision_auto(const struct mb_cl_device_info *info,

@@ -21,7 +21,7 @@
 #include "mb_hostopt.h"
 #include "mb_ledger.h"
 #include "mb_model.h"
-#include "mb_ns.h"
+#include "mb_ns_cl.h"
 #include "mb_phase.h"
 #include "mb_plan.h"
 #include "mb_sched.h"

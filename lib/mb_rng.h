@@ -3,14 +3,12 @@
  *
  * Element i of stream s under seed k is a pure function of (k, s, i): a
  * float uniform in [-1, 1) with 24 random bits, exactly the value the
- * device's fill_uniform produces; and the device fill itself.
+ * device's fill_uniform produces (mb_rng_cl fills a device buffer with them).
  */
 #ifndef MB_RNG_H
 #define MB_RNG_H
 
 #include <stdint.h>
-
-#include "mb_cl.h"
 
 /* splitmix64's finalizer. */
 static inline uint64_t mb_mix64(uint64_t z)
@@ -26,12 +24,5 @@ static inline float mb_uniform(uint64_t seed, uint64_t stream, uint64_t i)
 
 	return (float)(uint32_t)(h >> 40) * (1.0f / 8388608.0f) - 1.0f;
 }
-
-/*
- * Enqueue on the compute queue: BUF[off + i] = scale * mb_uniform(seed,
- * stream, first + i) for i < N (offsets in floats).
- */
-int mb_rng_fill(const struct mb_cl *cl, cl_mem buf, uint64_t off, uint64_t n, uint64_t seed,
-		uint64_t stream, uint64_t first, float scale);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * mb_fwdbwd: the GEMMs of a checkpointed forward and backward on the model's
+ * mb_fwdbwd_cl: the GEMMs of a checkpointed forward and backward on the model's
  * own shapes.
  *
  * CLBlast passes sizes, leading dimensions and offsets to its kernels as
@@ -9,7 +9,7 @@
  * values are zeros and never read, every chunk works on the first rows of
  * the token-major buffers: the same work, at offsets an int can hold.
  */
-#include "mb_fwdbwd.h"
+#include "mb_fwdbwd_cl.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /*
- * mb_rng: filling device buffers with the counter-based random numbers.
+ * mb_rng_cl: filling device buffers with the counter-based random numbers.
  */
-#include "mb_rng.h"
+#include "mb_rng_cl.h"
 
 int mb_rng_fill(const struct mb_cl *cl, cl_mem buf, uint64_t off, uint64_t n, uint64_t seed,
 		uint64_t stream, uint64_t first, float scale)

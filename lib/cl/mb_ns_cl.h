@@ -1,32 +1,14 @@
 /*
- * mb_ns: the Muon update on the device: momentum with its Nesterov update,
- * and Newton-Schulz orthogonalization with CLBlast's SGEMM.
- *
- * Newton-Schulz, in either of DeepSpeed's two methods (original_muon.py),
- * both fp32: transpose so rows <= cols (m x n, m = min, n = max); X = G /
- * (|G|_F + 1e-7); five iterations with (a, b, c) = (3.4445, -4.7750,
- * 2.0315); transpose back; scale by sqrt(max(1, rows/cols)).
- *
- * - standard (zeropower_via_newtonschulz5): five times A = X Xᵀ,
- *   B = b A + c A A, X = a X + B X.
- * - gram (zeropower_via_gram_newtonschulz): on a square matrix the standard
- *   iteration, the same commands; otherwise it iterates on the m x m Gram
- *   matrix R = X Xᵀ and keeps the product Q of the iterations' polynomials
- *   in R, with a restart at iteration 2 (X = Q X, R = X Xᵀ):
- *       R = X Xᵀ; Q = none
- *       for i in 0..4:
- *           if i == 2: X = Q X; R = X Xᵀ; Q = none
- *           Z = b R + c R R
- *           Q = Q is none ? Z + a I : a Q + Z Q
- *           if i < 4 and i + 1 != 2: RZ = a R + Z R; R = a RZ + Z RZ
- *       X = Q X
+ * mb_ns_cl: the Muon update on the device: momentum with its Nesterov
+ * update, and Newton-Schulz orthogonalization (mb_ns: the methods, their
+ * FLOPs and workspace) with CLBlast's SGEMM or our 16-bit GEMM (mb_gemm16).
  *
  * The workspace (X, the next X, the m x m matrices, the norm's partial
  * sums) is one ledger buffer, sized once for a set of shapes by
  * mb_ns_reserve; CLBlast's temporary buffer is a second one ("clblast.temp").
  */
-#ifndef MB_NS_H
-#define MB_NS_H
+#ifndef MB_NS_CL_H
+#define MB_NS_CL_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,51 +16,8 @@
 #include "mb_cl.h"
 #include "mb_gemm16.h"
 #include "mb_ledger.h"
+#include "mb_ns.h"
 #include "mb_spin.h"
-#include "mb_words.h"
-
-#define MB_NS_ITERATIONS 5
-#define MB_NS_EPS	 1e-7f
-#define MB_NS_A		 3.4445f
-#define MB_NS_B		 (-4.7750f)
-#define MB_NS_C		 2.0315f
-#define MB_NS_PARTIALS	 64 /* work-groups of the norm's reduction */
-#define MB_NS_RESTART	 2  /* the Gram method's restart iteration */
-
-/* The Newton-Schulz methods, gram first: DeepSpeed's default (a list, mb_words.h). */
-#define MB_NS_METHODS(X, SEP) X(GRAM, "gram") SEP X(STANDARD, "standard")
-#define MB_NS_ENUM_(e, ...)   MB_NS_##e,
-enum mb_ns_method { MB_NS_METHODS(MB_NS_ENUM_, ) MB_NS_NMETHODS };
-
-/* Their names, as options and results spell them: "gram", "standard". */
-extern const char *const mb_ns_method_names[MB_NS_NMETHODS];
-
-/*
- * FLOPs of Newton-Schulz by METHOD on one ROWS x COLS matrix, 2 m n k for
- * each GEMM of an m x k by a k x n matrix and nothing for the rest (the
- * norm, the copies, the scalings, the Gram method's a I), m = min, n = max:
- * - standard, and gram on a square matrix: per iteration X Xᵀ 2m²n, A A
- *   2m³, B X 2m²n: 5 (4 m² n + 2 m³);
- * - gram, m < n: X Xᵀ at the start and at the restart, Q X at the restart
- *   and at the end: 4 x 2m²n; Z's R R in each of the 5 iterations, Q's Z Q
- *   in the 3 that do not start Q, the two GEMMs of R's update in the 3
- *   iterations that are neither the last nor the one before the restart:
- *   (5 + 3 + 2 x 3) x 2m³. In all 8 m² n + 28 m³.
- * UINT64_MAX when that does not fit (dimensions are at most 2^24 each).
- */
-uint64_t mb_ns_flops(uint64_t rows, uint64_t cols, enum mb_ns_method method);
-
-/*
- * Device workspace of Newton-Schulz by METHOD on one ROWS x COLS matrix, in
- * bytes, fp32: X and the next X (m x n each); the standard method's A and B
- * (m x m each), the Gram method's R, Z, Q and the next Q or RZ (m x m each;
- * a square matrix takes the standard's); and the norm's MB_NS_PARTIALS
- * partial sums and its result; m = min, n = max.
- */
-uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols, enum mb_ns_method method);
-
-/* The final scale of a ROWS x COLS update: sqrt(max(1, rows / cols)). */
-float mb_ns_scale(uint64_t rows, uint64_t cols);
 
 struct mb_ns {
 	const struct mb_cl *cl;
@@ -226,14 +165,6 @@ int mb_ns_sumsq_bf16(struct mb_ns *ns, cl_command_queue q, cl_mem x, uint64_t of
  * "ns_spin" in calibrated mode.
  */
 const char *mb_ns_kernel_name(const struct mb_ns *ns);
-
-/*
- * The largest relative Frobenius error against mb_ns_reference (float64 on
- * the unrounded input) that Newton-Schulz at PRECISION may show, by either
- * method: fp32 1e-4; bf16 and fp16 from the error measured on the tests'
- * and ns's shapes, with a margin (mb_ns.c says what was measured).
- */
-double mb_ns_tolerance(enum mb_precision precision);
 
 /*
  * Pure: the precision DeepSpeed runs METHOD in, where the device INFO
