@@ -2,7 +2,8 @@
 #
 #   make            build build/muonbench (installing missing packages first)
 #   make run        the main job
-#   make test       build and run the tests
+#   make test       build and run the tests (and check the C files' format)
+#   make format     clang-format every C file in place (.clang-format)
 #   make bench      time Newton-Schulz on the device (muonbench ns)
 #   make baseline   write results/baseline-tiny.csv anew (CI compares against it)
 #   make asan       the tests under AddressSanitizer and UBSan (in build-asan/)
@@ -182,7 +183,15 @@ $(NVML_STUB): tests/nvml_stub.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -shared -o $@ $<
 
-test: $(BIN) $(TESTS) $(VARIANT_BIN) $(SHIM) $(NVML_STUB)
+# Every C file in .clang-format's style (scripts/format.sh: skipped, with a
+# note, without clang-format 14); make format fixes what it lists.
+format-check:
+	@scripts/format.sh --check
+
+format:
+	scripts/format.sh
+
+test: $(BIN) $(TESTS) $(VARIANT_BIN) $(SHIM) $(NVML_STUB) format-check
 	@BASELINE="$(BASELINE)" BASELINE_ARGS="$(BASELINE_ARGS)" VARIANT_BIN="$(VARIANT_BIN)" \
 		SHIM="$(SHIM)" NVML_STUB="$(NVML_STUB)" MPI_FOUND="$(MPI_FOUND)" \
 		tests/run.sh $(BIN) $(TESTS)
@@ -265,6 +274,6 @@ clean:
 	rm -rf build build-asan build-fuzz
 
 FORCE:
-.PHONY: all deps man run bench noise stability baseline test asan fuzz fuzz-deps valgrind install uninstall clean FORCE
+.PHONY: all deps man run bench noise stability baseline test format format-check asan fuzz fuzz-deps valgrind install uninstall clean FORCE
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

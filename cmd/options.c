@@ -150,9 +150,9 @@ static const struct option options[] = {
 	{ option, words, CHOICE, AT(knob[MB_KNOB_##id]), dflt, 0, 0, words, STEP_CMDS, help },
 	MB_STEP_KNOBS(KNOB_OPTION_)
 #undef KNOB_OPTION_
-	{ "fwd-bwd", "on|off", CHOICE, AT(fwd_bwd), "on", 0, 0, "on|off", MODEL_CMDS,
-	  "run a synthetic forward and backward (GEMMs on the model's shapes, gradient "
-	  "checkpointing) before each step's gradients" },
+		{ "fwd-bwd", "on|off", CHOICE, AT(fwd_bwd), "on", 0, 0, "on|off", MODEL_CMDS,
+		  "run a synthetic forward and backward (GEMMs on the model's shapes, gradient "
+		  "checkpointing) before each step's gradients" },
 	{ "seq", "T", COUNT, AT(seq), "2048", 1, 1u << 20, NULL, MODEL_CMDS,
 	  "sequence length of the synthetic forward/backward" },
 	{ "micro-batch", "B", COUNT, AT(micro_batch), "1", 1, 1u << 16, NULL, MODEL_CMDS,
@@ -189,8 +189,8 @@ static const struct option options[] = {
 	{ "world-size", "W", COUNT, AT(world_size), "1", 1, 1u << 20, NULL, MODEL_CMDS,
 	  "ranks sharing the optimizer state (run under MPI: the MPI world's; predict: all on one "
 	  "host)" },
-	{ "rank", "R", COUNT, AT(rank), "0", 0, (1u << 20) - 1, NULL,
-	  MODEL_CMDS, "the rank planned, predicted or run, 0 to W-1 (under MPI: MPI's)" },
+	{ "rank", "R", COUNT, AT(rank), "0", 0, (1u << 20) - 1, NULL, MODEL_CMDS,
+	  "the rank planned, predicted or run, 0 to W-1 (under MPI: MPI's)" },
 	{ "format", "FMT", ENUM, AT(format), "md", 0, 0, MB_WORDS(MB_FORMATS),
 	  ON(MB_CMD_PLAN) | ON(MB_CMD_REPORT) | ON(MB_CMD_RUN) | ON(MB_CMD_BANDWIDTH) |
 		  ON(MB_CMD_NS) | ON(MB_CMD_PREDICT) | ON(MB_CMD_ADVISE),

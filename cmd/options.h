@@ -83,7 +83,7 @@ enum mb_format { MB_FORMATS(MB_FORMAT_ENUM_, ) MB_NFORMATS };
 	X(HOLDS, "pageable-holds-host", "pageable_holds_host", NULL,                         \
 	  "on: the host that enqueues a pageable copy waits for it to finish; on|off")       \
 	X(PEER, "peer-gbs", "peer_gbs", NULL,                                                \
-	  "GB/s of the link between the ranks' GPUs that --world-size's collectives take; "   \
+	  "GB/s of the link between the ranks' GPUs that --world-size's collectives take; "  \
 	  "0: not modelled")                                                                 \
 	X(PEER_PCIE, "peer-shares-pcie", "peer_shares_pcie", NULL,                           \
 	  "on: that link is the host copies' PCIe too, shared with them; on|off")            \
@@ -140,7 +140,8 @@ struct mb_args {
 	enum mb_params_back params_back;       /* or MB_PARAMS_BACK_AUTO */
 	enum mb_zero3_apply zero3_apply;
 	uint64_t world_size, rank;
-	uint64_t local_rank; /* not an option: run's rank on its node (mb_ranks), which picks the GPU */
+	uint64_t local_rank; /* not an option: run's rank on its node (mb_ranks), which picks the
+				GPU */
 	enum mb_format format;
 
 	uint64_t platform; /* valid when given */

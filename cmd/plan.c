@@ -357,7 +357,8 @@ static int md_node(const struct mb_model *m, const struct mb_plan *p)
 			continue;
 		mine += total ? 0 : own;
 		all += total ? 0 : sum;
-		struct mb_field f[] = { MB_FIELD_T("buffer", total ? "all" : mb_host_buffer_names[bf]),
+		struct mb_field f[] = { MB_FIELD_T("buffer",
+						   total ? "all" : mb_host_buffer_names[bf]),
 					MB_FIELD_TR("this rank", mb_fmt_bytes(a, sizeof(a), own)),
 					MB_FIELD_TR("the node", mb_fmt_bytes(b, sizeof(b), sum)),
 					MB_FIELD_TR("", mb_fmt_gib(c, sizeof(c), sum)) };

@@ -559,7 +559,8 @@ int mb_cmd_predict(const struct mb_args *args)
 			       "model, each rank's own device and link, the host's memory and "
 			       "cores shared by all (the profile below is a rank's; "
 			       "docs/predict.md).\n\n",
-			       (unsigned long long)args->rank, (unsigned long long)args->world_size);
+			       (unsigned long long)args->rank,
+			       (unsigned long long)args->world_size);
 	}
 	for (point = 0; point < g->grid.npoints && !err; point++) {
 		if ((err = build_plans(g, point)) || !g->ncells) /* none: no stage reads it */

@@ -116,8 +116,7 @@ int mb_run_ranks_agree(struct mb_ranks *r, int err)
 	return 0;
 }
 
-int mb_run_ranks_end(struct mb_ranks *r, unsigned steps, int run_err, bool signaled,
-		     bool *ended)
+int mb_run_ranks_end(struct mb_ranks *r, unsigned steps, int run_err, bool signaled, bool *ended)
 {
 	char reason[1024], mine[1024];
 	int status = run_err ? MB_RANK_FAILED : signaled ? MB_RANK_STOPPED : MB_RANK_OK, e;

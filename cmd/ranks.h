@@ -47,8 +47,7 @@ int mb_run_ranks_agree(struct mb_ranks *r, int err);
  * -MB_EFAIL saying which and why; *ENDED: a rank failed, and no rank runs
  * again.
  */
-int mb_run_ranks_end(struct mb_ranks *r, unsigned steps, int run_err, bool signaled,
-		     bool *ended);
+int mb_run_ranks_end(struct mb_ranks *r, unsigned steps, int run_err, bool signaled, bool *ended);
 
 /*
  * Whether the cell fits on every rank: OK is this rank's mb_fit_check (1

@@ -75,8 +75,8 @@ static void on_signal(int sig)
 /* One cell of the grid: what its rows' figures depend on, and its prediction. */
 struct cell {
 	struct mb_grid_cell at; /* its stage, variant and knobs */
-	bool done;	/* unfit or failed: no more runs */
-	bool predicted; /* pred holds the model's figures */
+	bool done;		/* unfit or failed: no more runs */
+	bool predicted;		/* pred holds the model's figures */
 	struct mb_step_times pred;
 };
 
@@ -133,11 +133,11 @@ struct grid {
 	struct mb_profile profile;
 	char profile_src[512];
 	struct mb_ranks ranks;
-	struct mb_args ranked;	 /* the options as the ranks say (args points here) */
-	struct mb_model full;	 /* the whole model, when g->model is this rank's share */
-	unsigned shard_stage;	 /* the stage g->model is the share of; 0: none */
-	bool ranks_ended;	 /* a rank failed: no rank runs again */
-	bool ranks_stopped;	 /* stop was set by the ranks' agreement, not a signal */
+	struct mb_args ranked; /* the options as the ranks say (args points here) */
+	struct mb_model full;  /* the whole model, when g->model is this rank's share */
+	unsigned shard_stage;  /* the stage g->model is the share of; 0: none */
+	bool ranks_ended;      /* a rank failed: no rank runs again */
+	bool ranks_stopped;    /* stop was set by the ranks' agreement, not a signal */
 };
 
 /* grid's run_owner */
@@ -1015,8 +1015,7 @@ static int setup(struct grid *g)
 	if (!g->ranks.rank && (err = default_out(g)))
 		return err;
 	g->out_existed = !g->out_created && g->out[0] && !access(g->out, F_OK);
-	if ((g->out[0] && (err = mb_csv_check(g->out))) ||
-	    (err = mb_setup_device(g->args, &g->cl)))
+	if ((g->out[0] && (err = mb_csv_check(g->out))) || (err = mb_setup_device(g->args, &g->cl)))
 		return err;
 	if ((err = load_profile(g)))
 		return err;
@@ -1097,8 +1096,7 @@ static int run_grid(struct grid *g)
 	for (r = 0; r < rounds && !err && !stop && !g->ranks_ended; r++)
 		for (ci = 0; ci < g->ncells && !err && !stop && !g->ranks_ended; ci++) {
 			c = &g->cells[ci];
-			for (k = 1; k <= per && !c->done && !err && !stop && !g->ranks_ended;
-			     k++) {
+			for (k = 1; k <= per && !c->done && !err && !stop && !g->ranks_ended; k++) {
 				i = r * per + k;
 				select_cell(g, c);
 				if ((err = mb_run_ranks_shard(g->args, &g->full, &g->model,
@@ -1126,7 +1124,8 @@ static int verdict(const struct grid *g)
 	if (g->out[0])
 		fprintf(out, "\nResults: %s\n", g->out);
 	else /* under MPI, a rank other than 0 */
-		fprintf(out, "\nRank %llu of %llu (local rank %llu on %s): its rows are in rank 0's "
+		fprintf(out,
+			"\nRank %llu of %llu (local rank %llu on %s): its rows are in rank 0's "
 			"results\n",
 			(unsigned long long)g->args->rank, (unsigned long long)g->args->world_size,
 			(unsigned long long)g->args->local_rank, g->host.name);
@@ -1155,7 +1154,8 @@ static int verdict(const struct grid *g)
 					"Final state, %s momentum, %s Newton-Schulz: %s over %u runs "
 					"(checksum %016llx); step-phase peak %s the plan.\n",
 					mb_momentum_dtype_name(d), mb_ns_method_names[ns],
-					g->mismatched_math[d][ns] ? "MISMATCH" : "bitwise identical",
+					g->mismatched_math[d][ns] ? "MISMATCH"
+								  : "bitwise identical",
 					g->checked_math[d][ns],
 					(unsigned long long)g->checksum[d][ns],
 					g->mismatched ? "checked against" : "as predicted by");

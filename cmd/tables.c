@@ -517,8 +517,7 @@ static void md_ranks(const struct mb_table *t, size_t nt)
 		headed = true;
 		for (i = 0; i < t[k].ncells; i++) {
 			const struct mb_cell *c = &t[k].cells[i], *o;
-			double max = c->apply_mean_s, min = c->apply_mean_s,
-			       iter = c->iter_mean_s;
+			double max = c->apply_mean_s, min = c->apply_mean_s, iter = c->iter_mean_s;
 			unsigned slowest = 0, ranks = 1;
 
 			if (!c->nruns)
@@ -630,7 +629,8 @@ static void print_flat(const struct mb_table *t, size_t nt, enum mb_format forma
 				const char *key =
 					mb_results_knob(j, r, knobs[j], sizeof(knobs[j]), &text);
 
-				f[n++] = text ? MB_FIELD_T(key, knobs[j]) : MB_FIELD_RAW(key, knobs[j]);
+				f[n++] = text ? MB_FIELD_T(key, knobs[j])
+					      : MB_FIELD_RAW(key, knobs[j]);
 			}
 			f[n++] = MB_FIELD_N("stage", c->stage);
 			T("variant", c->variant);

@@ -741,19 +741,26 @@ static uint64_t fnv(uint64_t h, const void *p, size_t len)
  */
 static uint64_t run_key(const struct mb_csv_row *row)
 {
-	const char *text[] = { row->timestamp_utc, row->host,	     row->model,
-			       row->device,	   row->variant,     row->pin_memory,
-			       row->writeback_dep, row->param_order, row->momentum_dtype,
+	const char *text[] = { row->timestamp_utc, row->host,	      row->model,
+			       row->device,	   row->variant,      row->pin_memory,
+			       row->writeback_dep, row->param_order,  row->momentum_dtype,
 			       row->ns_method,	   row->ns_precision, row->params_back,
-			       row->zero3_apply,   row->fwd_bwd,     row->grad_clip };
-	uint64_t h = 1469598103934665603ull,
-		 n[] = { row->world_size,	  row->rank,
-			 row->stage,		  row->run,
-			 row->runs,		  row->steps,
-			 row->layers,		  row->seed,
-			 row->seq,		  row->micro_batch,
-			 row->gather_budget_bytes, row->sub_group_size_elems,
-			 row->reduce_bucket_size,  row->pin_chunk_bytes };
+			       row->zero3_apply,   row->fwd_bwd,      row->grad_clip };
+	uint64_t n[] = { row->world_size,
+			 row->rank,
+			 row->stage,
+			 row->run,
+			 row->runs,
+			 row->steps,
+			 row->layers,
+			 row->seed,
+			 row->seq,
+			 row->micro_batch,
+			 row->gather_budget_bytes,
+			 row->sub_group_size_elems,
+			 row->reduce_bucket_size,
+			 row->pin_chunk_bytes };
+	uint64_t h = 1469598103934665603ull;
 	size_t k;
 
 	for (k = 0; k < sizeof(text) / sizeof(text[0]); k++)

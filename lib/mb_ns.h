@@ -38,7 +38,9 @@
 #define MB_NS_C		 2.0315f
 #define MB_NS_PARTIALS	 64 /* work-groups of the norm's reduction */
 #define MB_NS_RESTART	 2  /* the Gram method's restart iteration */
-#define MB_NS_SCRATCH_FLOATS (MB_NS_PARTIALS + 1) /* the workspace's partial sums, then 1 / norm */
+
+/* The workspace's scratch, in floats: the norm's partial sums, then 1 / norm. */
+#define MB_NS_SCRATCH_FLOATS (MB_NS_PARTIALS + 1)
 
 /* The Newton-Schulz methods, gram first: DeepSpeed's default (a list, mb_words.h). */
 #define MB_NS_METHODS(X, SEP) X(GRAM, "gram") SEP X(STANDARD, "standard")

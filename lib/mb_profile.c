@@ -463,11 +463,10 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 		d = strtod(value, &end);
 		/* decimal, as every number on the command line: no space, sign, hex, inf or nan */
 		if (!mb_num_is_decimal(value) || *end)
-			return mb_bad_input("%s: invalid number '%s'%s (%s)", what, value,
-					    strchr("+-", *value) && *value
-						    ? ": a number takes no sign"
-						    : "",
-					    f->unit);
+			return mb_bad_input(
+				"%s: invalid number '%s'%s (%s)", what, value,
+				strchr("+-", *value) && *value ? ": a number takes no sign" : "",
+				f->unit);
 		if (mb_num_underflows(value, d))
 			return mb_bad_input("%s: '%s' is too small to hold (it would read as 0)",
 					    what, value);

@@ -196,10 +196,11 @@ static bool several(const char *name)
 int mb_ranks_init(struct mb_ranks *r)
 {
 	alone(r);
-	if (mb_ranks_launched() && (several("OMPI_COMM_WORLD_SIZE") || several("PMI_SIZE") ||
-				    several("SLURM_NTASKS")))
-		return mb_bad_input("started by an MPI launcher, but this muonbench was built "
-				    "without MPI: install libopenmpi-dev (or MPICH) and build again");
+	if (mb_ranks_launched() &&
+	    (several("OMPI_COMM_WORLD_SIZE") || several("PMI_SIZE") || several("SLURM_NTASKS")))
+		return mb_bad_input(
+			"started by an MPI launcher, but this muonbench was built "
+			"without MPI: install libopenmpi-dev (or MPICH) and build again");
 	return 0;
 }
 

@@ -157,7 +157,7 @@ void mb_results_release(struct mb_table *tables, size_t ntables);
  * runs (a bandwidth calibration among results files): it is skipped.
  * *nrows: the rows read. On failure, no tables are left to release.
  */
-int mb_results_read_files(char *const *files, int nfiles, struct mb_table **tables,
-			  size_t *ntables, size_t *nrows);
+int mb_results_read_files(char *const *files, int nfiles, struct mb_table **tables, size_t *ntables,
+			  size_t *nrows);
 
 #endif

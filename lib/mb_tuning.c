@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include "mb_embedded.h"
 #include "mb_err.h"
 #include "mb_file.h"

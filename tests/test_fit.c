@@ -577,14 +577,21 @@ static void meminfo(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(tiny_fits),	     cmocka_unit_test(host_short),
+		cmocka_unit_test(tiny_fits),
+		cmocka_unit_test(host_short),
 		cmocka_unit_test(ranks_share_the_host),
-		cmocka_unit_test(device_short),	     cmocka_unit_test(clblast_temporaries),
-		cmocka_unit_test(clblast_per_model), cmocka_unit_test(device_allocation_short),
-		cmocka_unit_test(pinned_short),	     cmocka_unit_test(cpu_device),
-		cmocka_unit_test(peaks_as_measured), cmocka_unit_test(pass_short),
-		cmocka_unit_test(nothing_fits),	     cmocka_unit_test(bad_plan),
-		cmocka_unit_test(meminfo),	     cmocka_unit_test(exact_fit),
+		cmocka_unit_test(device_short),
+		cmocka_unit_test(clblast_temporaries),
+		cmocka_unit_test(clblast_per_model),
+		cmocka_unit_test(device_allocation_short),
+		cmocka_unit_test(pinned_short),
+		cmocka_unit_test(cpu_device),
+		cmocka_unit_test(peaks_as_measured),
+		cmocka_unit_test(pass_short),
+		cmocka_unit_test(nothing_fits),
+		cmocka_unit_test(bad_plan),
+		cmocka_unit_test(meminfo),
+		cmocka_unit_test(exact_fit),
 	};
 
 	return cmocka_run_group_tests_name("fit", tests, NULL, NULL);

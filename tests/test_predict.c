@@ -777,7 +777,6 @@ static void reproduces_the_reference(void **state)
 	mb_model_release(&m);
 }
 
-
 /*
  * The collectives of a rank of 2, given the GPUs' link at 0.004 GB/s: under
  * ZeRO-2 the one gradient bucket's reduce-scatter (its 2e6 bf16 elements,
@@ -824,7 +823,7 @@ static double h200_apply(const struct mb_csv_row *row, const struct mb_profile *
 			  .reduce_bucket_elems = row->reduce_bucket_size,
 			  .pin_chunk_bytes = row->pin_chunk_bytes,
 			  .momentum_dtype = strcmp(row->momentum_dtype, "bf16") ? MB_MOM_FP32
-									       : MB_MOM_BF16,
+										: MB_MOM_BF16,
 			  .params_back = strcmp(row->params_back, "pageable") ? MB_BACK_PINNED
 									      : MB_BACK_PAGEABLE,
 			  .ns_method = strcmp(row->ns_method, "gram") ? MB_NS_STANDARD : MB_NS_GRAM,
@@ -854,7 +853,7 @@ static double h200_apply(const struct mb_csv_row *row, const struct mb_profile *
 static void h200_rows(struct mb_csv_row **rows, size_t *n)
 {
 	static const char *const files[] = { H200 "run.csv", H200 "full.csv",
-					      H200 "full-pin-overlap.csv" };
+					     H200 "full-pin-overlap.csv" };
 	struct mb_csv_row *r;
 	size_t i, k, nr;
 
@@ -948,8 +947,7 @@ static void ranks_share_the_host(void **state)
 	/* the device's own rates stay */
 	assert_true(eight.momentum_gbs == ref.momentum_gbs &&
 		    eight.fwd_bwd_gflops == ref.fwd_bwd_gflops);
-	assert_memory_equal(&eight.ns_gram_gflops, &ref.ns_gram_gflops,
-			    sizeof(ref.ns_gram_gflops));
+	assert_memory_equal(&eight.ns_gram_gflops, &ref.ns_gram_gflops, sizeof(ref.ns_gram_gflops));
 	assert_non_null(strstr(eight.name, "a rank of 8"));
 }
 
