@@ -605,7 +605,7 @@ static void run_argv(struct words *w, const struct advice *ad, const struct mb_a
 	word(w, "--param-order"), word(w, "%s", mb_param_order_names[args->param_order]);
 	word(w, "--ns-method"),
 		word(w, "%s", s->plan.ns_method == MB_NS_GRAM ? "gram" : "standard");
-	word(w, "--writeback-dep"), word(w, "%s", args->writeback_dep);
+	word(w, "--writeback-dep"), word(w, "%s", args->knob[MB_KNOB_WRITEBACK_DEP]);
 	if (args->momentum_dtype != MB_MOMENTUM_DTYPE_AUTO)
 		word(w, "--momentum-dtype"),
 			word(w, "%s", mb_momentum_dtype_name(args->momentum_dtype));

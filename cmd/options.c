@@ -141,10 +141,6 @@ static const struct option options[] = {
 	  "the fit check and in the rows' pinned_device_copy_bytes; auto: run measures it where "
 	  "the driver gives its used memory (device_used_*), else unknown and not counted; plan "
 	  "counts it only when told yes" },
-	{ "writeback-dep", "host|event", CHOICE, AT(writeback_dep), "host", 0, 0, "host|event",
-	  STEP_CMDS,
-	  "overlapped writeback waits for the compute on the host, or through an event "
-	  "wait list" },
 /* mb_knob's table: each knob an option of the step's commands */
 #define KNOB_OPTION_(id, field, option, words, dflt, since, help) \
 	{ option, words, CHOICE, AT(knob[MB_KNOB_##id]), dflt, 0, 0, words, STEP_CMDS, help },
@@ -1106,7 +1102,6 @@ static int resolve(struct mb_args *args)
 	int err;
 
 	args->pin_memory_on = is(args->pin_memory, "on");
-	args->writeback_event = is(args->writeback_dep, "event");
 	args->fwd_bwd_on = is(args->fwd_bwd, "on");
 	args->fit_check_on = is(args->fit_check, "on");
 	args->interleave_on = is(args->interleave, "on");

@@ -151,12 +151,12 @@ struct mb_args {
 
 	const char *variants; /* a list of the variants' names, or all */
 	uint64_t runs, steps;
-	const char *measure;			/* "A-B"; NULL: 2-6 cut to the steps */
-	const char *pin_memory, *writeback_dep; /* on|off, host|event */
-	const char *knob[MB_KNOBS_ROOM];	/* mb_knob's table: each knob's word */
-	enum mb_pinned_alloc pinned_alloc;	/* how pinned host memory is made */
-	const char *pinned_device_copy;		/* auto|yes|no */
-	uint64_t resume_at;			/* 0: never */
+	const char *measure;		   /* "A-B"; NULL: 2-6 cut to the steps */
+	const char *pin_memory;		   /* on|off */
+	const char *knob[MB_KNOBS_ROOM];   /* mb_knob's table: each knob's word */
+	enum mb_pinned_alloc pinned_alloc; /* how pinned host memory is made */
+	const char *pinned_device_copy;	   /* auto|yes|no */
+	uint64_t resume_at;		   /* 0: never */
 	uint64_t seq, micro_batch;
 	const char *fwd_bwd;			 /* on|off */
 	const char *fit_check;			 /* on|off */
@@ -204,7 +204,7 @@ struct mb_args {
 	 * already: the parser stores the index of the value among its list's
 	 * words.
 	 */
-	bool pin_memory_on, writeback_event, fwd_bwd_on, fit_check_on, interleave_on, numa_auto;
+	bool pin_memory_on, fwd_bwd_on, fit_check_on, interleave_on, numa_auto;
 	unsigned stage_list[3];
 	size_t nstages;
 	enum mb_variant variant_list[MB_NVARIANTS];

@@ -268,7 +268,6 @@ static void fill_meta(const struct grid *g, struct mb_csv_row *row)
 	row->gather_budget_bytes = s->step.plan.gather_budget_bytes;
 	row->sub_group_size_elems = s->step.plan.sub_group_size;
 	snprintf(row->pin_memory, sizeof(row->pin_memory), "%s", a->pin_memory);
-	snprintf(row->writeback_dep, sizeof(row->writeback_dep), "%s", a->writeback_dep);
 	snprintf(row->pinned_alloc, sizeof(row->pinned_alloc), "%s",
 		 mb_pinned_alloc_names[g->cl.pinned_alloc]);
 	snprintf(row->param_order, sizeof(row->param_order), "%s",

@@ -87,7 +87,6 @@ void mb_setup_step_settings(const struct mb_args *args, const struct mb_grid_cel
 	s->plan.ns_rate_gflops = args->ns_rate;
 	s->variant = c->variant;
 	s->pin_memory = args->pin_memory_on;
-	s->writeback_event = args->writeback_event;
 	s->seed = args->seed;
 	s->optim = optim;
 	s->grad_clip = args->grad_clip;

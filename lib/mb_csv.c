@@ -109,7 +109,7 @@ static const struct column columns[] = {
 	COLV(pinned_alloc, TEXT, "alloc-host-ptr|nv", 12),
 	COLV(pinned_device_copy, TEXT, MB_WORDS(MB_PINNED_COPIES), 12),
 	COLV(pinned_device_copy_bytes, U64_OPT, NULL, 12),
-	WORDS(writeback_dep, "host|event"),
+	MB_STEP_KNOBS(KNOB_COL_) /* mb_knob's table: a column a knob */
 	WORDS(param_order, MB_WORDS(MB_PARAM_ORDERS)),
 	WORDS(momentum_dtype, MB_WORDS(MB_MOMENTUM_DTYPES)),
 	WORDS(ns_method, MB_WORDS(MB_NS_METHODS)),
@@ -126,7 +126,6 @@ static const struct column columns[] = {
 	WORDS(fwd_bwd, "on|off"),
 	COL(seq, U64),
 	COL(micro_batch, U64),
-	MB_STEP_KNOBS(KNOB_COL_) /* mb_knob's table: a column a knob */
 	COL(iter_mean_s, SECONDS),
 	COL(apply_mean_s, SECONDS),
 	MB_PHASES_TO_D2H(PHASE_COL_) COL(d2h_hidden_frac, FRACTION),
@@ -741,11 +740,11 @@ static uint64_t fnv(uint64_t h, const void *p, size_t len)
  */
 static uint64_t run_key(const struct mb_csv_row *row)
 {
-	const char *text[] = { row->timestamp_utc, row->host,	      row->model,
-			       row->device,	   row->variant,      row->pin_memory,
-			       row->writeback_dep, row->param_order,  row->momentum_dtype,
-			       row->ns_method,	   row->ns_precision, row->params_back,
-			       row->zero3_apply,   row->fwd_bwd,      row->grad_clip };
+	const char *text[] = { row->timestamp_utc, row->host,		row->model,
+			       row->device,	   row->variant,	row->pin_memory,
+			       row->param_order,   row->momentum_dtype, row->ns_method,
+			       row->ns_precision,  row->params_back,	row->zero3_apply,
+			       row->fwd_bwd,	   row->grad_clip };
 	uint64_t n[] = { row->world_size,
 			 row->rank,
 			 row->stage,

@@ -53,7 +53,7 @@ struct mb_csv_row {
 	char variant[16];
 	uint64_t run, runs, steps, measure_first, measure_last;
 	uint64_t gather_budget_bytes, sub_group_size_elems;
-	char pin_memory[4], writeback_dep[8];
+	char pin_memory[4];
 	char pinned_alloc[16]; /* alloc-host-ptr or nv (12; empty in older rows: alloc-host-ptr) */
 	/* whether the driver keeps pinned host memory on the device too (12): yes, no or unknown,
 	 * and then how much: the pinned bytes, 0, or MB_CSV_UNKNOWN (empty) */

@@ -12,14 +12,17 @@
  * in all, this one and that one, and the results format's version when a
  * real knob adds its column.
  *
- * The knobs older than this table keep their own plumbing; the table holds
- * a test-only row (-DMB_TEST_KNOB, tests/variant_row.sh) to show that a row
- * is all it takes.
+ * writeback-dep is a row (its words a list here, for the schedule's enum);
+ * the knobs older than this table that are not yet rows keep their own
+ * plumbing. The table also holds a test-only row (-DMB_TEST_KNOB,
+ * tests/variant_row.sh) to show that a row is all it takes.
  */
 #ifndef MB_KNOB_H
 #define MB_KNOB_H
 
 #include <stddef.h>
+
+#include "mb_words.h"
 
 #ifdef MB_TEST_KNOB
 #define MB_TEST_KNOB_ROW_(X)                                                                  \
@@ -30,7 +33,17 @@
 #define MB_TEST_KNOB_ROW_(X)
 #endif
 
-#define MB_STEP_KNOBS(X) MB_TEST_KNOB_ROW_(X)
+/* writeback-dep's words (a list, mb_words.h): how the overlapped writeback waits */
+#define MB_WRITEBACK_DEPS(X, SEP)      X(HOST, "host") SEP X(EVENT, "event")
+#define MB_WRITEBACK_DEP_ENUM_(e, ...) MB_WRITEBACK_##e,
+enum mb_writeback_dep { MB_WRITEBACK_DEPS(MB_WRITEBACK_DEP_ENUM_, ) };
+#undef MB_WRITEBACK_DEP_ENUM_
+
+#define MB_STEP_KNOBS(X)                                                                         \
+	X(WRITEBACK_DEP, writeback_dep, "writeback-dep", MB_WORDS(MB_WRITEBACK_DEPS), "host", 0, \
+	  "overlapped writeback waits for the compute on the host, or through an event "         \
+	  "wait list")                                                                           \
+	MB_TEST_KNOB_ROW_(X)
 
 #define MB_KNOB_ENUM_(id, ...) MB_KNOB_##id,
 enum mb_knob { MB_STEP_KNOBS(MB_KNOB_ENUM_) MB_NKNOBS };

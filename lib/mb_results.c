@@ -77,7 +77,7 @@ static const struct {
 	KNOB(pin_memory, true),
 	{ "pinned_alloc", offsetof(struct mb_csv_row, pinned_alloc), true,
 	  mb_results_pinned_alloc_setting, false },
-	KNOB(writeback_dep, true),
+	MB_STEP_KNOBS(KNOB_ROW_) /* mb_knob's table: each knob a knob */
 	KNOB(param_order, true),
 	{ "momentum_dtype", offsetof(struct mb_csv_row, momentum_dtype), true,
 	  mb_results_momentum_setting, false },
@@ -92,7 +92,7 @@ static const struct {
 	  mb_results_params_back_setting, false },
 	KNOB(zero3_apply, true),
 	KNOB(fwd_bwd, true),
-	MB_STEP_KNOBS(KNOB_ROW_) KNOB(seq, false),
+	KNOB(seq, false),
 	KNOB(micro_batch, false),
 	KNOB(seed, false),
 	KNOB(resume_at, false),

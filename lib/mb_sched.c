@@ -418,7 +418,8 @@ static const char *unit_name(const struct apply *a, const char *what, size_t fir
 static int writeback(struct apply *a, struct unit *u, enum mb_queue q)
 {
 	const struct mb_sched *s = a->s;
-	bool event_dep = s->set->writeback_event && q != MB_QUEUE_COMPUTE && u->computed;
+	bool event_dep = s->set->knob[MB_KNOB_WRITEBACK_DEP] == MB_WRITEBACK_EVENT &&
+			 q != MB_QUEUE_COMPUTE && u->computed;
 	mb_event dep = event_dep && !PLANTED(s, WRITEBACK_NO_AFTER) ? u->computed : 0;
 	bool host_waits = q != MB_QUEUE_COMPUTE && !event_dep;
 	bool wait_late = PLANTED(s, WAIT_AFTER_COPIES);
@@ -725,7 +726,7 @@ static int await_arrival(struct apply *a, struct unit *u)
 {
 	char name[256];
 
-	if (a->s->set->writeback_event)
+	if (a->s->set->knob[MB_KNOB_WRITEBACK_DEP] == MB_WRITEBACK_EVENT)
 		return mb_engine_after(a->e, MB_QUEUE_COMPUTE, u->arrived);
 	return mb_engine_wait(a->e, u->arrived,
 			      unit_name(a, "the gather", u->first, u->end, name, sizeof(name)));

@@ -52,8 +52,7 @@ enum mb_plant {
 struct mb_step_settings {
 	struct mb_plan_settings plan; /* stage, gather budget, sub-group size */
 	enum mb_variant variant;
-	bool pin_memory;      /* offload_optimizer.pin_memory */
-	bool writeback_event; /* the writeback waits on an event list, not the host */
+	bool pin_memory; /* offload_optimizer.pin_memory */
 	uint64_t seed;
 	struct mb_optim optim;
 	double grad_clip;    /* DeepSpeed's gradient_clipping; 0: no clipping (the pass stays) */

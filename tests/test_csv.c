@@ -54,7 +54,7 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	snprintf(r->tuning_match, sizeof(r->tuning_match), "exact");
 	snprintf(r->binding, sizeof(r->binding), "numa auto");
 	snprintf(r->pin_memory, sizeof(r->pin_memory), "on");
-	snprintf(r->writeback_dep, sizeof(r->writeback_dep), "event");
+	snprintf(r->knob[MB_KNOB_WRITEBACK_DEP], sizeof(r->knob[0]), "event");
 	snprintf(r->param_order, sizeof(r->param_order), "shape");
 	snprintf(r->momentum_dtype, sizeof(r->momentum_dtype), "bf16");
 	snprintf(r->ns_method, sizeof(r->ns_method), "gram");

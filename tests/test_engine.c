@@ -148,7 +148,7 @@ static void settings_that_change_the_schedule(void **state)
 	(void)state;
 	for (stage = 2; stage <= 3; stage++) {
 		s = settings(stage, MB_PIPELINE);
-		s.writeback_event = true;
+		s.knob[MB_KNOB_WRITEBACK_DEP] = MB_WRITEBACK_EVENT;
 		same_operations(&s, "the writeback waits on an event");
 		s = settings(stage, MB_BOTH);
 		s.fwd_bwd = true;

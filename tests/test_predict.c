@@ -80,7 +80,7 @@ static struct mb_step_times predict(unsigned stage, enum mb_variant variant, boo
 			  .ns_method = MB_NS_GRAM },
 		.variant = variant,
 		.pin_memory = true,
-		.writeback_event = event,
+		.knob[MB_KNOB_WRITEBACK_DEP] = event ? MB_WRITEBACK_EVENT : MB_WRITEBACK_HOST,
 		.ranks = ranks,
 	};
 	struct mb_step_times t;
@@ -830,7 +830,8 @@ static double h200_apply(const struct mb_csv_row *row, const struct mb_profile *
 			  .world_size = 1 },
 		.variant = (enum mb_variant)v,
 		.pin_memory = !strcmp(row->pin_memory, "on"),
-		.writeback_event = !strcmp(row->writeback_dep, "event"),
+		.knob[MB_KNOB_WRITEBACK_DEP] = (unsigned)mb_knob_word(
+			MB_KNOB_WRITEBACK_DEP, row->knob[MB_KNOB_WRITEBACK_DEP]),
 		.fwd_bwd = !strcmp(row->fwd_bwd, "on"),
 	};
 	struct mb_step_times t;

@@ -118,7 +118,8 @@ static void the_grid_on_the_model(void **state)
 				for (k = 0; k < 64; k++) {
 					struct mb_step_settings s = settings(stage, v);
 
-					s.writeback_event = k & 1;
+					s.knob[MB_KNOB_WRITEBACK_DEP] = k & 1 ? MB_WRITEBACK_EVENT
+									      : MB_WRITEBACK_HOST;
 					s.plan.params_back = k & 2 ? MB_BACK_PAGEABLE
 								   : MB_BACK_PINNED;
 					s.plan.momentum_dtype = k & 4 ? MB_MOM_BF16 : MB_MOM_FP32;
@@ -161,7 +162,7 @@ static void a_cut_on_the_device(void **state)
 	for (stage = 2; stage <= 3; stage++) {
 		struct mb_step_settings s = settings(stage, MB_PIPELINE);
 
-		s.writeback_event = true;
+		s.knob[MB_KNOB_WRITEBACK_DEP] = MB_WRITEBACK_EVENT;
 		s.plan.momentum_dtype = MB_MOM_BF16;
 		s.plan.params_back = MB_BACK_PAGEABLE;
 		must_pass(run(&s), "event writeback, bf16 momentum, params back pageable");
@@ -226,7 +227,8 @@ static void every_plant_is_named(void **state)
 		const struct plant *p = &plants[i];
 		struct mb_step_settings s = settings(p->stage, p->variant);
 
-		s.writeback_event = p->writeback_event;
+		s.knob[MB_KNOB_WRITEBACK_DEP] = p->writeback_event ? MB_WRITEBACK_EVENT
+								   : MB_WRITEBACK_HOST;
 		s.plan.zero3_apply = MB_Z3_BATCHED;
 		/* the same settings pass without the plant */
 		must_pass(predict(&tiny, &s), "without the plant");

@@ -515,7 +515,7 @@ static void knobs_do_not_change_the_math(void **state)
 	(void)state;
 	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
 	want = r->checksum;
-	s.step.writeback_event = true;
+	s.step.knob[MB_KNOB_WRITEBACK_DEP] = MB_WRITEBACK_EVENT;
 	assert_int_equal(mb_run_once(&micro, &s, &cl, NULL, r), 0);
 	assert_true(r->checksum == want);
 	s.step.pin_memory = false;
@@ -685,7 +685,8 @@ static void pipeline_prefetches_the_next_batch(void **state)
 		want = r->checksum;
 		s.step.variant = MB_PIPELINE;
 		for (event = 0; event <= 1; event++) {
-			s.step.writeback_event = event;
+			s.step.knob[MB_KNOB_WRITEBACK_DEP] = event ? MB_WRITEBACK_EVENT
+								   : MB_WRITEBACK_HOST;
 			if (mb_run_once(&micro, &s, &cl, NULL, r))
 				fail_msg("stage %u event %u: %s", stage, event, mb_errmsg());
 			assert_true(r->checksum == want);
