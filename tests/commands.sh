@@ -2,7 +2,7 @@
 # Commands do not call commands: a command's object (cmd/X.c, one that
 # defines an mb_cmd_ function) refers to no symbol that another command's
 # object defines. What two commands share lives in lib/ or in a shared
-# helper under cmd/ (options, setup, print, tables, child, and ranks, run's
+# helper under cmd/ (options, args, help, setup, print, tables, child, and ranks, run's
 # MPI hooks, which any command could call), never in a command. Also: the check sees every command (each has its mb_cmd_), and
 # no helper defines one. And the library's floors: no file of lib/ outside
 # lib/cl/ includes a header of lib/cl/ (the OpenCL module), and no header
