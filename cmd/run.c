@@ -9,14 +9,13 @@
  * and the others still run. Under MPI (cmd/ranks.c), each process runs its
  * rank's share, the ranks in lockstep step by step, and rank 0 writes every
  * rank's rows; a failed rank ends the invocation on all of them.
+ *
+ * This file sets up and walks the cells; the rows and their file are
+ * run_rows.c's, the signals and the watchdog run_watchdog.c's, and what the
+ * three share is run_grid.h.
  */
-#define _DEFAULT_SOURCE /* mkstemps */
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <math.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -38,112 +37,13 @@
 #include "mb_predict.h"
 #include "mb_run.h"
 #include "ranks.h"
+#include "run_grid.h"
 #include "setup.h"
 #include "tables.h"
-#include "version.h"
 
 #include <clblast_c.h> /* after mb_cl.h, which sets the OpenCL version */
 
-/*
- * A signal sets stop, which a run reads between steps, and wakes the
- * watchdog (below): a process blocked in the driver never reads stop. A
- * second signal exits at once.
- */
-static volatile sig_atomic_t stop;
-static sem_t wake; /* the watchdog's: a first signal, or the grid's end */
-static volatile sig_atomic_t wake_ready;
-
-static void on_signal(int sig)
-{
-	static const char msg[] = "\nmuonbench: a second signal: exiting now, the rows of the "
-				  "finished runs are kept\n";
-
-	(void)sig;
-	if (stop) {
-		if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
-			_exit(1);
-		_exit(1);
-	}
-	stop = 1;
-	if (wake_ready)
-		sem_post(&wake);
-}
-
-/* Seconds between a first signal and the exit, if the device never returns. */
-#define STOP_GRACE_S 30
-
-/* One cell of the grid: what its rows' figures depend on, and its prediction. */
-struct cell {
-	struct mb_grid_cell at; /* its stage, variant and knobs */
-	bool done;		/* unfit or failed: no more runs */
-	bool predicted;		/* pred holds the model's figures */
-	struct mb_step_times pred;
-};
-
-/* What every row of this invocation shares. */
-struct grid {
-	const struct mb_args *args;
-	struct mb_model model;
-	struct mb_cl cl;
-	struct mb_host host;
-	struct mb_fit_device fit; /* the device's figures, read once when it was opened */
-	struct mb_devmem devmem;  /* the driver's own figure of the device's used memory */
-	struct mb_devmem_sampler sampler;
-	enum mb_pinned_copy pinned_copy; /* the driver keeps pinned memory on the device too */
-	uint64_t used_base;		 /* of the run in progress: before its first allocation */
-	enum mb_precision ns_precision;	 /* --ns-precision, auto resolved for the device */
-	unsigned precision_unpredicted;	 /* cells not predicted: the profile's precision is another
-					  */
-	char ns_kernel[24];		 /* the GEMM kernel Newton-Schulz ran, of the last run */
-	unsigned stages[3];
-	size_t nstages;
-	struct cell *cells; /* mb_grid's order: stage by stage, then budget, sub-group size and
-			       variant */
-	size_t ncells;
-	struct mb_run_settings run;
-	char out[4096];
-	bool out_existed;     /* else an empty one is removed if nothing could run */
-	bool out_created;     /* the default name, created new by default_out */
-	char given_out[4096]; /* where the rows went first, before a fallback */
-	bool fallback;	      /* out is the fallback file */
-	unsigned failed, interrupted, checked, mismatched;
-	unsigned incomplete;	 /* ok runs with a phase the driver did not time (n/a) */
-	struct mb_csv_row *rows; /* this invocation's, as written */
-	size_t nrows;
-	bool tty; /* the progress line: stderr is a terminal and not --quiet */
-	double started_s;
-	unsigned long steps_total, steps_done;
-	unsigned cell_stage, cell_variant, cell_run;
-	atomic_uint run_steps_done; /* of the run in progress (the watchdog reads it) */
-	/*
-	 * Who writes the results file: RUN_IDLE between runs, RUN_MAIN while
-	 * mb_run_once has the run in progress, RUN_SAVING while the main thread
-	 * appends a row, RUN_WATCHDOG once the watchdog took it (the main
-	 * thread then never writes again).
-	 */
-	atomic_int run_owner;
-	atomic_bool ending;	/* the grid is done: the watchdog returns */
-	atomic_bool set_up;	/* the setup is done: the runs have begun */
-	char device_gone[1024]; /* the rows' reason once the device cannot be opened again */
-	/* of the first ok run with each momentum dtype and method: the math differs between them */
-	uint64_t checksum[MB_NMOM_DTYPES][MB_NS_NMETHODS];
-	unsigned checked_math[MB_NMOM_DTYPES][MB_NS_NMETHODS];
-	unsigned mismatched_math[MB_NMOM_DTYPES][MB_NS_NMETHODS]; /* runs whose checksum differs */
-	/* the device profile each cell is predicted from (mb_predict); none: profile_src "" */
-	struct mb_profile profile;
-	char profile_src[512];
-	struct mb_ranks ranks;
-	struct mb_args ranked; /* the options as the ranks say (args points here) */
-	struct mb_model full;  /* the whole model, when g->model is this rank's share */
-	unsigned shard_stage;  /* the stage g->model is the share of; 0: none */
-	bool ranks_ended;      /* a rank failed: no rank runs again */
-	bool ranks_stopped;    /* stop was set by the ranks' agreement, not a signal */
-};
-
-/* grid's run_owner */
-enum { RUN_IDLE, RUN_MAIN, RUN_SAVING, RUN_WATCHDOG };
-
-static int parse_measure(struct grid *g)
+static int parse_measure(struct mb_run_grid *g)
 {
 	const struct mb_args *a = g->args;
 	unsigned steps = (unsigned)a->steps, first, last;
@@ -164,149 +64,8 @@ static int parse_measure(struct grid *g)
 	return 0;
 }
 
-/*
- * NAME (a config's, any bytes) as a file name that stays in results/:
- * letters, digits, '-', '_' and '.' kept, any other byte '_', a leading '.'
- * too (no hidden files, no ".."); "model" if nothing is left.
- */
-static void file_name(char *buf, size_t len, const char *name)
-{
-	size_t i;
-
-	for (i = 0; name[i] && i + 1 < len; i++)
-		buf[i] = isalnum((unsigned char)name[i]) || strchr("-_.", name[i]) ? name[i] : '_';
-	buf[i] = '\0';
-	if (buf[0] == '.')
-		buf[0] = '_';
-	if (!buf[0])
-		snprintf(buf, len, "model");
-}
-
-static int default_out(struct grid *g)
-{
-	char stages[8] = "", stamp[32], name[sizeof(g->model.name)];
-	time_t now = time(NULL);
-	size_t i;
-
-	if (g->args->out) {
-		snprintf(g->out, sizeof(g->out), "%s", g->args->out);
-		return 0;
-	}
-	for (i = 0; i < g->nstages; i++)
-		snprintf(stages + strlen(stages), sizeof(stages) - strlen(stages), "%s%u",
-			 i ? "-" : "", g->stages[i]);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&now));
-	if (mkdir("results", 0755) && errno != EEXIST)
-		return mb_bad_input("cannot create the directory 'results': %s", strerror(errno));
-	file_name(name, sizeof(name), g->model.name);
-	/* a new file, created here so that a second invocation started in the same
-	   second takes the next name rather than appending its rows to this one's */
-	for (i = 1; i <= 100; i++) {
-		char n[16] = "";
-		int fd;
-
-		if (i > 1)
-			snprintf(n, sizeof(n), "-%zu", i);
-		snprintf(g->out, sizeof(g->out), "results/%s-stage%s-%s%s.csv", name, stages, stamp,
-			 n);
-		fd = open(g->out, O_WRONLY | O_CREAT | O_EXCL, 0644);
-		if (fd >= 0) {
-			close(fd);
-			g->out_created = true;
-			return 0;
-		}
-		if (errno != EEXIST)
-			return mb_bad_input("cannot create '%s': %s", g->out, strerror(errno));
-	}
-	return mb_bad_input("'%s' and 99 more names like it exist already; give --out", g->out);
-}
-
-static void fill_meta(const struct grid *g, struct mb_csv_row *row)
-{
-	const struct mb_args *a = g->args;
-	const struct mb_run_settings *s = &g->run;
-	time_t now = time(NULL);
-	size_t k;
-
-	memset(row, 0, sizeof(*row));
-	strftime(row->timestamp_utc, sizeof(row->timestamp_utc), "%Y-%m-%dT%H:%M:%SZ",
-		 gmtime(&now));
-	snprintf(row->version, sizeof(row->version), "%s", MB_VERSION);
-	snprintf(row->git_rev, sizeof(row->git_rev), "%s", MB_GIT_REV);
-	snprintf(row->host, sizeof(row->host), "%s", g->host.name);
-	row->rank = g->args->rank;
-	row->world_size = g->args->world_size;
-	row->local_rank = g->args->local_rank;
-	snprintf(row->cpu_model, sizeof(row->cpu_model), "%s", g->host.cpu_model);
-	snprintf(row->platform, sizeof(row->platform), "%s", g->cl.info.platform_name);
-	snprintf(row->device, sizeof(row->device), "%s", g->cl.info.name);
-	snprintf(row->vendor, sizeof(row->vendor), "%s", g->cl.info.vendor);
-	snprintf(row->driver, sizeof(row->driver), "%s", g->cl.info.driver);
-	snprintf(row->device_pci, sizeof(row->device_pci), "%s", g->cl.info.pci);
-	if (g->cl.info.numa_node >= 0)
-		snprintf(row->device_numa_node, sizeof(row->device_numa_node), "%d",
-			 g->cl.info.numa_node);
-	snprintf(row->tuning, sizeof(row->tuning), "%.511s", g->cl.tuning);
-	snprintf(row->tuning_match, sizeof(row->tuning_match), "%s", g->cl.tuning_match);
-	snprintf(row->cpus, sizeof(row->cpus), "%s", g->host.cpus);
-	snprintf(row->mems, sizeof(row->mems), "%s", g->host.mems);
-	snprintf(row->binding, sizeof(row->binding), "%s", g->host.binding);
-	snprintf(row->model, sizeof(row->model), "%s", g->model.name);
-	snprintf(row->source, sizeof(row->source), "%s", g->model.source);
-	row->layers = g->model.layers;
-	/* the whole model's, also where a rank runs its share */
-	row->params_total = (g->full.nparams ? &g->full : &g->model)->numel_total;
-	row->params_muon = (g->full.nparams ? &g->full : &g->model)->numel_muon;
-	row->stage = s->step.plan.stage;
-	snprintf(row->variant, sizeof(row->variant), "%s", mb_variant_name(s->step.variant));
-	for (k = 0; mb_knobs[k].field; k++)
-		snprintf(row->knob[k], sizeof(row->knob[k]), "%s", a->knob[k]);
-	row->runs = a->runs;
-	row->steps = s->steps;
-	row->measure_first = s->measure_first;
-	row->measure_last = s->measure_last;
-	row->gather_budget_bytes = s->step.plan.gather_budget_bytes;
-	row->sub_group_size_elems = s->step.plan.sub_group_size;
-	snprintf(row->pin_memory, sizeof(row->pin_memory), "%s", a->pin_memory);
-	snprintf(row->pinned_alloc, sizeof(row->pinned_alloc), "%s",
-		 mb_pinned_alloc_names[g->cl.pinned_alloc]);
-	snprintf(row->param_order, sizeof(row->param_order), "%s",
-		 mb_param_order_names[s->step.plan.order]);
-	snprintf(row->momentum_dtype, sizeof(row->momentum_dtype), "%s",
-		 mb_momentum_dtype_name(s->step.plan.momentum_dtype));
-	snprintf(row->ns_method, sizeof(row->ns_method), "%s",
-		 mb_ns_method_names[s->step.plan.ns_method]);
-	snprintf(row->ns_precision, sizeof(row->ns_precision), "%s",
-		 s->step.plan.ns_rate_gflops ? "calibrated"
-					     : mb_precision_names[s->step.plan.ns_precision]);
-	row->ns_rate_gflops = s->step.plan.ns_rate_gflops ? s->step.plan.ns_rate_gflops
-							  : MB_CSV_UNKNOWN;
-	row->pin_chunk_bytes = s->step.plan.pin_chunk_bytes;
-	row->reduce_bucket_size = s->step.plan.reduce_bucket_elems;
-	snprintf(row->grad_clip, sizeof(row->grad_clip), "%g", s->step.grad_clip);
-	snprintf(row->params_back, sizeof(row->params_back), "%s",
-		 mb_params_back_name(s->step.plan.params_back));
-	snprintf(row->zero3_apply, sizeof(row->zero3_apply), "%s",
-		 mb_zero3_apply_names[s->step.plan.zero3_apply]);
-	row->seed = s->step.seed;
-	row->resume_at = s->resume_at;
-	snprintf(row->fwd_bwd, sizeof(row->fwd_bwd), "%s", a->fwd_bwd);
-	row->seq = a->seq;
-	row->micro_batch = a->micro_batch;
-	snprintf(row->device_used_source, sizeof(row->device_used_source), "%s",
-		 mb_devmem_source_names[g->devmem.source]);
-	row->device_used_base_bytes = row->device_used_peak_bytes = MB_CSV_UNKNOWN;
-	snprintf(row->pinned_device_copy, sizeof(row->pinned_device_copy), "%s",
-		 mb_pinned_copy_names[g->pinned_copy]);
-	row->pinned_device_copy_bytes = MB_CSV_UNKNOWN;
-	row->pred_iter_s = row->pred_apply_s = row->pred_d2h_hidden_frac = NAN;
-#define NAN_(e, f, ...) row->pred_##f = NAN;
-	MB_PHASES(NAN_)
-#undef NAN_
-}
-
 /* The model's prediction of the cell now in g->run into *t; false if there is no profile. */
-static int predict_cell(struct grid *g, struct mb_step_times *t, bool *have)
+static int predict_cell(struct mb_run_grid *g, struct mb_step_times *t, bool *have)
 {
 	const struct mb_plan_settings *set = &g->run.step.plan;
 	struct mb_profile prof = g->profile;
@@ -342,69 +101,19 @@ static int predict_cell(struct grid *g, struct mb_step_times *t, bool *have)
 	return err;
 }
 
-static void fill_prediction(const struct grid *g, struct mb_csv_row *row,
-			    const struct mb_step_times *t)
-{
-	const struct mb_phase_times *p = &t->phase;
-
-	snprintf(row->profile, sizeof(row->profile), "%s", g->profile_src);
-	row->pred_iter_s = t->iter_s;
-	row->pred_apply_s = t->apply_s;
-#define PRED_(e, f, ...) row->pred_##f = p->f;
-	MB_PHASES(PRED_)
-#undef PRED_
-	row->pred_d2h_hidden_frac = p->d2h_s > 0 ? p->d2h_hidden_s / p->d2h_s : 0;
-}
-
-static void fill_results(struct mb_csv_row *row, const struct mb_run_result *r)
-{
-	const struct mb_phase_times *p = &r->phase;
-
-	row->iter_mean_s = r->iter_mean_s;
-	row->apply_mean_s = r->apply_mean_s;
-#define PHASE_(e, f, ...) row->f = p->f;
-	MB_PHASES(PHASE_)
-#undef PHASE_
-	/* NaN (n/a) when either is; 0 of 0 is nothing hidden */
-	row->d2h_hidden_frac = isnan(p->d2h_s) || isnan(p->d2h_hidden_s) ? NAN
-			       : p->d2h_s > 0 ? p->d2h_hidden_s / p->d2h_s
-					      : 0;
-	row->host_opt_gbs = r->host_opt_gbs;
-	row->memcpy_gbs = r->memcpy_gbs;
-	row->h2d_gbs = r->h2d_gbs;
-	row->d2h_gbs = r->d2h_gbs;
-	row->params_h2d_gbs = r->params_h2d_gbs;
-	row->peak_device_bytes = r->peak_bytes;
-	row->peak_forward_bytes = r->peak_forward_bytes;
-	row->peak_backward_bytes = r->peak_backward_bytes;
-	row->peak_step_bytes = r->peak_step_bytes;
-	row->plan_peak_step_bytes = r->plan_peak_step_bytes;
-	row->clblast_temp_bytes = r->clblast_temp_bytes;
-	row->pinned_host_bytes = r->pinned_host_bytes;
-	row->peak_device_own_bytes = r->own_peak_bytes;
-	row->peak_forward_own_bytes = r->own_peak_forward_bytes;
-	row->peak_backward_own_bytes = r->own_peak_backward_bytes;
-	row->peak_step_own_bytes = r->own_peak_step_bytes;
-	snprintf(row->momentum_pinned, sizeof(row->momentum_pinned), "%s",
-		 r->momentum_pinned ? "yes" : "no");
-	snprintf(row->checksum, sizeof(row->checksum), "%016llx", (unsigned long long)r->checksum);
-	row->nsamples = r->steps_done;
-	memcpy(row->iter_samples_s, r->iter_s, r->steps_done * sizeof(double));
-	memcpy(row->apply_samples_s, r->apply_s, r->steps_done * sizeof(double));
-}
-
 /* The progress line: where the grid is, how long it took, how long is left. */
 static void on_step(void *ctx, unsigned step)
 {
-	struct grid *g = ctx;
+	struct mb_run_grid *g = ctx;
 	double elapsed = mb_now_s() - g->started_s, left;
 
 	g->steps_done++;
 	atomic_store(&g->run_steps_done, step);
 	/* lockstep: every rank well, or all end the run after this step */
-	if (mb_ranks_boundary(&g->ranks, stop ? MB_RANK_STOPPED : MB_RANK_OK) != MB_RANK_OK &&
-	    !stop)
-		stop = g->ranks_stopped = 1;
+	if (mb_ranks_boundary(&g->ranks, mb_run_stop ? MB_RANK_STOPPED : MB_RANK_OK) !=
+		    MB_RANK_OK &&
+	    !mb_run_stop)
+		mb_run_stop = g->ranks_stopped = 1;
 	/* the driver's peak over the measured steps alone */
 	if (step + 1 == g->run.measure_first)
 		mb_devmem_sampler_window(&g->sampler, true);
@@ -420,14 +129,8 @@ static void on_step(void *ctx, unsigned step)
 		(unsigned long long)g->args->runs, step, g->run.steps, elapsed, left);
 }
 
-static void clear_progress(const struct grid *g)
-{
-	if (g->tty)
-		fprintf(stderr, "\r\033[K");
-}
-
 /* The self-checks of an ok run: same final state as every other, peak as planned. */
-static void check(struct grid *g, const struct mb_run_result *r)
+static void check(struct mb_run_grid *g, const struct mb_run_result *r)
 {
 	enum mb_momentum_dtype d = g->run.step.plan.momentum_dtype;
 	enum mb_ns_method ns = g->run.step.plan.ns_method;
@@ -451,94 +154,12 @@ static void check(struct grid *g, const struct mb_run_result *r)
 }
 
 /*
- * When the results file stops taking rows mid-run (a full disk, a file size
- * limit), this invocation's rows so far and all later ones go to a new file
- * in $TMPDIR instead, named on stderr: a finished run is never lost.
- */
-static int fall_back(struct grid *g)
-{
-	const char *tmpdir = getenv("TMPDIR");
-	char why[512], path[4096];
-	size_t i;
-	int fd, err = 0;
-
-	snprintf(why, sizeof(why), "%s", mb_errmsg());
-	snprintf(path, sizeof(path), "%s/muonbench-XXXXXX.csv",
-		 tmpdir && *tmpdir ? tmpdir : "/tmp");
-	if ((fd = mkstemps(path, 4)) < 0)
-		return mb_fail("%s; and no fallback file could be made in '%s': %s", why,
-			       tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
-	close(fd);
-	for (i = 0; !err && i < g->nrows; i++)
-		err = mb_csv_append(path, &g->rows[i]);
-	if (err)
-		return err;
-	/* one line now, one at the end (verdict): the run goes on meanwhile */
-	fprintf(stderr,
-		"muonbench: %s; this invocation's results (%zu earlier row%s too) now go to "
-		"'%s'\n",
-		why, g->nrows - 1, g->nrows == 2 ? "" : "s", path);
-	snprintf(g->given_out, sizeof(g->given_out), "%s", g->out);
-	snprintf(g->out, sizeof(g->out), "%s", path);
-	g->fallback = true;
-	return 0;
-}
-
-/*
- * Keep ROW, and append it to the results file or, when that fails, the
- * fallback; the watchdog does not end the process in the middle of it.
- */
-static int keep_row(struct grid *g, const struct mb_csv_row *row);
-
-/*
- * Every rank's ROW of this run to rank 0, which keeps and appends them in
- * rank order. The ranks agree on rank 0's room for them before the gather
- * and on its writing them after: a failure there ends every rank.
- */
-static int save_row(struct grid *g, const struct mb_csv_row *row)
-{
-	struct mb_csv_row *all = NULL;
-	unsigned k;
-	int err = 0;
-
-	if (!g->ranks.mpi)
-		return keep_row(g, row);
-	if (!g->ranks.rank && !(all = calloc(g->ranks.world_size, sizeof(*all))))
-		err = mb_fail("out of host memory for the ranks' rows");
-	if ((err = mb_run_ranks_agree(&g->ranks, err)))
-		return err;
-	err = mb_ranks_gather(&g->ranks, row, sizeof(*row), all);
-	for (k = 0; !err && all && k < g->ranks.world_size; k++)
-		err = keep_row(g, &all[k]);
-	free(all);
-	return mb_run_ranks_agree(&g->ranks, err);
-}
-
-static int keep_row(struct grid *g, const struct mb_csv_row *row)
-{
-	struct mb_csv_row *rows = realloc(g->rows, (g->nrows + 1) * sizeof(*rows));
-	int idle = RUN_IDLE, err = 0;
-
-	if (!rows)
-		return mb_fail("out of host memory keeping a results row");
-	g->rows = rows;
-	g->rows[g->nrows++] = *row;
-	if (!atomic_compare_exchange_strong(&g->run_owner, &idle, RUN_SAVING))
-		for (;;) /* the watchdog is ending the process */
-			pause();
-	if (mb_csv_append(g->out, row))
-		err = g->fallback ? -MB_EFAIL : fall_back(g);
-	atomic_store(&g->run_owner, RUN_IDLE);
-	return err;
-}
-
-/*
  * After the device was lost: every object of its dead context released,
  * CLBlast's programs (built for that context) dropped, and the device
  * opened anew with its tuning for the next cells. Where it cannot be,
  * g->device_gone says why, and no cell runs again.
  */
-static void reopen_device(struct grid *g)
+static void reopen_device(struct mb_run_grid *g)
 {
 	struct mb_cl *was = malloc(sizeof(*was));
 
@@ -574,7 +195,7 @@ static void reopen_device(struct grid *g)
  * or at its end (where a run's last waits are its release's). On failure
  * the message is the run's own, its first cause.
  */
-static int run_checked(struct grid *g, struct mb_run_result *r, bool *lost)
+static int run_checked(struct mb_run_grid *g, struct mb_run_result *r, bool *lost)
 {
 	char why[sizeof(((struct mb_csv_row *)0)->reason)];
 	int owner = RUN_MAIN, err;
@@ -586,7 +207,7 @@ static int run_checked(struct grid *g, struct mb_run_result *r, bool *lost)
 	if (g->run.measure_first == 1)
 		mb_devmem_sampler_window(&g->sampler, true);
 	atomic_store(&g->run_owner, RUN_MAIN);
-	err = mb_run_once(&g->model, &g->run, &g->cl, &stop, r);
+	err = mb_run_once(&g->model, &g->run, &g->cl, &mb_run_stop, r);
 	mb_devmem_sampler_window(&g->sampler, false);
 	*lost = err && mb_err_kind() == MB_KIND_DEVICE_LOST;
 	if (err)
@@ -605,7 +226,7 @@ static int run_checked(struct grid *g, struct mb_run_result *r, bool *lost)
 }
 
 /* Run I (1-based) of cell C, which is now in g->run; append its row. */
-static int run_once(struct grid *g, struct cell *c, unsigned i)
+static int run_once(struct mb_run_grid *g, struct mb_run_cell *c, unsigned i)
 {
 	struct mb_csv_row *row = malloc(sizeof(*row));
 	struct mb_run_result *r = malloc(sizeof(*r));
@@ -620,15 +241,15 @@ static int run_once(struct grid *g, struct cell *c, unsigned i)
 	g->cell_run = i;
 	mb_ranks_run_start(&g->ranks);
 	run_err = run_checked(g, r, &lost);
-	run_err = mb_run_ranks_end(&g->ranks, g->run.steps, run_err, stop && !g->ranks_stopped,
-				   &g->ranks_ended);
+	run_err = mb_run_ranks_end(&g->ranks, g->run.steps, run_err,
+				   mb_run_stop && !g->ranks_stopped, &g->ranks_ended);
 	if (g->ranks_stopped && g->ranks_ended) /* a rank failed: no signal here */
-		stop = 0;
+		mb_run_stop = 0;
 	g->ranks_stopped = 0;
-	clear_progress(g);
-	fill_meta(g, row);
+	mb_run_clear_progress(g);
+	mb_run_fill_meta(g, row);
 	row->run = i;
-	fill_results(row, r);
+	mb_run_fill_results(row, r);
 	row->device_used_base_bytes = g->used_base;
 	if (g->pinned_copy != MB_PINNED_COPY_UNKNOWN)
 		row->pinned_device_copy_bytes =
@@ -639,7 +260,7 @@ static int run_once(struct grid *g, struct cell *c, unsigned i)
 	if (mb_devmem_sampler_peak(&g->sampler) && r->steps_done >= g->run.measure_last)
 		row->device_used_peak_bytes = mb_devmem_sampler_peak(&g->sampler);
 	if (c->predicted)
-		fill_prediction(g, row, &c->pred);
+		mb_run_fill_prediction(g, row, &c->pred);
 	if (run_err) {
 		snprintf(row->status, sizeof(row->status), "failed");
 		snprintf(row->reason, sizeof(row->reason), "%s%s", lost ? "device lost: " : "",
@@ -670,7 +291,7 @@ static int run_once(struct grid *g, struct cell *c, unsigned i)
 				g->cell_stage, mb_variant_name(g->cell_variant), i,
 				(unsigned long long)g->args->runs, r->iter_mean_s, r->apply_mean_s);
 	}
-	err = save_row(g, row);
+	err = mb_run_save_row(g, row);
 	free(row);
 	free(r);
 	if (!err && lost)
@@ -678,110 +299,8 @@ static int run_once(struct grid *g, struct cell *c, unsigned i)
 	return err;
 }
 
-/* The grace after a signal, in seconds: STOP_GRACE_S, or MUONBENCH_STOP_GRACE_S (1 to 3600). */
-static long stop_grace_s(void)
-{
-	const char *v = getenv("MUONBENCH_STOP_GRACE_S");
-	char *end;
-	long s;
-
-	if (!v || !*v)
-		return STOP_GRACE_S;
-	errno = 0;
-	s = strtol(v, &end, 10);
-	if (!errno && !*end && s >= 1 && s <= 3600)
-		return s;
-	fprintf(stderr,
-		"muonbench: MUONBENCH_STOP_GRACE_S '%s' is not 1 to 3600 seconds: %d it is\n", v,
-		STOP_GRACE_S);
-	return STOP_GRACE_S;
-}
-
-/*
- * The run in progress has not returned within the grace after a signal:
- * its row as interrupted (unless the main thread has finished it), a line
- * on stderr, and the exit, from this thread, with the main thread still in
- * the driver. The rows of the finished runs are in the file already.
- */
-static void give_up(struct grid *g, long grace)
-{
-	struct mb_csv_row *row = malloc(sizeof(*row));
-	struct mb_run_result *r = malloc(sizeof(*r));
-	const struct timespec tick = { 0, 10 * 1000 * 1000 };
-	int owner, k;
-	bool cut = false;
-
-	/* a row being appended is let finish (it takes milliseconds); then the file is ours */
-	for (k = 0; k < 200 && atomic_load(&g->run_owner) == RUN_SAVING; k++)
-		nanosleep(&tick, NULL);
-	owner = RUN_IDLE;
-	if (!atomic_compare_exchange_strong(&g->run_owner, &owner, RUN_WATCHDOG) &&
-	    owner == RUN_MAIN && row && r &&
-	    atomic_compare_exchange_strong(&g->run_owner, &owner, RUN_WATCHDOG)) {
-		mb_run_result_unrun(r);
-		fill_meta(g, row);
-		row->run = g->cell_run;
-		fill_results(row, r);
-		snprintf(row->status, sizeof(row->status), "interrupted");
-		snprintf(row->reason, sizeof(row->reason),
-			 "stopped by a signal after %u of %u steps; the device had not returned "
-			 "%ld s later",
-			 atomic_load(&g->run_steps_done), g->run.steps, grace);
-		cut = !mb_csv_append(g->out, row);
-	}
-	clear_progress(g);
-	if (g->out[0])
-		fprintf(stderr,
-			"muonbench: the device did not return within %ld s of the signal: exiting "
-			"with the rows of the finished runs%s in '%s'\n",
-			grace, cut ? ", and the cut one as interrupted," : "", g->out);
-	else if (atomic_load(&g->set_up)) /* under MPI, a rank other than 0 */
-		fprintf(stderr,
-			"muonbench: the device did not return within %ld s of the signal: exiting; "
-			"the rows of the finished runs are in rank 0's results\n",
-			grace);
-	else
-		fprintf(stderr,
-			"muonbench: still setting up %ld s after the signal: exiting before any "
-			"run\n",
-			grace);
-	_exit(1);
-}
-
-/*
- * The watchdog thread: after a first signal, it waits the grace for the
- * grid to end, and ends the process if it has not (give_up). At the grid's
- * end it returns.
- */
-static void *watchdog(void *arg)
-{
-	struct grid *g = arg;
-	long grace = stop_grace_s();
-	double start;
-	struct timespec until;
-
-	while (sem_wait(&wake) && errno == EINTR)
-		;
-	if (atomic_load(&g->ending))
-		return NULL;
-	/* the grace on the monotonic clock, in short waits (sem_timedwait's is the wall clock's) */
-	start = mb_now_s();
-	for (;;) {
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 200 * 1000 * 1000;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		if (!sem_timedwait(&wake, &until))
-			return NULL; /* the grid has ended */
-		if (mb_now_s() - start >= (double)grace)
-			give_up(g, grace);
-	}
-}
-
 /* The failed row of the cell now in g->run, which never started, for REASON. */
-static int unrun_row(struct grid *g, const char *reason)
+static int unrun_row(struct mb_run_grid *g, const char *reason)
 {
 	struct mb_csv_row *row = malloc(sizeof(*row));
 	struct mb_run_result *r = malloc(sizeof(*r));
@@ -793,16 +312,16 @@ static int unrun_row(struct grid *g, const char *reason)
 		return mb_fail("out of host memory for a results row");
 	}
 	mb_run_result_unrun(r);
-	fill_meta(g, row);
+	mb_run_fill_meta(g, row);
 	row->run = 1;
-	fill_results(row, r);
+	mb_run_fill_results(row, r);
 	snprintf(row->status, sizeof(row->status), "failed");
 	snprintf(row->reason, sizeof(row->reason), "%s", reason);
 	fprintf(stderr, "muonbench: stage %u %s %s\n", g->cell_stage,
 		mb_variant_name(g->cell_variant), reason);
 	g->failed++;
 	g->steps_total -= (unsigned long)(g->args->runs * g->args->steps);
-	err = save_row(g, row);
+	err = mb_run_save_row(g, row);
 	free(row);
 	free(r);
 	return err;
@@ -827,7 +346,7 @@ static int clblast_bytes(const struct mb_model *m, struct mb_fit_cell *c, void *
  * into *fits; when it does not, its failed row, whose reason says why and
  * what would fit, is written.
  */
-static int fit_cell(struct grid *g, bool *fits)
+static int fit_cell(struct mb_run_grid *g, bool *fits)
 {
 	const struct mb_step_settings *s = &g->run.step;
 	struct mb_fit_cell cell = {
@@ -863,7 +382,7 @@ static int fit_cell(struct grid *g, bool *fits)
 }
 
 /* The report of this invocation's rows, in --format. */
-static int report(const struct grid *g)
+static int report(const struct mb_run_grid *g)
 {
 	return g->nrows ? mb_tables_print_rows(g->rows, g->nrows, g->args->format) : 0;
 }
@@ -872,7 +391,7 @@ static int report(const struct grid *g)
  * The cells (mb_grid), each with its run's state. Every plan is built once
  * here, so that a bad budget is refused before any run.
  */
-static int build_cells(struct grid *g)
+static int build_cells(struct mb_run_grid *g)
 {
 	struct mb_step_settings set;
 	struct mb_grid grid;
@@ -907,7 +426,7 @@ static int build_cells(struct grid *g)
  * device's own in the cache, if muonbench profile made one (and not an older
  * muonbench, whose profile this one does not read: said on stderr).
  */
-static int load_profile(struct grid *g)
+static int load_profile(struct mb_run_grid *g)
 {
 	const char *name = g->args->profile;
 	char path[4096];
@@ -951,7 +470,7 @@ static int load_profile(struct grid *g)
  * would look for it, a GPU's run or a person's terminal; a script's stderr on
  * a CPU device stays as it was.
  */
-static bool worth_saying(const struct grid *g)
+static bool worth_saying(const struct mb_run_grid *g)
 {
 	return g->tty || !strcmp(g->cl.info.type, "GPU");
 }
@@ -961,7 +480,7 @@ static bool worth_saying(const struct grid *g)
  * --pinned-device-copy says, or (auto) measured where the driver gives its
  * used memory; said once where it does, on a GPU or a terminal.
  */
-static int pinned_copy(struct grid *g)
+static int pinned_copy(struct mb_run_grid *g)
 {
 	const char *said = g->args->pinned_device_copy;
 	char grew[32];
@@ -985,7 +504,7 @@ static int pinned_copy(struct grid *g)
 	return 0;
 }
 
-static int setup(struct grid *g)
+static int setup(struct mb_run_grid *g)
 {
 	int err;
 
@@ -1011,7 +530,7 @@ static int setup(struct grid *g)
 	if (g->args->world_size > 1 && (err = mb_setup_model(g->args, &g->full)))
 		return err;
 	/* rank 0 alone writes the results */
-	if (!g->ranks.rank && (err = default_out(g)))
+	if (!g->ranks.rank && (err = mb_run_default_out(g)))
 		return err;
 	g->out_existed = !g->out_created && g->out[0] && !access(g->out, F_OK);
 	if ((g->out[0] && (err = mb_csv_check(g->out))) || (err = mb_setup_device(g->args, &g->cl)))
@@ -1050,7 +569,7 @@ static int setup(struct grid *g)
 }
 
 /* Cell C's settings into g->run, its plan's knobs as the cell has them. */
-static void select_cell(struct grid *g, const struct cell *c)
+static void select_cell(struct mb_run_grid *g, const struct mb_run_cell *c)
 {
 	g->cell_stage = c->at.stage;
 	g->cell_variant = c->at.variant;
@@ -1064,7 +583,7 @@ static void select_cell(struct grid *g, const struct cell *c)
  * The first run of cell C, now in g->run: whether it fits (else its failed
  * row, and no more runs), and its prediction.
  */
-static int start_cell(struct grid *g, struct cell *c)
+static int start_cell(struct mb_run_grid *g, struct mb_run_cell *c)
 {
 	bool fits;
 	int err;
@@ -1084,18 +603,19 @@ static int start_cell(struct grid *g, struct cell *c)
  * invocation falls on every cell alike instead of on the cells that ran
  * then. Else each cell's runs back to back, cell after cell.
  */
-static int run_grid(struct grid *g)
+static int run_grid(struct mb_run_grid *g)
 {
 	unsigned runs = (unsigned)g->args->runs;
 	unsigned rounds = g->args->interleave_on ? runs : 1, per = runs / rounds, r, k, i;
-	struct cell *c;
+	struct mb_run_cell *c;
 	size_t ci;
 	int err = 0;
 
-	for (r = 0; r < rounds && !err && !stop && !g->ranks_ended; r++)
-		for (ci = 0; ci < g->ncells && !err && !stop && !g->ranks_ended; ci++) {
+	for (r = 0; r < rounds && !err && !mb_run_stop && !g->ranks_ended; r++)
+		for (ci = 0; ci < g->ncells && !err && !mb_run_stop && !g->ranks_ended; ci++) {
 			c = &g->cells[ci];
-			for (k = 1; k <= per && !c->done && !err && !stop && !g->ranks_ended; k++) {
+			for (k = 1; k <= per && !c->done && !err && !mb_run_stop && !g->ranks_ended;
+			     k++) {
 				i = r * per + k;
 				select_cell(g, c);
 				if ((err = mb_run_ranks_shard(g->args, &g->full, &g->model,
@@ -1114,7 +634,7 @@ static int run_grid(struct grid *g)
 	return err;
 }
 
-static int verdict(const struct grid *g)
+static int verdict(const struct mb_run_grid *g)
 {
 	/* after Markdown on stdout; with csv or json, stdout stays machine-read */
 	FILE *out = g->args->format == MB_FORMAT_MD && !g->ranks.rank ? stdout : stderr;
@@ -1159,11 +679,12 @@ static int verdict(const struct grid *g)
 					(unsigned long long)g->checksum[d][ns],
 					g->mismatched ? "checked against" : "as predicted by");
 	/* the fallback said once more at the end: on its own line where another error ends it */
-	if (g->fallback && (g->interrupted || stop || g->mismatched || g->failed || g->incomplete))
+	if (g->fallback &&
+	    (g->interrupted || mb_run_stop || g->mismatched || g->failed || g->incomplete))
 		fprintf(stderr,
 			"muonbench: the results could not be written to '%s'; they are in '%s'\n",
 			g->given_out, g->out);
-	if (g->interrupted || stop)
+	if (g->interrupted || mb_run_stop)
 		return g->out[0]
 			       ? mb_fail("interrupted: the runs that finished are in '%s'", g->out)
 			       : mb_fail("interrupted: the runs that finished are in rank 0's "
@@ -1188,9 +709,8 @@ static int verdict(const struct grid *g)
 
 int mb_cmd_run(const struct mb_args *args)
 {
-	struct grid *g = calloc(1, sizeof(*g));
+	struct mb_run_grid *g = calloc(1, sizeof(*g));
 	pthread_t watcher;
-	sigset_t block, was;
 	struct stat st;
 	bool set_up;
 	int err;
@@ -1206,33 +726,10 @@ int mb_cmd_run(const struct mb_args *args)
 	g->run.on_step_ctx = g;
 	g->tty = !args->quiet && isatty(STDERR_FILENO);
 	g->started_s = mb_now_s();
-	/* one semaphore for the process, never destroyed (a signal may post it at any time) */
-	if (!wake_ready && sem_init(&wake, 0, 0)) {
+	if ((err = mb_run_watch(g, &watcher))) {
 		free(g);
-		return mb_fail("cannot make the watchdog's semaphore: %s", strerror(errno));
+		return err;
 	}
-	while (!sem_trywait(&wake)) /* an earlier invocation's posts */
-		;
-	wake_ready = 1;
-	/* the signals go to the main thread, not to the watchdog */
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &block, &was);
-	err = pthread_create(&watcher, NULL, watchdog, g);
-	pthread_sigmask(SIG_SETMASK, &was, NULL);
-	if (err) {
-		free(g);
-		return mb_fail("cannot start the watchdog thread: %s", strerror(err));
-	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	/* a closed terminal or ssh session: as SIGTERM, unless ignored (nohup) */
-	if (signal(SIGHUP, on_signal) == SIG_IGN)
-		signal(SIGHUP, SIG_IGN);
-	signal(SIGXFSZ, SIG_IGN); /* past a file size limit, a write fails: the fallback takes over
-				   */
 	set_up = !(err = mb_run_ranks_init(&g->ranks, &g->ranked)) &&
 		 !(err = mb_run_ranks_same(&g->ranks, &g->ranked)) &&
 		 !(err = mb_run_ranks_agree(&g->ranks, setup(g)));
@@ -1241,9 +738,7 @@ int mb_cmd_run(const struct mb_args *args)
 		g->steps_total = (unsigned long)(g->ncells * args->runs * args->steps);
 		err = run_grid(g);
 	}
-	atomic_store(&g->ending, true);
-	sem_post(&wake);
-	pthread_join(watcher, NULL);
+	mb_run_unwatch(g, watcher);
 	if (!err && set_up && !g->ranks.rank)
 		err = report(g);
 	if (!err && set_up)

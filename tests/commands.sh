@@ -3,7 +3,9 @@
 # defines an mb_cmd_ function) refers to no symbol that another command's
 # object defines. What two commands share lives in lib/ or in a shared
 # helper under cmd/ (options, args, help, setup, print, tables, child, and ranks, run's
-# MPI hooks, which any command could call), never in a command. Also: the check sees every command (each has its mb_cmd_), and
+# MPI hooks, which any command could call; run_rows and run_watchdog, run's results rows
+# and its signals, are helpers too, as any object without an mb_cmd_ is), never in a
+# command. Also: the check sees every command (each has its mb_cmd_), and
 # no helper defines one. And the library's floors: no file of lib/ outside
 # lib/cl/ includes a header of lib/cl/ (the OpenCL module), and no header
 # name is in both (the build looks in both folders); the check is shown to
