@@ -53,16 +53,25 @@ const struct option mb_options[] = {
 	  "the largest norm of the gradients (DeepSpeed's gradient_clipping, as "
 	  "unscale_and_clip_grads applies it: a pass over the whole fp32 grad buffer each "
 	  "step); 0: no clipping, the pass stays" },
-	{ "param-order", MB_WORDS(MB_PARAM_ORDERS), ENUM, AT(param_order), "shape", 0, 0,
-	  MB_WORDS(MB_PARAM_ORDERS), MODEL_CMDS,
-	  "order of the Muon parameters that the batches and sub-groups are made of: by "
-	  "shape, largest first, as DeepSpeed's Muon builds its param group "
-	  "(original_muon.py), or the model's" },
-	{ "momentum-dtype", MB_WORDS(MB_MOMENTUM_DTYPES) "|auto", ENUM, AT(momentum_dtype), "auto",
-	  0, 0, MB_WORDS(MB_MOMENTUM_DTYPES) "|auto", MODEL_CMDS,
-	  "the Muon momentum's storage (math in fp32); auto: fp32 for ZeRO-1/2, bf16 for "
-	  "ZeRO-3, which keeps it in the communication dtype under bf16 training (stage3.py, "
-	  "_create_momentum_buffer)" },
+/*
+ * mb_knob's table: each knob an option, a knob of the plan's among the
+ * plan's options for every command that builds a plan, a knob of the
+ * step's among the step's for the commands that run or model one
+ */
+#define KNOB_OPTION_(id, field, option, words, dflt, since, kind, help) \
+	KNOB_##kind##_(option, words, AT(knob[MB_KNOB_##id]), dflt, help)
+#define KNOB_AS_OPTION_(cmds, option, words, at, dflt, help) \
+	{ option, words, CHOICE, at, dflt, 0, 0, words, cmds, help },
+#define KNOB_PLAN_(...) KNOB_AS_OPTION_(MODEL_CMDS, __VA_ARGS__)
+#define KNOB_STEP_(...)
+	MB_STEP_KNOBS(KNOB_OPTION_)
+#undef KNOB_PLAN_
+#undef KNOB_STEP_
+		{ "momentum-dtype", MB_WORDS(MB_MOMENTUM_DTYPES) "|auto", ENUM, AT(momentum_dtype),
+		  "auto", 0, 0, MB_WORDS(MB_MOMENTUM_DTYPES) "|auto", MODEL_CMDS,
+		  "the Muon momentum's storage (math in fp32); auto: fp32 for ZeRO-1/2, bf16 for "
+		  "ZeRO-3, which keeps it in the communication dtype under bf16 training (stage3.py, "
+		  "_create_momentum_buffer)" },
 	{ "params-back", MB_WORDS(MB_PARAMS_BACKS) "|auto", ENUM, AT(params_back), "auto", 0, 0,
 	  MB_WORDS(MB_PARAMS_BACKS) "|auto", MODEL_CMDS,
 	  "how the bf16 params go back to the device: from the pinned staging the host "
@@ -102,10 +111,12 @@ const struct option mb_options[] = {
 	  "the fit check and in the rows' pinned_device_copy_bytes; auto: run measures it where "
 	  "the driver gives its used memory (device_used_*), else unknown and not counted; plan "
 	  "counts it only when told yes" },
-/* mb_knob's table: each knob an option of the step's commands */
-#define KNOB_OPTION_(id, field, option, words, dflt, since, help) \
-	{ option, words, CHOICE, AT(knob[MB_KNOB_##id]), dflt, 0, 0, words, STEP_CMDS, help },
+#define KNOB_PLAN_(...)
+#define KNOB_STEP_(...) KNOB_AS_OPTION_(STEP_CMDS, __VA_ARGS__)
 	MB_STEP_KNOBS(KNOB_OPTION_)
+#undef KNOB_PLAN_
+#undef KNOB_STEP_
+#undef KNOB_AS_OPTION_
 #undef KNOB_OPTION_
 		{ "fwd-bwd", "on|off", CHOICE, AT(fwd_bwd), "on", 0, 0, "on|off", MODEL_CMDS,
 		  "run a synthetic forward and backward (GEMMs on the model's shapes, gradient "
@@ -274,7 +285,6 @@ const struct option mb_options[] = {
 _Static_assert(NOPTIONS <= MB_OPTIONS_MAX, "struct mb_args' given has a bit per option");
 /* an ENUM option's field is written as an unsigned */
 _Static_assert(sizeof(enum mb_format) == sizeof(unsigned) &&
-		       sizeof(enum mb_param_order) == sizeof(unsigned) &&
 		       sizeof(enum mb_momentum_dtype) == sizeof(unsigned) &&
 		       sizeof(enum mb_params_back) == sizeof(unsigned) &&
 		       sizeof(enum mb_zero3_apply) == sizeof(unsigned) &&

@@ -135,7 +135,6 @@ struct mb_args {
 	uint64_t pin_chunk;		    /* bytes */
 	uint64_t reduce_bucket_size;	    /* elements */
 	double grad_clip;		    /* the grads' norm at most; 0: no clipping */
-	enum mb_param_order param_order;
 	enum mb_momentum_dtype momentum_dtype; /* or MB_MOMENTUM_DTYPE_AUTO */
 	enum mb_params_back params_back;       /* or MB_PARAMS_BACK_AUTO */
 	enum mb_zero3_apply zero3_apply;

@@ -130,8 +130,6 @@ void mb_run_fill_meta(const struct mb_run_grid *g, struct mb_csv_row *row)
 	snprintf(row->pin_memory, sizeof(row->pin_memory), "%s", a->pin_memory);
 	snprintf(row->pinned_alloc, sizeof(row->pinned_alloc), "%s",
 		 mb_pinned_alloc_names[g->cl.pinned_alloc]);
-	snprintf(row->param_order, sizeof(row->param_order), "%s",
-		 mb_param_order_names[s->step.plan.order]);
 	snprintf(row->momentum_dtype, sizeof(row->momentum_dtype), "%s",
 		 mb_momentum_dtype_name(s->step.plan.momentum_dtype));
 	snprintf(row->ns_method, sizeof(row->ns_method), "%s",

@@ -33,7 +33,8 @@ void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct m
 	s->pin_chunk_bytes = args->pin_chunk;
 	s->reduce_bucket_elems = args->reduce_bucket_size;
 	s->tokens = args->fwd_bwd_on ? args->seq * args->micro_batch : 0;
-	s->order = args->param_order;
+	s->order = (enum mb_param_order)mb_knob_word(MB_KNOB_PARAM_ORDER,
+						     args->knob[MB_KNOB_PARAM_ORDER]);
 	s->params_back = args->params_back == MB_PARAMS_BACK_AUTO ? mb_params_back_default(stage)
 								  : args->params_back;
 	s->zero3_apply = args->zero3_apply;

@@ -66,7 +66,8 @@ static void md_header(const struct mb_table *t)
 	       mb_fmt_bytes_iec(budget, sizeof(budget), r->gather_budget_bytes),
 	       mb_fmt_count(sub, sizeof(sub), r->sub_group_size_elems), r->pin_memory,
 	       mb_fmt_bytes_iec(chunk, sizeof(chunk), r->pin_chunk_bytes),
-	       mb_results_pinned_alloc_setting(r), r->knob[MB_KNOB_WRITEBACK_DEP], r->param_order,
+	       mb_results_pinned_alloc_setting(r), r->knob[MB_KNOB_WRITEBACK_DEP],
+	       r->knob[MB_KNOB_PARAM_ORDER],
 	       strcmp(mb_results_momentum_setting(r), "auto")
 		       ? r->momentum_dtype
 		       : "fp32 for ZeRO-1/2, bf16 for ZeRO-3 (auto)",

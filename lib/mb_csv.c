@@ -59,7 +59,7 @@ struct column {
 	{ #name, type, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name), words, since }
 #define COL(name, type) COLV(name, type, NULL, 0)
 /* a knob of mb_knob's table, from the version its row says */
-#define KNOB_COL_(id, field, option, words, dflt, since, help) \
+#define KNOB_COL_(id, field, option, words, dflt, since, ...) \
 	{ #field, TEXT, offsetof(struct mb_csv_row, knob[MB_KNOB_##id]), \
 	  sizeof(((struct mb_csv_row *)0)->knob[0]), words, since },
 #define WORDS(name, words) COLV(name, TEXT, words, 0)
@@ -110,7 +110,6 @@ static const struct column columns[] = {
 	COLV(pinned_device_copy, TEXT, MB_WORDS(MB_PINNED_COPIES), 12),
 	COLV(pinned_device_copy_bytes, U64_OPT, NULL, 12),
 	MB_STEP_KNOBS(KNOB_COL_) /* mb_knob's table: a column a knob */
-	WORDS(param_order, MB_WORDS(MB_PARAM_ORDERS)),
 	WORDS(momentum_dtype, MB_WORDS(MB_MOMENTUM_DTYPES)),
 	WORDS(ns_method, MB_WORDS(MB_NS_METHODS)),
 	COLV(ns_precision, TEXT, MB_WORDS(MB_PRECISIONS) "|calibrated", 12),
@@ -740,11 +739,11 @@ static uint64_t fnv(uint64_t h, const void *p, size_t len)
  */
 static uint64_t run_key(const struct mb_csv_row *row)
 {
-	const char *text[] = { row->timestamp_utc, row->host,		row->model,
-			       row->device,	   row->variant,	row->pin_memory,
-			       row->param_order,   row->momentum_dtype, row->ns_method,
-			       row->ns_precision,  row->params_back,	row->zero3_apply,
-			       row->fwd_bwd,	   row->grad_clip };
+	const char *text[] = { row->timestamp_utc,  row->host,	      row->model,
+			       row->device,	    row->variant,     row->pin_memory,
+			       row->momentum_dtype, row->ns_method,   row->ns_precision,
+			       row->params_back,    row->zero3_apply, row->fwd_bwd,
+			       row->grad_clip };
 	uint64_t n[] = { row->world_size,
 			 row->rank,
 			 row->stage,

@@ -59,8 +59,7 @@ struct mb_csv_row {
 	 * and then how much: the pinned bytes, 0, or MB_CSV_UNKNOWN (empty) */
 	char pinned_device_copy[8];
 	uint64_t pinned_device_copy_bytes;
-	char param_order[8], momentum_dtype[8], ns_method[16]; /* shape|model, fp32|bf16,
-								  gram|standard */
+	char momentum_dtype[8], ns_method[16]; /* fp32|bf16, gram|standard */
 	/* Newton-Schulz's GEMMs (12): fp32|bf16|fp16, and the kernel that ran them
 	 * (clblast-sgemm, ns_gemm-portable, ns_gemm-mma); empty in older rows: fp32 */
 	char ns_precision[12], ns_kernel[24];

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#define ROW_(id, field, option, words, dflt, since, help) \
+#define ROW_(id, field, option, words, dflt, since, kind, help) \
 	{ #field, option, words, dflt, help, since },
 const struct mb_knob_info mb_knobs[MB_KNOBS_ROOM] = { MB_STEP_KNOBS(ROW_){ NULL } };
 #undef ROW_

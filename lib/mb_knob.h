@@ -1,21 +1,26 @@
 /*
  * mb_knob: the step's knobs that are a choice of words, in one table. A row
  *
- *   X(ID, field, option, words, default, since, help)
+ *   X(ID, field, option, words, default, since, kind, help)
  *
  * is all such a knob needs to be everywhere: a setting of the step
  * (struct mb_step_settings' knob[MB_KNOB_ID], the place of its word in
- * WORDS), an option of the commands that run or model a step (cmd/options.c,
- * with its help), a column FIELD of the results written with the word (a
- * column since results format SINCE) and a knob that compare matches cells
- * on. What the knob changes is then the schedule's (mb_sched.c): two files
+ * WORDS), an option (cmd/options.c, with its help), a column FIELD of the
+ * results written with the word (a column since results format SINCE) and
+ * a knob that compare matches cells on. KIND is STEP, a knob of the step:
+ * an option of the commands that run or model a step, among their options;
+ * or PLAN, a knob of the plan: an option of every command that builds a
+ * plan (plan too), among the plan's options. What the knob changes is then
+ * the schedule's (mb_sched.c) or, for a knob of the plan, the plan's (its
+ * mb_plan_settings field, which cmd/setup.c fills from the word): two files
  * in all, this one and that one, and the results format's version when a
  * real knob adds its column.
  *
- * writeback-dep is a row (its words a list here, for the schedule's enum);
- * the knobs older than this table that are not yet rows keep their own
- * plumbing. The table also holds a test-only row (-DMB_TEST_KNOB,
- * tests/variant_row.sh) to show that a row is all it takes.
+ * writeback-dep and param-order are rows (their words lists here, for the
+ * schedule's and the plan's enums); the knobs older than this table that
+ * are not yet rows keep their own plumbing. The table also holds a
+ * test-only row (-DMB_TEST_KNOB, tests/variant_row.sh) to show that a row
+ * is all it takes.
  */
 #ifndef MB_KNOB_H
 #define MB_KNOB_H
@@ -26,7 +31,7 @@
 
 #ifdef MB_TEST_KNOB
 #define MB_TEST_KNOB_ROW_(X)                                                                  \
-	X(PROBE_WAIT, probe_wait, "probe-wait", "off|on", "off", 13,                          \
+	X(PROBE_WAIT, probe_wait, "probe-wait", "off|on", "off", 13, STEP,                    \
 	  "test only: on, the host waits for each unit's Newton-Schulz before it writes the " \
 	  "unit back, overlapped or not")
 #else
@@ -39,10 +44,22 @@
 enum mb_writeback_dep { MB_WRITEBACK_DEPS(MB_WRITEBACK_DEP_ENUM_, ) };
 #undef MB_WRITEBACK_DEP_ENUM_
 
+/* param-order's words: the order of the Muon parameters that the batches and sub-groups are made of
+ */
+#define MB_PARAM_ORDERS(X, SEP) X(SHAPE, "shape") SEP X(MODEL, "model")
+#define MB_ORDER_ENUM_(e, ...)	MB_ORDER_##e,
+enum mb_param_order { MB_PARAM_ORDERS(MB_ORDER_ENUM_, ) MB_NORDERS };
+#undef MB_ORDER_ENUM_
+
 #define MB_STEP_KNOBS(X)                                                                         \
 	X(WRITEBACK_DEP, writeback_dep, "writeback-dep", MB_WORDS(MB_WRITEBACK_DEPS), "host", 0, \
+	  STEP,                                                                                  \
 	  "overlapped writeback waits for the compute on the host, or through an event "         \
 	  "wait list")                                                                           \
+	X(PARAM_ORDER, param_order, "param-order", MB_WORDS(MB_PARAM_ORDERS), "shape", 0, PLAN,  \
+	  "order of the Muon parameters that the batches and sub-groups are made of: by "        \
+	  "shape, largest first, as DeepSpeed's Muon builds its param group "                    \
+	  "(original_muon.py), or the model's")                                                  \
 	MB_TEST_KNOB_ROW_(X)
 
 #define MB_KNOB_ENUM_(id, ...) MB_KNOB_##id,

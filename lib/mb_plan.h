@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mb_knob.h"
 #include "mb_model.h"
 #include "mb_ns.h"
 #include "mb_words.h"
@@ -56,18 +57,13 @@
  * print them in their help, run writes them into the results and the reader
  * takes only them, plan prints them, all from these lists.
  */
-#define MB_PARAM_ORDERS(X, SEP)	   X(SHAPE, "shape") SEP X(MODEL, "model")
 #define MB_MOMENTUM_DTYPES(X, SEP) X(FP32, "fp32") SEP X(BF16, "bf16")
 #define MB_PARAMS_BACKS(X, SEP)	   X(PINNED, "pinned") SEP X(PAGEABLE, "pageable")
 #define MB_ZERO3_APPLIES(X, SEP)   X(SUBGROUP, "subgroup") SEP X(BATCHED, "batched")
 
-#define MB_ORDER_ENUM_(e, ...) MB_ORDER_##e,
-#define MB_MOM_ENUM_(e, ...)   MB_MOM_##e,
-#define MB_BACK_ENUM_(e, ...)  MB_BACK_##e,
-#define MB_Z3_ENUM_(e, ...)    MB_Z3_##e,
-
-/* The order of the Muon parameters that the batches and sub-groups are made of. */
-enum mb_param_order { MB_PARAM_ORDERS(MB_ORDER_ENUM_, ) MB_NORDERS };
+#define MB_MOM_ENUM_(e, ...)  MB_MOM_##e,
+#define MB_BACK_ENUM_(e, ...) MB_BACK_##e,
+#define MB_Z3_ENUM_(e, ...)   MB_Z3_##e,
 
 /* The Muon momentum's storage: fp32, or bf16 (fp32 math) as DeepSpeed keeps it under ZeRO-3. */
 enum mb_momentum_dtype { MB_MOMENTUM_DTYPES(MB_MOM_ENUM_, ) MB_NMOM_DTYPES };

@@ -78,7 +78,6 @@ static const struct {
 	{ "pinned_alloc", offsetof(struct mb_csv_row, pinned_alloc), true,
 	  mb_results_pinned_alloc_setting, false },
 	MB_STEP_KNOBS(KNOB_ROW_) /* mb_knob's table: each knob a knob */
-	KNOB(param_order, true),
 	{ "momentum_dtype", offsetof(struct mb_csv_row, momentum_dtype), true,
 	  mb_results_momentum_setting, false },
 	KNOB(ns_method, true),

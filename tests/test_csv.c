@@ -55,7 +55,7 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	snprintf(r->binding, sizeof(r->binding), "numa auto");
 	snprintf(r->pin_memory, sizeof(r->pin_memory), "on");
 	snprintf(r->knob[MB_KNOB_WRITEBACK_DEP], sizeof(r->knob[0]), "event");
-	snprintf(r->param_order, sizeof(r->param_order), "shape");
+	snprintf(r->knob[MB_KNOB_PARAM_ORDER], sizeof(r->knob[0]), "shape");
 	snprintf(r->momentum_dtype, sizeof(r->momentum_dtype), "bf16");
 	snprintf(r->ns_method, sizeof(r->ns_method), "gram");
 	snprintf(r->params_back, sizeof(r->params_back), "pageable");

@@ -839,7 +839,7 @@ static double h200_apply(const struct mb_csv_row *row, const struct mb_profile *
 	struct mb_plan plan;
 
 	assert_true(v >= 0);
-	assert_string_equal(row->param_order, "shape");
+	assert_string_equal(row->knob[MB_KNOB_PARAM_ORDER], "shape");
 	if (set.fwd_bwd)
 		set.tokens = set.plan.tokens = row->seq * row->micro_batch;
 	assert_int_equal(mb_config_load_builtin(&m, row->model, (unsigned)row->layers), 0);
