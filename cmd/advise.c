@@ -95,6 +95,7 @@ static void build_space(struct advice *ad)
 			      groups[] = MB_ADVISE_SUB_GROUP_SIZES;
 	const struct mb_args *args = ad->args;
 	struct mb_advise_space *sp = &ad->space;
+	enum mb_zero3_apply apply = (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY);
 	size_t i;
 
 	if (mb_args_given(args, "variant"))
@@ -117,10 +118,10 @@ static void build_space(struct advice *ad)
 	else
 		for (i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
 			sp->sub_group_sizes[sp->nsub_group_sizes++] = groups[i];
-	sp->applies[sp->napplies++] = args->zero3_apply;
+	sp->applies[sp->napplies++] = apply;
 	if (!mb_args_given(args, "zero3-apply"))
-		sp->applies[sp->napplies++] = args->zero3_apply == MB_Z3_SUBGROUP ? MB_Z3_BATCHED
-										  : MB_Z3_SUBGROUP;
+		sp->applies[sp->napplies++] = apply == MB_Z3_SUBGROUP ? MB_Z3_BATCHED
+								      : MB_Z3_SUBGROUP;
 }
 
 /* The baseline: the config's settings, the first variant asked, the first of each list. */

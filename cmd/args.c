@@ -585,7 +585,8 @@ static bool stage_reads(const struct mb_args *args, unsigned stage, const struct
 {
 	if (list == &args->sub_group_sizes)
 		return mb_grid_reads_sub_group_size(stage);
-	return mb_grid_reads_gather_budget(stage, args->zero3_apply);
+	return mb_grid_reads_gather_budget(
+		stage, (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY));
 }
 
 /*
@@ -759,4 +760,11 @@ bool mb_args_given(const struct mb_args *args, const char *name)
 	const struct option *o = find(name, strlen(name));
 
 	return o && is_given(args, (size_t)(o - mb_options));
+}
+
+unsigned mb_args_knob(const struct mb_args *args, enum mb_knob k)
+{
+	int i = args->knob[k] ? mb_knob_word(k, args->knob[k]) : 0;
+
+	return i < 0 ? 0 : (unsigned)i;
 }

@@ -55,17 +55,20 @@ const struct option mb_options[] = {
 	  "step); 0: no clipping, the pass stays" },
 /*
  * mb_knob's table: each knob an option, a knob of the plan's among the
- * plan's options for every command that builds a plan, a knob of the
- * step's among the step's for the commands that run or model one
+ * plan's options for every command that builds a plan (PLAN here, PLAN2
+ * after --params-back), a knob of the step's among the step's for the
+ * commands that run or model one (STEP, after --pinned-device-copy)
  */
 #define KNOB_OPTION_(id, field, option, words, dflt, since, kind, help) \
 	KNOB_##kind##_(option, words, AT(knob[MB_KNOB_##id]), dflt, help)
 #define KNOB_AS_OPTION_(cmds, option, words, at, dflt, help) \
 	{ option, words, CHOICE, at, dflt, 0, 0, words, cmds, help },
 #define KNOB_PLAN_(...) KNOB_AS_OPTION_(MODEL_CMDS, __VA_ARGS__)
+#define KNOB_PLAN2_(...)
 #define KNOB_STEP_(...)
 	MB_STEP_KNOBS(KNOB_OPTION_)
 #undef KNOB_PLAN_
+#undef KNOB_PLAN2_
 #undef KNOB_STEP_
 		{ "momentum-dtype", MB_WORDS(MB_MOMENTUM_DTYPES) "|auto", ENUM, AT(momentum_dtype),
 		  "auto", 0, 0, MB_WORDS(MB_MOMENTUM_DTYPES) "|auto", MODEL_CMDS,
@@ -78,15 +81,17 @@ const struct option mb_options[] = {
 	  "optimizer writes (stage_1_and_2.py), or a host cast into pageable memory and a "
 	  "blocking H2D, as ZeRO-3's copy_ from the fp32 params (stage3.py); auto: pageable "
 	  "for ZeRO-3, pinned for ZeRO-1/2" },
-	{ "zero3-apply", MB_WORDS(MB_ZERO3_APPLIES), ENUM, AT(zero3_apply), "subgroup", 0, 0,
-	  MB_WORDS(MB_ZERO3_APPLIES), MODEL_CMDS,
-	  "stage 3's Muon apply: a whole sub-group gathered at once, then each matrix's "
-	  "update written back, as DeepSpeed's _apply_muon_updates_cpu_offload (stage3.py); "
-	  "or batched: in batches under --gather-budget within each sub-group, as ZeRO-1/2's "
-	  "apply" },
-	{ "pin-chunk", "SIZE", SIZE, AT(pin_chunk), "2Gi", 4096, UINT64_MAX, NULL, MODEL_CMDS,
-	  "most bytes of one pinned chunk of a host buffer, cut between parameters (also "
-	  "at most the device's largest allocation)" },
+#define KNOB_PLAN_(...)
+#define KNOB_PLAN2_(...) KNOB_AS_OPTION_(MODEL_CMDS, __VA_ARGS__)
+#define KNOB_STEP_(...)
+	MB_STEP_KNOBS(KNOB_OPTION_)
+#undef KNOB_PLAN_
+#undef KNOB_PLAN2_
+#undef KNOB_STEP_
+		{ "pin-chunk", "SIZE", SIZE, AT(pin_chunk), "2Gi", 4096, UINT64_MAX, NULL,
+		  MODEL_CMDS,
+		  "most bytes of one pinned chunk of a host buffer, cut between parameters (also "
+		  "at most the device's largest allocation)" },
 	{ "variant", "V", TEXT, AT(variants), "all", 0, 0, NULL, STEP_CMDS,
 	  MB_VARIANT_WORDS ", or all; a list runs each (pin,both)" },
 	{ "runs", "R", COUNT, AT(runs), "3", 1, 1000, NULL, ON(MB_CMD_RUN) | ON(MB_CMD_ADVISE),
@@ -112,9 +117,11 @@ const struct option mb_options[] = {
 	  "the driver gives its used memory (device_used_*), else unknown and not counted; plan "
 	  "counts it only when told yes" },
 #define KNOB_PLAN_(...)
+#define KNOB_PLAN2_(...)
 #define KNOB_STEP_(...) KNOB_AS_OPTION_(STEP_CMDS, __VA_ARGS__)
 	MB_STEP_KNOBS(KNOB_OPTION_)
 #undef KNOB_PLAN_
+#undef KNOB_PLAN2_
 #undef KNOB_STEP_
 #undef KNOB_AS_OPTION_
 #undef KNOB_OPTION_
@@ -287,7 +294,6 @@ _Static_assert(NOPTIONS <= MB_OPTIONS_MAX, "struct mb_args' given has a bit per 
 _Static_assert(sizeof(enum mb_format) == sizeof(unsigned) &&
 		       sizeof(enum mb_momentum_dtype) == sizeof(unsigned) &&
 		       sizeof(enum mb_params_back) == sizeof(unsigned) &&
-		       sizeof(enum mb_zero3_apply) == sizeof(unsigned) &&
 		       sizeof(enum mb_pinned_alloc) == sizeof(unsigned) &&
 		       sizeof(enum mb_ns_method) == sizeof(unsigned) &&
 		       sizeof(enum mb_estimate) == sizeof(unsigned),

@@ -137,7 +137,6 @@ struct mb_args {
 	double grad_clip;		    /* the grads' norm at most; 0: no clipping */
 	enum mb_momentum_dtype momentum_dtype; /* or MB_MOMENTUM_DTYPE_AUTO */
 	enum mb_params_back params_back;       /* or MB_PARAMS_BACK_AUTO */
-	enum mb_zero3_apply zero3_apply;
 	uint64_t world_size, rank;
 	uint64_t local_rank; /* not an option: run's rank on its node (mb_ranks), which picks the
 				GPU */
@@ -231,6 +230,9 @@ int mb_args_parse(struct mb_args *args, int argc, char **argv);
 
 /* Whether the option called NAME ("model") was given on the command line. */
 bool mb_args_given(const struct mb_args *args, const char *name);
+
+/* Knob K's word in ARGS as its place among the knob's words (mb_knob.h); 0 where it has none. */
+unsigned mb_args_knob(const struct mb_args *args, enum mb_knob k);
 
 /*
  * Run's option I (0 on, in the table's order), its value in ARGS as text

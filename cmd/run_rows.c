@@ -144,8 +144,6 @@ void mb_run_fill_meta(const struct mb_run_grid *g, struct mb_csv_row *row)
 	snprintf(row->grad_clip, sizeof(row->grad_clip), "%g", s->step.grad_clip);
 	snprintf(row->params_back, sizeof(row->params_back), "%s",
 		 mb_params_back_name(s->step.plan.params_back));
-	snprintf(row->zero3_apply, sizeof(row->zero3_apply), "%s",
-		 mb_zero3_apply_names[s->step.plan.zero3_apply]);
 	row->seed = s->step.seed;
 	row->resume_at = s->resume_at;
 	snprintf(row->fwd_bwd, sizeof(row->fwd_bwd), "%s", a->fwd_bwd);

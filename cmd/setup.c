@@ -33,11 +33,10 @@ void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct m
 	s->pin_chunk_bytes = args->pin_chunk;
 	s->reduce_bucket_elems = args->reduce_bucket_size;
 	s->tokens = args->fwd_bwd_on ? args->seq * args->micro_batch : 0;
-	s->order = (enum mb_param_order)mb_knob_word(MB_KNOB_PARAM_ORDER,
-						     args->knob[MB_KNOB_PARAM_ORDER]);
+	s->order = (enum mb_param_order)mb_args_knob(args, MB_KNOB_PARAM_ORDER);
 	s->params_back = args->params_back == MB_PARAMS_BACK_AUTO ? mb_params_back_default(stage)
 								  : args->params_back;
-	s->zero3_apply = args->zero3_apply;
+	s->zero3_apply = (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY);
 	s->ns_method = args->ns_method;
 	s->momentum_dtype = args->momentum_dtype == MB_MOMENTUM_DTYPE_AUTO
 				    ? mb_momentum_dtype_default(stage)
@@ -58,7 +57,7 @@ int mb_setup_grid(const struct mb_args *args, bool variants, struct mb_grid *g)
 		.ngather_budgets = args->gather_budgets.n,
 		.sub_group_sizes = args->sub_group_sizes.v,
 		.nsub_group_sizes = args->sub_group_sizes.n,
-		.zero3_apply = args->zero3_apply,
+		.zero3_apply = (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY),
 	};
 
 	/* parsed with the options: never here for a command with --stage or --variant */

@@ -75,7 +75,7 @@ static void md_header(const struct mb_table *t)
 	       strcmp(mb_results_params_back_setting(r), "auto")
 		       ? r->params_back
 		       : "pinned for ZeRO-1/2, pageable for ZeRO-3 (auto)",
-	       r->zero3_apply, r->fwd_bwd, (unsigned long long)r->seq,
+	       r->knob[MB_KNOB_ZERO3_APPLY], r->fwd_bwd, (unsigned long long)r->seq,
 	       (unsigned long long)r->micro_batch, (unsigned long long)r->seed);
 }
 
@@ -410,7 +410,7 @@ static void md_point(const struct point *p, bool first)
 {
 	const struct mb_csv_row *r = p->t->first;
 	bool budget = p->c->stage != 3 ||
-		      !strcmp(r->zero3_apply, mb_zero3_apply_names[MB_Z3_BATCHED]);
+		      !strcmp(r->knob[MB_KNOB_ZERO3_APPLY], mb_zero3_apply_names[MB_Z3_BATCHED]);
 	char a[32] = "-", b[32] = "-", it[32], s[32], ap[40], pk[32];
 
 	if (budget)

@@ -59,7 +59,8 @@ struct column {
 	{ #name, type, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name), words, since }
 #define COL(name, type) COLV(name, type, NULL, 0)
 /* a knob of mb_knob's table, from the version its row says */
-#define KNOB_COL_(id, field, option, words, dflt, since, ...) \
+#define KNOB_COL_(id, field, option, words, dflt, since, kind, ...) KNOB_##kind##_(id, field, words, since)
+#define KNOB_AS_COL_(id, field, words, since) \
 	{ #field, TEXT, offsetof(struct mb_csv_row, knob[MB_KNOB_##id]), \
 	  sizeof(((struct mb_csv_row *)0)->knob[0]), words, since },
 #define WORDS(name, words) COLV(name, TEXT, words, 0)
@@ -109,8 +110,15 @@ static const struct column columns[] = {
 	COLV(pinned_alloc, TEXT, "alloc-host-ptr|nv", 12),
 	COLV(pinned_device_copy, TEXT, MB_WORDS(MB_PINNED_COPIES), 12),
 	COLV(pinned_device_copy_bytes, U64_OPT, NULL, 12),
-	MB_STEP_KNOBS(KNOB_COL_) /* mb_knob's table: a column a knob */
-	WORDS(momentum_dtype, MB_WORDS(MB_MOMENTUM_DTYPES)),
+/* mb_knob's table: a column a knob, PLAN2's after params_back */
+#define KNOB_STEP_ KNOB_AS_COL_
+#define KNOB_PLAN_ KNOB_AS_COL_
+#define KNOB_PLAN2_(...)
+	MB_STEP_KNOBS(KNOB_COL_)
+#undef KNOB_STEP_
+#undef KNOB_PLAN_
+#undef KNOB_PLAN2_
+		WORDS(momentum_dtype, MB_WORDS(MB_MOMENTUM_DTYPES)),
 	WORDS(ns_method, MB_WORDS(MB_NS_METHODS)),
 	COLV(ns_precision, TEXT, MB_WORDS(MB_PRECISIONS) "|calibrated", 12),
 	COLV(ns_kernel, TEXT, NULL, 12),
@@ -119,8 +127,14 @@ static const struct column columns[] = {
 	COL(reduce_bucket_size, U64),
 	COL(grad_clip, TEXT),
 	WORDS(params_back, MB_WORDS(MB_PARAMS_BACKS)),
-	WORDS(zero3_apply, MB_WORDS(MB_ZERO3_APPLIES)),
-	COL(seed, U64),
+#define KNOB_STEP_(...)
+#define KNOB_PLAN_(...)
+#define KNOB_PLAN2_ KNOB_AS_COL_
+	MB_STEP_KNOBS(KNOB_COL_)
+#undef KNOB_STEP_
+#undef KNOB_PLAN_
+#undef KNOB_PLAN2_
+		COL(seed, U64),
 	COL(resume_at, U64),
 	WORDS(fwd_bwd, "on|off"),
 	COL(seq, U64),
@@ -739,11 +753,10 @@ static uint64_t fnv(uint64_t h, const void *p, size_t len)
  */
 static uint64_t run_key(const struct mb_csv_row *row)
 {
-	const char *text[] = { row->timestamp_utc,  row->host,	      row->model,
-			       row->device,	    row->variant,     row->pin_memory,
-			       row->momentum_dtype, row->ns_method,   row->ns_precision,
-			       row->params_back,    row->zero3_apply, row->fwd_bwd,
-			       row->grad_clip };
+	const char *text[] = { row->timestamp_utc,  row->host,	    row->model,
+			       row->device,	    row->variant,   row->pin_memory,
+			       row->momentum_dtype, row->ns_method, row->ns_precision,
+			       row->params_back,    row->fwd_bwd,   row->grad_clip };
 	uint64_t n[] = { row->world_size,
 			 row->rank,
 			 row->stage,

@@ -67,7 +67,6 @@ struct mb_csv_row {
 	uint64_t pin_chunk_bytes, reduce_bucket_size; /* bytes, elements */
 	char grad_clip[24];   /* gradient_clipping as %g prints it: "1", "0" (none) */
 	char params_back[12]; /* pinned|pageable */
-	char zero3_apply[12]; /* subgroup|batched */
 	uint64_t seed, resume_at;
 	char fwd_bwd[4];
 	uint64_t seq, micro_batch;

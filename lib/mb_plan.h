@@ -59,11 +59,9 @@
  */
 #define MB_MOMENTUM_DTYPES(X, SEP) X(FP32, "fp32") SEP X(BF16, "bf16")
 #define MB_PARAMS_BACKS(X, SEP)	   X(PINNED, "pinned") SEP X(PAGEABLE, "pageable")
-#define MB_ZERO3_APPLIES(X, SEP)   X(SUBGROUP, "subgroup") SEP X(BATCHED, "batched")
 
 #define MB_MOM_ENUM_(e, ...)  MB_MOM_##e,
 #define MB_BACK_ENUM_(e, ...) MB_BACK_##e,
-#define MB_Z3_ENUM_(e, ...)   MB_Z3_##e,
 
 /* The Muon momentum's storage: fp32, or bf16 (fp32 math) as DeepSpeed keeps it under ZeRO-3. */
 enum mb_momentum_dtype { MB_MOMENTUM_DTYPES(MB_MOM_ENUM_, ) MB_NMOM_DTYPES };
@@ -112,7 +110,7 @@ extern const char *const mb_param_order_names[MB_NORDERS]; /* "shape", "model" *
  * under the gather budget, as ZeRO-1/2's apply is (what the reference change
  * left out).
  */
-enum mb_zero3_apply { MB_ZERO3_APPLIES(MB_Z3_ENUM_, ) MB_NZ3_APPLIES };
+/* (enum mb_zero3_apply: mb_knob.h) */
 
 extern const char *const mb_zero3_apply_names[MB_NZ3_APPLIES]; /* "subgroup", "batched" */
 

@@ -45,7 +45,8 @@ const char *mb_results_params_back_setting(const struct mb_csv_row *r)
 }
 
 /* mb_knob's table: each knob's column a knob */
-#define KNOB_ROW_(id, field, ...) \
+#define KNOB_ROW_(id, field, option, words, dflt, since, kind, ...) KNOB_##kind##_(id, field)
+#define KNOB_AS_ROW_(id, field) \
 	{ #field, offsetof(struct mb_csv_row, knob[MB_KNOB_##id]), true, NULL, false },
 
 /* The knobs: what a cell's figures depend on, the device aside. */
@@ -77,9 +78,16 @@ static const struct {
 	KNOB(pin_memory, true),
 	{ "pinned_alloc", offsetof(struct mb_csv_row, pinned_alloc), true,
 	  mb_results_pinned_alloc_setting, false },
-	MB_STEP_KNOBS(KNOB_ROW_) /* mb_knob's table: each knob a knob */
-	{ "momentum_dtype", offsetof(struct mb_csv_row, momentum_dtype), true,
-	  mb_results_momentum_setting, false },
+/* mb_knob's table: each knob a knob, PLAN2's after params_back */
+#define KNOB_STEP_ KNOB_AS_ROW_
+#define KNOB_PLAN_ KNOB_AS_ROW_
+#define KNOB_PLAN2_(...)
+	MB_STEP_KNOBS(KNOB_ROW_)
+#undef KNOB_STEP_
+#undef KNOB_PLAN_
+#undef KNOB_PLAN2_
+		{ "momentum_dtype", offsetof(struct mb_csv_row, momentum_dtype), true,
+		  mb_results_momentum_setting, false },
 	KNOB(ns_method, true),
 	{ "ns_precision", offsetof(struct mb_csv_row, ns_precision), true,
 	  mb_results_ns_precision_setting, false },
@@ -89,8 +97,14 @@ static const struct {
 	KNOB(grad_clip, true),
 	{ "params_back", offsetof(struct mb_csv_row, params_back), true,
 	  mb_results_params_back_setting, false },
-	KNOB(zero3_apply, true),
-	KNOB(fwd_bwd, true),
+#define KNOB_STEP_(...)
+#define KNOB_PLAN_(...)
+#define KNOB_PLAN2_ KNOB_AS_ROW_
+	MB_STEP_KNOBS(KNOB_ROW_)
+#undef KNOB_STEP_
+#undef KNOB_PLAN_
+#undef KNOB_PLAN2_
+		KNOB(fwd_bwd, true),
 	KNOB(seq, false),
 	KNOB(micro_batch, false),
 	KNOB(seed, false),

@@ -59,7 +59,7 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	snprintf(r->momentum_dtype, sizeof(r->momentum_dtype), "bf16");
 	snprintf(r->ns_method, sizeof(r->ns_method), "gram");
 	snprintf(r->params_back, sizeof(r->params_back), "pageable");
-	snprintf(r->zero3_apply, sizeof(r->zero3_apply), "subgroup");
+	snprintf(r->knob[MB_KNOB_ZERO3_APPLY], sizeof(r->knob[0]), "subgroup");
 	snprintf(r->fwd_bwd, sizeof(r->fwd_bwd), "off");
 	snprintf(r->momentum_pinned, sizeof(r->momentum_pinned), "yes");
 	snprintf(r->checksum, sizeof(r->checksum), "6f352a9718e7167e");
