@@ -14,16 +14,16 @@
  * among the plan's options, its column after the step's knobs; or PLAN2,
  * the same but its option and column after --params-back's (zero3-apply's
  * place: the kinds keep each knob where it stood before the table). A new
- * knob takes STEP or PLAN. What the knob changes is then
- * the schedule's (mb_sched.c) or, for a knob of the plan, the plan's (its
- * mb_plan_settings field, which cmd/setup.c fills from the word): two files
- * in all, this one and that one, and the results format's version when a
- * real knob adds its column.
+ * knob takes STEP or PLAN. What the knob changes is then the schedule's
+ * (mb_sched.c) or, for a knob of the plan, the plan's (its mb_plan_settings
+ * field, which cmd/setup.c fills from the word): two files in all, this one
+ * and that one, and the results format's version when a real knob adds its
+ * column.
  *
  * writeback-dep, param-order and zero3-apply are rows (their words lists
- * here, for the schedule's and the plan's enums); the knobs older than this table that
- * are not yet rows keep their own plumbing. The table also holds a
- * test-only row (-DMB_TEST_KNOB, tests/variant_row.sh) to show that a row
+ * here, for the schedule's and the plan's enums); the knobs older than this
+ * table that are not yet rows keep their own plumbing. The table also holds
+ * a test-only row (-DMB_TEST_KNOB, tests/variant_row.sh) to show that a row
  * is all it takes.
  */
 #ifndef MB_KNOB_H
@@ -48,8 +48,7 @@
 enum mb_writeback_dep { MB_WRITEBACK_DEPS(MB_WRITEBACK_DEP_ENUM_, ) };
 #undef MB_WRITEBACK_DEP_ENUM_
 
-/* param-order's words: the order of the Muon parameters that the batches and sub-groups are made of
- */
+/* param-order's words: the order of the Muon parameters the batches and sub-groups take */
 #define MB_PARAM_ORDERS(X, SEP) X(SHAPE, "shape") SEP X(MODEL, "model")
 #define MB_ORDER_ENUM_(e, ...)	MB_ORDER_##e,
 enum mb_param_order { MB_PARAM_ORDERS(MB_ORDER_ENUM_, ) MB_NORDERS };
