@@ -940,7 +940,7 @@ else
 	timeout 300 "$bin" --stage 2 --variant both --out "$tmp/big.csv" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	if [ "$rc" -eq 1 ] && [ "$(col "$tmp/big.csv" status)" = failed ] && [ "$(wc -l <"$tmp/big.csv")" -eq 2 ] &&
-		grep -q ',failed,"does not fit: the host buffers need [0-9.]* GiB .*and the host has [0-9.]* GiB (MemAvailable).*; would fit: \(--layers [1-9]\|--model [a-z]\)' "$tmp/big.csv" &&
+		grep -q ',failed,"\?does not fit: the host buffers need [0-9.]* GiB .*and the host has [0-9.]* GiB (MemAvailable).*; would fit: \(--layers [1-9]\|--model [a-z]\)' "$tmp/big.csv" &&
 		grep -qF "muonbench: stage 2 both does not fit: the host buffers need" "$tmp/err" &&
 		grep -qF "| 2 | both | failed: does not fit: the host buffers need" "$tmp/out"; then
 		report ok "run: qwen3-4b on this host is a failed row at once, with the figures and what would fit, exit 1"
