@@ -521,21 +521,6 @@ static int plot_sweep(const struct mb_args *args)
 	return clean_up(err, wrote, missing, args->image, existed, data, script);
 }
 
-/* Whether table B is another rank of table A's invocation: the same knobs but the rank. */
-static bool other_rank(const struct mb_csv_row *a, const struct mb_csv_row *b)
-{
-	struct mb_csv_row *as_a = malloc(sizeof(*as_a));
-	bool same;
-
-	if (!as_a)
-		return false;
-	*as_a = *b;
-	as_a->rank = a->rank;
-	same = a->world_size == b->world_size && mb_results_same_knobs(a, as_a);
-	free(as_a);
-	return same;
-}
-
 /*
  * The chart of the NT tables T into *CH: one table, or the ranks of one
  * invocation under MPI (rank 0's table and the others of its world, each
@@ -554,7 +539,7 @@ static bool chart_of(const struct mb_table *t, size_t nt, struct chart *ch)
 	if (!ch->t || (nt > 1 && ch->t->first->world_size < 2))
 		return false;
 	for (i = 0; i < nt; i++) {
-		if (&t[i] != ch->t && !other_rank(ch->t->first, t[i].first))
+		if (&t[i] != ch->t && !mb_results_other_rank(ch->t->first, t[i].first))
 			return false;
 		for (k = 0; k < ch->nranks; k++)
 			if (ch->ranks[k]->first->rank == t[i].first->rank)

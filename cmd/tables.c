@@ -469,21 +469,6 @@ static int md_tradeoffs(const struct mb_table *t, size_t nt)
 	return 0;
 }
 
-/* Whether table B is another rank of table A's invocation: the same knobs but the rank. */
-static bool other_rank(const struct mb_csv_row *a, const struct mb_csv_row *b)
-{
-	struct mb_csv_row *as_a = malloc(sizeof(*as_a));
-	bool same;
-
-	if (!as_a)
-		return false;
-	*as_a = *b;
-	as_a->rank = a->rank;
-	same = a->world_size == b->world_size && mb_results_same_knobs(a, as_a);
-	free(as_a);
-	return same;
-}
-
 static const struct mb_cell *cell_of(const struct mb_table *t, const struct mb_cell *c)
 {
 	size_t i;
@@ -524,7 +509,7 @@ static void md_ranks(const struct mb_table *t, size_t nt)
 			if (!c->nruns)
 				continue;
 			for (j = 0; j < nt; j++) {
-				if (j == k || !other_rank(a, t[j].first) ||
+				if (j == k || !mb_results_other_rank(a, t[j].first) ||
 				    !(o = cell_of(&t[j], c)))
 					continue;
 				ranks++;

@@ -199,6 +199,20 @@ bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *
 	return !differences(a, b, true, NULL, 0);
 }
 
+bool mb_results_other_rank(const struct mb_csv_row *a, const struct mb_csv_row *b)
+{
+	struct mb_csv_row *as_a = malloc(sizeof(*as_a));
+	bool same;
+
+	if (!as_a)
+		return false;
+	*as_a = *b;
+	as_a->rank = a->rank;
+	same = a->world_size == b->world_size && mb_results_same_knobs(a, as_a);
+	free(as_a);
+	return same;
+}
+
 /*
  * Whether A and B may share a table: the same device, its CLBlast tuning,
  * host and binding, and knobs.

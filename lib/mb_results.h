@@ -119,6 +119,12 @@ const char *mb_results_pinned_alloc_setting(const struct mb_csv_row *r);
 bool mb_results_same_knobs(const struct mb_csv_row *a, const struct mb_csv_row *b);
 
 /*
+ * Whether B is a row of another rank of A's invocation: the same world and
+ * knobs but the rank (false without the memory to tell).
+ */
+bool mb_results_other_rank(const struct mb_csv_row *a, const struct mb_csv_row *b);
+
+/*
  * Whether A and B are points of one sweep: the same device, tuning, host and
  * binding, and the same knobs but those that a list sweeps (the gather
  * budget, the sub-group size).
