@@ -242,7 +242,7 @@ fuzz: fuzz-deps build-fuzz/fuzz_config build-fuzz/fuzz_csv build-fuzz/fuzz_dscon
 # deep enough for those suppressions to see PoCL's frames.
 valgrind: $(BIN)
 	@scripts/deps.sh valgrind
-	valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
+	MUONBENCH_RACE_CHECK=1 valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
 		--suppressions=tests/valgrind.supp --num-callers=32 \
 		--show-leak-kinds=definite $(BIN) run --config tests/data/good/micro.json \
 		--seq 16 --stage 1,2,3 --variant all --runs 1 --steps 2 --quiet \
