@@ -174,7 +174,7 @@ SHIM = $(BUILD)/tests/clshim.so
 
 $(SHIM): tests/clshim.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -fPIC -shared -o $@ $< -ldl
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -pthread -o $@ $< -ldl
 
 # A stand-in for NVIDIA's NVML (tests/nvml_stub.c), under NVML's name in a folder of its own.
 NVML_STUB = $(BUILD)/tests/nvml/libnvidia-ml.so.1

@@ -21,6 +21,12 @@
  * - MB_SHIM_RENAME_FAIL=SUFFIX: a rename(2) to a path that ends in SUFFIX
  *   fails with ENOSPC (a disk that filled: the file cannot be written whole).
  *
+ * - MB_SHIM_COPY_DELAY_US=N: each non-blocking copy to or from host memory
+ *   waits N microseconds more before it starts (a user event set by a thread
+ *   of its own), the host not held: copies slow beside compute, as a GPU's
+ *   are, so that an ordering bug that PoCL's slow kernels hide can show. The
+ *   exit's line in MB_SHIM_LOG gives "delayed N".
+ *
  * A fault kills the context, as a real one does: until the next
  * clCreateContext, every enqueue and wait fails with
  * CL_INVALID_COMMAND_QUEUE and a buffer cannot be made. MB_SHIM_LOG=FILE
@@ -31,6 +37,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +47,7 @@
 #define NV_ILLEGAL_ADDRESS (-9999)
 
 static int dead, faulted;
-static unsigned long waits, reads;
+static unsigned long waits, reads, delayed;
 
 /* The driver's own FN, looked up once. */
 #define REAL(fn)                     \
@@ -73,7 +80,7 @@ __attribute__((destructor)) static void count_waits(void)
 	FILE *f;
 
 	if (log && *log && (f = fopen(log, "a"))) {
-		fprintf(f, "waits %lu\nreads %lu\n", waits, reads);
+		fprintf(f, "waits %lu\nreads %lu\ndelayed %lu\n", waits, reads, delayed);
 		fclose(f);
 	}
 }
@@ -189,15 +196,69 @@ cl_int clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dims, con
 	return dead ? CL_INVALID_COMMAND_QUEUE : real(q, k, dims, off, global, local, nw, wl, ev);
 }
 
+/* A copy's gate, opened by its own thread after the delay. */
+static void *open_gate(void *arg)
+{
+	usleep((useconds_t)env_count("MB_SHIM_COPY_DELAY_US"));
+	clSetUserEventStatus(arg, CL_COMPLETE);
+	clReleaseEvent(arg);
+	return NULL;
+}
+
+/*
+ * With MB_SHIM_COPY_DELAY_US, the wait list of a non-blocking copy on Q
+ * (NW events of WL) with a gate that opens after the delay, into *GATED
+ * (room for NW + 1); *NGATED its length. Without (or for a blocking copy,
+ * or where a gate cannot be made) the list as it was.
+ */
+static const cl_event *gated(cl_command_queue q, cl_bool block, cl_uint nw, const cl_event *wl,
+			     cl_event *gate, cl_event *list, cl_uint *ngated)
+{
+	cl_context ctx;
+	cl_int st;
+
+	*ngated = nw;
+	*gate = NULL;
+	if (block || !env_count("MB_SHIM_COPY_DELAY_US") || nw > 15 ||
+	    clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) != CL_SUCCESS ||
+	    !(*gate = clCreateUserEvent(ctx, &st)) || st != CL_SUCCESS)
+		return wl;
+	if (nw)
+		memcpy(list, wl, nw * sizeof(*wl));
+	list[nw] = *gate;
+	*ngated = nw + 1;
+	return list;
+}
+
+/* After the copy was enqueued with the gate: a thread opens it after the delay. */
+static void start_gate(cl_event gate)
+{
+	pthread_t t;
+
+	if (!gate)
+		return;
+	if (pthread_create(&t, NULL, open_gate, gate)) {
+		clSetUserEventStatus(gate, CL_COMPLETE); /* no thread: no delay */
+		clReleaseEvent(gate);
+		return;
+	}
+	pthread_detach(t);
+	__atomic_add_fetch(&delayed, 1, __ATOMIC_RELAXED);
+}
+
 cl_int clEnqueueReadBuffer(cl_command_queue q, cl_mem buf, cl_bool block, size_t off, size_t size,
 			   void *ptr, cl_uint nw, const cl_event *wl, cl_event *ev)
 {
+	cl_event gate, list[16];
+	cl_uint n;
 	cl_int st;
 
 	REAL(clEnqueueReadBuffer);
 	if (dead)
 		return CL_INVALID_COMMAND_QUEUE;
-	st = real(q, buf, block, off, size, ptr, nw, wl, ev);
+	wl = gated(q, block, nw, wl, &gate, list, &n);
+	st = real(q, buf, block, off, size, ptr, n, wl, ev);
+	start_gate(gate);
 	if (st == CL_SUCCESS && block && size && ++reads == env_count("MB_SHIM_FLIP_READ"))
 		*(unsigned char *)ptr ^= 0x80;
 	return st;
@@ -206,8 +267,17 @@ cl_int clEnqueueReadBuffer(cl_command_queue q, cl_mem buf, cl_bool block, size_t
 cl_int clEnqueueWriteBuffer(cl_command_queue q, cl_mem buf, cl_bool block, size_t off, size_t size,
 			    const void *ptr, cl_uint nw, const cl_event *wl, cl_event *ev)
 {
+	cl_event gate, list[16];
+	cl_uint n;
+	cl_int st;
+
 	REAL(clEnqueueWriteBuffer);
-	return dead ? CL_INVALID_COMMAND_QUEUE : real(q, buf, block, off, size, ptr, nw, wl, ev);
+	if (dead)
+		return CL_INVALID_COMMAND_QUEUE;
+	wl = gated(q, block, nw, wl, &gate, list, &n);
+	st = real(q, buf, block, off, size, ptr, n, wl, ev);
+	start_gate(gate);
+	return st;
 }
 
 cl_int clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff,
