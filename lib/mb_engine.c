@@ -179,14 +179,13 @@ static const char *race_phase(enum mb_phase p)
 }
 
 /* A copy: after its AFTER, on its queue, reads one side and writes the other. */
-static int race_copy(struct mb_engine *e, const struct mb_copy *c, const char *detail)
+static int race_copy(struct mb_engine *e, const struct mb_copy *c)
 {
 	struct mb_race_op op = { "copy", race_phase(c->phase), c->what };
 	const void *host = mb_race_host_key(c->host);
 	char name[64];
 	int err;
 
-	(void)detail;
 	snprintf(name, sizeof(name), "copy %s %s", c->to_device ? "h2d" : "d2h",
 		 host_names[c->host]);
 	op.op = name;
@@ -287,7 +286,7 @@ int mb_engine_copy(struct mb_engine *e, const struct mb_copy *c, mb_event *done)
 		*done = 0;
 	snprintf(detail, sizeof(detail), "%s %s %s", c->to_device ? "h2d" : "d2h",
 		 host_names[c->host], phase_name(c->phase));
-	if (e->race && (err = race_copy(e, c, detail)))
+	if (e->race && (err = race_copy(e, c)))
 		return err;
 	if (!(err = e->ops->copy(e, c, native(e, c->after), &last)))
 		err = event_new(e, last, &id);

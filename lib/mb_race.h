@@ -93,7 +93,7 @@ int mb_race_release(struct mb_race *r, const void *key, const struct mb_race_op 
 /* The step's events are forgotten (ids start again); accesses are kept. */
 void mb_race_end_step(struct mb_race *r);
 
-/* How many accesses it has checked (bench/). */
+/* How many accesses it has checked (the tests see that it checks at all). */
 uint64_t mb_race_checked(const struct mb_race *r);
 
 #endif
