@@ -95,7 +95,7 @@ static void build_space(struct advice *ad)
 			      groups[] = MB_ADVISE_SUB_GROUP_SIZES;
 	const struct mb_args *args = ad->args;
 	struct mb_advise_space *sp = &ad->space;
-	enum mb_zero3_apply apply = (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY);
+	enum mb_zero3_apply apply = (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY, 3);
 	size_t i;
 
 	if (mb_args_given(args, "variant"))
@@ -607,12 +607,9 @@ static void run_argv(struct words *w, const struct advice *ad, const struct mb_a
 	word(w, "--ns-method"),
 		word(w, "%s", s->plan.ns_method == MB_NS_GRAM ? "gram" : "standard");
 	word(w, "--writeback-dep"), word(w, "%s", args->knob[MB_KNOB_WRITEBACK_DEP]);
-	if (args->momentum_dtype != MB_MOMENTUM_DTYPE_AUTO)
-		word(w, "--momentum-dtype"),
-			word(w, "%s", mb_momentum_dtype_name(args->momentum_dtype));
-	pass(w, args, "params-back",
-	     args->params_back == MB_PARAMS_BACK_AUTO ? "auto"
-						      : mb_params_back_name(args->params_back));
+	if (strcmp(args->knob[MB_KNOB_MOMENTUM_DTYPE], "auto"))
+		word(w, "--momentum-dtype"), word(w, "%s", args->knob[MB_KNOB_MOMENTUM_DTYPE]);
+	pass(w, args, "params-back", args->knob[MB_KNOB_PARAMS_BACK]);
 	word(w, "--platform"), word(w, "%u", ad->dev.platform);
 	word(w, "--device"), word(w, "%u", ad->dev.device);
 	pass(w, args, "tuning",

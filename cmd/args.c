@@ -586,7 +586,7 @@ static bool stage_reads(const struct mb_args *args, unsigned stage, const struct
 	if (list == &args->sub_group_sizes)
 		return mb_grid_reads_sub_group_size(stage);
 	return mb_grid_reads_gather_budget(
-		stage, (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY));
+		stage, (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY, stage));
 }
 
 /*
@@ -762,9 +762,9 @@ bool mb_args_given(const struct mb_args *args, const char *name)
 	return o && is_given(args, (size_t)(o - mb_options));
 }
 
-unsigned mb_args_knob(const struct mb_args *args, enum mb_knob k)
+unsigned mb_args_knob(const struct mb_args *args, enum mb_knob k, unsigned stage)
 {
-	int i = args->knob[k] ? mb_knob_word(k, args->knob[k]) : 0;
+	int i = args->knob[k] ? mb_knob_word_at(k, args->knob[k], stage) : 0;
 
 	return i < 0 ? 0 : (unsigned)i;
 }

@@ -55,43 +55,24 @@ const struct option mb_options[] = {
 	  "step); 0: no clipping, the pass stays" },
 /*
  * mb_knob's table: each knob an option, a knob of the plan's among the
- * plan's options for every command that builds a plan (PLAN here, PLAN2
- * after --params-back), a knob of the step's among the step's for the
- * commands that run or model one (STEP, after --pinned-device-copy)
+ * plan's options for every command that builds a plan (MB_KNOBS_PLAN here,
+ * the older ones after it), a knob of the step's among the step's for the
+ * commands that run or model one (MB_KNOBS_STEP, after --pinned-device-copy)
  */
-#define KNOB_OPTION_(id, field, option, words, dflt, since, kind, help) \
-	KNOB_##kind##_(option, words, AT(knob[MB_KNOB_##id]), dflt, help)
-#define KNOB_AS_OPTION_(cmds, option, words, at, dflt, help) \
-	{ option, words, CHOICE, at, dflt, 0, 0, words, cmds, help },
-#define KNOB_PLAN_(...) KNOB_AS_OPTION_(MODEL_CMDS, __VA_ARGS__)
-#define KNOB_PLAN2_(...)
-#define KNOB_STEP_(...)
-	MB_STEP_KNOBS(KNOB_OPTION_)
-#undef KNOB_PLAN_
-#undef KNOB_PLAN2_
-#undef KNOB_STEP_
-		{ "momentum-dtype", MB_WORDS(MB_MOMENTUM_DTYPES) "|auto", ENUM, AT(momentum_dtype),
-		  "auto", 0, 0, MB_WORDS(MB_MOMENTUM_DTYPES) "|auto", MODEL_CMDS,
-		  "the Muon momentum's storage (math in fp32); auto: fp32 for ZeRO-1/2, bf16 for "
-		  "ZeRO-3, which keeps it in the communication dtype under bf16 training (stage3.py, "
-		  "_create_momentum_buffer)" },
-	{ "params-back", MB_WORDS(MB_PARAMS_BACKS) "|auto", ENUM, AT(params_back), "auto", 0, 0,
-	  MB_WORDS(MB_PARAMS_BACKS) "|auto", MODEL_CMDS,
-	  "how the bf16 params go back to the device: from the pinned staging the host "
-	  "optimizer writes (stage_1_and_2.py), or a host cast into pageable memory and a "
-	  "blocking H2D, as ZeRO-3's copy_ from the fp32 params (stage3.py); auto: pageable "
-	  "for ZeRO-3, pinned for ZeRO-1/2" },
-#define KNOB_PLAN_(...)
-#define KNOB_PLAN2_(...) KNOB_AS_OPTION_(MODEL_CMDS, __VA_ARGS__)
-#define KNOB_STEP_(...)
-	MB_STEP_KNOBS(KNOB_OPTION_)
-#undef KNOB_PLAN_
-#undef KNOB_PLAN2_
-#undef KNOB_STEP_
-		{ "pin-chunk", "SIZE", SIZE, AT(pin_chunk), "2Gi", 4096, UINT64_MAX, NULL,
-		  MODEL_CMDS,
-		  "most bytes of one pinned chunk of a host buffer, cut between parameters (also "
-		  "at most the device's largest allocation)" },
+/* clang-format off */
+#define KNOB_OPTION_(cmds, id, field, option, words, autow, dflt, since, help)                  \
+	{ option, words MB_KNOB_AUTO_WORD(autow), CHOICE, AT(knob[MB_KNOB_##id]), dflt, 0, 0, \
+	  words MB_KNOB_AUTO_WORD(autow), cmds, help },
+#define PLAN_OPTION_(...) KNOB_OPTION_(MODEL_CMDS, __VA_ARGS__)
+#define STEP_OPTION_(...) KNOB_OPTION_(STEP_CMDS, __VA_ARGS__)
+	MB_KNOBS_PLAN(PLAN_OPTION_)
+	MB_KNOB_ROW_MOMENTUM_DTYPE(PLAN_OPTION_)
+	MB_KNOB_ROW_PARAMS_BACK(PLAN_OPTION_)
+	MB_KNOB_ROW_ZERO3_APPLY(PLAN_OPTION_)
+	/* clang-format on */
+	{ "pin-chunk", "SIZE", SIZE, AT(pin_chunk), "2Gi", 4096, UINT64_MAX, NULL, MODEL_CMDS,
+	  "most bytes of one pinned chunk of a host buffer, cut between parameters (also "
+	  "at most the device's largest allocation)" },
 	{ "variant", "V", TEXT, AT(variants), "all", 0, 0, NULL, STEP_CMDS,
 	  MB_VARIANT_WORDS ", or all; a list runs each (pin,both)" },
 	{ "runs", "R", COUNT, AT(runs), "3", 1, 1000, NULL, ON(MB_CMD_RUN) | ON(MB_CMD_ADVISE),
@@ -116,18 +97,15 @@ const struct option mb_options[] = {
 	  "the fit check and in the rows' pinned_device_copy_bytes; auto: run measures it where "
 	  "the driver gives its used memory (device_used_*), else unknown and not counted; plan "
 	  "counts it only when told yes" },
-#define KNOB_PLAN_(...)
-#define KNOB_PLAN2_(...)
-#define KNOB_STEP_(...) KNOB_AS_OPTION_(STEP_CMDS, __VA_ARGS__)
-	MB_STEP_KNOBS(KNOB_OPTION_)
-#undef KNOB_PLAN_
-#undef KNOB_PLAN2_
-#undef KNOB_STEP_
-#undef KNOB_AS_OPTION_
+	/* clang-format off */
+	MB_KNOBS_STEP(STEP_OPTION_)
+#undef PLAN_OPTION_
+#undef STEP_OPTION_
 #undef KNOB_OPTION_
-		{ "fwd-bwd", "on|off", CHOICE, AT(fwd_bwd), "on", 0, 0, "on|off", MODEL_CMDS,
-		  "run a synthetic forward and backward (GEMMs on the model's shapes, gradient "
-		  "checkpointing) before each step's gradients" },
+	/* clang-format on */
+	{ "fwd-bwd", "on|off", CHOICE, AT(fwd_bwd), "on", 0, 0, "on|off", MODEL_CMDS,
+	  "run a synthetic forward and backward (GEMMs on the model's shapes, gradient "
+	  "checkpointing) before each step's gradients" },
 	{ "seq", "T", COUNT, AT(seq), "2048", 1, 1u << 20, NULL, MODEL_CMDS,
 	  "sequence length of the synthetic forward/backward" },
 	{ "micro-batch", "B", COUNT, AT(micro_batch), "1", 1, 1u << 16, NULL, MODEL_CMDS,
@@ -292,8 +270,6 @@ const struct option mb_options[] = {
 _Static_assert(NOPTIONS <= MB_OPTIONS_MAX, "struct mb_args' given has a bit per option");
 /* an ENUM option's field is written as an unsigned */
 _Static_assert(sizeof(enum mb_format) == sizeof(unsigned) &&
-		       sizeof(enum mb_momentum_dtype) == sizeof(unsigned) &&
-		       sizeof(enum mb_params_back) == sizeof(unsigned) &&
 		       sizeof(enum mb_pinned_alloc) == sizeof(unsigned) &&
 		       sizeof(enum mb_ns_method) == sizeof(unsigned) &&
 		       sizeof(enum mb_estimate) == sizeof(unsigned),

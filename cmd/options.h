@@ -41,10 +41,6 @@ enum mb_command {
 #define MB_FORMAT_ENUM_(e, ...) MB_FORMAT_##e,
 enum mb_format { MB_FORMATS(MB_FORMAT_ENUM_, ) MB_NFORMATS };
 
-/* --momentum-dtype auto and --params-back auto: the stage's default (mb_setup_plan_settings). */
-#define MB_MOMENTUM_DTYPE_AUTO MB_NMOM_DTYPES
-#define MB_PARAMS_BACK_AUTO    MB_NBACKS
-
 /* The shapes ns times without --shape (the three-way table uses them). */
 #define MB_NS_DEFAULT_SHAPES "256x768,1024x1024,1024x3072"
 
@@ -135,8 +131,6 @@ struct mb_args {
 	uint64_t pin_chunk;		    /* bytes */
 	uint64_t reduce_bucket_size;	    /* elements */
 	double grad_clip;		    /* the grads' norm at most; 0: no clipping */
-	enum mb_momentum_dtype momentum_dtype; /* or MB_MOMENTUM_DTYPE_AUTO */
-	enum mb_params_back params_back;       /* or MB_PARAMS_BACK_AUTO */
 	uint64_t world_size, rank;
 	uint64_t local_rank; /* not an option: run's rank on its node (mb_ranks), which picks the
 				GPU */
@@ -231,8 +225,11 @@ int mb_args_parse(struct mb_args *args, int argc, char **argv);
 /* Whether the option called NAME ("model") was given on the command line. */
 bool mb_args_given(const struct mb_args *args, const char *name);
 
-/* Knob K's word in ARGS as its place among the knob's words (mb_knob.h); 0 where it has none. */
-unsigned mb_args_knob(const struct mb_args *args, enum mb_knob k);
+/*
+ * Knob K's word in ARGS as its place among the knob's words (mb_knob.h),
+ * "auto" as STAGE's word; 0 where it has none.
+ */
+unsigned mb_args_knob(const struct mb_args *args, enum mb_knob k, unsigned stage);
 
 /*
  * Run's option I (0 on, in the table's order), its value in ARGS as text

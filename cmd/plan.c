@@ -270,7 +270,7 @@ static void md_host(const struct mb_plan *p, bool device_copy)
 			char name[64];
 
 			snprintf(name, sizeof(name), "%s (%s)", mb_host_buffer_names[b],
-				 mb_momentum_dtype_name(p->set.momentum_dtype));
+				 mb_momentum_dtype_names[p->set.momentum_dtype]);
 			md_bytes_row(BUFFER, name, PINNED, pinned, p->host_bytes[b], !b);
 			continue;
 		}

@@ -665,14 +665,14 @@ static int verdict(const struct mb_run_grid *g)
 					"Final state, %s momentum, %s Newton-Schulz: one run, no other "
 					"to compare (checksum %016llx); step-phase peak %s the "
 					"plan.\n",
-					mb_momentum_dtype_name(d), mb_ns_method_names[ns],
+					mb_momentum_dtype_names[d], mb_ns_method_names[ns],
 					(unsigned long long)g->checksum[d][ns],
 					g->mismatched ? "checked against" : "as predicted by");
 			else if (g->checked_math[d][ns])
 				fprintf(out,
 					"Final state, %s momentum, %s Newton-Schulz: %s over %u runs "
 					"(checksum %016llx); step-phase peak %s the plan.\n",
-					mb_momentum_dtype_name(d), mb_ns_method_names[ns],
+					mb_momentum_dtype_names[d], mb_ns_method_names[ns],
 					g->mismatched_math[d][ns] ? "MISMATCH"
 								  : "bitwise identical",
 					g->checked_math[d][ns],

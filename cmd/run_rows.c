@@ -119,8 +119,8 @@ void mb_run_fill_meta(const struct mb_run_grid *g, struct mb_csv_row *row)
 	row->params_muon = (g->full.nparams ? &g->full : &g->model)->numel_muon;
 	row->stage = s->step.plan.stage;
 	snprintf(row->variant, sizeof(row->variant), "%s", mb_variant_name(s->step.variant));
-	for (k = 0; mb_knobs[k].field; k++)
-		snprintf(row->knob[k], sizeof(row->knob[k]), "%s", a->knob[k]);
+	for (k = 0; mb_knobs[k].field; k++) /* "auto" as the word the stage took */
+		mb_knob_name(k, s->step.knob[k], row->knob[k], sizeof(row->knob[k]));
 	row->runs = a->runs;
 	row->steps = s->steps;
 	row->measure_first = s->measure_first;
@@ -130,8 +130,6 @@ void mb_run_fill_meta(const struct mb_run_grid *g, struct mb_csv_row *row)
 	snprintf(row->pin_memory, sizeof(row->pin_memory), "%s", a->pin_memory);
 	snprintf(row->pinned_alloc, sizeof(row->pinned_alloc), "%s",
 		 mb_pinned_alloc_names[g->cl.pinned_alloc]);
-	snprintf(row->momentum_dtype, sizeof(row->momentum_dtype), "%s",
-		 mb_momentum_dtype_name(s->step.plan.momentum_dtype));
 	snprintf(row->ns_method, sizeof(row->ns_method), "%s",
 		 mb_ns_method_names[s->step.plan.ns_method]);
 	snprintf(row->ns_precision, sizeof(row->ns_precision), "%s",
@@ -142,8 +140,6 @@ void mb_run_fill_meta(const struct mb_run_grid *g, struct mb_csv_row *row)
 	row->pin_chunk_bytes = s->step.plan.pin_chunk_bytes;
 	row->reduce_bucket_size = s->step.plan.reduce_bucket_elems;
 	snprintf(row->grad_clip, sizeof(row->grad_clip), "%g", s->step.grad_clip);
-	snprintf(row->params_back, sizeof(row->params_back), "%s",
-		 mb_params_back_name(s->step.plan.params_back));
 	row->seed = s->step.seed;
 	row->resume_at = s->resume_at;
 	snprintf(row->fwd_bwd, sizeof(row->fwd_bwd), "%s", a->fwd_bwd);

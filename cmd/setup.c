@@ -33,14 +33,12 @@ void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct m
 	s->pin_chunk_bytes = args->pin_chunk;
 	s->reduce_bucket_elems = args->reduce_bucket_size;
 	s->tokens = args->fwd_bwd_on ? args->seq * args->micro_batch : 0;
-	s->order = (enum mb_param_order)mb_args_knob(args, MB_KNOB_PARAM_ORDER);
-	s->params_back = args->params_back == MB_PARAMS_BACK_AUTO ? mb_params_back_default(stage)
-								  : args->params_back;
-	s->zero3_apply = (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY);
+	s->order = (enum mb_param_order)mb_args_knob(args, MB_KNOB_PARAM_ORDER, stage);
+	s->params_back = (enum mb_params_back)mb_args_knob(args, MB_KNOB_PARAMS_BACK, stage);
+	s->zero3_apply = (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY, stage);
 	s->ns_method = args->ns_method;
-	s->momentum_dtype = args->momentum_dtype == MB_MOMENTUM_DTYPE_AUTO
-				    ? mb_momentum_dtype_default(stage)
-				    : args->momentum_dtype;
+	s->momentum_dtype =
+		(enum mb_momentum_dtype)mb_args_knob(args, MB_KNOB_MOMENTUM_DTYPE, stage);
 	s->world_size = (unsigned)args->world_size;
 	s->rank = (unsigned)args->rank;
 }
@@ -57,7 +55,8 @@ int mb_setup_grid(const struct mb_args *args, bool variants, struct mb_grid *g)
 		.ngather_budgets = args->gather_budgets.n,
 		.sub_group_sizes = args->sub_group_sizes.v,
 		.nsub_group_sizes = args->sub_group_sizes.n,
-		.zero3_apply = (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY),
+		/* the knob is not a stage's own: any stage's word is its word */
+		.zero3_apply = (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY, 3),
 	};
 
 	/* parsed with the options: never here for a command with --stage or --variant */
@@ -96,7 +95,7 @@ void mb_setup_step_settings(const struct mb_args *args, const struct mb_grid_cel
 	/* the race checker (lib/mb_race): on in the tests, on a device when asked */
 	s->race_check = mb_setup_race_check();
 	for (k = 0; mb_knobs[k].field; k++)
-		s->knob[k] = (unsigned)mb_knob_word(k, args->knob[k]);
+		s->knob[k] = mb_args_knob(args, (enum mb_knob)k, c->stage);
 }
 
 void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel)

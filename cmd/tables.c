@@ -40,10 +40,18 @@ static const char *peak_change(char *buf, size_t len, uint64_t x, uint64_t base,
 /* The free text of a results file (names, not words of a list) as Markdown. */
 #define MD(buf, text) mb_md(buf, sizeof(buf), text)
 
+/* Knob K of R as the header says it: its word, or what auto means (mb_knob_auto_text). */
+static const char *knob_setting(char *buf, size_t len, const struct mb_csv_row *r, enum mb_knob k)
+{
+	const char *s = mb_results_knob_setting(r, k);
+
+	return strcmp(s, "auto") ? s : mb_knob_auto_text(k, buf, len);
+}
+
 static void md_header(const struct mb_table *t)
 {
 	const struct mb_csv_row *r = t->first;
-	char a[32], b[32], budget[32], chunk[32], sub[32];
+	char a[32], b[32], budget[32], chunk[32], sub[32], momentum[64], back[64];
 	char md[10][MB_MD_LEN(sizeof(r->tuning))]; /* the tuning: the longest of them */
 
 	printf("# %s on '%s' (%s, driver %s)", MD(md[0], r->model), MD(md[1], r->device),
@@ -68,13 +76,9 @@ static void md_header(const struct mb_table *t)
 	       mb_fmt_bytes_iec(chunk, sizeof(chunk), r->pin_chunk_bytes),
 	       mb_results_pinned_alloc_setting(r), r->knob[MB_KNOB_WRITEBACK_DEP],
 	       r->knob[MB_KNOB_PARAM_ORDER],
-	       strcmp(mb_results_momentum_setting(r), "auto")
-		       ? r->momentum_dtype
-		       : "fp32 for ZeRO-1/2, bf16 for ZeRO-3 (auto)",
-	       r->ns_method, mb_results_ns_precision_setting(r),
-	       strcmp(mb_results_params_back_setting(r), "auto")
-		       ? r->params_back
-		       : "pinned for ZeRO-1/2, pageable for ZeRO-3 (auto)",
+	       knob_setting(momentum, sizeof(momentum), r, MB_KNOB_MOMENTUM_DTYPE), r->ns_method,
+	       mb_results_ns_precision_setting(r),
+	       knob_setting(back, sizeof(back), r, MB_KNOB_PARAMS_BACK),
 	       r->knob[MB_KNOB_ZERO3_APPLY], r->fwd_bwd, (unsigned long long)r->seq,
 	       (unsigned long long)r->micro_batch, (unsigned long long)r->seed);
 }

@@ -59,8 +59,7 @@ struct column {
 	{ #name, type, offsetof(struct mb_csv_row, name), sizeof(((struct mb_csv_row *)0)->name), words, since }
 #define COL(name, type) COLV(name, type, NULL, 0)
 /* a knob of mb_knob's table, from the version its row says */
-#define KNOB_COL_(id, field, option, words, dflt, since, kind, ...) KNOB_##kind##_(id, field, words, since)
-#define KNOB_AS_COL_(id, field, words, since) \
+#define KNOB_COL_(id, field, option, words, autow, dflt, since, ...) \
 	{ #field, TEXT, offsetof(struct mb_csv_row, knob[MB_KNOB_##id]), \
 	  sizeof(((struct mb_csv_row *)0)->knob[0]), words, since },
 #define WORDS(name, words) COLV(name, TEXT, words, 0)
@@ -110,15 +109,13 @@ static const struct column columns[] = {
 	COLV(pinned_alloc, TEXT, "alloc-host-ptr|nv", 12),
 	COLV(pinned_device_copy, TEXT, MB_WORDS(MB_PINNED_COPIES), 12),
 	COLV(pinned_device_copy_bytes, U64_OPT, NULL, 12),
-/* mb_knob's table: a column a knob, PLAN2's after params_back */
-#define KNOB_STEP_ KNOB_AS_COL_
-#define KNOB_PLAN_ KNOB_AS_COL_
-#define KNOB_PLAN2_(...)
-	MB_STEP_KNOBS(KNOB_COL_)
-#undef KNOB_STEP_
-#undef KNOB_PLAN_
-#undef KNOB_PLAN2_
-		WORDS(momentum_dtype, MB_WORDS(MB_MOMENTUM_DTYPES)),
+	/* mb_knob's table: a column a knob, the step's, the plan's, the older ones where they were
+	 */
+	/* clang-format off */
+	MB_KNOBS_STEP(KNOB_COL_)
+	MB_KNOBS_PLAN(KNOB_COL_)
+	MB_KNOB_ROW_MOMENTUM_DTYPE(KNOB_COL_)
+	/* clang-format on */
 	WORDS(ns_method, MB_WORDS(MB_NS_METHODS)),
 	COLV(ns_precision, TEXT, MB_WORDS(MB_PRECISIONS) "|calibrated", 12),
 	COLV(ns_kernel, TEXT, NULL, 12),
@@ -126,15 +123,11 @@ static const struct column columns[] = {
 	COL(pin_chunk_bytes, U64),
 	COL(reduce_bucket_size, U64),
 	COL(grad_clip, TEXT),
-	WORDS(params_back, MB_WORDS(MB_PARAMS_BACKS)),
-#define KNOB_STEP_(...)
-#define KNOB_PLAN_(...)
-#define KNOB_PLAN2_ KNOB_AS_COL_
-	MB_STEP_KNOBS(KNOB_COL_)
-#undef KNOB_STEP_
-#undef KNOB_PLAN_
-#undef KNOB_PLAN2_
-		COL(seed, U64),
+	/* clang-format off */
+	MB_KNOB_ROW_PARAMS_BACK(KNOB_COL_)
+	MB_KNOB_ROW_ZERO3_APPLY(KNOB_COL_)
+	/* clang-format on */
+	COL(seed, U64),
 	COL(resume_at, U64),
 	WORDS(fwd_bwd, "on|off"),
 	COL(seq, U64),
@@ -753,10 +746,18 @@ static uint64_t fnv(uint64_t h, const void *p, size_t len)
  */
 static uint64_t run_key(const struct mb_csv_row *row)
 {
-	const char *text[] = { row->timestamp_utc,  row->host,	    row->model,
-			       row->device,	    row->variant,   row->pin_memory,
-			       row->momentum_dtype, row->ns_method, row->ns_precision,
-			       row->params_back,    row->fwd_bwd,   row->grad_clip };
+	const char *text[] = { row->timestamp_utc,
+			       row->host,
+			       row->model,
+			       row->device,
+			       row->variant,
+			       row->pin_memory,
+			       row->knob[MB_KNOB_MOMENTUM_DTYPE],
+			       row->ns_method,
+			       row->ns_precision,
+			       row->knob[MB_KNOB_PARAMS_BACK],
+			       row->fwd_bwd,
+			       row->grad_clip };
 	uint64_t n[] = { row->world_size,
 			 row->rank,
 			 row->stage,

@@ -59,18 +59,18 @@ struct mb_csv_row {
 	 * and then how much: the pinned bytes, 0, or MB_CSV_UNKNOWN (empty) */
 	char pinned_device_copy[8];
 	uint64_t pinned_device_copy_bytes;
-	char momentum_dtype[8], ns_method[16]; /* fp32|bf16, gram|standard */
+	char ns_method[16]; /* gram|standard */
 	/* Newton-Schulz's GEMMs (12): fp32|bf16|fp16, and the kernel that ran them
 	 * (clblast-sgemm, ns_gemm-portable, ns_gemm-mma); empty in older rows: fp32 */
 	char ns_precision[12], ns_kernel[24];
 	uint64_t ns_rate_gflops; /* calibrated mode's rate (12); MB_CSV_UNKNOWN (empty) if not */
 	uint64_t pin_chunk_bytes, reduce_bucket_size; /* bytes, elements */
-	char grad_clip[24];   /* gradient_clipping as %g prints it: "1", "0" (none) */
-	char params_back[12]; /* pinned|pageable */
+	char grad_clip[24]; /* gradient_clipping as %g prints it: "1", "0" (none) */
 	uint64_t seed, resume_at;
 	char fwd_bwd[4];
 	uint64_t seq, micro_batch;
-	char knob[MB_KNOBS_ROOM][16]; /* mb_knob's table: each knob's word, in its column */
+	/* mb_knob's table: each knob's word, in its column (momentum_dtype, params_back, ...) */
+	char knob[MB_KNOBS_ROOM][16];
 
 	double iter_mean_s, apply_mean_s;
 	double MB_PHASE_FIELDS d2h_hidden_frac; /* forward_s, ...: mb_phase's table */

@@ -23,6 +23,8 @@ const char *const mb_host_buffer_names[MB_HOST_NBUFFERS] = {
 
 const char *const mb_param_order_names[MB_NORDERS] = { MB_PARAM_ORDERS(MB_NAME_, ) };
 const char *const mb_zero3_apply_names[MB_NZ3_APPLIES] = { MB_ZERO3_APPLIES(MB_NAME_, ) };
+const char *const mb_momentum_dtype_names[MB_NMOM_DTYPES] = { MB_MOMENTUM_DTYPES(MB_NAME_, ) };
+const char *const mb_params_back_names[MB_NBACKS] = { MB_PARAMS_BACKS(MB_NAME_, ) };
 
 bool mb_host_buffer_on_bus(enum mb_host_buffer b)
 {

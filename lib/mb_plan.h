@@ -52,67 +52,25 @@
 #define MB_PLAN_REDUCE_BUCKET 500000000ull
 
 /*
- * The settings below that are words, each an enum made from its list
- * (mb_words.h: X(ENUM, name), SEP between rows): the options parse them and
- * print them in their help, run writes them into the results and the reader
- * takes only them, plan prints them, all from these lists.
+ * The names of the knobs' words the plan takes (the enums and their lists:
+ * mb_knob.h), for the commands that print a plan's settings.
  */
-#define MB_MOMENTUM_DTYPES(X, SEP) X(FP32, "fp32") SEP X(BF16, "bf16")
-#define MB_PARAMS_BACKS(X, SEP)	   X(PINNED, "pinned") SEP X(PAGEABLE, "pageable")
+extern const char *const mb_param_order_names[MB_NORDERS];	  /* "shape", "model" */
+extern const char *const mb_zero3_apply_names[MB_NZ3_APPLIES];	  /* "subgroup", "batched" */
+extern const char *const mb_momentum_dtype_names[MB_NMOM_DTYPES]; /* "fp32", "bf16" */
+extern const char *const mb_params_back_names[MB_NBACKS];	  /* "pinned", "pageable" */
 
-#define MB_MOM_ENUM_(e, ...)  MB_MOM_##e,
-#define MB_BACK_ENUM_(e, ...) MB_BACK_##e,
-
-/* The Muon momentum's storage: fp32, or bf16 (fp32 math) as DeepSpeed keeps it under ZeRO-3. */
-enum mb_momentum_dtype { MB_MOMENTUM_DTYPES(MB_MOM_ENUM_, ) MB_NMOM_DTYPES };
-
-/* "fp32", "bf16"; "?" out of range (in the header: the results reader needs it without the plan) */
-static inline const char *mb_momentum_dtype_name(enum mb_momentum_dtype d)
-{
-	static const char *const names[] = { MB_MOMENTUM_DTYPES(MB_NAME_, ) };
-
-	return (unsigned)d < MB_NMOM_DTYPES ? names[d] : "?";
-}
-
-/*
- * How the bf16 params go back to the device: from the pinned bf16 staging
- * the host optimizer writes (ZeRO-1/2), or, as ZeRO-3's copy_ from the fp32
- * params does, a host cast into pageable memory and a blocking H2D.
- */
-enum mb_params_back { MB_PARAMS_BACKS(MB_BACK_ENUM_, ) MB_NBACKS };
-
-/* "pinned", "pageable"; "?" out of range */
-static inline const char *mb_params_back_name(enum mb_params_back b)
-{
-	static const char *const names[] = { MB_PARAMS_BACKS(MB_NAME_, ) };
-
-	return (unsigned)b < MB_NBACKS ? names[b] : "?";
-}
-
-/* DeepSpeed's for STAGE: pageable under ZeRO-3 (stage3.py), pinned under 1/2. */
+/* DeepSpeed's for STAGE (mb_knob.h's row): pinned under ZeRO-1/2, pageable under ZeRO-3. */
 static inline enum mb_params_back mb_params_back_default(unsigned stage)
 {
-	return stage == 3 ? MB_BACK_PAGEABLE : MB_BACK_PINNED;
+	return (enum mb_params_back)mb_knob_word_at(MB_KNOB_PARAMS_BACK, "auto", stage);
 }
 
-/* DeepSpeed's for STAGE: bf16 (the communication dtype) under ZeRO-3, else fp32. */
+/* DeepSpeed's for STAGE (mb_knob.h's row): fp32 under ZeRO-1/2, bf16 under ZeRO-3. */
 static inline enum mb_momentum_dtype mb_momentum_dtype_default(unsigned stage)
 {
-	return stage == 3 ? MB_MOM_BF16 : MB_MOM_FP32;
+	return (enum mb_momentum_dtype)mb_knob_word_at(MB_KNOB_MOMENTUM_DTYPE, "auto", stage);
 }
-
-extern const char *const mb_param_order_names[MB_NORDERS]; /* "shape", "model" */
-
-/*
- * ZeRO-3's Muon apply: a whole sub-group gathered at once, then each
- * matrix's update written back from a buffer of its own, as DeepSpeed's
- * _apply_muon_updates_cpu_offload does; or batched within each sub-group
- * under the gather budget, as ZeRO-1/2's apply is (what the reference change
- * left out).
- */
-/* (enum mb_zero3_apply: mb_knob.h) */
-
-extern const char *const mb_zero3_apply_names[MB_NZ3_APPLIES]; /* "subgroup", "batched" */
 
 struct mb_plan_settings {
 	unsigned stage;		   /* 1, 2 or 3 */

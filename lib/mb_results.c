@@ -16,13 +16,11 @@
 #include "mb_phase.h"
 #include "mb_variant.h"
 
-const char *mb_results_momentum_setting(const struct mb_csv_row *r)
+const char *mb_results_knob_setting(const struct mb_csv_row *r, enum mb_knob k)
 {
 	unsigned stage = r->stage <= 3 ? (unsigned)r->stage : 0;
 
-	return !strcmp(r->momentum_dtype, mb_momentum_dtype_name(mb_momentum_dtype_default(stage)))
-		       ? "auto"
-		       : r->momentum_dtype;
+	return mb_knob_is_auto(k, r->knob[k], stage) ? "auto" : r->knob[k];
 }
 
 const char *mb_results_ns_precision_setting(const struct mb_csv_row *r)
@@ -35,35 +33,22 @@ const char *mb_results_pinned_alloc_setting(const struct mb_csv_row *r)
 	return r->pinned_alloc[0] ? r->pinned_alloc : "alloc-host-ptr";
 }
 
-const char *mb_results_params_back_setting(const struct mb_csv_row *r)
-{
-	unsigned stage = r->stage <= 3 ? (unsigned)r->stage : 0;
-
-	return !strcmp(r->params_back, mb_params_back_name(mb_params_back_default(stage)))
-		       ? "auto"
-		       : r->params_back;
-}
-
 /* mb_knob's table: each knob's column a knob */
-#define KNOB_ROW_(id, field, option, words, dflt, since, kind, ...) KNOB_##kind##_(id, field)
-#define KNOB_AS_ROW_(id, field) \
-	{ #field, offsetof(struct mb_csv_row, knob[MB_KNOB_##id]), true, NULL, false },
+/* clang-format off */
+#define KNOB_ROW_(id, field, ...) \
+	{ #field, offsetof(struct mb_csv_row, knob[MB_KNOB_##id]), true, NULL, false, MB_KNOB_##id },
 
 /* The knobs: what a cell's figures depend on, the device aside. */
-#define KNOB(name, text)                                                    \
-	{                                                                   \
-#name, offsetof(struct mb_csv_row, name), text, NULL, false \
-	}
-#define SWEPT(name)                                                         \
-	{                                                                   \
-#name, offsetof(struct mb_csv_row, name), false, NULL, true \
-	}
+#define KNOB(name, text) { #name, offsetof(struct mb_csv_row, name), text, NULL, false, -1 }
+#define SWEPT(name)	 { #name, offsetof(struct mb_csv_row, name), false, NULL, true, -1 }
+/* clang-format on */
 static const struct {
 	const char *name;
 	size_t offset;
 	bool text;					   /* else uint64_t */
 	const char *(*setting)(const struct mb_csv_row *); /* text compared, if not the column's */
 	bool swept; /* a list of run, plan, predict sweeps it */
+	int knob;   /* mb_knob's, compared as its setting (mb_results_knob_setting); -1: none */
 } knobs[] = {
 	KNOB(model, true),
 	KNOB(world_size, false), /* compare matches rank with rank, in worlds of one size */
@@ -77,34 +62,26 @@ static const struct {
 	SWEPT(sub_group_size_elems),
 	KNOB(pin_memory, true),
 	{ "pinned_alloc", offsetof(struct mb_csv_row, pinned_alloc), true,
-	  mb_results_pinned_alloc_setting, false },
-/* mb_knob's table: each knob a knob, PLAN2's after params_back */
-#define KNOB_STEP_ KNOB_AS_ROW_
-#define KNOB_PLAN_ KNOB_AS_ROW_
-#define KNOB_PLAN2_(...)
-	MB_STEP_KNOBS(KNOB_ROW_)
-#undef KNOB_STEP_
-#undef KNOB_PLAN_
-#undef KNOB_PLAN2_
-		{ "momentum_dtype", offsetof(struct mb_csv_row, momentum_dtype), true,
-		  mb_results_momentum_setting, false },
+	  mb_results_pinned_alloc_setting, false, -1 },
+	/* mb_knob's table: each knob a knob, the step's, the plan's, the older ones where they were
+	 */
+	/* clang-format off */
+	MB_KNOBS_STEP(KNOB_ROW_)
+	MB_KNOBS_PLAN(KNOB_ROW_)
+	MB_KNOB_ROW_MOMENTUM_DTYPE(KNOB_ROW_)
+	/* clang-format on */
 	KNOB(ns_method, true),
 	{ "ns_precision", offsetof(struct mb_csv_row, ns_precision), true,
-	  mb_results_ns_precision_setting, false },
+	  mb_results_ns_precision_setting, false, -1 },
 	KNOB(ns_rate_gflops, false),
 	KNOB(pin_chunk_bytes, false),
 	KNOB(reduce_bucket_size, false),
 	KNOB(grad_clip, true),
-	{ "params_back", offsetof(struct mb_csv_row, params_back), true,
-	  mb_results_params_back_setting, false },
-#define KNOB_STEP_(...)
-#define KNOB_PLAN_(...)
-#define KNOB_PLAN2_ KNOB_AS_ROW_
-	MB_STEP_KNOBS(KNOB_ROW_)
-#undef KNOB_STEP_
-#undef KNOB_PLAN_
-#undef KNOB_PLAN2_
-		KNOB(fwd_bwd, true),
+	/* clang-format off */
+	MB_KNOB_ROW_PARAMS_BACK(KNOB_ROW_)
+	MB_KNOB_ROW_ZERO3_APPLY(KNOB_ROW_)
+	/* clang-format on */
+	KNOB(fwd_bwd, true),
 	KNOB(seq, false),
 	KNOB(micro_batch, false),
 	KNOB(seed, false),
@@ -112,6 +89,14 @@ static const struct {
 };
 #undef KNOB
 #undef SWEPT
+
+/* Text knob I of R as compared, its column's text P or its setting. */
+static const char *setting(size_t i, const struct mb_csv_row *r, const char *p)
+{
+	if (knobs[i].knob >= 0)
+		return mb_results_knob_setting(r, (enum mb_knob)knobs[i].knob);
+	return knobs[i].setting ? knobs[i].setting(r) : p;
+}
 
 /* A whole-number knob as text: "none" where it is not known (MB_CSV_UNKNOWN, an empty field). */
 static const char *u64_text(char buf[24], uint64_t u)
@@ -139,10 +124,8 @@ static size_t differences(const struct mb_csv_row *a, const struct mb_csv_row *b
 		if (knobs[i].swept && !all)
 			continue;
 		if (knobs[i].text) {
-			if (knobs[i].setting) {
-				pa = knobs[i].setting(a);
-				pb = knobs[i].setting(b);
-			}
+			pa = setting(i, a, pa);
+			pb = setting(i, b, pb);
 			if (!strcmp(pa, pb))
 				continue;
 			if (used < len)
@@ -177,7 +160,7 @@ const char *mb_results_knob(size_t i, const struct mb_csv_row *r, char *buf, siz
 
 	*text = knobs[i].text;
 	if (knobs[i].text) {
-		snprintf(buf, len, "%s", knobs[i].setting ? knobs[i].setting(r) : p);
+		snprintf(buf, len, "%s", setting(i, r, p));
 	} else {
 		memcpy(&u, p, sizeof(u));
 		if (u == MB_CSV_UNKNOWN)

@@ -96,15 +96,12 @@ int mb_results_gather(const struct mb_csv_row *rows, size_t n, struct mb_table *
 bool mb_results_same_device(const struct mb_csv_row *a, const struct mb_csv_row *b);
 
 /*
- * The row's momentum dtype as a setting: "auto" where it is its stage's
- * default (mb_momentum_dtype_default), so that a default grid's ZeRO-2
- * (fp32) and ZeRO-3 (bf16) rows share a table, and an explicit other one
- * does not; else the dtype.
+ * Knob K's word in R as a setting: "auto" where it is the word its stage
+ * takes under auto (mb_knob.h's AUTO: fp32 momentum under ZeRO-1/2, bf16
+ * under ZeRO-3), so that a default grid's ZeRO-2 and ZeRO-3 rows share a
+ * table and an explicit other word does not; else the word.
  */
-const char *mb_results_momentum_setting(const struct mb_csv_row *r);
-
-/* The same for how the params go back: "auto" where it is the stage's default. */
-const char *mb_results_params_back_setting(const struct mb_csv_row *r);
+const char *mb_results_knob_setting(const struct mb_csv_row *r, enum mb_knob k);
 
 /* Newton-Schulz's precision: the row's, and "fp32" for a row from before format 12. */
 const char *mb_results_ns_precision_setting(const struct mb_csv_row *r);

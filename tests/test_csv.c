@@ -17,6 +17,7 @@
 
 #include "mb_csv.h"
 #include "mb_err.h"
+#include "mb_plan.h"
 #include "mb_results.h"
 
 static char path[64];
@@ -56,9 +57,9 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	snprintf(r->pin_memory, sizeof(r->pin_memory), "on");
 	snprintf(r->knob[MB_KNOB_WRITEBACK_DEP], sizeof(r->knob[0]), "event");
 	snprintf(r->knob[MB_KNOB_PARAM_ORDER], sizeof(r->knob[0]), "shape");
-	snprintf(r->momentum_dtype, sizeof(r->momentum_dtype), "bf16");
+	snprintf(r->knob[MB_KNOB_MOMENTUM_DTYPE], sizeof(r->knob[0]), "bf16");
 	snprintf(r->ns_method, sizeof(r->ns_method), "gram");
-	snprintf(r->params_back, sizeof(r->params_back), "pageable");
+	snprintf(r->knob[MB_KNOB_PARAMS_BACK], sizeof(r->knob[0]), "pageable");
 	snprintf(r->knob[MB_KNOB_ZERO3_APPLY], sizeof(r->knob[0]), "subgroup");
 	snprintf(r->fwd_bwd, sizeof(r->fwd_bwd), "off");
 	snprintf(r->momentum_pinned, sizeof(r->momentum_pinned), "yes");
@@ -504,6 +505,47 @@ static void gathered_by_copy(void **state)
 }
 
 /* A table a row (a host each): bounded, refused past MB_RESULTS_TABLES_MAX. */
+/*
+ * A knob with AUTO (mb_knob.h): "auto" is each stage's word; compare reads
+ * a stage's own word as "auto" (a default grid's ZeRO-2 fp32 and ZeRO-3
+ * bf16 rows match), an explicit other one not; report's header says what
+ * auto means.
+ */
+static void knob_auto(void **state)
+{
+	struct mb_csv_row a, b;
+	char buf[128];
+
+	(void)state;
+	assert_int_equal(mb_knob_word_at(MB_KNOB_MOMENTUM_DTYPE, "auto", 2), MB_MOM_FP32);
+	assert_int_equal(mb_knob_word_at(MB_KNOB_MOMENTUM_DTYPE, "auto", 3), MB_MOM_BF16);
+	assert_int_equal(mb_knob_word_at(MB_KNOB_PARAMS_BACK, "auto", 1), MB_BACK_PINNED);
+	assert_int_equal(mb_knob_word_at(MB_KNOB_PARAMS_BACK, "auto", 3), MB_BACK_PAGEABLE);
+	assert_int_equal(mb_knob_word_at(MB_KNOB_PARAMS_BACK, "pinned", 3), MB_BACK_PINNED);
+	/* no auto for a knob without it, nor for a stage out of range */
+	assert_int_equal(mb_knob_word_at(MB_KNOB_ZERO3_APPLY, "auto", 3), -1);
+	assert_int_equal(mb_knob_word_at(MB_KNOB_MOMENTUM_DTYPE, "auto", 4), -1);
+	assert_string_equal(mb_knob_auto_text(MB_KNOB_MOMENTUM_DTYPE, buf, sizeof(buf)),
+			    "fp32 for ZeRO-1/2, bf16 for ZeRO-3 (auto)");
+	assert_string_equal(mb_knob_auto_text(MB_KNOB_PARAMS_BACK, buf, 12), "pinned for ");
+
+	sample_row(&a, 1);
+	b = a;
+	a.stage = 2, b.stage = 3;
+	snprintf(a.knob[MB_KNOB_MOMENTUM_DTYPE], sizeof(a.knob[0]), "fp32");
+	snprintf(b.knob[MB_KNOB_MOMENTUM_DTYPE], sizeof(b.knob[0]), "bf16");
+	snprintf(a.knob[MB_KNOB_PARAMS_BACK], sizeof(a.knob[0]), "pinned");
+	snprintf(b.knob[MB_KNOB_PARAMS_BACK], sizeof(b.knob[0]), "pageable");
+	assert_string_equal(mb_results_knob_setting(&a, MB_KNOB_MOMENTUM_DTYPE), "auto");
+	assert_string_equal(mb_results_knob_setting(&b, MB_KNOB_PARAMS_BACK), "auto");
+	assert_int_equal(mb_results_knob_differences(&a, &b, buf, sizeof(buf)), 0);
+	/* ZeRO-3 with fp32 momentum is not its stage's default: a knob of its own */
+	snprintf(b.knob[MB_KNOB_MOMENTUM_DTYPE], sizeof(b.knob[0]), "fp32");
+	assert_string_equal(mb_results_knob_setting(&b, MB_KNOB_MOMENTUM_DTYPE), "fp32");
+	assert_int_equal(mb_results_knob_differences(&a, &b, buf, sizeof(buf)), 1);
+	assert_non_null(strstr(buf, "momentum_dtype auto -> fp32"));
+}
+
 static void too_many_tables(void **state)
 {
 	struct mb_table *tables = NULL;
@@ -531,6 +573,7 @@ int main(void)
 		cmocka_unit_test(older_columns),    cmocka_unit_test(edited_fields),
 		cmocka_unit_test(joined_files),	    cmocka_unit_test(each_row),
 		cmocka_unit_test(gathered_by_copy), cmocka_unit_test(too_many_tables),
+		cmocka_unit_test(knob_auto),
 	};
 
 	return cmocka_run_group_tests_name("csv", tests, make_path, remove_path);

@@ -822,10 +822,10 @@ static double h200_apply(const struct mb_csv_row *row, const struct mb_profile *
 			  .sub_group_size = row->sub_group_size_elems,
 			  .reduce_bucket_elems = row->reduce_bucket_size,
 			  .pin_chunk_bytes = row->pin_chunk_bytes,
-			  .momentum_dtype = strcmp(row->momentum_dtype, "bf16") ? MB_MOM_FP32
-										: MB_MOM_BF16,
-			  .params_back = strcmp(row->params_back, "pageable") ? MB_BACK_PINNED
-									      : MB_BACK_PAGEABLE,
+			  .momentum_dtype = (enum mb_momentum_dtype)mb_knob_word(
+				  MB_KNOB_MOMENTUM_DTYPE, row->knob[MB_KNOB_MOMENTUM_DTYPE]),
+			  .params_back = (enum mb_params_back)mb_knob_word(
+				  MB_KNOB_PARAMS_BACK, row->knob[MB_KNOB_PARAMS_BACK]),
 			  .ns_method = strcmp(row->ns_method, "gram") ? MB_NS_STANDARD : MB_NS_GRAM,
 			  .world_size = 1 },
 		.variant = (enum mb_variant)v,
