@@ -602,7 +602,7 @@ static void run_argv(struct words *w, const struct advice *ad, const struct mb_a
 		word(w, "%llu", (unsigned long long)args->reduce_bucket_size);
 	word(w, "--micro-batch"), word(w, "%llu", (unsigned long long)args->micro_batch);
 	word(w, "--seq"), word(w, "%llu", (unsigned long long)args->seq);
-	word(w, "--fwd-bwd"), word(w, "%s", args->fwd_bwd);
+	word(w, "--fwd-bwd"), word(w, "%s", args->knob[MB_KNOB_FWD_BWD]);
 	word(w, "--param-order"), word(w, "%s", args->knob[MB_KNOB_PARAM_ORDER]);
 	word(w, "--ns-method"),
 		word(w, "%s", s->plan.ns_method == MB_NS_GRAM ? "gram" : "standard");

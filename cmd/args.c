@@ -625,8 +625,8 @@ static int resolve(struct mb_args *args)
 {
 	int err;
 
-	args->pin_memory_on = is(args->pin_memory, "on");
-	args->fwd_bwd_on = is(args->fwd_bwd, "on");
+	args->pin_memory_on = is(args->knob[MB_KNOB_PIN_MEMORY], "on");
+	args->fwd_bwd_on = is(args->knob[MB_KNOB_FWD_BWD], "on");
 	args->fit_check_on = is(args->fit_check, "on");
 	args->interleave_on = is(args->interleave, "on");
 	args->numa_auto = is(args->numa, "auto");

@@ -206,7 +206,7 @@ static size_t methods_of(const struct mb_args *args, enum mb_ns_method *methods)
 	int k;
 
 	if (mb_args_given(args, "ns-method")) {
-		methods[0] = args->ns_method;
+		methods[0] = mb_args_ns_method(args);
 		return 1;
 	}
 	for (k = 0; k < MB_NS_NMETHODS; k++)

@@ -65,6 +65,7 @@ const struct option mb_options[] = {
 	  words MB_KNOB_AUTO_WORD(autow), cmds, help },
 #define PLAN_OPTION_(...) KNOB_OPTION_(MODEL_CMDS, __VA_ARGS__)
 #define STEP_OPTION_(...) KNOB_OPTION_(STEP_CMDS, __VA_ARGS__)
+#define NS_OPTION_(...)	  KNOB_OPTION_(MODEL_CMDS | ON(MB_CMD_NS), __VA_ARGS__)
 	MB_KNOBS_PLAN(PLAN_OPTION_)
 	MB_KNOB_ROW_MOMENTUM_DTYPE(PLAN_OPTION_)
 	MB_KNOB_ROW_PARAMS_BACK(PLAN_OPTION_)
@@ -82,8 +83,9 @@ const struct option mb_options[] = {
 	  "steps of each run" },
 	{ "measure", "A-B", TEXT, AT(measure), NULL, 0, 0, NULL, ON(MB_CMD_RUN),
 	  "the steps whose mean is a run's figure (default: 2-6, cut to the steps run)" },
-	{ "pin-memory", "on|off", CHOICE, AT(pin_memory), "on", 0, 0, "on|off", STEP_CMDS,
-	  "offload_optimizer.pin_memory: pin the buffers that cross the bus" },
+	/* clang-format off */
+	MB_KNOB_ROW_PIN_MEMORY(STEP_OPTION_)
+	/* clang-format on */
 	{ "pinned-alloc", MB_WORDS(MB_PINNED_ALLOCS), ENUM, AT(pinned_alloc), "auto", 0, 0,
 	  MB_WORDS(MB_PINNED_ALLOCS), MEMORY_CMDS,
 	  "how pinned host memory is made: alloc-host-ptr, a mapped CL_MEM_ALLOC_HOST_PTR "
@@ -99,13 +101,8 @@ const struct option mb_options[] = {
 	  "counts it only when told yes" },
 	/* clang-format off */
 	MB_KNOBS_STEP(STEP_OPTION_)
-#undef PLAN_OPTION_
-#undef STEP_OPTION_
-#undef KNOB_OPTION_
+	MB_KNOB_ROW_FWD_BWD(PLAN_OPTION_)
 	/* clang-format on */
-	{ "fwd-bwd", "on|off", CHOICE, AT(fwd_bwd), "on", 0, 0, "on|off", MODEL_CMDS,
-	  "run a synthetic forward and backward (GEMMs on the model's shapes, gradient "
-	  "checkpointing) before each step's gradients" },
 	{ "seq", "T", COUNT, AT(seq), "2048", 1, 1u << 20, NULL, MODEL_CMDS,
 	  "sequence length of the synthetic forward/backward" },
 	{ "micro-batch", "B", COUNT, AT(micro_batch), "1", 1, 1u << 16, NULL, MODEL_CMDS,
@@ -152,12 +149,9 @@ const struct option mb_options[] = {
 	  ON(MB_CMD_NS) | ON(MB_CMD_TUNE) | ON(MB_CMD_PROFILE),
 	  "matrix shapes to orthogonalize (default: ns " MB_NS_DEFAULT_SHAPES
 	  "; profile " MB_PROFILE_DEFAULT_SHAPES "; tune the model's)" },
-	{ "ns-method", MB_WORDS(MB_NS_METHODS), ENUM, AT(ns_method), "gram", 0, 0,
-	  MB_WORDS(MB_NS_METHODS), MODEL_CMDS | ON(MB_CMD_NS),
-	  "Newton-Schulz: DeepSpeed's default, on the Gram matrix with a restart at iteration "
-	  "2 (zeropower_via_gram_newtonschulz, original_muon.py; the standard iteration on "
-	  "square matrices), or the standard quintic (zeropower_via_newtonschulz5); ns times "
-	  "both unless it is given" },
+	/* clang-format off */
+	MB_KNOB_ROW_NS_METHOD(NS_OPTION_)
+	/* clang-format on */
 	{ "ns-precision", "P[,P...]", WORDS, AT(ns_precisions), "auto", 0, 0,
 	  MB_WORDS(MB_PRECISIONS) "|auto",
 	  ON(MB_CMD_NS) | ON(MB_CMD_RUN) | ON(MB_CMD_PROFILE) | ON(MB_CMD_PLAN),
@@ -265,13 +259,16 @@ const struct option mb_options[] = {
 	{ "version", NULL, FLAG, AT(version), NULL, 0, 0, NULL, ALL,
 	  "print the version and the git revision and exit" },
 };
+#undef PLAN_OPTION_
+#undef STEP_OPTION_
+#undef NS_OPTION_
+#undef KNOB_OPTION_
 
 #define NOPTIONS (sizeof(mb_options) / sizeof(mb_options[0]))
 _Static_assert(NOPTIONS <= MB_OPTIONS_MAX, "struct mb_args' given has a bit per option");
 /* an ENUM option's field is written as an unsigned */
 _Static_assert(sizeof(enum mb_format) == sizeof(unsigned) &&
 		       sizeof(enum mb_pinned_alloc) == sizeof(unsigned) &&
-		       sizeof(enum mb_ns_method) == sizeof(unsigned) &&
 		       sizeof(enum mb_estimate) == sizeof(unsigned),
 	       "the ENUM options' enums are the size of an unsigned");
 

@@ -144,13 +144,11 @@ struct mb_args {
 	const char *variants; /* a list of the variants' names, or all */
 	uint64_t runs, steps;
 	const char *measure;		   /* "A-B"; NULL: 2-6 cut to the steps */
-	const char *pin_memory;		   /* on|off */
 	const char *knob[MB_KNOBS_ROOM];   /* mb_knob's table: each knob's word */
 	enum mb_pinned_alloc pinned_alloc; /* how pinned host memory is made */
 	const char *pinned_device_copy;	   /* auto|yes|no */
 	uint64_t resume_at;		   /* 0: never */
 	uint64_t seq, micro_batch;
-	const char *fwd_bwd;			 /* on|off */
 	const char *fit_check;			 /* on|off */
 	const char *interleave;			 /* on|off */
 	const char *cpus, *membind, *numa, *out; /* numa: auto|off */
@@ -160,10 +158,9 @@ struct mb_args {
 
 	const char *sizes; /* bandwidth */
 
-	const char *shapes;	     /* ns */
-	enum mb_ns_method ns_method; /* ns: every method unless given */
-	const char *ns_precisions;   /* ns: a list of fp32|bf16|fp16|auto */
-	uint64_t ns_rate;	     /* run: calibrated Newton-Schulz, GFLOP/s; 0: off */
+	const char *shapes;	   /* ns */
+	const char *ns_precisions; /* ns: a list of fp32|bf16|fp16|auto */
+	uint64_t ns_rate;	   /* run: calibrated Newton-Schulz, GFLOP/s; 0: off */
 	uint64_t batch, reps;
 	bool verify;
 
@@ -230,6 +227,12 @@ bool mb_args_given(const struct mb_args *args, const char *name);
  * "auto" as STAGE's word; 0 where it has none.
  */
 unsigned mb_args_knob(const struct mb_args *args, enum mb_knob k, unsigned stage);
+
+/* --ns-method (a knob of no stage's own) as its enum. */
+static inline enum mb_ns_method mb_args_ns_method(const struct mb_args *args)
+{
+	return (enum mb_ns_method)mb_args_knob(args, MB_KNOB_NS_METHOD, 0);
+}
 
 /*
  * Run's option I (0 on, in the table's order), its value in ARGS as text

@@ -625,7 +625,7 @@ int mb_cmd_plan(const struct mb_args *args)
 	if (n != 1)
 		return mb_bad_input("--stage: plan takes one stage, not '%s'", args->stages);
 	/* checked as run checks it; with no device, the plan shows it as asked */
-	if ((err = mb_setup_precision(args, NULL, args->ns_method, &precision)))
+	if ((err = mb_setup_precision(args, NULL, mb_args_ns_method(args), &precision)))
 		return err;
 	if ((err = mb_setup_model(args, &model)))
 		return err;

@@ -484,7 +484,8 @@ static int predict_point(struct grid *g, const struct mb_profile *base, const st
 	for (i = 0; i < n && !err; i++) {
 		swept = *base;
 		if (sw->flag >= 0)
-			set_wider(&swept, args, (size_t)sw->flag, sw->values[i], args->ns_method);
+			set_wider(&swept, args, (size_t)sw->flag, sw->values[i],
+				  mb_args_ns_method(args));
 		mb_profile_for_ranks(&p, &swept, (unsigned)args->world_size);
 		if ((err = predict_cells(g, &p)))
 			break;
@@ -537,7 +538,7 @@ int mb_cmd_predict(const struct mb_args *args)
 	if ((err = build_plans(g, 0))) /* a bad budget refused before anything is printed */
 		goto out;
 	release_plans(g);
-	if ((err = build_profile(args, args->ns_method, &base, &sw)))
+	if ((err = build_profile(args, mb_args_ns_method(args), &base, &sw)))
 		goto out;
 	if (sw.flag >= 0 && g->points) {
 		err = mb_bad_input("--%s and --gather-budget or --sub-group-size give lists: "

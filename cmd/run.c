@@ -516,7 +516,7 @@ static int setup(struct mb_run_grid *g)
 				    (unsigned long long)g->args->resume_at,
 				    (unsigned long long)g->args->steps);
 	/* the precision's words and the calibrated mode's, checked before the device opens */
-	if ((err = mb_setup_precision(g->args, NULL, g->args->ns_method, &g->ns_precision)))
+	if ((err = mb_setup_precision(g->args, NULL, mb_args_ns_method(g->args), &g->ns_precision)))
 		return err;
 	if (g->args->ns_rate && mb_args_given(g->args, "ns-precision"))
 		return mb_bad_input("--ns-rate replaces Newton-Schulz by a calibrated kernel: "
@@ -546,7 +546,8 @@ static int setup(struct mb_run_grid *g)
 	g->fit.clblast = clblast_bytes;
 	g->fit.clblast_ctx = &g->cl;
 	/* auto, resolved for the device */
-	if ((err = mb_setup_precision(g->args, &g->cl.info, g->args->ns_method, &g->ns_precision)))
+	if ((err = mb_setup_precision(g->args, &g->cl.info, mb_args_ns_method(g->args),
+				      &g->ns_precision)))
 		return err;
 	if (g->ns_precision == MB_PREC_FP32 && !mb_args_given(g->args, "ns-precision") &&
 	    !g->args->ns_rate && worth_saying(g))

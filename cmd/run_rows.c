@@ -127,11 +127,8 @@ void mb_run_fill_meta(const struct mb_run_grid *g, struct mb_csv_row *row)
 	row->measure_last = s->measure_last;
 	row->gather_budget_bytes = s->step.plan.gather_budget_bytes;
 	row->sub_group_size_elems = s->step.plan.sub_group_size;
-	snprintf(row->pin_memory, sizeof(row->pin_memory), "%s", a->pin_memory);
 	snprintf(row->pinned_alloc, sizeof(row->pinned_alloc), "%s",
 		 mb_pinned_alloc_names[g->cl.pinned_alloc]);
-	snprintf(row->ns_method, sizeof(row->ns_method), "%s",
-		 mb_ns_method_names[s->step.plan.ns_method]);
 	snprintf(row->ns_precision, sizeof(row->ns_precision), "%s",
 		 s->step.plan.ns_rate_gflops ? "calibrated"
 					     : mb_precision_names[s->step.plan.ns_precision]);
@@ -142,7 +139,6 @@ void mb_run_fill_meta(const struct mb_run_grid *g, struct mb_csv_row *row)
 	snprintf(row->grad_clip, sizeof(row->grad_clip), "%g", s->step.grad_clip);
 	row->seed = s->step.seed;
 	row->resume_at = s->resume_at;
-	snprintf(row->fwd_bwd, sizeof(row->fwd_bwd), "%s", a->fwd_bwd);
 	row->seq = a->seq;
 	row->micro_batch = a->micro_batch;
 	snprintf(row->device_used_source, sizeof(row->device_used_source), "%s",

@@ -36,7 +36,7 @@ void mb_setup_plan_settings(const struct mb_args *args, unsigned stage, struct m
 	s->order = (enum mb_param_order)mb_args_knob(args, MB_KNOB_PARAM_ORDER, stage);
 	s->params_back = (enum mb_params_back)mb_args_knob(args, MB_KNOB_PARAMS_BACK, stage);
 	s->zero3_apply = (enum mb_zero3_apply)mb_args_knob(args, MB_KNOB_ZERO3_APPLY, stage);
-	s->ns_method = args->ns_method;
+	s->ns_method = (enum mb_ns_method)mb_args_knob(args, MB_KNOB_NS_METHOD, stage);
 	s->momentum_dtype =
 		(enum mb_momentum_dtype)mb_args_knob(args, MB_KNOB_MOMENTUM_DTYPE, stage);
 	s->world_size = (unsigned)args->world_size;

@@ -72,14 +72,14 @@ static void md_header(const struct mb_table *t)
 	       mb_fmt_count(b, sizeof(b), r->params_muon), (unsigned long long)r->measure_first,
 	       (unsigned long long)r->measure_last, (unsigned long long)r->steps,
 	       mb_fmt_bytes_iec(budget, sizeof(budget), r->gather_budget_bytes),
-	       mb_fmt_count(sub, sizeof(sub), r->sub_group_size_elems), r->pin_memory,
+	       mb_fmt_count(sub, sizeof(sub), r->sub_group_size_elems), r->knob[MB_KNOB_PIN_MEMORY],
 	       mb_fmt_bytes_iec(chunk, sizeof(chunk), r->pin_chunk_bytes),
 	       mb_results_pinned_alloc_setting(r), r->knob[MB_KNOB_WRITEBACK_DEP],
 	       r->knob[MB_KNOB_PARAM_ORDER],
-	       knob_setting(momentum, sizeof(momentum), r, MB_KNOB_MOMENTUM_DTYPE), r->ns_method,
-	       mb_results_ns_precision_setting(r),
+	       knob_setting(momentum, sizeof(momentum), r, MB_KNOB_MOMENTUM_DTYPE),
+	       r->knob[MB_KNOB_NS_METHOD], mb_results_ns_precision_setting(r),
 	       knob_setting(back, sizeof(back), r, MB_KNOB_PARAMS_BACK),
-	       r->knob[MB_KNOB_ZERO3_APPLY], r->fwd_bwd, (unsigned long long)r->seq,
+	       r->knob[MB_KNOB_ZERO3_APPLY], r->knob[MB_KNOB_FWD_BWD], (unsigned long long)r->seq,
 	       (unsigned long long)r->micro_batch, (unsigned long long)r->seed);
 }
 

@@ -105,7 +105,9 @@ static const struct column columns[] = {
 	COL(measure_last, U64),
 	COL(gather_budget_bytes, U64),
 	COL(sub_group_size_elems, U64),
-	WORDS(pin_memory, "on|off"),
+	/* clang-format off */
+	MB_KNOB_ROW_PIN_MEMORY(KNOB_COL_)
+	/* clang-format on */
 	COLV(pinned_alloc, TEXT, "alloc-host-ptr|nv", 12),
 	COLV(pinned_device_copy, TEXT, MB_WORDS(MB_PINNED_COPIES), 12),
 	COLV(pinned_device_copy_bytes, U64_OPT, NULL, 12),
@@ -115,8 +117,8 @@ static const struct column columns[] = {
 	MB_KNOBS_STEP(KNOB_COL_)
 	MB_KNOBS_PLAN(KNOB_COL_)
 	MB_KNOB_ROW_MOMENTUM_DTYPE(KNOB_COL_)
+	MB_KNOB_ROW_NS_METHOD(KNOB_COL_)
 	/* clang-format on */
-	WORDS(ns_method, MB_WORDS(MB_NS_METHODS)),
 	COLV(ns_precision, TEXT, MB_WORDS(MB_PRECISIONS) "|calibrated", 12),
 	COLV(ns_kernel, TEXT, NULL, 12),
 	COLV(ns_rate_gflops, U64_OPT, NULL, 12),
@@ -129,7 +131,9 @@ static const struct column columns[] = {
 	/* clang-format on */
 	COL(seed, U64),
 	COL(resume_at, U64),
-	WORDS(fwd_bwd, "on|off"),
+	/* clang-format off */
+	MB_KNOB_ROW_FWD_BWD(KNOB_COL_)
+	/* clang-format on */
 	COL(seq, U64),
 	COL(micro_batch, U64),
 	COL(iter_mean_s, SECONDS),
@@ -751,12 +755,12 @@ static uint64_t run_key(const struct mb_csv_row *row)
 			       row->model,
 			       row->device,
 			       row->variant,
-			       row->pin_memory,
+			       row->knob[MB_KNOB_PIN_MEMORY],
 			       row->knob[MB_KNOB_MOMENTUM_DTYPE],
-			       row->ns_method,
+			       row->knob[MB_KNOB_NS_METHOD],
 			       row->ns_precision,
 			       row->knob[MB_KNOB_PARAMS_BACK],
-			       row->fwd_bwd,
+			       row->knob[MB_KNOB_FWD_BWD],
 			       row->grad_clip };
 	uint64_t n[] = { row->world_size,
 			 row->rank,

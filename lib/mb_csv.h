@@ -53,13 +53,11 @@ struct mb_csv_row {
 	char variant[16];
 	uint64_t run, runs, steps, measure_first, measure_last;
 	uint64_t gather_budget_bytes, sub_group_size_elems;
-	char pin_memory[4];
 	char pinned_alloc[16]; /* alloc-host-ptr or nv (12; empty in older rows: alloc-host-ptr) */
 	/* whether the driver keeps pinned host memory on the device too (12): yes, no or unknown,
 	 * and then how much: the pinned bytes, 0, or MB_CSV_UNKNOWN (empty) */
 	char pinned_device_copy[8];
 	uint64_t pinned_device_copy_bytes;
-	char ns_method[16]; /* gram|standard */
 	/* Newton-Schulz's GEMMs (12): fp32|bf16|fp16, and the kernel that ran them
 	 * (clblast-sgemm, ns_gemm-portable, ns_gemm-mma); empty in older rows: fp32 */
 	char ns_precision[12], ns_kernel[24];
@@ -67,7 +65,6 @@ struct mb_csv_row {
 	uint64_t pin_chunk_bytes, reduce_bucket_size; /* bytes, elements */
 	char grad_clip[24]; /* gradient_clipping as %g prints it: "1", "0" (none) */
 	uint64_t seed, resume_at;
-	char fwd_bwd[4];
 	uint64_t seq, micro_batch;
 	/* mb_knob's table: each knob's word, in its column (momentum_dtype, params_back, ...) */
 	char knob[MB_KNOBS_ROOM][16];

@@ -26,10 +26,10 @@
  * word): two files in all, this one and that one, and the results format's
  * version when a real knob adds its column.
  *
- * The knobs older than this table that are not rows (pin-memory,
- * pinned-alloc, pinned-device-copy, ns-method, ns-precision, fwd-bwd) keep
- * their own plumbing. The table also holds a test-only row (-DMB_TEST_KNOB,
- * tests/variant_row.sh) to show that a row is all it takes.
+ * The knobs older than this table that are not rows (pinned-alloc,
+ * pinned-device-copy, ns-precision) keep their own plumbing. The table
+ * also holds a test-only row (-DMB_TEST_KNOB, tests/variant_row.sh) to
+ * show that a row is all it takes.
  */
 #ifndef MB_KNOB_H
 #define MB_KNOB_H
@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "mb_ns.h" /* ns-method's words: MB_NS_METHODS */
 #include "mb_words.h"
 
 #ifdef MB_TEST_KNOB
@@ -116,11 +117,30 @@ enum mb_params_back { MB_PARAMS_BACKS(MB_BACK_ENUM_, ) MB_NBACKS };
 	  "or batched: in batches under --gather-budget within each sub-group, as ZeRO-1/2's " \
 	  "apply")
 
+#define MB_KNOB_ROW_NS_METHOD(X)                                                                \
+	X(NS_METHOD, ns_method, "ns-method", MB_WORDS(MB_NS_METHODS), NO_AUTO, "gram", 0,       \
+	  "Newton-Schulz: DeepSpeed's default, on the Gram matrix with a restart at iteration " \
+	  "2 (zeropower_via_gram_newtonschulz, original_muon.py; the standard iteration on "    \
+	  "square matrices), or the standard quintic (zeropower_via_newtonschulz5); ns times "  \
+	  "both unless it is given")
+
+/* pin-memory's and fwd-bwd's words: on is 0 (the words' order in their help) */
+#define MB_KNOB_ROW_PIN_MEMORY(X)                                           \
+	X(PIN_MEMORY, pin_memory, "pin-memory", "on|off", NO_AUTO, "on", 0, \
+	  "offload_optimizer.pin_memory: pin the buffers that cross the bus")
+#define MB_KNOB_ROW_FWD_BWD(X)                                                           \
+	X(FWD_BWD, fwd_bwd, "fwd-bwd", "on|off", NO_AUTO, "on", 0,                       \
+	  "run a synthetic forward and backward (GEMMs on the model's shapes, gradient " \
+	  "checkpointing) before each step's gradients")
+
 /* the rows by where they stand (see above); MB_STEP_KNOBS, every row */
 #define MB_KNOBS_STEP(X) MB_KNOB_ROW_WRITEBACK_DEP(X) MB_TEST_KNOB_ROW_(X)
 #define MB_KNOBS_PLAN(X) MB_KNOB_ROW_PARAM_ORDER(X)
+/* clang-format off */
 #define MB_KNOBS_AT(X) \
-	MB_KNOB_ROW_MOMENTUM_DTYPE(X) MB_KNOB_ROW_PARAMS_BACK(X) MB_KNOB_ROW_ZERO3_APPLY(X)
+	MB_KNOB_ROW_MOMENTUM_DTYPE(X) MB_KNOB_ROW_PARAMS_BACK(X) MB_KNOB_ROW_ZERO3_APPLY(X) \
+	MB_KNOB_ROW_NS_METHOD(X) MB_KNOB_ROW_PIN_MEMORY(X) MB_KNOB_ROW_FWD_BWD(X)
+/* clang-format on */
 #define MB_STEP_KNOBS(X) MB_KNOBS_STEP(X) MB_KNOBS_PLAN(X) MB_KNOBS_AT(X)
 
 #define MB_KNOB_ENUM_(id, ...) MB_KNOB_##id,

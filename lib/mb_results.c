@@ -60,7 +60,9 @@ static const struct {
 	KNOB(measure_last, false),
 	SWEPT(gather_budget_bytes),
 	SWEPT(sub_group_size_elems),
-	KNOB(pin_memory, true),
+	/* clang-format off */
+	MB_KNOB_ROW_PIN_MEMORY(KNOB_ROW_)
+	/* clang-format on */
 	{ "pinned_alloc", offsetof(struct mb_csv_row, pinned_alloc), true,
 	  mb_results_pinned_alloc_setting, false, -1 },
 	/* mb_knob's table: each knob a knob, the step's, the plan's, the older ones where they were
@@ -69,8 +71,8 @@ static const struct {
 	MB_KNOBS_STEP(KNOB_ROW_)
 	MB_KNOBS_PLAN(KNOB_ROW_)
 	MB_KNOB_ROW_MOMENTUM_DTYPE(KNOB_ROW_)
+	MB_KNOB_ROW_NS_METHOD(KNOB_ROW_)
 	/* clang-format on */
-	KNOB(ns_method, true),
 	{ "ns_precision", offsetof(struct mb_csv_row, ns_precision), true,
 	  mb_results_ns_precision_setting, false, -1 },
 	KNOB(ns_rate_gflops, false),
@@ -81,7 +83,9 @@ static const struct {
 	MB_KNOB_ROW_PARAMS_BACK(KNOB_ROW_)
 	MB_KNOB_ROW_ZERO3_APPLY(KNOB_ROW_)
 	/* clang-format on */
-	KNOB(fwd_bwd, true),
+	/* clang-format off */
+	MB_KNOB_ROW_FWD_BWD(KNOB_ROW_)
+	/* clang-format on */
 	KNOB(seq, false),
 	KNOB(micro_batch, false),
 	KNOB(seed, false),

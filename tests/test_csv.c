@@ -54,14 +54,14 @@ static void sample_row(struct mb_csv_row *r, unsigned run)
 	snprintf(r->timestamp_utc, sizeof(r->timestamp_utc), "2026-12-01T13:30:20Z");
 	snprintf(r->tuning_match, sizeof(r->tuning_match), "exact");
 	snprintf(r->binding, sizeof(r->binding), "numa auto");
-	snprintf(r->pin_memory, sizeof(r->pin_memory), "on");
+	snprintf(r->knob[MB_KNOB_PIN_MEMORY], sizeof(r->knob[0]), "on");
 	snprintf(r->knob[MB_KNOB_WRITEBACK_DEP], sizeof(r->knob[0]), "event");
 	snprintf(r->knob[MB_KNOB_PARAM_ORDER], sizeof(r->knob[0]), "shape");
 	snprintf(r->knob[MB_KNOB_MOMENTUM_DTYPE], sizeof(r->knob[0]), "bf16");
-	snprintf(r->ns_method, sizeof(r->ns_method), "gram");
+	snprintf(r->knob[MB_KNOB_NS_METHOD], sizeof(r->knob[0]), "gram");
 	snprintf(r->knob[MB_KNOB_PARAMS_BACK], sizeof(r->knob[0]), "pageable");
 	snprintf(r->knob[MB_KNOB_ZERO3_APPLY], sizeof(r->knob[0]), "subgroup");
-	snprintf(r->fwd_bwd, sizeof(r->fwd_bwd), "off");
+	snprintf(r->knob[MB_KNOB_FWD_BWD], sizeof(r->knob[0]), "off");
 	snprintf(r->momentum_pinned, sizeof(r->momentum_pinned), "yes");
 	snprintf(r->checksum, sizeof(r->checksum), "6f352a9718e7167e");
 	snprintf(r->device_used_source, sizeof(r->device_used_source), "nvml");

@@ -826,13 +826,14 @@ static double h200_apply(const struct mb_csv_row *row, const struct mb_profile *
 				  MB_KNOB_MOMENTUM_DTYPE, row->knob[MB_KNOB_MOMENTUM_DTYPE]),
 			  .params_back = (enum mb_params_back)mb_knob_word(
 				  MB_KNOB_PARAMS_BACK, row->knob[MB_KNOB_PARAMS_BACK]),
-			  .ns_method = strcmp(row->ns_method, "gram") ? MB_NS_STANDARD : MB_NS_GRAM,
+			  .ns_method = (enum mb_ns_method)mb_knob_word(
+				  MB_KNOB_NS_METHOD, row->knob[MB_KNOB_NS_METHOD]),
 			  .world_size = 1 },
 		.variant = (enum mb_variant)v,
-		.pin_memory = !strcmp(row->pin_memory, "on"),
+		.pin_memory = !strcmp(row->knob[MB_KNOB_PIN_MEMORY], "on"),
 		.knob[MB_KNOB_WRITEBACK_DEP] = (unsigned)mb_knob_word(
 			MB_KNOB_WRITEBACK_DEP, row->knob[MB_KNOB_WRITEBACK_DEP]),
-		.fwd_bwd = !strcmp(row->fwd_bwd, "on"),
+		.fwd_bwd = !strcmp(row->knob[MB_KNOB_FWD_BWD], "on"),
 	};
 	struct mb_step_times t;
 	struct mb_model m;
