@@ -433,8 +433,9 @@ static void md_step(const struct mb_plan *p, const char *precision)
 	       mb_fmt_grouped(b, sizeof(b), p->ns_flops), p->matrices,
 	       p->set.ns_method == MB_NS_GRAM ? "8m²n + 28m³ (30m³, the standard's, when square)"
 					      : "5 (4m²n + 2m³)");
-	printf("Its GEMMs in %s (--ns-precision): the same FLOPs at every precision, and the "
-	       "workspace stays fp32 (16-bit GEMMs round what they read and write).\n",
+	printf("Its GEMMs in %s (--ns-precision): the same FLOPs at every precision; the "
+	       "workspace's matrices in fp32, or in 16 bits at bf16 and fp16, as a framework "
+	       "keeps them.\n",
 	       strcmp(precision, "auto")
 		       ? precision
 		       : "auto: DeepSpeed's where the device has the tensor-core path "

@@ -4,17 +4,20 @@
  *
  *     C (m x n) = alpha A (m x k) op(B) + beta C,   op(B) = B (k x n) or Bᵀ (B n x k)
  *
- * row-major, every matrix fp32 in memory (the Newton-Schulz workspace stays
- * fp32), A and op(B) rounded to bf16 (nearest even, carried as ushort bits)
- * or fp16 (vstore_half_rte; no cl_khr_fp16 needed) as they are loaded,
- * products accumulated in fp32, and C rounded to the same 16-bit type (and
- * stored back as a float): what a framework's bf16/fp16 matmul computes.
+ * row-major, every matrix 16-bit in memory, as a framework keeps its
+ * Newton-Schulz workspace: bf16 (nearest even) or fp16 (vstore_half_rte; no
+ * cl_khr_fp16 needed), carried as ushort bits; products accumulated in
+ * fp32, alpha and beta applied in fp32, and C rounded to the same 16-bit
+ * type: what a framework's bf16/fp16 matmul (alpha A B + beta C) computes.
+ * The file also holds the 16-bit workspace's own kernels (ns16_load,
+ * ns16_store, ns16_add_diagonal), which mb_ns runs around the GEMMs.
  *
  * One tiling for all paths, sized per path: a 1-D work-group of
  * NSG_THREADS work-items (warps of 32) computes an NSG_BM x NSG_BN tile of
  * C, stepping through k NSG_BK at a time; the next step's A and op(B) are
- * read from global memory into registers (float4 where the host says the
- * rows are 16-byte aligned, else one by one) while the current one is
+ * read from global memory into registers (8 values in one 16-byte load
+ * where the host says the rows are 16-byte aligned, else one by one; the
+ * portable build one by one) while the current one is
  * multiplied from local memory (two local buffers, one barrier a step).
  * Edges: loads past a matrix read zeros, stores past it are skipped.
  * The inner product, by build option:
@@ -64,9 +67,9 @@ typedef ushort nsg_local_t;
 typedef float nsg_local_t;
 #endif
 
-/* 4-element groups of a step's tiles that each work-item loads */
-#define NSG_AG	  (NSG_BM * NSG_BK / 4 / NSG_THREADS)
-#define NSG_BG	  (NSG_BN * NSG_BK / 4 / NSG_THREADS)
+/* 8-element groups of a step's tiles that each work-item loads (the mma paths) */
+#define NSG_AG	  (NSG_BM * NSG_BK / 8 / NSG_THREADS)
+#define NSG_BG	  (NSG_BN * NSG_BK / 8 / NSG_THREADS)
 #define NSG_VEC_A 1u /* the kernel's vec argument: A's rows start 16-byte aligned */
 #define NSG_VEC_B 2u /* and op(B)'s */
 
@@ -99,108 +102,85 @@ static float nsg_widen(ushort h, uint prec)
 	return vload_half(0, (const __private half *)&h);
 }
 
-static float nsg_round(float x, uint prec)
-{
-	return nsg_widen(nsg_bits(x, prec), prec);
-}
-
-/* What the local tiles hold of X: its 16 bits, or (portable) their value as a float. */
-static nsg_local_t nsg_store_value(float x, uint prec)
-{
-#ifdef NSG_FRAGMENTS
-	return nsg_bits(x, prec);
-#else
-	return nsg_round(x, prec);
-#endif
-}
-
 #ifdef NSG_FRAGMENTS
 /*
- * Four floats of row R (of ROWS) from column X (of COLS) on: a float4 load
- * where VEC says the rows start 16-byte aligned and all four are inside,
- * else one by one, zeros outside.
+ * Eight 16-bit values of row R (of ROWS) from column X (of COLS) on, as four
+ * .b32 pairs (the lower index in the lower bits): one 16-byte load where VEC
+ * says the rows start 16-byte aligned and all eight are inside, else one by
+ * one, zeros outside.
  */
-static float4 nsg_four(__global const float *p, ulong off, ulong r, ulong rows, ulong x, ulong cols,
-		       uint vec)
+static uint4 nsg_eight(__global const ushort *p, ulong off, ulong r, ulong rows, ulong x,
+		       ulong cols, uint vec)
 {
-	float4 v = (float4)(0.0f);
+	uint e[8];
+	uint i;
 
 	if (r >= rows)
-		return v;
-	if (vec && x + 4 <= cols)
-		return *(__global const float4 *)(p + off + r * cols + x);
-	if (x < cols)
-		v.x = p[off + r * cols + x];
-	if (x + 1 < cols)
-		v.y = p[off + r * cols + x + 1];
-	if (x + 2 < cols)
-		v.z = p[off + r * cols + x + 2];
-	if (x + 3 < cols)
-		v.w = p[off + r * cols + x + 3];
-	return v;
+		return (uint4)(0);
+	if (vec && x + 8 <= cols)
+		return *(__global const uint4 *)(p + off + r * cols + x);
+	for (i = 0; i < 8; i++)
+		e[i] = x + i < cols ? p[off + r * cols + x + i] : 0;
+	return (uint4)(e[0] | e[1] << 16, e[2] | e[3] << 16, e[4] | e[5] << 16, e[6] | e[7] << 16);
 }
 
 /*
  * This work-item's share of the step at K0's tiles, from global memory into
- * RA and RB, in groups of 4 along each matrix's rows, consecutive
- * work-items on consecutive groups: group q of A is row q / (BK / 4), k
- * (q % (BK / 4)) 4; Bᵀ's likewise; B's (k x n) k q / (BN / 4), columns
- * (q % (BN / 4)) 4.
+ * RA and RB, in groups of 8 along each matrix's rows, consecutive
+ * work-items on consecutive groups: group q of A is row q / (BK / 8), k
+ * (q % (BK / 8)) 8; Bᵀ's likewise; B's (k x n) k q / (BN / 8), columns
+ * (q % (BN / 8)) 8.
  */
-static void nsg_load(__global const float *a, ulong a_off, __global const float *b, ulong b_off,
+static void nsg_load(__global const ushort *a, ulong a_off, __global const ushort *b, ulong b_off,
 		     uint b_transposed, ulong m, ulong n, ulong k, ulong row0, ulong col0, ulong k0,
-		     uint tid, uint vec, float4 *ra, float4 *rb)
+		     uint tid, uint vec, uint prec, uint4 *ra, uint4 *rb)
 {
 	uint i, q;
 
+	(void)prec;
 	for (i = 0; i < NSG_AG; i++) {
 		q = tid + i * NSG_THREADS;
-		ra[i] = nsg_four(a, a_off, row0 + q / (NSG_BK / 4), m, k0 + q % (NSG_BK / 4) * 4, k,
-				 vec & NSG_VEC_A);
+		ra[i] = nsg_eight(a, a_off, row0 + q / (NSG_BK / 8), m, k0 + q % (NSG_BK / 8) * 8, k,
+				  vec & NSG_VEC_A);
 	}
 	for (i = 0; i < NSG_BG; i++) {
 		q = tid + i * NSG_THREADS;
 		if (b_transposed)
-			rb[i] = nsg_four(b, b_off, col0 + q / (NSG_BK / 4), n,
-					 k0 + q % (NSG_BK / 4) * 4, k, vec & NSG_VEC_B);
+			rb[i] = nsg_eight(b, b_off, col0 + q / (NSG_BK / 8), n,
+					  k0 + q % (NSG_BK / 8) * 8, k, vec & NSG_VEC_B);
 		else
-			rb[i] = nsg_four(b, b_off, k0 + q / (NSG_BN / 4), k,
-					 col0 + q % (NSG_BN / 4) * 4, n, vec & NSG_VEC_B);
+			rb[i] = nsg_eight(b, b_off, k0 + q / (NSG_BN / 8), k,
+					  col0 + q % (NSG_BN / 8) * 8, n, vec & NSG_VEC_B);
 	}
 }
 
-/* Four values of row R of the local tile T from k KK on, rounded. */
-static void nsg_put4(__local nsg_local_t *t, uint r, uint kk, float4 v, uint prec)
-{
-	/* one 64-bit store: KK is a multiple of 4, the rows 16-byte aligned */
-	*(__local uint2 *)(t + NSG_AT(r, kk)) =
-		(uint2)((uint)nsg_bits(v.x, prec) | (uint)nsg_bits(v.y, prec) << 16,
-			(uint)nsg_bits(v.z, prec) | (uint)nsg_bits(v.w, prec) << 16);
-}
-
-/* RA and RB, rounded, into the local tiles AS (m x k) and BS (op(B)ᵀ: n x k). */
+/* RA and RB into the local tiles AS (m x k) and BS (op(B)ᵀ: n x k), as they are. */
 static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_transposed, uint tid,
-		    const float4 *ra, const float4 *rb, uint prec)
+		    const uint4 *ra, const uint4 *rb, uint prec)
 {
-	uint i, q, kk, col;
+	uint i, q, kk, col, e;
 
+	(void)prec;
+	/* one 16-byte store: a group's k is a multiple of 8, the rows 16-byte aligned */
 	for (i = 0; i < NSG_AG; i++) {
 		q = tid + i * NSG_THREADS;
-		nsg_put4(as, q / (NSG_BK / 4), q % (NSG_BK / 4) * 4, ra[i], prec);
+		*(__local uint4 *)(as + NSG_AT(q / (NSG_BK / 8), q % (NSG_BK / 8) * 8)) = ra[i];
 	}
 	for (i = 0; i < NSG_BG; i++) {
 		q = tid + i * NSG_THREADS;
 		if (b_transposed) {
-			nsg_put4(bs, q / (NSG_BK / 4), q % (NSG_BK / 4) * 4, rb[i], prec);
+			*(__local uint4 *)(bs + NSG_AT(q / (NSG_BK / 8), q % (NSG_BK / 8) * 8)) =
+				rb[i];
 			continue;
 		}
-		/* B is k-major: its four values go to four rows of Bᵀ */
-		kk = q / (NSG_BN / 4);
-		col = q % (NSG_BN / 4) * 4;
-		bs[NSG_AT(col, kk)] = nsg_store_value(rb[i].x, prec);
-		bs[NSG_AT(col + 1, kk)] = nsg_store_value(rb[i].y, prec);
-		bs[NSG_AT(col + 2, kk)] = nsg_store_value(rb[i].z, prec);
-		bs[NSG_AT(col + 3, kk)] = nsg_store_value(rb[i].w, prec);
+		/* B is k-major: its eight values go to eight rows of Bᵀ */
+		kk = q / (NSG_BN / 8);
+		col = q % (NSG_BN / 8) * 8;
+		for (e = 0; e < 8; e++) {
+			const uint w = e < 2 ? rb[i].x : e < 4 ? rb[i].y : e < 6 ? rb[i].z : rb[i].w;
+
+			bs[NSG_AT(col + e, kk)] = (ushort)(w >> (16 * (e & 1)));
+		}
 	}
 }
 
@@ -212,47 +192,48 @@ static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_tra
  * k tid / 8, 8 columns from (tid % 8) 8. No float4 (VEC is not read): PoCL
  * ran this twice as fast as the groups of 4 above, which a GPU prefers.
  */
-static void nsg_load(__global const float *a, ulong a_off, __global const float *b, ulong b_off,
+static void nsg_load(__global const ushort *a, ulong a_off, __global const ushort *b, ulong b_off,
 		     uint b_transposed, ulong m, ulong n, ulong k, ulong row0, ulong col0, ulong k0,
-		     uint tid, uint vec, float *ra, float *rb)
+		     uint tid, uint vec, uint prec, ushort *ra, ushort *rb)
 {
 	const uint la_row = tid >> 1, la_k = (tid & 1) * 8;
 	const uint lb_k = tid >> 3, lb_col = (tid & 7) * 8;
 	uint e;
 
 	(void)vec;
+	(void)prec;
 	for (e = 0; e < 8; e++) {
 		const ulong r = row0 + la_row, kx = k0 + la_k + e;
 
-		ra[e] = r < m && kx < k ? a[a_off + r * k + kx] : 0.0f;
+		ra[e] = r < m && kx < k ? a[a_off + r * k + kx] : 0;
 	}
 	for (e = 0; e < 8; e++) {
 		if (b_transposed) {
 			const ulong col = col0 + la_row, kx = k0 + la_k + e;
 
-			rb[e] = col < n && kx < k ? b[b_off + col * k + kx] : 0.0f;
+			rb[e] = col < n && kx < k ? b[b_off + col * k + kx] : 0;
 		} else {
 			const ulong col = col0 + lb_col + e, kx = k0 + lb_k;
 
-			rb[e] = col < n && kx < k ? b[b_off + kx * n + col] : 0.0f;
+			rb[e] = col < n && kx < k ? b[b_off + kx * n + col] : 0;
 		}
 	}
 }
 
-/* RA and RB, rounded, into the local tiles AS (m x k) and BS (op(B)ᵀ: n x k). */
+/* RA and RB widened into the local tiles AS (m x k) and BS (op(B)ᵀ: n x k). */
 static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_transposed, uint tid,
-		    const float *ra, const float *rb, uint prec)
+		    const ushort *ra, const ushort *rb, uint prec)
 {
 	const uint la_row = tid >> 1, la_k = (tid & 1) * 8;
 	const uint lb_k = tid >> 3, lb_col = (tid & 7) * 8;
 	uint e;
 
 	for (e = 0; e < 8; e++) {
-		as[NSG_AT(la_row, la_k + e)] = nsg_store_value(ra[e], prec);
+		as[NSG_AT(la_row, la_k + e)] = nsg_widen(ra[e], prec);
 		if (b_transposed)
-			bs[NSG_AT(la_row, la_k + e)] = nsg_store_value(rb[e], prec);
+			bs[NSG_AT(la_row, la_k + e)] = nsg_widen(rb[e], prec);
 		else
-			bs[NSG_AT(lb_col + e, lb_k)] = nsg_store_value(rb[e], prec);
+			bs[NSG_AT(lb_col + e, lb_k)] = nsg_widen(rb[e], prec);
 	}
 }
 
@@ -325,9 +306,9 @@ static void nsg_mma(float *c, const uint *a, const uint *b, __local uint *scratc
 #endif
 
 __kernel __attribute__((reqd_work_group_size(NSG_THREADS, 1, 1))) void
-ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global const float *a,
-	const ulong a_off, __global const float *b, const ulong b_off, const uint b_transposed,
-	const float beta, __global float *c, const ulong c_off, const uint prec, const uint vec)
+ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global const ushort *a,
+	const ulong a_off, __global const ushort *b, const ulong b_off, const uint b_transposed,
+	const float beta, __global ushort *c, const ulong c_off, const uint prec, const uint vec)
 {
 	__local nsg_local_t as[2][NSG_AT(NSG_BM - 1, NSG_BK - 1) + 1] __attribute__((aligned(16)));
 	__local nsg_local_t bs[2][NSG_AT(NSG_BN - 1, NSG_BK - 1) + 1] __attribute__((aligned(16)));
@@ -335,9 +316,9 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 	const ulong row0 = (ulong)get_group_id(1) * NSG_BM, col0 = (ulong)get_group_id(0) * NSG_BN;
 	const ulong nsteps = (k + NSG_BK - 1) / NSG_BK;
 #ifdef NSG_FRAGMENTS
-	float4 ra[NSG_AG], rb[NSG_BG];
+	uint4 ra[NSG_AG], rb[NSG_BG];
 #else
-	float ra[8], rb[8];
+	ushort ra[8], rb[8];
 #endif
 	ulong step;
 	uint kk, buf;
@@ -368,7 +349,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 #endif
 
 	/* the first step's tiles into local memory */
-	nsg_load(a, a_off, b, b_off, b_transposed, m, n, k, row0, col0, 0, tid, vec, ra, rb);
+	nsg_load(a, a_off, b, b_off, b_transposed, m, n, k, row0, col0, 0, tid, vec, prec, ra, rb);
 	nsg_put(as[0], bs[0], b_transposed, tid, ra, rb, prec);
 	barrier(CLK_LOCAL_MEM_FENCE);
 	for (step = 0; step < nsteps; step++) {
@@ -376,7 +357,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 		/* the next step's tiles into registers while this one is multiplied */
 		if (step + 1 < nsteps)
 			nsg_load(a, a_off, b, b_off, b_transposed, m, n, k, row0, col0,
-				 (step + 1) * NSG_BK, tid, vec, ra, rb);
+				 (step + 1) * NSG_BK, tid, vec, prec, ra, rb);
 #ifdef NSG_FRAGMENTS
 		for (kk = 0; kk < NSG_BK; kk += 16) {
 			for (mi = 0; mi < NSG_MI; mi++) {
@@ -430,8 +411,8 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 					continue;
 				v = alpha * acc[mi][ni][i];
 				if (beta != 0.0f)
-					v += beta * c[c_off + r * n + col];
-				c[c_off + r * n + col] = nsg_round(v, prec);
+					v += beta * nsg_widen(c[c_off + r * n + col], prec);
+				c[c_off + r * n + col] = nsg_bits(v, prec);
 			}
 #else
 	for (i = 0; i < 8; i++)
@@ -446,8 +427,57 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 				     : j == 2 ? acc[i].z
 					      : acc[i].w);
 			if (beta != 0.0f)
-				v += beta * c[c_off + r * n + col];
-			c[c_off + r * n + col] = nsg_round(v, prec);
+				v += beta * nsg_widen(c[c_off + r * n + col], prec);
+			c[c_off + r * n + col] = nsg_bits(v, prec);
 		}
 #endif
+}
+
+/*
+ * The 16-bit workspace's kernels (mb_ns at bf16 or fp16), each as its fp32
+ * twin in muon.cl with the workspace's values in precision PREC.
+ *
+ * X = in / norm, rounded, as m x n with m <= n: in (fp32) is rows x cols,
+ * transposed when rows > cols. inv points at 1 / norm (fp32). Work-items:
+ * (n, m).
+ */
+__kernel void ns16_load(__global const float *in, const ulong in_off, const ulong rows,
+			const ulong cols, __global const float *inv, const ulong inv_off,
+			__global ushort *x, const ulong x_off, const uint prec)
+{
+	const ulong j = get_global_id(0), i = get_global_id(1);
+	const int transpose = rows > cols;
+	const ulong m = transpose ? cols : rows, n = transpose ? rows : cols;
+
+	if (i >= m || j >= n)
+		return;
+	x[x_off + i * n + j] = nsg_bits(
+		(transpose ? in[in_off + j * cols + i] : in[in_off + i * cols + j]) * inv[inv_off],
+		prec);
+}
+
+/* out (fp32) = scale X back in the rows x cols shape. Work-items: (cols, rows). */
+__kernel void ns16_store(__global const ushort *x, const ulong x_off, const ulong rows,
+			 const ulong cols, const float scale, __global float *out,
+			 const ulong out_off, const uint prec)
+{
+	const ulong c = get_global_id(0), r = get_global_id(1);
+	const int transpose = rows > cols;
+	const ulong n = transpose ? rows : cols;
+
+	if (r >= rows || c >= cols)
+		return;
+	out[out_off + r * cols + c] =
+		scale * nsg_widen(transpose ? x[x_off + c * n + r] : x[x_off + r * n + c], prec);
+}
+
+/* x[x_off + i m + i] += a, rounded, for i < m (the Gram method's Q = Z + a I). Work-items: m. */
+__kernel void ns16_add_diagonal(__global ushort *x, const ulong x_off, const ulong m,
+				const float a, const uint prec)
+{
+	const ulong i = get_global_id(0);
+
+	if (i >= m)
+		return;
+	x[x_off + i * m + i] = nsg_bits(nsg_widen(x[x_off + i * m + i], prec) + a, prec);
 }

@@ -50,6 +50,14 @@ enum mb_ns_method { MB_NS_METHODS(MB_NS_ENUM_, ) MB_NS_NMETHODS };
 /* Their names, as options and results spell them: "gram", "standard". */
 extern const char *const mb_ns_method_names[MB_NS_NMETHODS];
 
+/* Newton-Schulz's precisions (a list, mb_words.h): fp32 on CLBlast, bf16 and fp16 ours. */
+#define MB_PRECISIONS(X, SEP)	   X(FP32, "fp32") SEP X(BF16, "bf16") SEP X(FP16, "fp16")
+#define MB_PRECISION_ENUM_(e, ...) MB_PREC_##e,
+enum mb_precision { MB_PRECISIONS(MB_PRECISION_ENUM_, ) MB_NPRECISIONS };
+
+/* "fp32", "bf16", "fp16" */
+extern const char *const mb_precision_names[MB_NPRECISIONS];
+
 /*
  * FLOPs of Newton-Schulz by METHOD on one ROWS x COLS matrix, 2 m n k for
  * each GEMM of an m x k by a k x n matrix and nothing for the rest (the
@@ -66,13 +74,19 @@ extern const char *const mb_ns_method_names[MB_NS_NMETHODS];
 uint64_t mb_ns_flops(uint64_t rows, uint64_t cols, enum mb_ns_method method);
 
 /*
- * Device workspace of Newton-Schulz by METHOD on one ROWS x COLS matrix, in
- * bytes, fp32: X and the next X (m x n each); the standard method's A and B
- * (m x m each), the Gram method's R, Z, Q and the next Q or RZ (m x m each;
- * a square matrix takes the standard's); and the norm's MB_NS_PARTIALS
- * partial sums and its result; m = min, n = max.
+ * Device workspace of Newton-Schulz by METHOD at PRECISION on one ROWS x
+ * COLS matrix, in bytes: X and the next X (m x n each); the standard
+ * method's A and B (m x m each), the Gram method's R, Z, Q and the next Q
+ * or RZ (m x m each; a square matrix takes the standard's), each in fp32,
+ * or 16 bits at bf16 and fp16 as a framework keeps them; then, from the
+ * next multiple of 4 bytes (mb_ns_scratch_float), the norm's
+ * MB_NS_PARTIALS partial sums and its result in fp32; m = min, n = max.
  */
-uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols, enum mb_ns_method method);
+uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols, enum mb_ns_method method,
+			       enum mb_precision precision);
+
+/* Where the scratch starts, in floats, after MATRIX_ELEMS elements at PRECISION. */
+uint64_t mb_ns_scratch_float(uint64_t matrix_elems, enum mb_precision precision);
 
 /* The final scale of a ROWS x COLS update: sqrt(max(1, rows / cols)). */
 float mb_ns_scale(uint64_t rows, uint64_t cols);
@@ -80,13 +94,14 @@ float mb_ns_scale(uint64_t rows, uint64_t cols);
 /* Whether METHOD runs the Gram iteration on ROWS x COLS: not on a square matrix. */
 bool mb_ns_gram_iteration(enum mb_ns_method method, uint64_t rows, uint64_t cols);
 
-/* Newton-Schulz's precisions (a list, mb_words.h): fp32 on CLBlast, bf16 and fp16 ours. */
-#define MB_PRECISIONS(X, SEP)	   X(FP32, "fp32") SEP X(BF16, "bf16") SEP X(FP16, "fp16")
-#define MB_PRECISION_ENUM_(e, ...) MB_PREC_##e,
-enum mb_precision { MB_PRECISIONS(MB_PRECISION_ENUM_, ) MB_NPRECISIONS };
-
-/* "fp32", "bf16", "fp16" */
-extern const char *const mb_precision_names[MB_NPRECISIONS];
+/*
+ * X's 16 bits in PRECISION (bf16 or fp16), rounded to nearest even as the
+ * device's kernels round (kernels/ns_gemm.cl: NaN quiet, fp16 past 65504
+ * infinite, below 2^-14 subnormal), and such bits' value: the host's side of
+ * the 16-bit workspace, for checks and tests.
+ */
+uint16_t mb_ns_bits16(float x, enum mb_precision precision);
+float mb_ns_value16(uint16_t bits, enum mb_precision precision);
 
 /*
  * The largest relative Frobenius error against mb_ns_reference (float64 on

@@ -349,10 +349,12 @@ static void plan_totals(struct mb_plan *plan, const struct mb_model *m, const ui
 							       plan->set.ns_method),
 						   &plan->ns_flops))
 				plan->ns_flops = UINT64_MAX;
-			if (mb_ns_workspace_bytes(p->rows, p->cols, plan->set.ns_method) >
+			if (mb_ns_workspace_bytes(p->rows, p->cols, plan->set.ns_method,
+						  plan->set.ns_precision) >
 			    plan->ns_workspace_bytes)
-				plan->ns_workspace_bytes = mb_ns_workspace_bytes(
-					p->rows, p->cols, plan->set.ns_method);
+				plan->ns_workspace_bytes =
+					mb_ns_workspace_bytes(p->rows, p->cols, plan->set.ns_method,
+							      plan->set.ns_precision);
 		}
 	}
 	{

@@ -77,7 +77,8 @@ struct mb_plan_settings {
 	enum mb_param_order order; /* of the Muon parameters in the apply */
 	enum mb_momentum_dtype momentum_dtype;
 	enum mb_ns_method ns_method; /* Newton-Schulz's (the FLOPs and the workspace follow it) */
-	enum mb_precision ns_precision;	 /* of its GEMMs (mb_ns); the FLOPs and workspace stay */
+	enum mb_precision ns_precision;	 /* of its GEMMs (mb_ns): the workspace 16-bit at bf16, fp16
+					  */
 	uint64_t ns_rate_gflops;	 /* calibrated Newton-Schulz at this rate (mb_ns); 0: off */
 	enum mb_params_back params_back; /* pageable: the staging is never pinned */
 	enum mb_zero3_apply zero3_apply; /* stage 3 */

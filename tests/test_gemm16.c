@@ -61,6 +61,50 @@ static float host_round(float x, enum mb_precision p)
 	return p == MB_PREC_BF16 ? host_bf16(x) : host_fp16(x);
 }
 
+/*
+ * mb_ns_bits16 and mb_ns_value16 (the host's side of the 16-bit workspace)
+ * round as the rounding above and the kernels do: on random values of every
+ * magnitude, ties, the largest fp16 and past it, subnormals, zeros, NaN.
+ */
+static void host_bits16(void **state)
+{
+	static const float edges[] = { 0.0f,	 -0.0f,		 1.0f,		-1.0f,
+				       65504.0f, 65519.0f,	 65520.0f,	1e9f,
+				       -1e9f,	 6.1035156e-05f, 6.0e-08f,	2.98e-08f,
+				       1e-10f,	 1.00048828125f, 1.0009765625f, 3.4028235e38f };
+	uint32_t state32 = 99;
+	int p, i;
+
+	(void)state;
+	for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
+		for (i = 0; i < 200000 + (int)(sizeof(edges) / sizeof(edges[0])); i++) {
+			float x, want, got;
+			uint32_t b;
+
+			if (i < (int)(sizeof(edges) / sizeof(edges[0]))) {
+				x = edges[i];
+			} else {
+				state32 = state32 * 1664525u + 1013904223u;
+				b = state32 & 0x7fffffffu;
+				/* magnitudes from 2^-40 to 2^30, either sign */
+				b = ((b % (70u << 23)) + (87u << 23)) | (state32 & 0x80000000u);
+				memcpy(&x, &b, sizeof(x));
+			}
+			want = host_round(x, (enum mb_precision)p);
+			got = mb_ns_value16(mb_ns_bits16(x, (enum mb_precision)p),
+					    (enum mb_precision)p);
+			if (!(got == want && signbit(got) == signbit(want)))
+				fail_msg("%s of %.9g: %.9g, want %.9g", mb_precision_names[p], x,
+					 got, want);
+		}
+		assert_true(isnan(mb_ns_value16(mb_ns_bits16(NAN, (enum mb_precision)p),
+						(enum mb_precision)p)));
+	}
+	assert_int_equal(mb_ns_bits16(1.0f, MB_PREC_FP16), 0x3c00);
+	assert_int_equal(mb_ns_bits16(1.0f, MB_PREC_BF16), 0x3f80);
+	assert_int_equal(mb_ns_bits16(-2.0f, MB_PREC_FP16), 0xc000);
+}
+
 static void fill_random(float *x, size_t n, uint32_t seed)
 {
 	size_t i;
@@ -72,49 +116,50 @@ static void fill_random(float *x, size_t n, uint32_t seed)
 }
 
 /*
- * One GEMM on the device by G and on the host, in one buffer with A, B and
- * C at odd or (ALIGNED) 16-byte offsets; each element within a 16-bit rounding of its own size
- * plus one of the sum of the magnitudes (the order of the sum differs).
+ * One GEMM on the device by G and on the host, in one 16-bit buffer with A,
+ * B and C at odd or (ALIGNED) 16-byte offsets; each element within a 16-bit
+ * rounding of its own size plus one of the sum of the magnitudes (the order
+ * of the sum differs).
  */
 static void check_one(const struct mb_gemm16 *g, enum mb_precision p, bool bt, uint64_t m,
 		      uint64_t n, uint64_t k, float alpha, float beta, bool aligned)
 {
-	/* odd offsets (loads one by one), or multiples of 4 (float4 where rows allow) */
-	const uint64_t a_off = aligned ? 4 : 3;
-	const uint64_t b_off = aligned ? (a_off + m * k + 7) / 4 * 4 + 4 : a_off + m * k + 5;
-	const uint64_t c_off = aligned ? (b_off + n * k + 7) / 4 * 4 + 4 : b_off + n * k + 7;
+	/* odd offsets (loads one by one), or multiples of 8 (16-byte loads where rows allow) */
+	const uint64_t a_off = aligned ? 8 : 3;
+	const uint64_t b_off = aligned ? (a_off + m * k + 15) / 8 * 8 : a_off + m * k + 5;
+	const uint64_t c_off = aligned ? (b_off + n * k + 15) / 8 * 8 : b_off + n * k + 7;
 	const uint64_t total = c_off + m * n + 11;
 	const double eps = p == MB_PREC_BF16 ? 1.0 / 256 : 1.0 / 2048;
 	float *x = malloc(total * sizeof(float)), *out = malloc(m * n * sizeof(float));
+	uint16_t *bits = malloc(total * sizeof(uint16_t));
 	uint64_t i, j, l;
 	cl_mem buf;
 	cl_int st;
 
 	assert_non_null(x);
 	assert_non_null(out);
+	assert_non_null(bits);
 	fill_random(x, total, (uint32_t)(m * 7919 + n * 131 + k + bt));
 	if (beta == 0) /* beta 0 reads nothing: NaN in C must not show */
 		for (i = 0; i < m * n; i++)
 			x[c_off + i] = NAN;
+	for (i = 0; i < total; i++) { /* the workspace holds the precision's values */
+		bits[i] = mb_ns_bits16(x[i], p);
+		x[i] = host_round(x[i], p);
+	}
 	buf = clCreateBuffer(cl.context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-			     total * sizeof(float), x, &st);
+			     total * sizeof(uint16_t), bits, &st);
 	assert_int_equal(st, CL_SUCCESS);
 	assert_int_equal(mb_gemm16_enqueue(g, cl.compute, p, bt, m, n, k, alpha, buf, a_off, buf,
 					   b_off, beta, buf, c_off, NULL),
 			 0);
-	assert_int_equal(clEnqueueReadBuffer(cl.compute, buf, CL_TRUE, c_off * sizeof(float),
-					     m * n * sizeof(float), out, 0, NULL, NULL),
+	assert_int_equal(clEnqueueReadBuffer(cl.compute, buf, CL_TRUE, c_off * sizeof(uint16_t),
+					     (m * n + 1) * sizeof(uint16_t), bits, 0, NULL, NULL),
 			 CL_SUCCESS);
-	/* the padding around C is untouched */
-	{
-		float after;
-
-		assert_int_equal(clEnqueueReadBuffer(cl.compute, buf, CL_TRUE,
-						     (c_off + m * n) * sizeof(float), sizeof(float),
-						     &after, 0, NULL, NULL),
-				 CL_SUCCESS);
-		assert_true(after == x[c_off + m * n]);
-	}
+	for (i = 0; i < m * n; i++)
+		out[i] = mb_ns_value16(bits[i], p);
+	/* the element after C is untouched */
+	assert_true(mb_ns_value16(bits[m * n], p) == x[c_off + m * n]);
 	for (i = 0; i < m; i++)
 		for (j = 0; j < n; j++) {
 			double s = 0, mag = 0, want, c = x[c_off + i * n + j];
@@ -144,6 +189,7 @@ static void check_one(const struct mb_gemm16 *g, enum mb_precision p, bool bt, u
 	clReleaseMemObject(buf);
 	free(x);
 	free(out);
+	free(bits);
 }
 
 /* Shapes: one element, odd edges, several tiles, and NS's on the tests' matrices. */
@@ -391,6 +437,7 @@ static void ns_16bit_within_tolerance(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(host_bits16),
 		cmocka_unit_test(portable_matches_host),
 		cmocka_unit_test(emulated_mma_matches_host),
 		cmocka_unit_test(mma_matches_host_where_capable),

@@ -194,7 +194,8 @@ static void ns_method_needs_its_reserve(void **state)
 	assert_int_equal(mb_ns_init(&ns, &cl, &l), 0);
 	ns.method = MB_NS_STANDARD;
 	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
-	assert_int_equal(ns.work_bytes, mb_ns_workspace_bytes(rows, cols, MB_NS_STANDARD));
+	assert_int_equal(ns.work_bytes,
+			 mb_ns_workspace_bytes(rows, cols, MB_NS_STANDARD, MB_PREC_FP32));
 	ns.method = MB_NS_GRAM;
 	assert_int_equal(mb_ns_orthogonalize(&ns, ns.work, 0, rows, cols, ns.work, 0, NULL, NULL),
 			 -MB_EFAIL);
@@ -203,8 +204,10 @@ static void ns_method_needs_its_reserve(void **state)
 	assert_int_equal(mb_ns_gemms_only(&ns, rows, cols, NULL, NULL), -MB_EFAIL);
 	/* reserved again, it grows to the Gram method's */
 	assert_int_equal(mb_ns_reserve(&ns, &rows, &cols, 1), 0);
-	assert_int_equal(ns.work_bytes, mb_ns_workspace_bytes(rows, cols, MB_NS_GRAM));
-	assert_true(ns.work_bytes > mb_ns_workspace_bytes(rows, cols, MB_NS_STANDARD));
+	assert_int_equal(ns.work_bytes,
+			 mb_ns_workspace_bytes(rows, cols, MB_NS_GRAM, MB_PREC_FP32));
+	assert_true(ns.work_bytes >
+		    mb_ns_workspace_bytes(rows, cols, MB_NS_STANDARD, MB_PREC_FP32));
 	assert_int_equal(mb_ns_orthogonalize(&ns, ns.work, 0, rows, cols, ns.work, 0, NULL, NULL),
 			 0);
 	assert_int_equal(clFinish(cl.compute), CL_SUCCESS);
@@ -327,7 +330,8 @@ static void host_partials(const float *x, uint64_t n, size_t local, bool runs, f
 static void ns_partials(struct mb_ns *ns, uint64_t rows, uint64_t cols, float *out, uint64_t n)
 {
 	uint64_t scratch =
-		mb_ns_workspace_bytes(rows, cols, ns->method) / sizeof(float) - MB_NS_PARTIALS - 1;
+		mb_ns_workspace_bytes(rows, cols, ns->method, ns->precision) / sizeof(float) -
+		MB_NS_PARTIALS - 1;
 
 	read_floats(ns->work, scratch, n, out);
 }

@@ -53,8 +53,20 @@ static void ns_cost(void **state)
 			 mb_ns_flops(256, 768, MB_NS_STANDARD));
 	assert_int_equal(mb_ns_flops(1, 1000, MB_NS_STANDARD), 5 * (4 * 1000 + 2));
 	/* fp32 (2 m^2 + 2 m n), and 64 partial sums of the norm and the norm */
-	assert_int_equal(mb_ns_workspace_bytes(768, 256, MB_NS_STANDARD),
+	assert_int_equal(mb_ns_workspace_bytes(768, 256, MB_NS_STANDARD, MB_PREC_FP32),
 			 4 * (2 * 65536 + 2 * 196608 + 65));
+	/* at 16 bits the matrices take half, the norm's floats stay */
+	assert_int_equal(mb_ns_workspace_bytes(768, 256, MB_NS_STANDARD, MB_PREC_BF16),
+			 2 * (2 * 65536 + 2 * 196608) + 4 * 65);
+	assert_int_equal(mb_ns_workspace_bytes(768, 256, MB_NS_STANDARD, MB_PREC_FP16),
+			 mb_ns_workspace_bytes(768, 256, MB_NS_STANDARD, MB_PREC_BF16));
+	/* an odd count of 16-bit elements: the floats start at the next 4 bytes */
+	assert_int_equal(mb_ns_scratch_float(7, MB_PREC_BF16), 4);
+	assert_int_equal(mb_ns_scratch_float(7, MB_PREC_FP32), 7);
+	assert_int_equal(mb_ns_workspace_bytes(1, 3, MB_NS_STANDARD, MB_PREC_FP16),
+			 4 * (4 + 65)); /* 2 x 3 + 2 x 1 = 8 halves */
+	assert_int_equal(mb_ns_workspace_bytes(1, 1, MB_NS_STANDARD, MB_PREC_FP16),
+			 4 * (2 + 65)); /* 4 halves */
 	/* 2^24 x 2^24 needs 30 * 2^72: saturated, not wrapped */
 	assert_int_equal(mb_ns_flops(1ull << 24, 1ull << 24, MB_NS_STANDARD), UINT64_MAX);
 	assert_int_equal(mb_ns_flops(1ull << 24, 1ull << 24, MB_NS_GRAM), UINT64_MAX);
@@ -90,10 +102,10 @@ static void ns_cost_gram(void **state)
 	assert_int_equal(mb_ns_flops(64, 64, MB_NS_GRAM), 30 * 262144);
 	assert_int_equal(mb_ns_flops(64, 64, MB_NS_STANDARD), 30 * 262144);
 	/* workspace: X and the next X, R Z Q P (4 m^2), 65 floats of the norm */
-	assert_int_equal(mb_ns_workspace_bytes(48, 160, MB_NS_GRAM),
+	assert_int_equal(mb_ns_workspace_bytes(48, 160, MB_NS_GRAM, MB_PREC_FP32),
 			 4 * (2 * 7680 + 4 * 2304 + 65));
-	assert_int_equal(mb_ns_workspace_bytes(64, 64, MB_NS_GRAM),
-			 mb_ns_workspace_bytes(64, 64, MB_NS_STANDARD));
+	assert_int_equal(mb_ns_workspace_bytes(64, 64, MB_NS_GRAM, MB_PREC_FP32),
+			 mb_ns_workspace_bytes(64, 64, MB_NS_STANDARD, MB_PREC_FP32));
 	/* Qwen3-4B per step, one rank: the "about 159 against 211 TFLOP" */
 	assert_int_equal(mb_config_load_builtin(&m, "qwen3-4b", 0), 0);
 	for (i = 0; i < m.nparams; i++)

@@ -61,6 +61,19 @@ static char *build_log(const struct mb_gemm16 *g)
 	return log;
 }
 
+/* Kernel NAME of G's program into *K, with its work-group size (DIMS of them) into LOCAL. */
+static int kernel(struct mb_gemm16 *g, const char *name, cl_kernel *k, cl_uint dims, size_t *local)
+{
+	cl_int st;
+	int err;
+
+	*k = clCreateKernel(g->program, name, &st);
+	if ((err = mb_cl_check(g->cl, st, "clCreateKernel", "%s, %s path", name,
+			       mb_gemm16_path_names[g->path])))
+		return err;
+	return mb_cl_local_size(g->cl, *k, name, dims, local);
+}
+
 int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path)
 {
 	const struct mb_embedded_file *f = mb_embedded_find(SOURCE);
@@ -94,7 +107,10 @@ int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_p
 		goto out_release;
 	}
 	g->kernel = clCreateKernel(g->program, "ns_gemm", &st);
-	if ((err = mb_cl_check(cl, st, "clCreateKernel", "ns_gemm, %s path", name)))
+	if ((err = mb_cl_check(cl, st, "clCreateKernel", "ns_gemm, %s path", name)) ||
+	    (err = kernel(g, "ns16_load", &g->load, 2, g->load_local)) ||
+	    (err = kernel(g, "ns16_store", &g->store, 2, g->store_local)) ||
+	    (err = kernel(g, "ns16_add_diagonal", &g->diagonal, 1, &g->diagonal_local)))
 		goto out_release;
 	st = clGetKernelWorkGroupInfo(g->kernel, cl->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof(wg),
 				      &wg, NULL);
@@ -121,9 +137,9 @@ int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_pre
 	const uint64_t tile = path_tile[g->path], threads = path_threads[g->path];
 	cl_ulong cm = m, cn = n, ck = k, ao = a_off, bo = b_off, co = c_off;
 	cl_uint bt = b_transposed, p = prec == MB_PREC_FP16 ? NSG_FP16 : NSG_BF16;
-	/* float4 loads where every row starts 16-byte aligned (the buffers' bases are) */
-	cl_uint vec = (a_off % 4 == 0 && k % 4 == 0 ? NSG_VEC_A : 0) |
-		      (b_off % 4 == 0 && (b_transposed ? k : n) % 4 == 0 ? NSG_VEC_B : 0);
+	/* 16-byte loads where every row starts 16-byte aligned (the buffers' bases are) */
+	cl_uint vec = (a_off % 8 == 0 && k % 8 == 0 ? NSG_VEC_A : 0) |
+		      (b_off % 8 == 0 && (b_transposed ? k : n) % 8 == 0 ? NSG_VEC_B : 0);
 	size_t global[2], local[2] = { (size_t)threads, 1 };
 	const void *values[] = { &cm, &cn, &ck,	  &alpha, &a,  &ao, &b,
 				 &bo, &bt, &beta, &c,	  &co, &p,  &vec };
@@ -159,49 +175,61 @@ int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_pre
 
 void mb_gemm16_release(struct mb_gemm16 *g)
 {
-	if (g->kernel)
-		clReleaseKernel(g->kernel);
+	cl_kernel *k[] = { &g->kernel, &g->load, &g->store, &g->diagonal };
+	size_t i;
+
+	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		if (*k[i])
+			clReleaseKernel(*k[i]);
+		*k[i] = NULL;
+	}
 	if (g->program)
 		clReleaseProgram(g->program);
-	g->kernel = NULL;
 	g->program = NULL;
 }
 
 /* The check's problem: C (M x N) from A (M x K) and B (K x N or N x K), one buffer. */
-#define CHECK_M	     100
-#define CHECK_N	     70
-#define CHECK_K	     130
-#define CHECK_A	     0
-#define CHECK_B	     (CHECK_M * CHECK_K)
-#define CHECK_C	     (CHECK_B + CHECK_N * CHECK_K)
-#define CHECK_FLOATS (CHECK_C + CHECK_M * CHECK_N)
+#define CHECK_M	    100
+#define CHECK_N	    70
+#define CHECK_K	    130
+#define CHECK_A	    0
+#define CHECK_B	    (CHECK_M * CHECK_K)
+#define CHECK_C	    (CHECK_B + CHECK_N * CHECK_K)
+#define CHECK_ELEMS (CHECK_C + CHECK_M * CHECK_N)
 
 /*
  * Run G and REF on the check's problem at PREC with op(B) transposed or not
- * into GOT and WANT (CHECK_M x CHECK_N each), on CL's compute queue.
+ * into GOT and WANT (CHECK_M x CHECK_N each, as floats), on CL's compute
+ * queue; INIT is the problem's CHECK_ELEMS values, 16-bit in BITS.
  */
 static int run_check(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, cl_mem buf,
-		     const float *init, enum mb_precision prec, bool bt, float *got, float *want)
+		     const float *init, uint16_t *bits, enum mb_precision prec, bool bt, float *got,
+		     float *want)
 {
 	const struct mb_cl *cl = g->cl;
 	cl_command_queue q = cl->compute;
 	const struct mb_gemm16 *run[2] = { g, ref };
 	float *out[2] = { got, want };
 	cl_int st;
+	size_t j;
 	int i, err;
 
 	for (i = 0; i < 2; i++) {
-		st = clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, CHECK_FLOATS * sizeof(float), init, 0,
-					  NULL, NULL);
+		for (j = 0; j < CHECK_ELEMS; j++)
+			bits[j] = mb_ns_bits16(init[j], prec);
+		st = clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, CHECK_ELEMS * sizeof(uint16_t), bits,
+					  0, NULL, NULL);
 		if ((err = mb_cl_check(cl, st, "clEnqueueWriteBuffer", "ns_gemm's check")) ||
 		    (err = mb_gemm16_enqueue(run[i], q, prec, bt, CHECK_M, CHECK_N, CHECK_K, 1.5f,
 					     buf, CHECK_A, buf, CHECK_B, -0.5f, buf, CHECK_C,
 					     NULL)))
 			return err;
-		st = clEnqueueReadBuffer(q, buf, CL_TRUE, CHECK_C * sizeof(float),
-					 CHECK_M * CHECK_N * sizeof(float), out[i], 0, NULL, NULL);
+		st = clEnqueueReadBuffer(q, buf, CL_TRUE, CHECK_C * sizeof(uint16_t),
+					 CHECK_M * CHECK_N * sizeof(uint16_t), bits, 0, NULL, NULL);
 		if ((err = mb_cl_check(cl, st, "clEnqueueReadBuffer", "ns_gemm's check")))
 			return err;
+		for (j = 0; j < CHECK_M * CHECK_N; j++)
+			out[i][j] = mb_ns_value16(bits[j], prec);
 	}
 	return 0;
 }
@@ -216,8 +244,9 @@ static int run_check(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, cl_
 static bool matches(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, char *why, size_t len)
 {
 	const struct mb_cl *cl = g->cl;
-	float *init = malloc((CHECK_FLOATS + 2 * CHECK_M * CHECK_N) * sizeof(float));
-	float *got = init + CHECK_FLOATS, *want = got + CHECK_M * CHECK_N;
+	float *init = malloc((CHECK_ELEMS + 2 * CHECK_M * CHECK_N) * sizeof(float));
+	float *got = init + CHECK_ELEMS, *want = got + CHECK_M * CHECK_N;
+	uint16_t *bits = malloc(CHECK_ELEMS * sizeof(uint16_t));
 	uint32_t state = 12345;
 	cl_mem buf = NULL;
 	bool ok = false;
@@ -225,15 +254,15 @@ static bool matches(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, char
 	int p, bt;
 	size_t i;
 
-	if (!init) {
+	if (!init || !bits) {
 		snprintf(why, len, "out of host memory for the check");
-		return false;
+		goto out_free;
 	}
-	for (i = 0; i < CHECK_FLOATS; i++) {
+	for (i = 0; i < CHECK_ELEMS; i++) {
 		state = state * 1664525u + 1013904223u;
 		init[i] = (float)((double)(state >> 8) / (double)(1u << 24) * 2.0 - 1.0);
 	}
-	buf = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, CHECK_FLOATS * sizeof(float), NULL,
+	buf = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, CHECK_ELEMS * sizeof(uint16_t), NULL,
 			     &st);
 	if (mb_cl_check(cl, st, "clCreateBuffer", "ns_gemm's check")) {
 		snprintf(why, len, "%s", mb_errmsg());
@@ -243,7 +272,8 @@ static bool matches(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, char
 		for (bt = 0; bt < 2; bt++) {
 			float big = 0, worst = 0;
 
-			if (run_check(g, ref, buf, init, (enum mb_precision)p, bt, got, want)) {
+			if (run_check(g, ref, buf, init, bits, (enum mb_precision)p, bt, got,
+				      want)) {
 				snprintf(why, len, "%s", mb_errmsg());
 				goto out_free;
 			}
@@ -270,6 +300,7 @@ out_free:
 	if (buf)
 		clReleaseMemObject(buf);
 	free(init);
+	free(bits);
 	return ok;
 }
 

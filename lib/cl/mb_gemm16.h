@@ -3,9 +3,10 @@
  * (kernels/ns_gemm.cl), for the precisions a framework runs Newton-Schulz
  * in: bf16 (the standard method's) and fp16 (the Gram method's).
  *
- * Matrices stay fp32 in memory; the kernel rounds A and op(B) to the
- * precision as it loads them, accumulates in fp32 and rounds C to the
- * precision (stored as a float). The kernel file is built apart from the
+ * Matrices are 16-bit in memory (the precision's bits, as a framework keeps
+ * Newton-Schulz's workspace); the kernel accumulates in fp32 and rounds C to
+ * the precision. The file also holds the 16-bit workspace's load, store
+ * and diagonal kernels (mb_ns). The kernel file is built apart from the
  * other kernels (its NVIDIA path holds PTX, which no other compiler takes),
  * once per path:
  * - portable: plain OpenCL C, any device;
@@ -37,6 +38,9 @@ struct mb_gemm16 {
 	enum mb_gemm16_path path;
 	cl_program program;
 	cl_kernel kernel;
+	/* the 16-bit workspace's kernels (mb_ns), with their work-group sizes */
+	cl_kernel load, store, diagonal;
+	size_t load_local[2], store_local[2], diagonal_local;
 	char why[512]; /* why this path (mb_gemm16_open), for people */
 };
 
@@ -65,9 +69,10 @@ int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_p
 int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl);
 
 /*
- * Enqueue on Q: C (M x N) = ALPHA A (M x K) op(B) + BETA C, row-major fp32
- * buffers at element offsets, op(B) = B (K x N) or, B_TRANSPOSED, Bᵀ (B is
- * N x K); inputs and result rounded to PREC (MB_PREC_BF16 or MB_PREC_FP16).
+ * Enqueue on Q: C (M x N) = ALPHA A (M x K) op(B) + BETA C, row-major 16-bit
+ * buffers (PREC's bits: MB_PREC_BF16 or MB_PREC_FP16) at element offsets,
+ * op(B) = B (K x N) or, B_TRANSPOSED, Bᵀ (B is N x K); fp32 sums and
+ * scalars, the result rounded to PREC.
  * C must not overlap A or B. BETA 0 reads nothing of C. Its event into *EV
  * unless EV is NULL (NULL on failure or when M or N is 0: nothing enqueued).
  */

@@ -14,16 +14,20 @@
 #include "mb_err.h"
 
 /*
- * Where the matrices and the scratch sit in the workspace, in floats: X and
- * Y (the next X), then the standard iteration's A and B, or the Gram
- * iteration's R, Z, Q and P (the next Q, or RZ) in their place.
+ * Where the matrices and the scratch sit in the workspace: X and Y (the
+ * next X), then the standard iteration's A and B, or the Gram iteration's
+ * R, Z, Q and P (the next Q, or RZ) in their place, in elements of the
+ * precision (fp32, or 16 bits); then the norm's scratch, in floats
+ * (mb_ns_workspace_bytes).
  */
 struct layout {
 	bool gram; /* the Gram iteration */
-	uint64_t m, n, x, y, a, b, r, z, q, p, scratch;
+	uint64_t m, n, x, y, a, b, r, z, q, p;
+	uint64_t scratch; /* in floats */
 };
 
-static struct layout layout_of(uint64_t rows, uint64_t cols, enum mb_ns_method method)
+static struct layout layout_of(uint64_t rows, uint64_t cols, enum mb_ns_method method,
+			       enum mb_precision precision)
 {
 	struct layout w;
 
@@ -36,7 +40,7 @@ static struct layout layout_of(uint64_t rows, uint64_t cols, enum mb_ns_method m
 	w.b = w.z = w.a + w.m * w.m;
 	w.q = w.z + w.m * w.m;
 	w.p = w.q + w.m * w.m;
-	w.scratch = w.gram ? w.p + w.m * w.m : w.b + w.m * w.m;
+	w.scratch = mb_ns_scratch_float(w.gram ? w.p + w.m * w.m : w.b + w.m * w.m, precision);
 	return w;
 }
 
@@ -131,7 +135,7 @@ int mb_ns_temp_bytes(const struct mb_cl *cl, enum mb_ns_method method, const uin
 			;
 		if (j < i)
 			continue; /* a model has a few shapes, many times over */
-		w = layout_of(rows[i], cols[i], method);
+		w = layout_of(rows[i], cols[i], method, MB_PREC_FP32);
 		if ((err = gemm_temp(cl, true, w.m, w.m, w.n, &t1)) ||
 		    (err = gemm_temp(cl, false, w.m, w.m, w.m, &t2)) ||
 		    (err = gemm_temp(cl, false, w.m, w.n, w.m, &t3)))
@@ -168,19 +172,18 @@ int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, 
 	int err;
 
 	for (i = 0; i < n; i++) {
-		if (mb_ns_workspace_bytes(rows[i], cols[i], ns->method) > work)
-			work = mb_ns_workspace_bytes(rows[i], cols[i], ns->method);
+		uint64_t bytes = mb_ns_workspace_bytes(rows[i], cols[i], ns->method, ns->precision);
+
+		if (bytes > work)
+			work = bytes;
 		/* CLBlast takes offsets and sizes as int and indexes in int */
-		if (clblast &&
-		    mb_ns_workspace_bytes(rows[i], cols[i], ns->method) / sizeof(float) > INT32_MAX)
+		if (clblast && bytes / sizeof(float) > INT32_MAX)
 			return mb_fail(
 				"Newton-Schulz on a %llux%llu matrix needs %llu floats of "
 				"workspace, past 2^31-1, where CLBlast's int offsets wrap; the "
 				"16-bit GEMMs (--ns-precision bf16|fp16) index in 64 bits",
 				(unsigned long long)rows[i], (unsigned long long)cols[i],
-				(unsigned long long)(mb_ns_workspace_bytes(rows[i], cols[i],
-									   ns->method) /
-						     sizeof(float)));
+				(unsigned long long)(bytes / sizeof(float)));
 	}
 	if (ns->precision != MB_PREC_FP32 && !(ns->rate_gflops > 0) && !ns->gemm16.kernel &&
 	    (err = mb_gemm16_open(&ns->gemm16, ns->cl)))
@@ -194,6 +197,12 @@ int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, 
 	if (ns->rate_gflops > 0 && !ns->spin.kernel)
 		return mb_spin_init(&ns->spin, ns->cl, ns->work, 0);
 	return 0;
+}
+
+/* Bytes of one element of NS's workspace matrices: fp32, or 16 bits. */
+static uint64_t elem_size(const struct mb_ns *ns)
+{
+	return ns->precision == MB_PREC_FP32 ? sizeof(float) : sizeof(uint16_t);
 }
 
 /*
@@ -225,16 +234,16 @@ static int gemm(struct mb_ns *ns, bool b_transposed, uint64_t m, uint64_t n, uin
 				(unsigned long long)k);
 }
 
-static int copy(struct mb_ns *ns, uint64_t from, uint64_t to, uint64_t floats)
+/* COUNT elements of the workspace from FROM to TO. */
+static int copy(struct mb_ns *ns, uint64_t from, uint64_t to, uint64_t count)
 {
+	const uint64_t size = elem_size(ns);
 	cl_int st;
 
-	st = clEnqueueCopyBuffer(ns->cl->compute, ns->work, ns->work, from * sizeof(float),
-				 to * sizeof(float), floats * sizeof(float), 0, NULL, NULL);
+	st = clEnqueueCopyBuffer(ns->cl->compute, ns->work, ns->work, from * size, to * size,
+				 count * size, 0, NULL, NULL);
 	return mb_cl_check(ns->cl, st, "clEnqueueCopyBuffer",
-			   "Newton-Schulz workspace, %llu "
-			   "floats",
-			   (unsigned long long)floats);
+			   "Newton-Schulz workspace, %llu elements", (unsigned long long)count);
 }
 
 /* Five iterations on the workspace; with COPIES off, the GEMMs alone. */
@@ -340,25 +349,39 @@ static int enqueue(struct mb_ns *ns, cl_kernel k, const char *name, cl_uint dims
 			   (unsigned long long)rows, (unsigned long long)cols);
 }
 
-/* The workspace's M x M matrix at AT += a I (ns_add_diagonal). */
+/* The kernels' 16-bit precision argument (kernels/ns_gemm.cl's NSG_BF16, NSG_FP16). */
+static cl_uint prec_arg(const struct mb_ns *ns)
+{
+	return ns->precision == MB_PREC_FP16 ? 2 : 1;
+}
+
+/* The workspace's M x M matrix at AT += a I (ns_add_diagonal, or ns16_add_diagonal). */
 static int add_diagonal(struct mb_ns *ns, uint64_t at, uint64_t m)
 {
+	const bool w16 = ns->precision != MB_PREC_FP32;
+	cl_kernel k = w16 ? ns->gemm16.diagonal : ns->diagonal;
+	const char *name = w16 ? "ns16_add_diagonal" : "ns_add_diagonal";
 	cl_ulong off = at, count = m;
+	cl_uint prec = prec_arg(ns);
 	size_t n = m;
 	float a = MB_NS_A;
 	cl_int st;
 	int err;
 
-	st = set_args(ns->diagonal, 4, ARG(ns->work), ARG(off), ARG(count), ARG(a));
-	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_add_diagonal, %llux%llu",
+	st = set_args(k, 4, ARG(ns->work), ARG(off), ARG(count), ARG(a));
+	if (st == CL_SUCCESS && w16)
+		st = clSetKernelArg(k, 4, sizeof(prec), &prec);
+	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "%s, %llux%llu", name,
 			       (unsigned long long)m, (unsigned long long)m)))
 		return err;
-	return enqueue(ns, ns->diagonal, "ns_add_diagonal", 1, &n, &ns->diagonal_local, m, m, NULL);
+	return enqueue(ns, k, name, 1, &n, w16 ? &ns->gemm16.diagonal_local : &ns->diagonal_local,
+		       m, m, NULL);
 }
 
 static int check_reserved(const struct mb_ns *ns, uint64_t rows, uint64_t cols)
 {
-	if (rows && cols && mb_ns_workspace_bytes(rows, cols, ns->method) <= ns->work_bytes)
+	if (rows && cols &&
+	    mb_ns_workspace_bytes(rows, cols, ns->method, ns->precision) <= ns->work_bytes)
 		return 0;
 	return mb_fail("Newton-Schulz (%s) on %llux%llu: no workspace reserved for that shape",
 		       mb_ns_method_names[ns->method], (unsigned long long)rows,
@@ -523,12 +546,19 @@ static int calibrated(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t row
 int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t rows, uint64_t cols,
 			cl_mem out, uint64_t out_off, cl_event *first, cl_event *last)
 {
-	struct layout w = layout_of(rows, cols, ns->method);
+	struct layout w = layout_of(rows, cols, ns->method, ns->precision);
 	cl_ulong r = rows, c = cols, ioff = in_off, ooff = out_off,
 		 inv = w.scratch + MB_NS_PARTIALS;
 	cl_ulong xoff;
 	size_t load_n[2] = { w.n, w.m }, store_n[2] = { cols, rows };
 	float scale = mb_ns_scale(rows, cols);
+	/* a 16-bit workspace's load and store: ns_gemm.cl's, with the precision */
+	const bool w16 = ns->precision != MB_PREC_FP32;
+	cl_kernel load = w16 ? ns->gemm16.load : ns->load,
+		  store = w16 ? ns->gemm16.store : ns->store;
+	const size_t *load_local = w16 ? ns->gemm16.load_local : ns->load_local,
+		     *store_local = w16 ? ns->gemm16.store_local : ns->store_local;
+	cl_uint prec = prec_arg(ns);
 	cl_event start = NULL;
 	cl_int st;
 	int err;
@@ -544,20 +574,23 @@ int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t r
 	if ((err = norm(ns, in, in_off, rows, cols, w.scratch, first ? &start : NULL)))
 		return err;
 	xoff = w.x;
-	st = set_args(ns->load, 8, ARG(in), ARG(ioff), ARG(r), ARG(c), ARG(ns->work), ARG(inv),
+	st = set_args(load, 8, ARG(in), ARG(ioff), ARG(r), ARG(c), ARG(ns->work), ARG(inv),
 		      ARG(ns->work), ARG(xoff));
+	if (st == CL_SUCCESS && w16)
+		st = clSetKernelArg(load, 8, sizeof(prec), &prec);
 	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_load, %llux%llu",
 			       (unsigned long long)rows, (unsigned long long)cols)) ||
-	    (err = enqueue(ns, ns->load, "ns_load", 2, load_n, ns->load_local, rows, cols, NULL)) ||
+	    (err = enqueue(ns, load, "ns_load", 2, load_n, load_local, rows, cols, NULL)) ||
 	    (err = w.gram ? iterate_gram(ns, &w, true) : iterate(ns, &w, true)))
 		goto out_release;
 	xoff = w.x;
-	st = set_args(ns->store, 7, ARG(ns->work), ARG(xoff), ARG(r), ARG(c), ARG(scale), ARG(out),
+	st = set_args(store, 7, ARG(ns->work), ARG(xoff), ARG(r), ARG(c), ARG(scale), ARG(out),
 		      ARG(ooff));
+	if (st == CL_SUCCESS && w16)
+		st = clSetKernelArg(store, 7, sizeof(prec), &prec);
 	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_store, %llux%llu",
 			       (unsigned long long)rows, (unsigned long long)cols)) ||
-	    (err = enqueue(ns, ns->store, "ns_store", 2, store_n, ns->store_local, rows, cols,
-			   last)))
+	    (err = enqueue(ns, store, "ns_store", 2, store_n, store_local, rows, cols, last)))
 		goto out_release;
 	if (first)
 		*first = start;
@@ -579,7 +612,7 @@ static int stamp(struct mb_ns *ns, uint64_t rows, uint64_t cols, cl_event *ev)
 int mb_ns_gemms_only(struct mb_ns *ns, uint64_t rows, uint64_t cols, cl_event *first,
 		     cl_event *last)
 {
-	struct layout w = layout_of(rows, cols, ns->method);
+	struct layout w = layout_of(rows, cols, ns->method, ns->precision);
 	int err;
 
 	if (first)
@@ -800,7 +833,7 @@ static void ref_gram(double **x, double **y, double *sq, uint64_t m, uint64_t n)
 int mb_ns_reference(const float *in, uint64_t rows, uint64_t cols, enum mb_ns_method method,
 		    double *out)
 {
-	struct layout w = layout_of(rows, cols, method);
+	struct layout w = layout_of(rows, cols, method, MB_PREC_FP32);
 	uint64_t m = w.m, n = w.n, i, j;
 	double *base, *x, *y, *sq, norm = 0, scale = mb_ns_scale(rows, cols);
 	bool transpose = rows > cols;

@@ -33,9 +33,9 @@ struct mb_ns {
 	 * The precision of the GEMMs: MB_PREC_FP32 after mb_ns_init
 	 * (CLBlastSgemm); bf16 or fp16 run our kernel (mb_gemm16), built by
 	 * the first mb_ns_reserve under such a precision. Set it before
-	 * mb_ns_reserve. The rest of the iteration (the norm, the copies, a I)
-	 * stays fp32, on fp32 matrices that the kernel rounds as it reads and
-	 * writes them.
+	 * mb_ns_reserve. At 16 bits the workspace's matrices are 16-bit (half
+	 * the bytes, mb_ns_workspace_bytes), loaded, stored and given a I by
+	 * the kernel file's own kernels (mb_gemm16); the norm stays fp32.
 	 */
 	enum mb_precision precision;
 	struct mb_gemm16 gemm16; /* kernel NULL until built */
