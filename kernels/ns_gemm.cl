@@ -2,7 +2,10 @@
  * Newton-Schulz's GEMMs at 16-bit precision (lib/mb_gemm16.c builds this
  * file apart from the other kernels, once per path):
  *
- *     C (m x n) = alpha A (m x k) op(B) + beta C,   op(B) = B (k x n) or Bᵀ (B n x k)
+ *     C (m x n) = alpha A (m x k) op(B) + beta C_in,   op(B) = B (k x n) or Bᵀ (B n x k)
+ *
+ * (C_in in C's buffer, at C's place or another that C does not overlap: the
+ * iteration's additions fused into the epilogue, with no copy before),
  *
  * row-major, every matrix 16-bit in memory, as a framework keeps its
  * Newton-Schulz workspace: bf16 (nearest even) or fp16 (vstore_half_rte; no
@@ -308,7 +311,8 @@ static void nsg_mma(float *c, const uint *a, const uint *b, __local uint *scratc
 __kernel __attribute__((reqd_work_group_size(NSG_THREADS, 1, 1))) void
 ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global const ushort *a,
 	const ulong a_off, __global const ushort *b, const ulong b_off, const uint b_transposed,
-	const float beta, __global ushort *c, const ulong c_off, const uint prec, const uint vec)
+	const float beta, __global ushort *c, const ulong c_in_off, const ulong c_off,
+	const uint prec, const uint vec)
 {
 	__local nsg_local_t as[2][NSG_AT(NSG_BM - 1, NSG_BK - 1) + 1] __attribute__((aligned(16)));
 	__local nsg_local_t bs[2][NSG_AT(NSG_BN - 1, NSG_BK - 1) + 1] __attribute__((aligned(16)));
@@ -398,7 +402,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 		barrier(CLK_LOCAL_MEM_FENCE);
 	}
 
-	/* C = round(alpha acc + beta C); beta 0 reads nothing */
+	/* C = round(alpha acc + beta C_in); beta 0 reads nothing */
 #ifdef NSG_FRAGMENTS
 	for (mi = 0; mi < NSG_MI; mi++)
 		for (ni = 0; ni < NSG_NI; ni++)
@@ -411,7 +415,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 					continue;
 				v = alpha * acc[mi][ni][i];
 				if (beta != 0.0f)
-					v += beta * nsg_widen(c[c_off + r * n + col], prec);
+					v += beta * nsg_widen(c[c_in_off + r * n + col], prec);
 				c[c_off + r * n + col] = nsg_bits(v, prec);
 			}
 #else
@@ -427,7 +431,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 				     : j == 2 ? acc[i].z
 					      : acc[i].w);
 			if (beta != 0.0f)
-				v += beta * nsg_widen(c[c_off + r * n + col], prec);
+				v += beta * nsg_widen(c[c_in_off + r * n + col], prec);
 			c[c_off + r * n + col] = nsg_bits(v, prec);
 		}
 #endif

@@ -117,18 +117,19 @@ static void fill_random(float *x, size_t n, uint32_t seed)
 
 /*
  * One GEMM on the device by G and on the host, in one 16-bit buffer with A,
- * B and C at odd or (ALIGNED) 16-byte offsets; each element within a 16-bit
- * rounding of its own size plus one of the sum of the magnitudes (the order
- * of the sum differs).
+ * B and C at odd or (ALIGNED) 16-byte offsets, C_in at C's place or
+ * (C_APART) after it; each element within a 16-bit rounding of its own size
+ * plus one of the sum of the magnitudes (the order of the sum differs).
  */
-static void check_one(const struct mb_gemm16 *g, enum mb_precision p, bool bt, uint64_t m,
-		      uint64_t n, uint64_t k, float alpha, float beta, bool aligned)
+static void check_in(const struct mb_gemm16 *g, enum mb_precision p, bool bt, uint64_t m,
+		     uint64_t n, uint64_t k, float alpha, float beta, bool aligned, bool c_apart)
 {
 	/* odd offsets (loads one by one), or multiples of 8 (16-byte loads where rows allow) */
 	const uint64_t a_off = aligned ? 8 : 3;
 	const uint64_t b_off = aligned ? (a_off + m * k + 15) / 8 * 8 : a_off + m * k + 5;
 	const uint64_t c_off = aligned ? (b_off + n * k + 15) / 8 * 8 : b_off + n * k + 7;
-	const uint64_t total = c_off + m * n + 11;
+	const uint64_t cin_off = c_apart ? c_off + m * n + 5 : c_off;
+	const uint64_t total = cin_off + m * n + 11;
 	const double eps = p == MB_PREC_BF16 ? 1.0 / 256 : 1.0 / 2048;
 	float *x = malloc(total * sizeof(float)), *out = malloc(m * n * sizeof(float));
 	uint16_t *bits = malloc(total * sizeof(uint16_t));
@@ -140,9 +141,9 @@ static void check_one(const struct mb_gemm16 *g, enum mb_precision p, bool bt, u
 	assert_non_null(out);
 	assert_non_null(bits);
 	fill_random(x, total, (uint32_t)(m * 7919 + n * 131 + k + bt));
-	if (beta == 0) /* beta 0 reads nothing: NaN in C must not show */
+	if (beta == 0) /* beta 0 reads nothing: NaN in C_in must not show */
 		for (i = 0; i < m * n; i++)
-			x[c_off + i] = NAN;
+			x[cin_off + i] = NAN;
 	for (i = 0; i < total; i++) { /* the workspace holds the precision's values */
 		bits[i] = mb_ns_bits16(x[i], p);
 		x[i] = host_round(x[i], p);
@@ -151,18 +152,27 @@ static void check_one(const struct mb_gemm16 *g, enum mb_precision p, bool bt, u
 			     total * sizeof(uint16_t), bits, &st);
 	assert_int_equal(st, CL_SUCCESS);
 	assert_int_equal(mb_gemm16_enqueue(g, cl.compute, p, bt, m, n, k, alpha, buf, a_off, buf,
-					   b_off, beta, buf, c_off, NULL),
+					   b_off, beta, buf, cin_off, c_off, NULL),
 			 0);
 	assert_int_equal(clEnqueueReadBuffer(cl.compute, buf, CL_TRUE, c_off * sizeof(uint16_t),
 					     (m * n + 1) * sizeof(uint16_t), bits, 0, NULL, NULL),
 			 CL_SUCCESS);
 	for (i = 0; i < m * n; i++)
 		out[i] = mb_ns_value16(bits[i], p);
-	/* the element after C is untouched */
+	/* the element after C is untouched, and so is C_in apart */
 	assert_true(mb_ns_value16(bits[m * n], p) == x[c_off + m * n]);
+	if (c_apart) {
+		assert_int_equal(clEnqueueReadBuffer(cl.compute, buf, CL_TRUE,
+						     cin_off * sizeof(uint16_t),
+						     m * n * sizeof(uint16_t), bits, 0, NULL, NULL),
+				 CL_SUCCESS);
+		for (i = 0; i < m * n; i++)
+			assert_true(mb_ns_value16(bits[i], p) == x[cin_off + i] ||
+				    (isnan(x[cin_off + i]) && isnan(mb_ns_value16(bits[i], p))));
+	}
 	for (i = 0; i < m; i++)
 		for (j = 0; j < n; j++) {
-			double s = 0, mag = 0, want, c = x[c_off + i * n + j];
+			double s = 0, mag = 0, want, c = x[cin_off + i * n + j];
 
 			for (l = 0; l < k; l++) {
 				double av = host_round(x[a_off + i * k + l], p);
@@ -190,6 +200,12 @@ static void check_one(const struct mb_gemm16 *g, enum mb_precision p, bool bt, u
 	free(x);
 	free(out);
 	free(bits);
+}
+
+static void check_one(const struct mb_gemm16 *g, enum mb_precision p, bool bt, uint64_t m,
+		      uint64_t n, uint64_t k, float alpha, float beta, bool aligned)
+{
+	check_in(g, p, bt, m, n, k, alpha, beta, aligned, false);
 }
 
 /* Shapes: one element, odd edges, several tiles, and NS's on the tests' matrices. */
@@ -220,6 +236,9 @@ static void check_path(enum mb_gemm16_path path)
 				  true);
 			check_one(&g, (enum mb_precision)p, s % 2, d[0], d[1], d[2], 2.0315f,
 				  -4.775f, s % 3 == 0);
+			/* the iteration's additions: C_in elsewhere, no copy */
+			check_in(&g, (enum mb_precision)p, s % 2 == 0, d[0], d[1], d[2], 1.0f,
+				 3.4445f, s % 3 != 0, true);
 		}
 	mb_gemm16_release(&g);
 }
@@ -257,11 +276,11 @@ static void degenerate(void **state)
 	assert_int_equal(mb_gemm16_init(&g, &cl, MB_GEMM16_PORTABLE), 0);
 	check_one(&g, MB_PREC_BF16, false, 5, 7, 0, 1.0f, 0.5f, false);
 	assert_int_equal(mb_gemm16_enqueue(&g, cl.compute, MB_PREC_BF16, false, 0, 5, 5, 1.0f, NULL,
-					   0, NULL, 0, 0.0f, NULL, 0, &ev),
+					   0, NULL, 0, 0.0f, NULL, 0, 0, &ev),
 			 0);
 	assert_null(ev);
 	assert_int_equal(mb_gemm16_enqueue(&g, cl.compute, MB_PREC_FP32, false, 5, 5, 5, 1.0f, NULL,
-					   0, NULL, 0, 0.0f, NULL, 0, NULL),
+					   0, NULL, 0, 0.0f, NULL, 0, 0, NULL),
 			 -MB_EFAIL);
 	assert_non_null(strstr(mb_errmsg(), "no fp32 kernel"));
 	mb_gemm16_release(&g);

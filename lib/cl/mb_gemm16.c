@@ -132,20 +132,20 @@ out_release:
 int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_precision prec,
 		      bool b_transposed, uint64_t m, uint64_t n, uint64_t k, float alpha, cl_mem a,
 		      uint64_t a_off, cl_mem b, uint64_t b_off, float beta, cl_mem c,
-		      uint64_t c_off, cl_event *ev)
+		      uint64_t c_in_off, uint64_t c_off, cl_event *ev)
 {
 	const uint64_t tile = path_tile[g->path], threads = path_threads[g->path];
-	cl_ulong cm = m, cn = n, ck = k, ao = a_off, bo = b_off, co = c_off;
+	cl_ulong cm = m, cn = n, ck = k, ao = a_off, bo = b_off, cio = c_in_off, co = c_off;
 	cl_uint bt = b_transposed, p = prec == MB_PREC_FP16 ? NSG_FP16 : NSG_BF16;
 	/* 16-byte loads where every row starts 16-byte aligned (the buffers' bases are) */
 	cl_uint vec = (a_off % 8 == 0 && k % 8 == 0 ? NSG_VEC_A : 0) |
 		      (b_off % 8 == 0 && (b_transposed ? k : n) % 8 == 0 ? NSG_VEC_B : 0);
 	size_t global[2], local[2] = { (size_t)threads, 1 };
-	const void *values[] = { &cm, &cn, &ck,	  &alpha, &a,  &ao, &b,
-				 &bo, &bt, &beta, &c,	  &co, &p,  &vec };
-	const size_t sizes[] = { sizeof(cm), sizeof(cn), sizeof(ck), sizeof(alpha), sizeof(a),
-				 sizeof(ao), sizeof(b),	 sizeof(bo), sizeof(bt),    sizeof(beta),
-				 sizeof(c),  sizeof(co), sizeof(p),  sizeof(vec) };
+	const void *values[] = { &cm, &cn,   &ck, &alpha, &a,  &ao, &b,	 &bo,
+				 &bt, &beta, &c,  &cio,	  &co, &p,  &vec };
+	const size_t sizes[] = { sizeof(cm), sizeof(cn),  sizeof(ck), sizeof(alpha), sizeof(a),
+				 sizeof(ao), sizeof(b),	  sizeof(bo), sizeof(bt),    sizeof(beta),
+				 sizeof(c),  sizeof(cio), sizeof(co), sizeof(p),     sizeof(vec) };
 	cl_int st = CL_SUCCESS;
 	cl_uint i;
 
@@ -222,7 +222,7 @@ static int run_check(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, cl_
 		if ((err = mb_cl_check(cl, st, "clEnqueueWriteBuffer", "ns_gemm's check")) ||
 		    (err = mb_gemm16_enqueue(run[i], q, prec, bt, CHECK_M, CHECK_N, CHECK_K, 1.5f,
 					     buf, CHECK_A, buf, CHECK_B, -0.5f, buf, CHECK_C,
-					     NULL)))
+					     CHECK_C, NULL)))
 			return err;
 		st = clEnqueueReadBuffer(q, buf, CL_TRUE, CHECK_C * sizeof(uint16_t),
 					 CHECK_M * CHECK_N * sizeof(uint16_t), bits, 0, NULL, NULL);

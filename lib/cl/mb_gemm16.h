@@ -69,17 +69,19 @@ int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_p
 int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl);
 
 /*
- * Enqueue on Q: C (M x N) = ALPHA A (M x K) op(B) + BETA C, row-major 16-bit
- * buffers (PREC's bits: MB_PREC_BF16 or MB_PREC_FP16) at element offsets,
- * op(B) = B (K x N) or, B_TRANSPOSED, Bᵀ (B is N x K); fp32 sums and
- * scalars, the result rounded to PREC.
- * C must not overlap A or B. BETA 0 reads nothing of C. Its event into *EV
- * unless EV is NULL (NULL on failure or when M or N is 0: nothing enqueued).
+ * Enqueue on Q: C (M x N) = ALPHA A (M x K) op(B) + BETA C_in, row-major
+ * 16-bit buffers (PREC's bits: MB_PREC_BF16 or MB_PREC_FP16) at element
+ * offsets, op(B) = B (K x N) or, B_TRANSPOSED, Bᵀ (B is N x K); fp32 sums
+ * and scalars, the result rounded to PREC. C_in is M x N in C's buffer at
+ * C_IN_OFF: C itself (C_IN_OFF = C_OFF), or a matrix C does not overlap (an
+ * addition with no copy before it). C must not overlap A or B. BETA 0 reads
+ * nothing of C_in. Its event into *EV unless EV is NULL (NULL on failure or
+ * when M or N is 0: nothing enqueued).
  */
 int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_precision prec,
 		      bool b_transposed, uint64_t m, uint64_t n, uint64_t k, float alpha, cl_mem a,
 		      uint64_t a_off, cl_mem b, uint64_t b_off, float beta, cl_mem c,
-		      uint64_t c_off, cl_event *ev);
+		      uint64_t c_in_off, uint64_t c_off, cl_event *ev);
 
 /* Release the program and kernel; of a zeroed G, nothing. */
 void mb_gemm16_release(struct mb_gemm16 *g);

@@ -205,25 +205,34 @@ static uint64_t elem_size(const struct mb_ns *ns)
 	return ns->precision == MB_PREC_FP32 ? sizeof(float) : sizeof(uint16_t);
 }
 
+static int copy(struct mb_ns *ns, uint64_t from, uint64_t to, uint64_t count);
+
 /*
- * Row-major C(m x n) = alpha A(m x k) B(k x n) + beta C, all in the
- * workspace: CLBlast's SGEMM in fp32, our kernel in bf16 or fp16.
+ * Row-major C(m x n) = alpha A(m x k) B(k x n) + beta C_in, all in the
+ * workspace: our kernel in bf16 or fp16, C_in read where it is; CLBlast's
+ * SGEMM in fp32, C_in copied to C first (where it is elsewhere and COPIES,
+ * off for the GEMMs alone).
  */
-static int gemm(struct mb_ns *ns, bool b_transposed, uint64_t m, uint64_t n, uint64_t k,
-		float alpha, uint64_t a, uint64_t b, float beta, uint64_t c)
+static int gemm(struct mb_ns *ns, bool copies, bool b_transposed, uint64_t m, uint64_t n,
+		uint64_t k, float alpha, uint64_t a, uint64_t b, float beta, uint64_t c_in,
+		uint64_t c)
 {
 	cl_command_queue q = ns->cl->compute;
-	int st;
+	int st, err;
 
-	ns->gemm_flops += 2 * m * n * k;
 	if (ns->precision != MB_PREC_FP32) {
+		ns->gemm_flops += 2 * m * n * k;
 		if (!ns->gemm16.kernel)
 			return mb_fail("Newton-Schulz in %s: its GEMM kernel is not built (call "
 				       "mb_ns_reserve after setting the precision)",
 				       mb_precision_names[ns->precision]);
 		return mb_gemm16_enqueue(&ns->gemm16, q, ns->precision, b_transposed, m, n, k,
-					 alpha, ns->work, a, ns->work, b, beta, ns->work, c, NULL);
+					 alpha, ns->work, a, ns->work, b, beta, ns->work, c_in, c,
+					 NULL);
 	}
+	if (beta != 0.0f && c_in != c && copies && (err = copy(ns, c_in, c, m * n)))
+		return err;
+	ns->gemm_flops += 2 * m * n * k;
 	st = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo,
 					b_transposed ? CLBlastTransposeYes : CLBlastTransposeNo, m,
 					n, k, alpha, ns->work, a, k, ns->work, b,
@@ -253,11 +262,11 @@ static int iterate(struct mb_ns *ns, struct layout *w, bool copies)
 	int i, err;
 
 	for (i = 0; i < MB_NS_ITERATIONS; i++) {
-		if ((err = gemm(ns, true, m, m, n, 1.0f, w->x, w->x, 0.0f, w->a)) ||
-		    (copies && (err = copy(ns, w->a, w->b, m * m))) ||
-		    (err = gemm(ns, false, m, m, m, MB_NS_C, w->a, w->a, MB_NS_B, w->b)) ||
-		    (copies && (err = copy(ns, w->x, w->y, m * n))) ||
-		    (err = gemm(ns, false, m, n, m, 1.0f, w->b, w->x, MB_NS_A, w->y)))
+		/* A = X Xᵀ, B = b A + c A A, Y = a X + B X */
+		if ((err = gemm(ns, copies, true, m, m, n, 1.0f, w->x, w->x, 0.0f, w->a, w->a)) ||
+		    (err = gemm(ns, copies, false, m, m, m, MB_NS_C, w->a, w->a, MB_NS_B, w->a,
+				w->b)) ||
+		    (err = gemm(ns, copies, false, m, n, m, 1.0f, w->b, w->x, MB_NS_A, w->x, w->y)))
 			return err;
 		t = w->x;
 		w->x = w->y;
@@ -288,28 +297,30 @@ static int iterate_gram(struct mb_ns *ns, struct layout *w, bool copies)
 	int i, err;
 
 	/* R = X Xᵀ */
-	if ((err = gemm(ns, true, m, m, n, 1.0f, w->x, w->x, 0.0f, w->r)))
+	if ((err = gemm(ns, copies, true, m, m, n, 1.0f, w->x, w->x, 0.0f, w->r, w->r)))
 		return err;
 	for (i = 0; i < MB_NS_ITERATIONS; i++) {
 		/* the restart: X = Q X, R = X Xᵀ, Q none */
 		if (i == MB_NS_RESTART) {
-			if ((err = gemm(ns, false, m, n, m, 1.0f, w->q, w->x, 0.0f, w->y)) ||
-			    (err = gemm(ns, true, m, m, n, 1.0f, w->y, w->y, 0.0f, w->r)))
+			if ((err = gemm(ns, copies, false, m, n, m, 1.0f, w->q, w->x, 0.0f, w->y,
+					w->y)) ||
+			    (err = gemm(ns, copies, true, m, m, n, 1.0f, w->y, w->y, 0.0f, w->r,
+					w->r)))
 				return err;
 			swap(&w->x, &w->y);
 			have_q = false;
 		}
 		/* Z = b R + c R R */
-		if ((copies && (err = copy(ns, w->r, w->z, mm))) ||
-		    (err = gemm(ns, false, m, m, m, MB_NS_C, w->r, w->r, MB_NS_B, w->z)))
+		if ((err = gemm(ns, copies, false, m, m, m, MB_NS_C, w->r, w->r, MB_NS_B, w->r,
+				w->z)))
 			return err;
 		if (!have_q) { /* Q = Z + a I */
 			if (copies &&
 			    ((err = copy(ns, w->z, w->q, mm)) || (err = add_diagonal(ns, w->q, m))))
 				return err;
 		} else { /* Q = a Q + Z Q */
-			if ((copies && (err = copy(ns, w->q, w->p, mm))) ||
-			    (err = gemm(ns, false, m, m, m, 1.0f, w->z, w->q, MB_NS_A, w->p)))
+			if ((err = gemm(ns, copies, false, m, m, m, 1.0f, w->z, w->q, MB_NS_A, w->q,
+					w->p)))
 				return err;
 			swap(&w->q, &w->p);
 		}
@@ -317,14 +328,13 @@ static int iterate_gram(struct mb_ns *ns, struct layout *w, bool copies)
 		if (i + 1 == MB_NS_ITERATIONS || i + 1 == MB_NS_RESTART)
 			continue;
 		/* RZ = a R + Z R (in P), then R = a RZ + Z RZ */
-		if ((copies && (err = copy(ns, w->r, w->p, mm))) ||
-		    (err = gemm(ns, false, m, m, m, 1.0f, w->z, w->r, MB_NS_A, w->p)) ||
-		    (copies && (err = copy(ns, w->p, w->r, mm))) ||
-		    (err = gemm(ns, false, m, m, m, 1.0f, w->z, w->p, MB_NS_A, w->r)))
+		if ((err = gemm(ns, copies, false, m, m, m, 1.0f, w->z, w->r, MB_NS_A, w->r,
+				w->p)) ||
+		    (err = gemm(ns, copies, false, m, m, m, 1.0f, w->z, w->p, MB_NS_A, w->p, w->r)))
 			return err;
 	}
 	/* X = Q X */
-	if ((err = gemm(ns, false, m, n, m, 1.0f, w->q, w->x, 0.0f, w->y)))
+	if ((err = gemm(ns, copies, false, m, n, m, 1.0f, w->q, w->x, 0.0f, w->y, w->y)))
 		return err;
 	swap(&w->x, &w->y);
 	return 0;
