@@ -56,9 +56,19 @@
 #define NSG_WTN	      (NSG_BN / NSG_WARPS_N)
 #define NSG_MI	      (NSG_WTM / 16) /* its mma tiles: 4 x 4 */
 #define NSG_NI	      (NSG_WTN / 8)
-/* ushorts a local row: 80 bytes, 16-byte aligned, the fragments' reads conflict-free */
-#define NSG_LDS	      (NSG_BK + 8)
-#define NSG_AT(r, kk) ((r)*NSG_LDS + (kk)) /* row r's k kk: k-major, as the fragments read */
+/*
+ * Row r's k kk in a local tile, k-major (as the fragments read), NSG_BK
+ * ushorts a row with no padding, its 16-byte chunks XOR-swizzled: chunk c
+ * of row r sits at chunk c ^ ((r / W) % C), C chunks a row and W rows a
+ * 128-byte line of the 32 banks, so that the 8 rows an 8x8 matrix's reads
+ * (ldmatrix's, and the fragments' one by one) touch fall on 8 different
+ * chunks of the banks: conflict-free, where the padding it replaces spent a
+ * fifth of the local memory.
+ */
+#define NSG_CHUNKS    (NSG_BK / 8)
+#define NSG_LINE_ROWS (64 / NSG_BK)
+#define NSG_AT(r, kk)                                                                           \
+	((r)*NSG_BK + ((((kk) >> 3) ^ (((r) / NSG_LINE_ROWS) % NSG_CHUNKS)) << 3) + ((kk)&7))
 typedef ushort nsg_local_t;
 #else
 #define NSG_BM	      64
@@ -249,6 +259,39 @@ static uint nsg_pair(__local const ushort *p)
 	return *(__local const uint *)p;
 }
 
+/*
+ * ldmatrix.sync.aligned.m8n8.x4.shared.b16 (PTX ISA): each lane gives P,
+ * the start of one row of one of four 8 x 8 matrices (lanes 8j .. 8j + 7
+ * matrix j's rows 0 .. 7, eight 16-bit elements each), and R[j] receives
+ * matrix j's row lane / 4, elements 2 (lane % 4) and the next: the
+ * fragments mma.m16n8k16 takes. Emulated (NSG_MMA_EMUL), the rows' places
+ * go through SCRATCH (32 uints of the warp's own), so that a CPU tests the
+ * addresses each lane gives; every work-item calls it the same number of
+ * times (barriers).
+ */
+static void nsg_ldmatrix4(uint *r, __local const ushort *tile, uint at, __local uint *scratch,
+			  uint lane)
+{
+#ifdef NSG_MMA_EMUL
+	uint j;
+
+	scratch[lane] = at;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (j = 0; j < 4; j++)
+		r[j] = nsg_pair(tile + scratch[8 * j + (lane >> 2)] + 2 * (lane & 3));
+	barrier(CLK_LOCAL_MEM_FENCE);
+#else
+	ulong shared;
+
+	(void)scratch;
+	(void)lane;
+	asm volatile("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"((ulong)(tile + at)));
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "l"(shared));
+#endif
+}
+
 #ifdef NSG_MMA
 /* D = A B + D on the tensor cores (PTX ISA, mma.sync.aligned.m16n8k16). */
 static void nsg_mma(float *c, const uint *a, const uint *b, __local uint *scratch, uint lane,
@@ -331,7 +374,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 	const uint wm = warp / NSG_WARPS_N * NSG_WTM, wn = warp % NSG_WARPS_N * NSG_WTN;
 #ifdef NSG_MMA_EMUL
 	__local uint scratch_all[NSG_THREADS / 32 * 192] __attribute__((aligned(16)));
-	__local uint *scratch = scratch_all + warp * 192;
+	__local uint *scratch = scratch_all + warp * 192; /* 192: mma's; ldmatrix's 32 of them */
 #else
 	__local uint *scratch = 0; /* the emulation's only */
 #endif
@@ -364,22 +407,51 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 				 (step + 1) * NSG_BK, tid, vec, prec, ra, rb);
 #ifdef NSG_FRAGMENTS
 		for (kk = 0; kk < NSG_BK; kk += 16) {
-			for (mi = 0; mi < NSG_MI; mi++) {
-				__local const ushort *p =
-					as[buf] + NSG_AT(wm + mi * 16 + g, kk + 2 * t);
+#ifndef NSG_NO_LDMATRIX
+			/*
+			 * A's 16 x 16 at (wm + 16 mi, kk): matrices rows 0-7 and 8-15 at
+			 * k 0-7, then at k 8-15 (a[0..3]); lane l gives row l % 8 + 8
+			 * ((l / 8) & 1), k 8 (l / 16)
+			 */
+			for (mi = 0; mi < NSG_MI; mi++)
+				nsg_ldmatrix4(fa[mi], as[buf],
+					      NSG_AT(wm + mi * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
+						     kk + (lane >> 4) * 8),
+					      scratch, lane);
+			/*
+			 * Bᵀ's two 8 x 16 at (wn + 8 ni, kk), ni even: n 0-7 at k 0-7 and
+			 * 8-15 (b[0], b[1] of ni), then n 8-15 (of ni + 1); lane l gives
+			 * n l % 8 + 8 (l / 16), k 8 ((l / 8) & 1)
+			 */
+			for (ni = 0; ni < NSG_NI; ni += 2) {
+				uint r[4];
 
-				fa[mi][0] = nsg_pair(p);
-				fa[mi][1] = nsg_pair(p + NSG_AT(8, 0));
-				fa[mi][2] = nsg_pair(p + 8);
-				fa[mi][3] = nsg_pair(p + NSG_AT(8, 0) + 8);
+				nsg_ldmatrix4(r, bs[buf],
+					      NSG_AT(wn + ni * 8 + (lane & 7) + (lane >> 4) * 8,
+						     kk + ((lane >> 3) & 1) * 8),
+					      scratch, lane);
+				fb[ni][0] = r[0];
+				fb[ni][1] = r[1];
+				fb[ni + 1][0] = r[2];
+				fb[ni + 1][1] = r[3];
+			}
+#else
+			/* the same fragments read one by one (NSG_NO_LDMATRIX) */
+			for (mi = 0; mi < NSG_MI; mi++) {
+				const uint r0 = wm + mi * 16 + g;
+
+				fa[mi][0] = nsg_pair(as[buf] + NSG_AT(r0, kk + 2 * t));
+				fa[mi][1] = nsg_pair(as[buf] + NSG_AT(r0 + 8, kk + 2 * t));
+				fa[mi][2] = nsg_pair(as[buf] + NSG_AT(r0, kk + 8 + 2 * t));
+				fa[mi][3] = nsg_pair(as[buf] + NSG_AT(r0 + 8, kk + 8 + 2 * t));
 			}
 			for (ni = 0; ni < NSG_NI; ni++) {
-				__local const ushort *p =
-					bs[buf] + NSG_AT(wn + ni * 8 + g, kk + 2 * t);
+				const uint n0 = wn + ni * 8 + g;
 
-				fb[ni][0] = nsg_pair(p);
-				fb[ni][1] = nsg_pair(p + 8);
+				fb[ni][0] = nsg_pair(bs[buf] + NSG_AT(n0, kk + 2 * t));
+				fb[ni][1] = nsg_pair(bs[buf] + NSG_AT(n0, kk + 8 + 2 * t));
 			}
+#endif
 			for (mi = 0; mi < NSG_MI; mi++)
 				for (ni = 0; ni < NSG_NI; ni++)
 					nsg_mma(acc[mi][ni], fa[mi], fb[ni], scratch, lane, prec);

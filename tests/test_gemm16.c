@@ -214,13 +214,13 @@ static const uint64_t shapes[][3] = {
 	{ 48, 48, 160 }, { 48, 160, 48 }, { 67, 67, 131 },  { 200, 150, 70 }, { 129, 260, 36 },
 };
 
-static void check_path(enum mb_gemm16_path path)
+static void check_path(enum mb_gemm16_path path, unsigned flags)
 {
 	struct mb_gemm16 g;
 	size_t s;
 	int p;
 
-	if (mb_gemm16_init(&g, &cl, path))
+	if (mb_gemm16_init(&g, &cl, path, flags))
 		fail_msg("%s", mb_errmsg());
 	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
 		for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
@@ -246,13 +246,20 @@ static void check_path(enum mb_gemm16_path path)
 static void portable_matches_host(void **state)
 {
 	(void)state;
-	check_path(MB_GEMM16_PORTABLE);
+	check_path(MB_GEMM16_PORTABLE, 0);
 }
 
 static void emulated_mma_matches_host(void **state)
 {
 	(void)state;
-	check_path(MB_GEMM16_MMA_EMUL);
+	check_path(MB_GEMM16_MMA_EMUL, 0);
+}
+
+/* The mma path's fallback: its fragments read one by one from the swizzled tiles. */
+static void emulated_mma_without_ldmatrix_matches_host(void **state)
+{
+	(void)state;
+	check_path(MB_GEMM16_MMA_EMUL, MB_GEMM16_NO_LDMATRIX);
 }
 
 /* The mma path itself, on a device that has it (NVIDIA sm_80+); elsewhere nothing to test. */
@@ -263,7 +270,8 @@ static void mma_matches_host_where_capable(void **state)
 		print_message("no mma path on '%s': skipped\n", cl.info.name);
 		return;
 	}
-	check_path(MB_GEMM16_MMA);
+	check_path(MB_GEMM16_MMA, 0);
+	check_path(MB_GEMM16_MMA, MB_GEMM16_NO_LDMATRIX);
 }
 
 /* k = 0 is C = beta C, rounded; m or n = 0 enqueues nothing; fp32 is no kernel of ours. */
@@ -273,7 +281,7 @@ static void degenerate(void **state)
 	cl_event ev = (cl_event)1;
 
 	(void)state;
-	assert_int_equal(mb_gemm16_init(&g, &cl, MB_GEMM16_PORTABLE), 0);
+	assert_int_equal(mb_gemm16_init(&g, &cl, MB_GEMM16_PORTABLE, 0), 0);
 	check_one(&g, MB_PREC_BF16, false, 5, 7, 0, 1.0f, 0.5f, false);
 	assert_int_equal(mb_gemm16_enqueue(&g, cl.compute, MB_PREC_BF16, false, 0, 5, 5, 1.0f, NULL,
 					   0, NULL, 0, 0.0f, NULL, 0, 0, &ev),
@@ -416,7 +424,8 @@ static void ns_16bit_within_tolerance(void **state)
 	for (path = 0; path < 2; path++) {
 		assert_int_equal(mb_ns_init(&ns, &cl, &ledger), 0);
 		/* built before the first reserve: the path a test asks for */
-		if (mb_gemm16_init(&ns.gemm16, &cl, path ? MB_GEMM16_MMA_EMUL : MB_GEMM16_PORTABLE))
+		if (mb_gemm16_init(&ns.gemm16, &cl, path ? MB_GEMM16_MMA_EMUL : MB_GEMM16_PORTABLE,
+				   0))
 			fail_msg("%s", mb_errmsg());
 		for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
 			for (method = 0; method < MB_NS_NMETHODS; method++) {
@@ -459,6 +468,7 @@ int main(void)
 		cmocka_unit_test(host_bits16),
 		cmocka_unit_test(portable_matches_host),
 		cmocka_unit_test(emulated_mma_matches_host),
+		cmocka_unit_test(emulated_mma_without_ldmatrix_matches_host),
 		cmocka_unit_test(mma_matches_host_where_capable),
 		cmocka_unit_test(degenerate),
 		cmocka_unit_test(mma_capable),

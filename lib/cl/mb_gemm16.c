@@ -74,7 +74,8 @@ static int kernel(struct mb_gemm16 *g, const char *name, cl_kernel *k, cl_uint d
 	return mb_cl_local_size(g->cl, *k, name, dims, local);
 }
 
-int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path)
+int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path,
+		   unsigned flags)
 {
 	const struct mb_embedded_file *f = mb_embedded_find(SOURCE);
 	const char *name = mb_gemm16_path_names[path];
@@ -87,9 +88,11 @@ int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_p
 	memset(g, 0, sizeof(*g));
 	g->cl = cl;
 	g->path = path;
+	g->flags = flags;
 	if (!f)
 		return mb_fail("%s is not in this binary", SOURCE);
-	snprintf(options, sizeof(options), "%s%s%s", path_options[path],
+	snprintf(options, sizeof(options), "%s%s%s%s", path_options[path],
+		 flags & MB_GEMM16_NO_LDMATRIX ? " -D NSG_NO_LDMATRIX=1" : "",
 		 cl->info.unrestricted_size ? " " : "",
 		 cl->info.unrestricted_size ? MB_CL_INTEL_STATELESS : "");
 	src = f->data;
@@ -306,11 +309,14 @@ out_free:
 
 int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 {
+	/* ldmatrix first, then the fragments read one by one */
+	static const unsigned tries[] = { 0, MB_GEMM16_NO_LDMATRIX };
 	struct mb_gemm16 mma;
-	char why[sizeof(g->why) - 64] = "";
+	char why[2][(sizeof(g->why) - 64) / 2] = { "", "" }, check[sizeof(why[0]) - 64];
+	size_t i;
 	int err;
 
-	if ((err = mb_gemm16_init(g, cl, MB_GEMM16_PORTABLE)))
+	if ((err = mb_gemm16_init(g, cl, MB_GEMM16_PORTABLE, 0)))
 		return err;
 	if (!mb_gemm16_mma_capable(&cl->info)) {
 		snprintf(g->why, sizeof(g->why),
@@ -319,25 +325,31 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 			 cl->info.name, cl->info.arch);
 		return 0;
 	}
-	if (mb_gemm16_init(&mma, cl, MB_GEMM16_MMA)) {
-		snprintf(g->why, sizeof(g->why), "portable: the mma path failed to build: %.400s",
-			 mb_errmsg());
-		return 0;
-	}
-	if (!matches(&mma, g, why, sizeof(why))) {
-		mb_gemm16_release(&mma);
-		/* a check that faulted the device leaves no device to fall back on */
-		if (mb_err_kind() == MB_KIND_DEVICE_LOST && strstr(why, mb_errmsg())) {
-			mb_gemm16_release(g);
-			mb_err_prefix("the mma path's check");
-			return -MB_EFAIL;
+	for (i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		if (mb_gemm16_init(&mma, cl, MB_GEMM16_MMA, tries[i])) {
+			snprintf(why[i], sizeof(why[i]), "failed to build: %.150s", mb_errmsg());
+			continue;
 		}
-		snprintf(g->why, sizeof(g->why),
-			 "portable: the mma path does not match the portable kernel: %s", why);
+		if (!matches(&mma, g, check, sizeof(check))) {
+			mb_gemm16_release(&mma);
+			/* a check that faulted the device leaves no device to fall back on */
+			if (mb_err_kind() == MB_KIND_DEVICE_LOST && strstr(check, mb_errmsg())) {
+				mb_gemm16_release(g);
+				mb_err_prefix("the mma path's check");
+				return -MB_EFAIL;
+			}
+			snprintf(why[i], sizeof(why[i]), "does not match the portable kernel: %s",
+				 check);
+			continue;
+		}
+		mb_gemm16_release(g);
+		*g = mma;
+		snprintf(g->why, sizeof(g->why), "mma: %s, %s, matches the portable kernel%s%s%s",
+			 cl->info.arch, i ? "fragments read one by one" : "ldmatrix",
+			 i ? " (with ldmatrix it " : "", i ? why[0] : "", i ? ")" : "");
 		return 0;
 	}
-	mb_gemm16_release(g);
-	*g = mma;
-	snprintf(g->why, sizeof(g->why), "mma: %s, matches the portable kernel", cl->info.arch);
+	snprintf(g->why, sizeof(g->why), "portable: the mma path %s (with ldmatrix it %s)", why[1],
+		 why[0]);
 	return 0;
 }

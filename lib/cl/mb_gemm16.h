@@ -10,10 +10,13 @@
  * other kernels (its NVIDIA path holds PTX, which no other compiler takes),
  * once per path:
  * - portable: plain OpenCL C, any device;
- * - mma: NVIDIA sm_80 and up, mma.sync.m16n8k16 on the tensor cores, used
- *   only after it builds and matches the portable kernel on the device;
- * - mma-emul: the mma path's tiling and fragment layouts with mma.sync
- *   emulated in OpenCL C, for the tests on a CPU device.
+ * - mma: NVIDIA sm_80 and up, mma.sync.m16n8k16 on the tensor cores, its
+ *   fragments from local memory by ldmatrix (or, MB_GEMM16_NO_LDMATRIX,
+ *   read one by one), used only after it builds and matches the portable
+ *   kernel on the device;
+ * - mma-emul: the mma path's tiling, swizzle, ldmatrix addresses and
+ *   fragment layouts with ldmatrix and mma.sync emulated in OpenCL C, for
+ *   the tests on a CPU device.
  */
 #ifndef MB_GEMM16_H
 #define MB_GEMM16_H
@@ -33,9 +36,13 @@ enum mb_gemm16_path { MB_GEMM16_PATHS(MB_GEMM16_ENUM_, ) MB_GEMM16_NPATHS };
 /* "portable", "mma", "mma-emul" */
 extern const char *const mb_gemm16_path_names[MB_GEMM16_NPATHS];
 
+/* mb_gemm16_init's flags: the mma paths' fragments read one by one, not by ldmatrix */
+#define MB_GEMM16_NO_LDMATRIX 1u
+
 struct mb_gemm16 {
 	const struct mb_cl *cl;
 	enum mb_gemm16_path path;
+	unsigned flags; /* MB_GEMM16_NO_LDMATRIX or 0 */
 	cl_program program;
 	cl_kernel kernel;
 	/* the 16-bit workspace's kernels (mb_ns), with their work-group sizes */
@@ -51,17 +58,21 @@ struct mb_gemm16 {
 bool mb_gemm16_mma_capable(const struct mb_cl_device_info *info);
 
 /*
- * Build PATH of kernels/ns_gemm.cl for CL's device into *G. A build that
- * fails is -MB_EFAIL with the build log; a kernel whose work-group cannot
- * be 128 work-items is -MB_EFAIL too. On failure nothing is held.
+ * Build PATH of kernels/ns_gemm.cl with FLAGS (MB_GEMM16_NO_LDMATRIX or 0)
+ * for CL's device into *G. A build that fails is -MB_EFAIL with the build
+ * log; a kernel whose work-group cannot be the path's size is -MB_EFAIL
+ * too. On failure nothing is held.
  */
-int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path);
+int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path,
+		   unsigned flags);
 
 /*
  * The path for CL's device into *G: mma where mb_gemm16_mma_capable, it
  * builds, and its results on a few odd shapes match the portable kernel's
- * at both precisions (within a 16-bit rounding); else portable. G->why says
- * which and why; an mma path that fails is no error, only a portable one,
+ * at both precisions (within a 16-bit rounding), with ldmatrix or, where
+ * that does not build or match, with the fragments read one by one; else
+ * portable. G->why says which and why; an mma path that fails is no
+ * error, only a portable one,
  * unless its check lost the device (MB_KIND_DEVICE_LOST: nothing to fall
  * back on), which is -MB_EFAIL.
  * The check runs once per call (once per device open in muonbench).
