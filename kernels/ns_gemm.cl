@@ -46,16 +46,32 @@
 
 #if defined(NSG_MMA) || defined(NSG_MMA_EMUL)
 #define NSG_FRAGMENTS 1
-#define NSG_BM	      128
-#define NSG_BN	      128
-#define NSG_BK	      32
-#define NSG_THREADS   256
-#define NSG_WARPS_N   4 /* warps side by side along n; along m the rest */
-#define NSG_WARPS_M   (NSG_THREADS / 32 / NSG_WARPS_N)
-#define NSG_WTM	      (NSG_BM / NSG_WARPS_M) /* a warp's tile: 64 x 32 */
-#define NSG_WTN	      (NSG_BN / NSG_WARPS_N)
-#define NSG_MI	      (NSG_WTM / 16) /* its mma tiles: 4 x 4 */
-#define NSG_NI	      (NSG_WTN / 8)
+/*
+ * The block's tile (NSG_BM x NSG_BN, k NSG_BK at a time), its work-items
+ * and its warps along n: these defaults, or the host's -D (mb_gemm16's
+ * tile, which checks what they must be: whole groups of 8 to load, warp
+ * tiles of 16 x 16 mma pairs, the local tiles within 48 KiB)
+ */
+#ifndef NSG_BM
+#define NSG_BM 128
+#endif
+#ifndef NSG_BN
+#define NSG_BN 128
+#endif
+#ifndef NSG_BK
+#define NSG_BK 32
+#endif
+#ifndef NSG_THREADS
+#define NSG_THREADS 256
+#endif
+#ifndef NSG_WARPS_N
+#define NSG_WARPS_N 4 /* warps side by side along n; along m the rest */
+#endif
+#define NSG_WARPS_M (NSG_THREADS / 32 / NSG_WARPS_N)
+#define NSG_WTM	    (NSG_BM / NSG_WARPS_M) /* a warp's tile: 64 x 32 by default */
+#define NSG_WTN	    (NSG_BN / NSG_WARPS_N)
+#define NSG_MI	    (NSG_WTM / 16) /* its mma tiles: 4 x 4 by default */
+#define NSG_NI	    (NSG_WTN / 8)
 /*
  * Row r's k kk in a local tile, k-major (as the fragments read), NSG_BK
  * ushorts a row with no padding, its 16-byte chunks XOR-swizzled: chunk c
@@ -357,8 +373,9 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 	const float beta, __global ushort *c, const ulong c_in_off, const ulong c_off,
 	const uint prec, const uint vec)
 {
-	__local nsg_local_t as[2][NSG_AT(NSG_BM - 1, NSG_BK - 1) + 1] __attribute__((aligned(16)));
-	__local nsg_local_t bs[2][NSG_AT(NSG_BN - 1, NSG_BK - 1) + 1] __attribute__((aligned(16)));
+	/* (NSG_AT is a permutation of each tile's NSG_BM x NSG_BK places) */
+	__local nsg_local_t as[2][NSG_BM * NSG_BK] __attribute__((aligned(16)));
+	__local nsg_local_t bs[2][NSG_BN * NSG_BK] __attribute__((aligned(16)));
 	const uint tid = get_local_id(0);
 	const ulong row0 = (ulong)get_group_id(1) * NSG_BM, col0 = (ulong)get_group_id(0) * NSG_BN;
 	const ulong nsteps = (k + NSG_BK - 1) / NSG_BK;

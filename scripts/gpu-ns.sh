@@ -7,7 +7,7 @@
 # (the first puts muonbench, its libraries and the peer into .devlibs/, which
 # git ignores; the second adds the kernel's test and the script). Then the
 # device call: command "bash .devlibs/gpu-ns.sh", carry [".devlibs"],
-# timeout_s 480. Results under $OUT (default /tmp/mbout), four files:
+# timeout_s 480. Results under $OUT (default /tmp/mbout), five files:
 #   log.txt   everything, with which kernel path ran and why (mma with
 #             ldmatrix, mma with the fragments read one by one, or portable)
 #             and the kernel's own tests on the real mma path
@@ -16,6 +16,8 @@
 #   torch.csv the PyTorch peer: the same shapes' Newton-Schulz, and the apply
 #             of master and both on the first LAYERS layers
 #   run.csv   muonbench at defaults on the same layers, ZeRO-2, master and both
+#   ns-tiles.csv  fp16 Newton-Schulz on 4096x4096 and 2560x9728 under each of
+#             TILES (MUONBENCH_NS_TILE), each line led by its tile
 # Every command runs under timeout -k: a process stuck in a driver call
 # ignores SIGTERM.
 set -u
@@ -57,6 +59,10 @@ el path; timeout -k 5 "$(cap 60)" "$M" ns --verify --ns-precision fp16,bf16 --sh
 el test_gemm16; timeout -k 5 "$(cap 120 240)" "$D/test_gemm16"; echo "rc=$?"
 el ns; timeout -k 5 "$(cap 90 150)" "$M" ns --ns-precision fp32,fp16,bf16 --shape "$SHAPES" --reps 5 \
 	--format csv | tee "$O/ns.csv"
+el tiles; for t in ${TILES:-128x128x32/256/4 128x256x32/256/4 256x128x32/256/2 64x128x64/128/2 128x64x64/128/4}; do
+	MUONBENCH_NS_TILE=$t timeout -k 5 "$(cap 30 120)" "$M" ns --ns-precision fp16 --shape 4096x4096,2560x9728 \
+		--reps 3 --format csv | sed "s|^|$t,|" | tee -a "$O/ns-tiles.csv"
+done
 el peer; PYTHONUNBUFFERED=1 timeout -k 5 "$(cap 100 60)" python3 "$D/torch_peer.py" --layers "$LAYERS" \
 	>"$O/torch.csv"; echo "rc=$?"
 el run; timeout -k 5 "$(cap 120 5)" "$M" run --model qwen3-4b --layers "$LAYERS" --stage 2 \

@@ -220,7 +220,7 @@ static void check_path(enum mb_gemm16_path path, unsigned flags)
 	size_t s;
 	int p;
 
-	if (mb_gemm16_init(&g, &cl, path, flags))
+	if (mb_gemm16_init(&g, &cl, path, flags, NULL))
 		fail_msg("%s", mb_errmsg());
 	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
 		for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
@@ -255,6 +255,71 @@ static void emulated_mma_matches_host(void **state)
 	check_path(MB_GEMM16_MMA_EMUL, 0);
 }
 
+/*
+ * Other tiles of the mma path, emulated: smaller blocks of 4 warps, k 16
+ * and 64 at a time (the swizzle's other widths), 64 x 64 warp tiles; a few
+ * shapes each, both precisions, op(B) both ways, C_in apart.
+ */
+static void emulated_mma_tiles_match_host(void **state)
+{
+	static const char *const tiles[] = { "64x64x16/128/2", "64x128x64/128/2",
+					     "128x256x32/256/4" };
+	static const uint64_t some[][3] = { { 17, 33, 9 }, { 100, 70, 130 }, { 129, 260, 72 } };
+	struct mb_gemm16_tile t;
+	struct mb_gemm16 g;
+	size_t i, s;
+	int p;
+
+	(void)state;
+	for (i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++) {
+		assert_int_equal(mb_gemm16_tile_parse(tiles[i], &t), 0);
+		if (mb_gemm16_init(&g, &cl, MB_GEMM16_MMA_EMUL, 0, &t))
+			fail_msg("%s: %s", tiles[i], mb_errmsg());
+		assert_int_equal(g.tile.bn, t.bn);
+		print_message("tile %s\n", tiles[i]);
+		for (s = 0; s < sizeof(some) / sizeof(some[0]); s++)
+			for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
+				check_one(&g, (enum mb_precision)p, s % 2, some[s][0], some[s][1],
+					  some[s][2], 1.0f, 0.0f, s != 1);
+				check_in(&g, (enum mb_precision)p, s % 2 == 0, some[s][0],
+					 some[s][1], some[s][2], 2.0315f, -4.775f, s == 1, true);
+			}
+		mb_gemm16_release(&g);
+	}
+}
+
+/* A tile the kernel cannot run is refused, saying why. */
+static void tiles_refused(void **state)
+{
+	static const struct {
+		const char *text, *why;
+	} bad[] = {
+		{ "128x128x32", "expected BMxBNxBK" },
+		{ "128x128x32/256/4x", "expected BMxBNxBK" },
+		{ "-128x128x32/256/4", "expected BMxBNxBK" },
+		{ "128x128x48/256/4", "BK must be" },
+		{ "128x128x32/100/4", "whole warps" },
+		{ "128x128x32/256/3", "whole warps" },
+		{ "128x128x32/2048/4", "whole warps" },
+		{ "120x128x32/256/4", "whole 16 x 16s" },
+		{ "128x64x32/256/8", "whole 16 x 16s" },
+		{ "32x32x16/128/2", "groups of 8" },
+		{ "256x256x32/256/4", "past 49152" },
+	};
+	struct mb_gemm16_tile t;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(mb_gemm16_tile_parse("128x128x32/256/4", &t), 0);
+	assert_int_equal(t.bm, 128);
+	assert_int_equal(t.warps_n, 4);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (mb_gemm16_tile_parse(bad[i].text, &t) != -MB_EINPUT ||
+		    !strstr(mb_errmsg(), bad[i].why))
+			fail_msg("%s: '%s', want '%s'", bad[i].text, mb_errmsg(), bad[i].why);
+	}
+}
+
 /* The mma path's fallback: its fragments read one by one from the swizzled tiles. */
 static void emulated_mma_without_ldmatrix_matches_host(void **state)
 {
@@ -281,7 +346,7 @@ static void degenerate(void **state)
 	cl_event ev = (cl_event)1;
 
 	(void)state;
-	assert_int_equal(mb_gemm16_init(&g, &cl, MB_GEMM16_PORTABLE, 0), 0);
+	assert_int_equal(mb_gemm16_init(&g, &cl, MB_GEMM16_PORTABLE, 0, NULL), 0);
 	check_one(&g, MB_PREC_BF16, false, 5, 7, 0, 1.0f, 0.5f, false);
 	assert_int_equal(mb_gemm16_enqueue(&g, cl.compute, MB_PREC_BF16, false, 0, 5, 5, 1.0f, NULL,
 					   0, NULL, 0, 0.0f, NULL, 0, 0, &ev),
@@ -425,7 +490,7 @@ static void ns_16bit_within_tolerance(void **state)
 		assert_int_equal(mb_ns_init(&ns, &cl, &ledger), 0);
 		/* built before the first reserve: the path a test asks for */
 		if (mb_gemm16_init(&ns.gemm16, &cl, path ? MB_GEMM16_MMA_EMUL : MB_GEMM16_PORTABLE,
-				   0))
+				   0, NULL))
 			fail_msg("%s", mb_errmsg());
 		for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
 			for (method = 0; method < MB_NS_NMETHODS; method++) {
@@ -469,6 +534,8 @@ int main(void)
 		cmocka_unit_test(portable_matches_host),
 		cmocka_unit_test(emulated_mma_matches_host),
 		cmocka_unit_test(emulated_mma_without_ldmatrix_matches_host),
+		cmocka_unit_test(emulated_mma_tiles_match_host),
+		cmocka_unit_test(tiles_refused),
 		cmocka_unit_test(mma_matches_host_where_capable),
 		cmocka_unit_test(degenerate),
 		cmocka_unit_test(mma_capable),

@@ -5,6 +5,7 @@
  */
 #include "mb_gemm16.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +20,50 @@
 #define NSG_VEC_A 1u /* and its vec argument: A's rows start 16-byte aligned */
 #define NSG_VEC_B 2u /* op(B)'s */
 
-/* The kernel's NSG_BM (= NSG_BN) and NSG_THREADS of each path. */
-static const unsigned path_tile[MB_GEMM16_NPATHS] = { 64, 128, 128 };
-static const unsigned path_threads[MB_GEMM16_NPATHS] = { 128, 256, 256 };
+/* The kernel's tiling of each path, as it builds without -D (ns_gemm.cl) */
+static const struct mb_gemm16_tile path_tile[MB_GEMM16_NPATHS] = {
+	[MB_GEMM16_PORTABLE] = { 64, 64, 16, 128, 0 },
+	[MB_GEMM16_MMA] = { 128, 128, 32, 256, 4 },
+	[MB_GEMM16_MMA_EMUL] = { 128, 128, 32, 256, 4 },
+};
+
+/* Static local memory a work-group may take (NVIDIA's OpenCL: 48 KiB). */
+#define LOCAL_MAX (48u << 10)
+
+int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t)
+{
+	unsigned warps, warps_m;
+	int end = 0;
+
+	if (sscanf(text, "%ux%ux%u/%u/%u%n", &t->bm, &t->bn, &t->bk, &t->threads, &t->warps_n,
+		   &end) != 5 ||
+	    text[end] || !isdigit((unsigned char)text[0]))
+		return mb_bad_input("ns_gemm tile '%s': expected BMxBNxBK/THREADS/WARPS_N "
+				    "(128x128x32/256/4)",
+				    text);
+	warps = t->threads / 32;
+	warps_m = t->warps_n ? warps / t->warps_n : 0;
+	if (t->bk != 16 && t->bk != 32 && t->bk != 64)
+		return mb_bad_input("ns_gemm tile '%s': BK must be 16, 32 or 64", text);
+	if (t->threads % 32 || t->threads < 32 || t->threads > 1024 || !t->warps_n ||
+	    warps % t->warps_n)
+		return mb_bad_input("ns_gemm tile '%s': THREADS must be 32 to 1024 work-items, "
+				    "whole warps that WARPS_N divides",
+				    text);
+	if (!t->bm || !t->bn || t->bm % (warps_m * 16) || t->bn % (t->warps_n * 16))
+		return mb_bad_input("ns_gemm tile '%s': a warp's tile (%u x %u) must be whole "
+				    "16 x 16s",
+				    text, warps_m ? t->bm / warps_m : 0, t->bn / t->warps_n);
+	if ((t->bm * t->bk / 8) % t->threads || (t->bn * t->bk / 8) % t->threads)
+		return mb_bad_input("ns_gemm tile '%s': %u work-items cannot each load whole "
+				    "groups of 8 of the %ux%u and %ux%u tiles",
+				    text, t->threads, t->bm, t->bk, t->bn, t->bk);
+	if (4ull * (t->bm + t->bn) * t->bk > LOCAL_MAX)
+		return mb_bad_input("ns_gemm tile '%s': its local tiles take %llu bytes, past "
+				    "%u",
+				    text, 4ull * (t->bm + t->bn) * t->bk, LOCAL_MAX);
+	return 0;
+}
 
 const char *const mb_gemm16_path_names[MB_GEMM16_NPATHS] = { MB_GEMM16_PATHS(MB_NAME_, ) };
 
@@ -75,11 +117,12 @@ static int kernel(struct mb_gemm16 *g, const char *name, cl_kernel *k, cl_uint d
 }
 
 int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path,
-		   unsigned flags)
+		   unsigned flags, const struct mb_gemm16_tile *tile)
 {
 	const struct mb_embedded_file *f = mb_embedded_find(SOURCE);
 	const char *name = mb_gemm16_path_names[path];
-	char options[256], *log;
+	char options[384], tiling[128], *log;
+	const struct mb_gemm16_tile *t;
 	const char *src;
 	size_t wg = 0;
 	cl_int st;
@@ -89,10 +132,19 @@ int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_p
 	g->cl = cl;
 	g->path = path;
 	g->flags = flags;
+	g->tile = path == MB_GEMM16_PORTABLE || !tile ? path_tile[path] : *tile;
+	t = &g->tile;
 	if (!f)
 		return mb_fail("%s is not in this binary", SOURCE);
-	snprintf(options, sizeof(options), "%s%s%s%s", path_options[path],
-		 flags & MB_GEMM16_NO_LDMATRIX ? " -D NSG_NO_LDMATRIX=1" : "",
+	/* the mma paths' tile (the portable path's is fixed in the kernel) */
+	tiling[0] = '\0';
+	if (path != MB_GEMM16_PORTABLE)
+		snprintf(
+			tiling, sizeof(tiling),
+			" -D NSG_BM=%u -D NSG_BN=%u -D NSG_BK=%u -D NSG_THREADS=%u -D NSG_WARPS_N=%u",
+			t->bm, t->bn, t->bk, t->threads, t->warps_n);
+	snprintf(options, sizeof(options), "%s%s%s%s%s", path_options[path],
+		 flags & MB_GEMM16_NO_LDMATRIX ? " -D NSG_NO_LDMATRIX=1" : "", tiling,
 		 cl->info.unrestricted_size ? " " : "",
 		 cl->info.unrestricted_size ? MB_CL_INTEL_STATELESS : "");
 	src = f->data;
@@ -119,10 +171,10 @@ int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_p
 				      &wg, NULL);
 	if ((err = mb_cl_check(cl, st, "clGetKernelWorkGroupInfo", "ns_gemm, %s path", name)))
 		goto out_release;
-	if (wg < path_threads[path]) {
+	if (wg < t->threads) {
 		err = mb_fail("ns_gemm (%s path) on '%s': work-groups of %zu work-items at most, "
 			      "it needs %u",
-			      name, cl->info.name, wg, path_threads[path]);
+			      name, cl->info.name, wg, t->threads);
 		goto out_release;
 	}
 	return 0;
@@ -137,7 +189,7 @@ int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_pre
 		      uint64_t a_off, cl_mem b, uint64_t b_off, float beta, cl_mem c,
 		      uint64_t c_in_off, uint64_t c_off, cl_event *ev)
 {
-	const uint64_t tile = path_tile[g->path], threads = path_threads[g->path];
+	const uint64_t bm = g->tile.bm, bn = g->tile.bn, threads = g->tile.threads;
 	cl_ulong cm = m, cn = n, ck = k, ao = a_off, bo = b_off, cio = c_in_off, co = c_off;
 	cl_uint bt = b_transposed, p = prec == MB_PREC_FP16 ? NSG_FP16 : NSG_BF16;
 	/* 16-byte loads where every row starts 16-byte aligned (the buffers' bases are) */
@@ -159,11 +211,11 @@ int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_pre
 			       prec < MB_NPRECISIONS ? mb_precision_names[prec] : "such");
 	if (!m || !n)
 		return 0;
-	if ((n + tile - 1) / tile > SIZE_MAX / threads)
+	if ((n + bn - 1) / bn > SIZE_MAX / threads)
 		return mb_fail("ns_gemm: %llux%llu is too large", (unsigned long long)m,
 			       (unsigned long long)n);
-	global[0] = (size_t)((n + tile - 1) / tile * threads);
-	global[1] = (size_t)((m + tile - 1) / tile);
+	global[0] = (size_t)((n + bn - 1) / bn * threads);
+	global[1] = (size_t)((m + bm - 1) / bm);
 	for (i = 0; i < sizeof(values) / sizeof(values[0]) && st == CL_SUCCESS; i++)
 		st = clSetKernelArg(g->kernel, i, sizes[i], values[i]);
 	if (mb_cl_check(g->cl, st, "clSetKernelArg", "ns_gemm (%s), %llux%llux%llu",
@@ -311,12 +363,14 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 {
 	/* ldmatrix first, then the fragments read one by one */
 	static const unsigned tries[] = { 0, MB_GEMM16_NO_LDMATRIX };
+	const char *env = getenv("MUONBENCH_NS_TILE");
+	struct mb_gemm16_tile tile;
 	struct mb_gemm16 mma;
 	char why[2][(sizeof(g->why) - 64) / 2] = { "", "" }, check[sizeof(why[0]) - 64];
 	size_t i;
 	int err;
 
-	if ((err = mb_gemm16_init(g, cl, MB_GEMM16_PORTABLE, 0)))
+	if ((err = mb_gemm16_init(g, cl, MB_GEMM16_PORTABLE, 0, NULL)))
 		return err;
 	if (!mb_gemm16_mma_capable(&cl->info)) {
 		snprintf(g->why, sizeof(g->why),
@@ -325,8 +379,13 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 			 cl->info.name, cl->info.arch);
 		return 0;
 	}
+	if (env && *env && (err = mb_gemm16_tile_parse(env, &tile))) {
+		mb_gemm16_release(g);
+		mb_err_prefix("MUONBENCH_NS_TILE");
+		return err;
+	}
 	for (i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
-		if (mb_gemm16_init(&mma, cl, MB_GEMM16_MMA, tries[i])) {
+		if (mb_gemm16_init(&mma, cl, MB_GEMM16_MMA, tries[i], env && *env ? &tile : NULL)) {
 			snprintf(why[i], sizeof(why[i]), "failed to build: %.150s", mb_errmsg());
 			continue;
 		}
@@ -344,8 +403,10 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 		}
 		mb_gemm16_release(g);
 		*g = mma;
-		snprintf(g->why, sizeof(g->why), "mma: %s, %s, matches the portable kernel%s%s%s",
-			 cl->info.arch, i ? "fragments read one by one" : "ldmatrix",
+		snprintf(g->why, sizeof(g->why),
+			 "mma: %s, tile %ux%ux%u/%u/%u, %s, matches the portable kernel%s%s%s",
+			 cl->info.arch, g->tile.bm, g->tile.bn, g->tile.bk, g->tile.threads,
+			 g->tile.warps_n, i ? "fragments read one by one" : "ldmatrix",
 			 i ? " (with ldmatrix it " : "", i ? why[0] : "", i ? ")" : "");
 		return 0;
 	}

@@ -39,10 +39,31 @@ extern const char *const mb_gemm16_path_names[MB_GEMM16_NPATHS];
 /* mb_gemm16_init's flags: the mma paths' fragments read one by one, not by ldmatrix */
 #define MB_GEMM16_NO_LDMATRIX 1u
 
+/*
+ * A work-group's tiling on the mma paths: a BM x BN tile of C, k BK at a
+ * time, THREADS work-items, WARPS_N warps side by side along n (the rest
+ * along m). Written "BMxBNxBK/THREADS/WARPS_N": "128x128x32/256/4", the
+ * default. The portable path's is its own (64x64x16/128).
+ */
+struct mb_gemm16_tile {
+	unsigned bm, bn, bk, threads, warps_n;
+};
+
+/*
+ * TEXT as a tile into *T: -MB_EINPUT, saying why, where it is not one the
+ * kernel can run: BK 16, 32 or 64; THREADS a whole number of warps, 32 to
+ * 1024, that WARPS_N divides; each warp's tile a whole number of 16 x 16
+ * (rows) and 16 x 16 (columns: ldmatrix takes two 8-wide fragments); A's
+ * and B's tiles whole groups of 8 for every work-item; the two local tiles
+ * (double-buffered, 16-bit) within 48 KiB.
+ */
+int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t);
+
 struct mb_gemm16 {
 	const struct mb_cl *cl;
 	enum mb_gemm16_path path;
-	unsigned flags; /* MB_GEMM16_NO_LDMATRIX or 0 */
+	unsigned flags;		    /* MB_GEMM16_NO_LDMATRIX or 0 */
+	struct mb_gemm16_tile tile; /* the path's (the mma paths' as built) */
 	cl_program program;
 	cl_kernel kernel;
 	/* the 16-bit workspace's kernels (mb_ns), with their work-group sizes */
@@ -59,12 +80,13 @@ bool mb_gemm16_mma_capable(const struct mb_cl_device_info *info);
 
 /*
  * Build PATH of kernels/ns_gemm.cl with FLAGS (MB_GEMM16_NO_LDMATRIX or 0)
- * for CL's device into *G. A build that fails is -MB_EFAIL with the build
- * log; a kernel whose work-group cannot be the path's size is -MB_EFAIL
- * too. On failure nothing is held.
+ * and, on the mma paths, TILE (NULL: the default) for CL's device into *G.
+ * A build that fails is -MB_EFAIL with the build log; a kernel whose
+ * work-group cannot be the tile's size is -MB_EFAIL too. On failure nothing
+ * is held.
  */
 int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path,
-		   unsigned flags);
+		   unsigned flags, const struct mb_gemm16_tile *tile);
 
 /*
  * The path for CL's device into *G: mma where mb_gemm16_mma_capable, it
@@ -74,7 +96,10 @@ int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_p
  * portable. G->why says which and why; an mma path that fails is no
  * error, only a portable one,
  * unless its check lost the device (MB_KIND_DEVICE_LOST: nothing to fall
- * back on), which is -MB_EFAIL.
+ * back on), which is -MB_EFAIL. The mma path's tile is the default, or
+ * MUONBENCH_NS_TILE's where that is set (mb_gemm16_tile_parse; one that is
+ * not a tile is -MB_EINPUT; read only where the mma path is tried): a way
+ * to try tiles on a device until a tuner chooses them.
  * The check runs once per call (once per device open in muonbench).
  */
 int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl);
