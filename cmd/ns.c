@@ -2,7 +2,8 @@
  * ns: Newton-Schulz on the device, per shape, method (both, side by side,
  * unless --ns-method names one) and precision (--ns-precision's list), next
  * to its own GEMM calls (mb_nsbench), as a Markdown table; with --verify,
- * against float64 within the precision's tolerance (mb_ns_tolerance).
+ * against float64 within the precision's tolerance (mb_ns_tolerance); with
+ * --peer, beside a framework's own times (mb_peer).
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,11 +13,20 @@
 #include "mb_err.h"
 #include "mb_nsbench.h"
 #include "mb_num.h"
+#include "mb_peer.h"
 #include "print.h"
 #include "setup.h"
 
-#define SHAPES_MAX	  32
-#define NS_FORMAT_VERSION 3 /* 2: ns_method and ns_flops; 3: ns_precision and ns_kernel */
+#define SHAPES_MAX 32
+/* 2: ns_method and ns_flops; 3: ns_precision and ns_kernel; 4: peer_median_s and vs_peer */
+#define NS_FORMAT_VERSION 4
+
+/* The peer's seconds for R's shape and method at NS's precision (NaN: none, or no peer). */
+static double peer_seconds(const struct mb_peer *peer, const struct mb_ns *ns,
+			   const struct mb_nsbench_result *r)
+{
+	return peer ? mb_peer_ns_seconds(peer, r->rows, r->cols, r->method, ns->precision) : NAN;
+}
 
 static void print_header(const struct mb_ns *ns, const struct mb_host *host,
 			 const struct mb_nsbench_settings *s)
@@ -40,10 +50,15 @@ static void print_header(const struct mb_ns *ns, const struct mb_host *host,
 	printf("\n");
 }
 
-/* A shape's figures under one method as a row of the table, FIRST its first. */
-static void print_md_row(const struct mb_ns *ns, const struct mb_nsbench_result *r, bool first)
+/*
+ * A shape's figures under one method as a row of the table, FIRST its
+ * first; with a PEER, its rate and ours over it.
+ */
+static void print_md_row(const struct mb_ns *ns, const struct mb_peer *peer,
+			 const struct mb_nsbench_result *r, bool first)
 {
-	char err[32] = "not checked", shape[48], flops[32], v[7][32], range[72];
+	char err[32] = "not checked", shape[48], flops[32], v[9][32], range[72];
+	double peer_s = peer_seconds(peer, ns, r);
 
 	if (!isnan(r->rel_err))
 		snprintf(err, sizeof(err), "%.2e", r->rel_err);
@@ -66,18 +81,24 @@ static void print_md_row(const struct mb_ns *ns, const struct mb_nsbench_result 
 		MB_FIELD_TR("rel. error vs float64", err),
 		MB_FIELD_T("precision", mb_precision_names[ns->precision]),
 		MB_FIELD_T("GEMM kernel", mb_ns_kernel_name(ns)),
+		MB_FIELD_TR("peer GFLOP/s",
+			    mb_fmt_na(v[7], 32, (double)r->flops / peer_s / 1e9, 1)),
+		MB_FIELD_TR("ours / peer", mb_fmt_na(v[8], 32, peer_s / r->ns_s.median, 3)),
 	};
 
-	mb_printer(MB_FORMAT_MD)->record(f, sizeof(f) / sizeof(f[0]), first);
+	/* the peer's columns only where there is a peer */
+	mb_printer(MB_FORMAT_MD)->record(f, sizeof(f) / sizeof(f[0]) - (peer ? 0 : 2), first);
 	fflush(stdout);
 }
 
-#define NFIELDS 22
+#define NFIELDS 24
 
 /* A shape's figures under one method as one record (ns --format csv or json). */
-static void print_record(const struct mb_ns *ns, const struct mb_nsbench_settings *s,
-			 const struct mb_nsbench_result *r, enum mb_format format, bool first)
+static void print_record(const struct mb_ns *ns, const struct mb_peer *peer,
+			 const struct mb_nsbench_settings *s, const struct mb_nsbench_result *r,
+			 enum mb_format format, bool first)
 {
+	double peer_s = peer_seconds(peer, ns, r);
 	const struct mb_cl *cl = ns->cl;
 	struct mb_field f[NFIELDS];
 	size_t n = 0;
@@ -107,10 +128,12 @@ static void print_record(const struct mb_ns *ns, const struct mb_nsbench_setting
 	F("rel_err", r->rel_err);
 	T("ns_precision", mb_precision_names[ns->precision]);
 	T("ns_kernel", mb_ns_kernel_name(ns));
+	F("peer_median_s", peer_s);
+	F("vs_peer", peer_s / r->ns_s.median); /* our rate over the peer's */
 #undef T
 #undef U
 #undef F
-	_Static_assert(NFIELDS == 22, "one slot a field");
+	_Static_assert(NFIELDS == 24, "one slot a field");
 	mb_printer(format)->record(f, n, first);
 	fflush(stdout);
 }
@@ -159,9 +182,10 @@ static bool timed_before(const int *precisions, size_t p, enum mb_precision prec
 	return false;
 }
 
-static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
-		     const struct mb_shape *shapes, size_t n, const enum mb_ns_method *methods,
-		     size_t nmethods, const int *precisions, size_t nprec, enum mb_format format)
+static int bench_all(struct mb_ns *ns, const struct mb_peer *peer,
+		     const struct mb_nsbench_settings *s, const struct mb_shape *shapes, size_t n,
+		     const enum mb_ns_method *methods, size_t nmethods, const int *precisions,
+		     size_t nprec, enum mb_format format)
 {
 	bool md = format == MB_FORMAT_MD;
 	struct mb_nsbench_result r;
@@ -181,9 +205,9 @@ static int bench_all(struct mb_ns *ns, const struct mb_nsbench_settings *s,
 							  (unsigned)i, &r)))
 					break;
 				if (md)
-					print_md_row(ns, &r, !rows);
+					print_md_row(ns, peer, &r, !rows);
 				else
-					print_record(ns, s, &r, format, !rows);
+					print_record(ns, peer, s, &r, format, !rows);
 				rows++;
 				check_result(s, ns->precision, &r, failed, sizeof(failed),
 					     &untimed);
@@ -224,6 +248,7 @@ int mb_cmd_ns(const struct mb_args *args)
 	enum mb_ns_method methods[MB_NS_NMETHODS];
 	int precisions[MB_NPRECISIONS + 1];
 	struct mb_shape shapes[SHAPES_MAX];
+	static struct mb_peer peer;
 	struct mb_host host;
 	struct mb_ledger ledger;
 	struct mb_ns ns;
@@ -231,7 +256,8 @@ int mb_cmd_ns(const struct mb_args *args)
 	size_t n, i, p, nprec, nmethods = methods_of(args, methods);
 	int err;
 
-	if ((err = mb_setup_precisions(args, precisions, &nprec)))
+	if ((err = mb_setup_precisions(args, precisions, &nprec)) ||
+	    (args->peer && (err = mb_peer_load(args->peer, &peer))))
 		return err;
 	if ((err = mb_parse_shapes("--shape", args->shapes ? args->shapes : MB_NS_DEFAULT_SHAPES,
 				   shapes, SHAPES_MAX, &n)))
@@ -259,8 +285,8 @@ int mb_cmd_ns(const struct mb_args *args)
 			print_header(&ns, &host, &s);
 		else if (ns.gemm16.kernel)
 			fprintf(stderr, "muonbench: ns: bf16 and fp16 GEMMs: %s\n", ns.gemm16.why);
-		err = bench_all(&ns, &s, shapes, n, methods, nmethods, precisions, nprec,
-				args->format);
+		err = bench_all(&ns, args->peer ? &peer : NULL, &s, shapes, n, methods, nmethods,
+				precisions, nprec, args->format);
 	}
 	mb_ns_release(&ns);
 	mb_ledger_release(&ledger);

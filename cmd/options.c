@@ -178,6 +178,10 @@ const struct option mb_options[] = {
 	  "compare each result with a float64 host reference of the same method; fail above "
 	  "1e-4 relative Frobenius error in fp32, 1e-2 in fp16, 5e-2 in bf16 (twice the error "
 	  "that 16-bit Newton-Schulz was measured to have)" },
+	{ "peer", "FILE", TEXT, AT(peer), NULL, 0, 0, NULL, ON(MB_CMD_NS),
+	  "a framework's Newton-Schulz times (the PyTorch peer's output, scripts/gpu-ns.sh: "
+	  "lines ns,RxC,METHOD,DTYPE,MEDIAN_S,...): its rate beside ours per shape, method and "
+	  "precision, and ours over it" },
 	{ "tuning", "off|auto|FILE", TEXT, AT(tuning), "auto", 0, 0, NULL,
 	  DEVICE_CMDS | ON(MB_CMD_ADVISE),
 	  "CLBlast's kernel parameters: auto applies the tuning made for this device (from "

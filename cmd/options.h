@@ -163,6 +163,7 @@ struct mb_args {
 	uint64_t ns_rate;	   /* run: calibrated Newton-Schulz, GFLOP/s; 0: off */
 	uint64_t batch, reps;
 	bool verify;
+	const char *peer; /* ns: the peer's results file; NULL: none */
 
 	double alpha, threshold;   /* compare: significance, and the smallest slowdown in % */
 	double phase_floor;	   /* compare: a phase's smallest change, in % of the apply */

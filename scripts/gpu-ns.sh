@@ -12,7 +12,8 @@
 #             ldmatrix, mma with the fragments read one by one, or portable)
 #             and the kernel's own tests on the real mma path
 #   ns.csv    Newton-Schulz and its GEMMs alone, fp32/fp16/bf16, on 4096x4096
-#             (the GEMMs alone are 4096^3) and Qwen3-4B's shapes
+#             (the GEMMs alone are 4096^3) and Qwen3-4B's shapes, beside the
+#             peer's (ns --peer: its median and our rate over its rate)
 #   torch.csv the PyTorch peer: the same shapes' Newton-Schulz, and the apply
 #             of master and both on the first LAYERS layers
 #   run.csv   muonbench at defaults on the same layers, ZeRO-2, master and both
@@ -57,14 +58,14 @@ export LD_LIBRARY_PATH=$D${NV:+:$(dirname "$NV")}${LD_LIBRARY_PATH:+:$LD_LIBRARY
 export XDG_CACHE_HOME=/tmp/mbcache
 el path; timeout -k 5 "$(cap 60)" "$M" ns --verify --ns-precision fp16,bf16 --shape 256x768,1000x3000 --reps 2
 el test_gemm16; timeout -k 5 "$(cap 120 240)" "$D/test_gemm16"; echo "rc=$?"
-el ns; timeout -k 5 "$(cap 90 150)" "$M" ns --ns-precision fp32,fp16,bf16 --shape "$SHAPES" --reps 5 \
-	--format csv | tee "$O/ns.csv"
+el peer; PYTHONUNBUFFERED=1 timeout -k 5 "$(cap 100 200)" python3 "$D/torch_peer.py" --layers "$LAYERS" \
+	>"$O/torch.csv"; echo "rc=$?"
+el ns; timeout -k 5 "$(cap 90 170)" "$M" ns --ns-precision fp32,fp16,bf16 --shape "$SHAPES" --reps 5 \
+	--peer "$O/torch.csv" --format csv | tee "$O/ns.csv"
 el tiles; for t in ${TILES:-128x128x32/256/4 128x256x32/256/4 256x128x32/256/2 64x128x64/128/2 128x64x64/128/4}; do
 	MUONBENCH_NS_TILE=$t timeout -k 5 "$(cap 30 120)" "$M" ns --ns-precision fp16 --shape 4096x4096,2560x9728 \
 		--reps 3 --format csv | sed "s|^|$t,|" | tee -a "$O/ns-tiles.csv"
 done
-el peer; PYTHONUNBUFFERED=1 timeout -k 5 "$(cap 100 60)" python3 "$D/torch_peer.py" --layers "$LAYERS" \
-	>"$O/torch.csv"; echo "rc=$?"
 el run; timeout -k 5 "$(cap 120 5)" "$M" run --model qwen3-4b --layers "$LAYERS" --stage 2 \
 	--variant master,both --runs 2 --steps 4 --measure 2-4 --fwd-bwd off --quiet --out "$O/run.csv"
 echo "rc=$?"

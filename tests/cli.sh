@@ -172,11 +172,38 @@ if [ "$rc" -eq 0 ] && python3 -c 'import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert [(r["rows"], r["cols"], r["ns_method"]) for r in rows] == [("48", "80", "standard"), ("33", "17", "standard")], rows
 assert [int(r["ns_flops"]) for r in rows] == [5 * (4 * 48 * 48 * 80 + 2 * 48 ** 3), 5 * (4 * 17 * 17 * 33 + 2 * 17 ** 3)], rows
-assert all(r["ns_format_version"] == "3" and r["ns_precision"] == "fp32" and 0 < float(r["rel_err"]) < 1e-4 for r in rows), rows' "$tmp/out"; then
+assert all(r["ns_format_version"] == "4" and r["ns_precision"] == "fp32" and 0 < float(r["rel_err"]) < 1e-4 for r in rows), rows' "$tmp/out"; then
 	report ok "ns --ns-method standard: that method only, its FLOPs, verified"
 else
 	report fail "ns --ns-method standard: that method only, its FLOPs, verified" "exit $rc: $(cat "$tmp/err" "$tmp/out")"
 fi
+# --peer: a framework's times (the PyTorch peer's lines) beside ours, matched by
+# shape, method and precision; its rate and ours over it, empty where it has none
+printf 'gpu,NVIDIA H200,torch 2.11\ncopy_GBs,64,pinned,H2D,54.78\nns,shape,method,dtype,median_s,TFLOPs\nns,48x80,gram,float32,0.002,1.5\nns,48x80,gram,float16,0.0001,9\nns,33x17,gram,bfloat16,0.001,1\napply,master,gram,6,512,1,1,1\n' >"$tmp/peer.csv"
+"$bin" ns --shape 48x80,33x17 --reps 1 --ns-precision fp32 --peer "$tmp/peer.csv" --format csv >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 0 ] && python3 -c 'import csv, sys
+rows = {(r["rows"], r["cols"], r["ns_method"]): r for r in csv.DictReader(open(sys.argv[1]))}
+r = rows[("48", "80", "gram")]
+assert float(r["peer_median_s"]) == 0.002, r
+assert abs(float(r["vs_peer"]) - 0.002 / float(r["ns_median_s"])) < 1e-6 * float(r["vs_peer"]), r
+assert all(x["peer_median_s"] == "" and x["vs_peer"] == "" for k, x in rows.items() if k != ("48", "80", "gram")), rows' "$tmp/out"; then
+	report ok "ns --peer: the peer's time beside ours where it has the shape, method and precision"
+else
+	report fail "ns --peer: the peer's time beside ours where it has the shape, method and precision" "exit $rc: $(cat "$tmp/err" "$tmp/out")"
+fi
+"$bin" ns --shape 48x80 --reps 1 --ns-precision fp32 --ns-method gram --peer "$tmp/peer.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+# 8 48^2 80 + 28 48^3 = 4,571,136 FLOP in 2 ms: 2.3 GFLOP/s
+if [ "$rc" -eq 0 ] && grep -q '| precision | GEMM kernel | peer GFLOP/s | ours / peer |$' "$tmp/out" &&
+	grep -q '^| 48x80 | gram | .* | fp32 | clblast-sgemm | 2.3 | [0-9.]* |$' "$tmp/out"; then
+	report ok "ns --peer: the table's two more columns, the peer's rate from its time"
+else
+	report fail "ns --peer: the table's two more columns, the peer's rate from its time" "exit $rc: $(cat "$tmp/err" "$tmp/out")"
+fi
+printf 'ns,shape,method,dtype,median_s,TFLOPs\nns,48x80,gram,float64,0.002,1.5\n' >"$tmp/peer-bad.csv"
+expect_error "ns --peer: a line that is not one, by its number" 2 "--peer $tmp/peer-bad.csv:2: the dtype is not float32, bfloat16 or float16" ns --shape 48x80 --peer "$tmp/peer-bad.csv"
+expect_error "ns --peer: a file that is not there" 2 "cannot open '$tmp/none.csv'" ns --shape 48x80 --peer "$tmp/none.csv"
 expect_error "ns: unknown method" 2 "--ns-method: invalid value 'newton' (expected gram|standard)" ns --ns-method newton
 expect_output "ns: bf16 and fp16 on our own kernel, side by side, verified" "| fp16 | ns_gemm-portable |" ns --shape 48x80,33x17 --reps 1 --verify --ns-precision fp32,bf16,fp16
 expect_error "ns: unknown precision" 2 "--ns-precision: invalid value 'fp8' in 'bf16,fp8' (expected a list of fp32|bf16|fp16|auto)" ns --ns-precision bf16,fp8
