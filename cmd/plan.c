@@ -434,12 +434,14 @@ static void md_step(const struct mb_plan *p, const char *precision)
 	       p->set.ns_method == MB_NS_GRAM ? "8m²n + 28m³ (30m³, the standard's, when square)"
 					      : "5 (4m²n + 2m³)");
 	printf("Its GEMMs in %s (--ns-precision): the same FLOPs at every precision; the "
-	       "workspace's matrices in fp32, or in 16 bits at bf16 and fp16, as a framework "
-	       "keeps them.\n",
+	       "workspace's matrices in %s.\n",
 	       strcmp(precision, "auto")
 		       ? precision
 		       : "auto: DeepSpeed's where the device has the tensor-core path "
-			 "(gram fp16, standard bf16), else fp32");
+			 "(gram fp16, standard bf16), else fp32",
+	       p->set.ns_precision == MB_PREC_FP32
+		       ? "fp32"
+		       : "16 bits, half fp32's bytes, as a framework keeps them");
 }
 
 /* The peak table's headings: the variants with 1, 2, 3 batches alive. */
