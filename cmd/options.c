@@ -176,8 +176,8 @@ const struct option mb_options[] = {
 	  "copy sizes: sizes and doubling ranges A..B, comma-separated (4Ki..1Mi,256Mi)" },
 	{ "verify", NULL, FLAG, AT(verify), NULL, 0, 0, NULL, ON(MB_CMD_NS),
 	  "compare each result with a float64 host reference of the same method; fail above "
-	  "1e-4 relative Frobenius error in fp32, 1e-2 in fp16, 5e-2 in bf16 (twice the error "
-	  "that 16-bit Newton-Schulz was measured to have)" },
+	  "1e-4 relative Frobenius error in fp32, 1e-2 in fp16, 5e-2 in bf16 (about twice "
+	  "the error that 16-bit Newton-Schulz was measured to have)" },
 	{ "peer", "FILE", TEXT, AT(peer), NULL, 0, 0, NULL, ON(MB_CMD_NS),
 	  "a framework's Newton-Schulz times (the PyTorch peer's output, scripts/gpu-ns.sh: "
 	  "lines ns,RxC,METHOD,DTYPE,MEDIAN_S,...): its rate beside ours per shape, method and "

@@ -27,7 +27,8 @@
  *   (none)            portable: 64 x 64 x 16 tiles, 128 work-items, plain
  *                     OpenCL C, each work-item 8 x 4 outputs (4 adjacent
  *                     columns as a float4: SIMD on a CPU too);
- *   -D NSG_MMA=1      NVIDIA sm_80+: 128 x 128 x 32 tiles, 256 work-items,
+ *   -D NSG_MMA=1      NVIDIA sm_80+: by default 128 x 128 x 32 tiles, 256
+ *                     work-items (the host's -D NSG_BM ... for others),
  *                     8 warps of 64 x 32 each, as 4 x 4 mma.sync.m16n8k16
  *                     (fp32 accumulators) a 16 of k, fragments read from
  *                     local memory in the layout of the PTX ISA's "Matrix
@@ -43,6 +44,17 @@
 
 #define NSG_BF16 1u
 #define NSG_FP16 2u
+
+/*
+ * The warp's loops over its mma tiles unrolled on the real path, so that
+ * the accumulators and fragments stay in registers; not in the emulation,
+ * whose barriers an unrolled loop multiplies (PoCL then takes minutes).
+ */
+#ifdef NSG_MMA
+#define NSG_UNROLL _Pragma("unroll")
+#else
+#define NSG_UNROLL
+#endif
 
 #if defined(NSG_MMA) || defined(NSG_MMA_EMUL)
 #define NSG_FRAGMENTS 1
@@ -202,13 +214,18 @@ static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_tra
 				rb[i];
 			continue;
 		}
-		/* B is k-major: its eight values go to eight rows of Bᵀ */
+		/*
+		 * B is k-major: its eight values go to eight rows of Bᵀ, each
+		 * work-item starting at another (e rotated by q), so that the
+		 * warp's 2-byte stores spread over the banks
+		 */
 		kk = q / (NSG_BN / 8);
 		col = q % (NSG_BN / 8) * 8;
 		for (e = 0; e < 8; e++) {
-			const uint w = e < 2 ? rb[i].x : e < 4 ? rb[i].y : e < 6 ? rb[i].z : rb[i].w;
+			const uint x = (e + q) & 7;
+			const uint w = x < 2 ? rb[i].x : x < 4 ? rb[i].y : x < 6 ? rb[i].z : rb[i].w;
 
-			bs[NSG_AT(col + e, kk)] = (ushort)(w >> (16 * (e & 1)));
+			bs[NSG_AT(col + x, kk)] = (ushort)(w >> (16 * (x & 1)));
 		}
 	}
 }
@@ -297,14 +314,22 @@ static void nsg_ldmatrix4(uint *r, __local const ushort *tile, uint at, __local 
 		r[j] = nsg_pair(tile + scratch[8 * j + (lane >> 2)] + 2 * (lane & 3));
 	barrier(CLK_LOCAL_MEM_FENCE);
 #else
-	ulong shared;
-
 	(void)scratch;
 	(void)lane;
-	asm volatile("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"((ulong)(tile + at)));
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+	/*
+	 * The __local pointer's value: a shared-space address as LLVM's NVPTX
+	 * back end makes it, or a generic one in the shared window (where
+	 * another compiler made it so): converted only then (isspacep), so
+	 * that ldmatrix gets a shared address either way.
+	 */
+	asm volatile("{\n\t.reg .pred p;\n\t.reg .u64 a;\n\t"
+		     "isspacep.shared p, %4;\n\t"
+		     "@p cvta.to.shared.u64 a, %4;\n\t"
+		     "@!p mov.u64 a, %4;\n\t"
+		     "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [a];\n\t}"
 		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-		     : "l"(shared));
+		     : "l"((ulong)(tile + at))
+		     : "memory");
 #endif
 }
 
@@ -398,7 +423,9 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 	float acc[NSG_MI][NSG_NI][4];
 	uint fa[NSG_MI][4], fb[NSG_NI][2], mi, ni, i;
 
+	NSG_UNROLL
 	for (mi = 0; mi < NSG_MI; mi++)
+		NSG_UNROLL
 		for (ni = 0; ni < NSG_NI; ni++)
 			for (i = 0; i < 4; i++)
 				acc[mi][ni][i] = 0.0f;
@@ -430,6 +457,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 			 * k 0-7, then at k 8-15 (a[0..3]); lane l gives row l % 8 + 8
 			 * ((l / 8) & 1), k 8 (l / 16)
 			 */
+			NSG_UNROLL
 			for (mi = 0; mi < NSG_MI; mi++)
 				nsg_ldmatrix4(fa[mi], as[buf],
 					      NSG_AT(wm + mi * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
@@ -440,6 +468,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 			 * 8-15 (b[0], b[1] of ni), then n 8-15 (of ni + 1); lane l gives
 			 * n l % 8 + 8 (l / 16), k 8 ((l / 8) & 1)
 			 */
+			NSG_UNROLL
 			for (ni = 0; ni < NSG_NI; ni += 2) {
 				uint r[4];
 
@@ -454,6 +483,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 			}
 #else
 			/* the same fragments read one by one (NSG_NO_LDMATRIX) */
+			NSG_UNROLL
 			for (mi = 0; mi < NSG_MI; mi++) {
 				const uint r0 = wm + mi * 16 + g;
 
@@ -462,6 +492,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 				fa[mi][2] = nsg_pair(as[buf] + NSG_AT(r0, kk + 8 + 2 * t));
 				fa[mi][3] = nsg_pair(as[buf] + NSG_AT(r0 + 8, kk + 8 + 2 * t));
 			}
+			NSG_UNROLL
 			for (ni = 0; ni < NSG_NI; ni++) {
 				const uint n0 = wn + ni * 8 + g;
 
@@ -469,7 +500,9 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 				fb[ni][1] = nsg_pair(bs[buf] + NSG_AT(n0, kk + 8 + 2 * t));
 			}
 #endif
+			NSG_UNROLL
 			for (mi = 0; mi < NSG_MI; mi++)
+				NSG_UNROLL
 				for (ni = 0; ni < NSG_NI; ni++)
 					nsg_mma(acc[mi][ni], fa[mi], fb[ni], scratch, lane, prec);
 		}
@@ -493,7 +526,9 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 
 	/* C = round(alpha acc + beta C_in); beta 0 reads nothing */
 #ifdef NSG_FRAGMENTS
+	NSG_UNROLL
 	for (mi = 0; mi < NSG_MI; mi++)
+		NSG_UNROLL
 		for (ni = 0; ni < NSG_NI; ni++)
 			for (i = 0; i < 4; i++) {
 				const ulong r = row0 + wm + mi * 16 + g + 8 * (i >> 1);

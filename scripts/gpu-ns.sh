@@ -35,7 +35,8 @@ fi
 O=${OUT:-/tmp/mbout} M=$D/muonbench LAYERS=${LAYERS:-6} BUDGET=${BUDGET:-420}
 SHAPES=4096x4096,2560x9728,1024x2560,4096x2560,9728x2560
 mkdir -p "$O"
-exec > >(tee "$O/log.txt") 2>&1
+exec 3>&1 4>&2 > >(tee "$O/log.txt") 2>&1
+TEE=$!
 T0=$(date +%s)
 el() { echo "== +$(($(date +%s) - T0))s $*"; }
 # at most CAP seconds, and never past the budget less RESERVE
@@ -70,3 +71,5 @@ el run; timeout -k 5 "$(cap 120 5)" "$M" run --model qwen3-4b --layers "$LAYERS"
 	--variant master,both --runs 2 --steps 4 --measure 2-4 --fwd-bwd off --quiet --out "$O/run.csv"
 echo "rc=$?"
 el finished
+exec 1>&3 2>&4 # tee sees the end of its input: wait for it to write the log's last lines
+wait "$TEE"

@@ -504,7 +504,6 @@ static void gathered_by_copy(void **state)
 	mb_results_release(tables, nt);
 }
 
-/* A table a row (a host each): bounded, refused past MB_RESULTS_TABLES_MAX. */
 /*
  * A knob with AUTO (mb_knob.h): "auto" is each stage's word; compare reads
  * a stage's own word as "auto" (a default grid's ZeRO-2 fp32 and ZeRO-3
@@ -546,6 +545,7 @@ static void knob_auto(void **state)
 	assert_non_null(strstr(buf, "momentum_dtype auto -> fp32"));
 }
 
+/* A table a row (a host each): bounded, refused past MB_RESULTS_TABLES_MAX. */
 static void too_many_tables(void **state)
 {
 	struct mb_table *tables = NULL;

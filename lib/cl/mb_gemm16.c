@@ -35,11 +35,14 @@ int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t)
 	unsigned warps, warps_m;
 	int end = 0;
 
-	if (sscanf(text, "%ux%ux%u/%u/%u%n", &t->bm, &t->bn, &t->bk, &t->threads, &t->warps_n,
+	/* digits, x and / alone (sscanf's %u would take a sign or spaces), each at most 4096 */
+	if (strspn(text, "0123456789x/") != strlen(text) ||
+	    sscanf(text, "%ux%ux%u/%u/%u%n", &t->bm, &t->bn, &t->bk, &t->threads, &t->warps_n,
 		   &end) != 5 ||
-	    text[end] || !isdigit((unsigned char)text[0]))
+	    text[end] || !isdigit((unsigned char)text[0]) || t->bm > 4096 || t->bn > 4096 ||
+	    t->bk > 4096 || t->threads > 4096 || t->warps_n > 4096)
 		return mb_bad_input("ns_gemm tile '%s': expected BMxBNxBK/THREADS/WARPS_N "
-				    "(128x128x32/256/4)",
+				    "(128x128x32/256/4), each at most 4096",
 				    text);
 	warps = t->threads / 32;
 	warps_m = t->warps_n ? warps / t->warps_n : 0;
@@ -243,23 +246,31 @@ void mb_gemm16_release(struct mb_gemm16 *g)
 	g->program = NULL;
 }
 
-/* The check's problem: C (M x N) from A (M x K) and B (K x N or N x K), one buffer. */
-#define CHECK_M	    100
-#define CHECK_N	    70
-#define CHECK_K	    130
-#define CHECK_A	    0
-#define CHECK_B	    (CHECK_M * CHECK_K)
-#define CHECK_C	    (CHECK_B + CHECK_N * CHECK_K)
-#define CHECK_ELEMS (CHECK_C + CHECK_M * CHECK_N)
+/*
+ * The check's problems: C (M x N) = 1.5 A (M x K) op(B) - 0.5 C_in, in one
+ * buffer at element offsets: odd sizes in one work-group, loaded one by
+ * one; and sizes over several work-groups, at offsets and rows that take
+ * the 16-byte loads, with C_in apart from C (the fused addition).
+ */
+static const struct check {
+	unsigned m, n, k;
+	uint64_t a, b, c_in, c, elems;
+} checks[] = {
+	{ 100, 70, 130, 0, 13000, 22100, 22100, 29100 },
+	{ 136, 264, 72, 8, 9800, 28808, 64712, 100616 },
+};
+
+#define CHECK_ELEMS_MAX 100616
+#define CHECK_C_MAX	(136 * 264)
 
 /*
- * Run G and REF on the check's problem at PREC with op(B) transposed or not
- * into GOT and WANT (CHECK_M x CHECK_N each, as floats), on CL's compute
- * queue; INIT is the problem's CHECK_ELEMS values, 16-bit in BITS.
+ * Run G and REF on problem X at PREC with op(B) transposed or not into GOT
+ * and WANT (X's C, as floats), on CL's compute queue; INIT is the buffer's
+ * X->elems values, 16-bit in BITS.
  */
 static int run_check(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, cl_mem buf,
-		     const float *init, uint16_t *bits, enum mb_precision prec, bool bt, float *got,
-		     float *want)
+		     const struct check *x, const float *init, uint16_t *bits,
+		     enum mb_precision prec, bool bt, float *got, float *want)
 {
 	const struct mb_cl *cl = g->cl;
 	cl_command_queue q = cl->compute;
@@ -270,20 +281,20 @@ static int run_check(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, cl_
 	int i, err;
 
 	for (i = 0; i < 2; i++) {
-		for (j = 0; j < CHECK_ELEMS; j++)
+		for (j = 0; j < x->elems; j++)
 			bits[j] = mb_ns_bits16(init[j], prec);
-		st = clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, CHECK_ELEMS * sizeof(uint16_t), bits,
-					  0, NULL, NULL);
+		st = clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, x->elems * sizeof(uint16_t), bits, 0,
+					  NULL, NULL);
 		if ((err = mb_cl_check(cl, st, "clEnqueueWriteBuffer", "ns_gemm's check")) ||
-		    (err = mb_gemm16_enqueue(run[i], q, prec, bt, CHECK_M, CHECK_N, CHECK_K, 1.5f,
-					     buf, CHECK_A, buf, CHECK_B, -0.5f, buf, CHECK_C,
-					     CHECK_C, NULL)))
+		    (err = mb_gemm16_enqueue(run[i], q, prec, bt, x->m, x->n, x->k, 1.5f, buf, x->a,
+					     buf, x->b, -0.5f, buf, x->c_in, x->c, NULL)))
 			return err;
-		st = clEnqueueReadBuffer(q, buf, CL_TRUE, CHECK_C * sizeof(uint16_t),
-					 CHECK_M * CHECK_N * sizeof(uint16_t), bits, 0, NULL, NULL);
+		st = clEnqueueReadBuffer(q, buf, CL_TRUE, x->c * sizeof(uint16_t),
+					 (size_t)x->m * x->n * sizeof(uint16_t), bits, 0, NULL,
+					 NULL);
 		if ((err = mb_cl_check(cl, st, "clEnqueueReadBuffer", "ns_gemm's check")))
 			return err;
-		for (j = 0; j < CHECK_M * CHECK_N; j++)
+		for (j = 0; j < (size_t)x->m * x->n; j++)
 			out[i][j] = mb_ns_value16(bits[j], prec);
 	}
 	return 0;
@@ -299,54 +310,59 @@ static int run_check(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, cl_
 static bool matches(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, char *why, size_t len)
 {
 	const struct mb_cl *cl = g->cl;
-	float *init = malloc((CHECK_ELEMS + 2 * CHECK_M * CHECK_N) * sizeof(float));
-	float *got = init + CHECK_ELEMS, *want = got + CHECK_M * CHECK_N;
-	uint16_t *bits = malloc(CHECK_ELEMS * sizeof(uint16_t));
+	float *init = malloc((CHECK_ELEMS_MAX + 2 * CHECK_C_MAX) * sizeof(float));
+	float *got = init + CHECK_ELEMS_MAX, *want = got + CHECK_C_MAX;
+	uint16_t *bits = malloc(CHECK_ELEMS_MAX * sizeof(uint16_t));
 	uint32_t state = 12345;
 	cl_mem buf = NULL;
 	bool ok = false;
+	size_t i, c;
 	cl_int st;
 	int p, bt;
-	size_t i;
 
 	if (!init || !bits) {
 		snprintf(why, len, "out of host memory for the check");
 		goto out_free;
 	}
-	for (i = 0; i < CHECK_ELEMS; i++) {
+	for (i = 0; i < CHECK_ELEMS_MAX; i++) {
 		state = state * 1664525u + 1013904223u;
 		init[i] = (float)((double)(state >> 8) / (double)(1u << 24) * 2.0 - 1.0);
 	}
-	buf = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, CHECK_ELEMS * sizeof(uint16_t), NULL,
-			     &st);
+	buf = clCreateBuffer(cl->context, CL_MEM_READ_WRITE, CHECK_ELEMS_MAX * sizeof(uint16_t),
+			     NULL, &st);
 	if (mb_cl_check(cl, st, "clCreateBuffer", "ns_gemm's check")) {
 		snprintf(why, len, "%s", mb_errmsg());
 		goto out_free;
 	}
-	for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
-		for (bt = 0; bt < 2; bt++) {
-			float big = 0, worst = 0;
+	for (c = 0; c < sizeof(checks) / sizeof(checks[0]); c++) {
+		const struct check *x = &checks[c];
+		const size_t n = (size_t)x->m * x->n;
 
-			if (run_check(g, ref, buf, init, bits, (enum mb_precision)p, bt, got,
-				      want)) {
-				snprintf(why, len, "%s", mb_errmsg());
-				goto out_free;
-			}
-			for (i = 0; i < CHECK_M * CHECK_N; i++)
-				big = fmaxf(big, fabsf(want[i]));
-			for (i = 0; i < CHECK_M * CHECK_N; i++) {
-				float d = fabsf(got[i] - want[i]);
+		for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
+			for (bt = 0; bt < 2; bt++) {
+				float big = 0, worst = 0;
 
-				if (!(d <= worst)) /* NaN wins */
-					worst = d;
-			}
-			if (!(worst <= big / 64)) {
-				snprintf(why, len,
-					 "%s, op(B) %s, %dx%dx%d: off by %.3g where values reach "
-					 "%.3g",
-					 mb_precision_names[p], bt ? "Bᵀ" : "B", CHECK_M, CHECK_N,
-					 CHECK_K, worst, big);
-				goto out_free;
+				if (run_check(g, ref, buf, x, init, bits, (enum mb_precision)p, bt,
+					      got, want)) {
+					snprintf(why, len, "%s", mb_errmsg());
+					goto out_free;
+				}
+				for (i = 0; i < n; i++)
+					big = fmaxf(big, fabsf(want[i]));
+				for (i = 0; i < n; i++) {
+					float d = fabsf(got[i] - want[i]);
+
+					if (!(d <= worst)) /* NaN wins */
+						worst = d;
+				}
+				if (!(worst <= big / 64)) {
+					snprintf(why, len,
+						 "%s, op(B) %s, %ux%ux%u: off by %.3g where values "
+						 "reach %.3g",
+						 mb_precision_names[p], bt ? "Bᵀ" : "B", x->m, x->n,
+						 x->k, worst, big);
+					goto out_free;
+				}
 			}
 		}
 	}
@@ -386,15 +402,20 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 	}
 	for (i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
 		if (mb_gemm16_init(&mma, cl, MB_GEMM16_MMA, tries[i], env && *env ? &tile : NULL)) {
-			snprintf(why[i], sizeof(why[i]), "failed to build: %.150s", mb_errmsg());
+			snprintf(why[i], sizeof(why[i]), "failed to build or set up: %.150s",
+				 mb_errmsg());
 			continue;
 		}
 		if (!matches(&mma, g, check, sizeof(check))) {
 			mb_gemm16_release(&mma);
-			/* a check that faulted the device leaves no device to fall back on */
-			if (mb_err_kind() == MB_KIND_DEVICE_LOST && strstr(check, mb_errmsg())) {
+			/*
+			 * a check that faulted the device leaves no device to fall back
+			 * on (NVIDIA says a fault as CL_OUT_OF_RESOURCES: ask the queues)
+			 */
+			if (mb_cl_alive(cl)) {
 				mb_gemm16_release(g);
-				mb_err_prefix("the mma path's check");
+				mb_err_prefix("the mma path's check (%s)",
+					      tries[i] ? "fragments read one by one" : "ldmatrix");
 				return -MB_EFAIL;
 			}
 			snprintf(why[i], sizeof(why[i]), "does not match the portable kernel: %s",

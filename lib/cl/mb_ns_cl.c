@@ -588,9 +588,11 @@ int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t r
 		      ARG(ns->work), ARG(xoff));
 	if (st == CL_SUCCESS && w16)
 		st = clSetKernelArg(load, 8, sizeof(prec), &prec);
-	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_load, %llux%llu",
-			       (unsigned long long)rows, (unsigned long long)cols)) ||
-	    (err = enqueue(ns, load, "ns_load", 2, load_n, load_local, rows, cols, NULL)) ||
+	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "%s, %llux%llu",
+			       w16 ? "ns16_load" : "ns_load", (unsigned long long)rows,
+			       (unsigned long long)cols)) ||
+	    (err = enqueue(ns, load, w16 ? "ns16_load" : "ns_load", 2, load_n, load_local, rows,
+			   cols, NULL)) ||
 	    (err = w.gram ? iterate_gram(ns, &w, true) : iterate(ns, &w, true)))
 		goto out_release;
 	xoff = w.x;
@@ -598,9 +600,11 @@ int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t r
 		      ARG(ooff));
 	if (st == CL_SUCCESS && w16)
 		st = clSetKernelArg(store, 7, sizeof(prec), &prec);
-	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "ns_store, %llux%llu",
-			       (unsigned long long)rows, (unsigned long long)cols)) ||
-	    (err = enqueue(ns, store, "ns_store", 2, store_n, store_local, rows, cols, last)))
+	if ((err = mb_cl_check(ns->cl, st, "clSetKernelArg", "%s, %llux%llu",
+			       w16 ? "ns16_store" : "ns_store", (unsigned long long)rows,
+			       (unsigned long long)cols)) ||
+	    (err = enqueue(ns, store, w16 ? "ns16_store" : "ns_store", 2, store_n, store_local,
+			   rows, cols, last)))
 		goto out_release;
 	if (first)
 		*first = start;
