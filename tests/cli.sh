@@ -106,7 +106,7 @@ else
 fi
 expect_error "layers zero" 2 "--layers: number '0' is out of range" plan --layers 0
 expect_error "more layers than the model" 2 "builtin tiny: cannot keep 3 layers, the model has 2" plan --model tiny --layers 3
-expect_error "unknown model" 2 "unknown model 'qwen5' (known: llama-3.1-8b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, tiny; or --config FILE)" plan --model qwen5
+expect_error "unknown model" 2 "unknown model 'qwen5' (known: llama-3.1-8b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, tiny, uneven; or --config FILE)" plan --model qwen5
 expect_error "missing config file" 2 "cannot open 'nowhere.json': No such file or directory" plan --config nowhere.json
 expect_error "malformed config" 2 "tests/data/bad/missing-comma.json:4:3: expected ',' or '}' after an object member" plan --config tests/data/bad/missing-comma.json
 expect_error "heads do not divide" 2 "does not divide hidden_size (100)" plan --config tests/data/bad/heads-do-not-divide.json

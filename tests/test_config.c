@@ -88,7 +88,7 @@ static void untied_head_takes_adamw(void **state)
 static void every_builtin_loads(void **state)
 {
 	const char *want[] = { "tiny",	   "qwen3-0.6b", "qwen3-1.7b",
-			       "qwen3-4b", "qwen3-8b",	 "llama-3.1-8b" };
+			       "qwen3-4b", "qwen3-8b",	 "llama-3.1-8b", "uneven" };
 	char names[512];
 	struct mb_model m;
 	size_t i;
@@ -117,6 +117,27 @@ static void tiny_is_small(void **state)
 	assert_int_equal(m.numel_total, 2098688);
 	assert_shape(&m, "model.layers.1.mlp.down_proj.weight", 256, 768, 1);
 	assert_shape(&m, "lm_head.weight", 1024, 256, 0);
+	mb_model_release(&m);
+}
+
+/* uneven's layer 0 has a dense MLP its layer 1 lacks: a parameter list's layers need not match */
+static void uneven_layers_differ(void **state)
+{
+	uint64_t per_layer[2] = { 0, 0 };
+	struct mb_model m;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(mb_config_load_builtin(&m, "uneven", 0), 0);
+	assert_int_equal(m.layers, 2);
+	for (i = 0; i < m.nparams; i++)
+		if (m.params[i].layer >= 0)
+			per_layer[m.params[i].layer] += mb_param_numel(&m.params[i]);
+	assert_shape(&m, "model.layers.0.mlp.dense_down_proj.weight", 256, 1024, 1);
+	assert_null(find(&m, "model.layers.1.mlp.dense_down_proj.weight"));
+	assert_shape(&m, "model.layers.1.mlp.gate_proj.weight", 384, 256, 1);
+	assert_int_equal(per_layer[0] - per_layer[1], 3 * 1024 * 256);
+	assert_int_equal(m.numel_muon, 1769472);
 	mb_model_release(&m);
 }
 
@@ -325,7 +346,7 @@ static void bad_names_and_files(void **state)
 	(void)state;
 	assert_int_equal(mb_config_load_builtin(&m, "qwen9", 0), -MB_EINPUT);
 	assert_string_equal(mb_errmsg(), "unknown model 'qwen9' (known: llama-3.1-8b, qwen3-0.6b, "
-					 "qwen3-1.7b, qwen3-4b, qwen3-8b, tiny; or --config FILE)");
+					 "qwen3-1.7b, qwen3-4b, qwen3-8b, tiny, uneven; or --config FILE)");
 	assert_int_equal(mb_config_load_builtin(&m, "../configs/tiny", 0), -MB_EINPUT);
 	assert_int_equal(mb_config_load_file(&m, "tests/data/no-such.json", 0), -MB_EINPUT);
 	assert_string_equal(mb_errmsg(),
@@ -342,6 +363,7 @@ int main(void)
 		cmocka_unit_test(untied_head_takes_adamw),
 		cmocka_unit_test(every_builtin_loads),
 		cmocka_unit_test(tiny_is_small),
+		cmocka_unit_test(uneven_layers_differ),
 		cmocka_unit_test(explicit_list_expands_layer_by_layer),
 		cmocka_unit_test(classification),
 		cmocka_unit_test(hf_defaults_and_biases),
