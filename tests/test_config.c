@@ -87,8 +87,8 @@ static void untied_head_takes_adamw(void **state)
 
 static void every_builtin_loads(void **state)
 {
-	const char *want[] = { "tiny",	   "qwen3-0.6b", "qwen3-1.7b",
-			       "qwen3-4b", "qwen3-8b",	 "llama-3.1-8b", "uneven" };
+	const char *want[] = { "tiny",	   "qwen3-0.6b",   "qwen3-1.7b", "qwen3-4b",
+			       "qwen3-8b", "llama-3.1-8b", "uneven" };
 	char names[512];
 	struct mb_model m;
 	size_t i;
@@ -345,8 +345,9 @@ static void bad_names_and_files(void **state)
 
 	(void)state;
 	assert_int_equal(mb_config_load_builtin(&m, "qwen9", 0), -MB_EINPUT);
-	assert_string_equal(mb_errmsg(), "unknown model 'qwen9' (known: llama-3.1-8b, qwen3-0.6b, "
-					 "qwen3-1.7b, qwen3-4b, qwen3-8b, tiny, uneven; or --config FILE)");
+	assert_string_equal(mb_errmsg(),
+			    "unknown model 'qwen9' (known: llama-3.1-8b, qwen3-0.6b, "
+			    "qwen3-1.7b, qwen3-4b, qwen3-8b, tiny, uneven; or --config FILE)");
 	assert_int_equal(mb_config_load_builtin(&m, "../configs/tiny", 0), -MB_EINPUT);
 	assert_int_equal(mb_config_load_file(&m, "tests/data/no-such.json", 0), -MB_EINPUT);
 	assert_string_equal(mb_errmsg(),
