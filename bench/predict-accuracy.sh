@@ -59,7 +59,8 @@ for g in $grids; do
 	echo
 	echo "## $g: run $args $c --runs $runs"
 	# shellcheck disable=SC2086 # the options are words
-	"$bin" run $args $c --runs "$runs" --profile "$profile" --out "$tmp/$g.csv" >/dev/null
+	"$bin" run $args $c --runs "$runs" --profile "$profile" --out "$tmp/$g.csv" >"$tmp/$g.log" 2>&1 ||
+		{ cat "$tmp/$g.log" >&2; exit 2; }
 	awk -v stat="$stat" -v bound="$bound" -f - "$tmp/$g.csv" >"$tmp/$g.txt" <<'AWK' || bad=1
 # per cell, each phase's STAT over the runs against its prediction
 BEGIN {
