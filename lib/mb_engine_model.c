@@ -350,14 +350,27 @@ static int model_work(struct mb_engine *e, const struct mb_work *w, size_t after
 	return mb_engine_span(e, *done, 0, w->phase);
 }
 
+/*
+ * FLOPS of a pass of N GEMMs at L's rate for a GEMM of their mean FLOPs
+ * (mb_profile_ladder_gflops), or at fwd_bwd_gflops where L has no point.
+ */
+static double pass_s(const struct model_engine *s, const struct mb_profile_ladder *l, double flops,
+		     size_t n)
+{
+	double gflops = l->n && n ? mb_profile_ladder_gflops(l, flops / (double)n)
+				  : s->prof->fwd_bwd_gflops;
+
+	return flops / (1e9 * gflops);
+}
+
 /* As mb_fwdbwd_run: the forward's GEMMs, then the backward's stage by stage. */
 static int model_fwd_bwd(struct mb_engine *e, const struct mb_fwdbwd_hook *hook, double *forward_s,
 			 double *backward_s)
 {
 	struct model_engine *s = of(e);
 	uint64_t tokens = s->plan->set.tokens;
-	double fwd, bwd, t0, rate_flops = 1e9 * s->prof->fwd_bwd_gflops,
-			     overhead = 1e-6 * s->prof->command_overhead_us;
+	const struct mb_profile *p = s->prof;
+	double fwd, bwd, t0, overhead = 1e-6 * p->command_overhead_us;
 	size_t nf, nb, ng, id;
 	unsigned stage;
 	int err;
@@ -370,7 +383,9 @@ static int model_fwd_bwd(struct mb_engine *e, const struct mb_fwdbwd_hook *hook,
 	/* one command for the GEMMs of the forward and of each backward stage, with the
 	 * overhead of each GEMM */
 	if ((err = enqueue(s, MB_QUEUE_COMPUTE, KERNEL, false,
-			   fwd / rate_flops + (double)(nf - (nf > 0)) * overhead, 0, &id)) ||
+			   pass_s(s, &p->forward_gflops, fwd, nf) +
+				   (double)(nf - (nf > 0)) * overhead,
+			   0, &id)) ||
 	    (err = host_wait(s, id)))
 		return err;
 	*forward_s = s->host - t0;
@@ -378,7 +393,9 @@ static int model_fwd_bwd(struct mb_engine *e, const struct mb_fwdbwd_hook *hook,
 	for (stage = s->m->layers + 1; stage-- > 0;) {
 		mb_fwdbwd_stage_flops(s->m, tokens, stage, &bwd, &ng);
 		if (ng && (err = enqueue(s, MB_QUEUE_COMPUTE, KERNEL, false,
-					 bwd / rate_flops + (double)(ng - 1) * overhead, 0, &id)))
+					 pass_s(s, &p->backward_gflops, bwd, ng) +
+						 (double)(ng - 1) * overhead,
+					 0, &id)))
 			return err;
 		if (hook && (err = hook->stage_done(hook->arg, stage)))
 			return err;
@@ -431,8 +448,10 @@ static void model_host(struct mb_engine *e, const struct mb_host_work *h)
 {
 	struct model_engine *s = of(e);
 
-	s->host += h->bytes / (1e9 * s->prof->host_opt_gbs) +
-		   h->streamed / (1e9 * s->prof->memcpy_gbs);
+	double stream = s->prof->host_stream_gbs > 0 ? s->prof->host_stream_gbs
+						     : s->prof->memcpy_gbs;
+
+	s->host += h->bytes / (1e9 * s->prof->host_opt_gbs) + h->streamed / (1e9 * stream);
 }
 
 static double model_now(struct mb_engine *e)

@@ -8,10 +8,12 @@
  * command starts once the one before it on its queue is done, the ones it
  * waits on are done and the host has enqueued it), and the host thread,
  * which is the schedule: it enqueues, waits, and does the host's work
- * (mb_hostopt_bytes at host_opt_gbs and the streamed passes at memcpy_gbs).
+ * (mb_hostopt_bytes at host_opt_gbs and the streamed passes at
+ * host_stream_gbs, or memcpy_gbs where the profile has none).
  *
- *   work       the forward/backward's GEMMs at fwd_bwd_gflops, stage by
- *              stage; gradient fills at fill_gbs (4 bytes an element);
+ *   work       the forward's FLOPs at forward_gflops, the backward's stage by
+ *              stage at backward_gflops (each at fwd_bwd_gflops where the
+ *              profile has none); gradient fills at fill_gbs (4 bytes an element);
  *              casts and widenings at cast_gbs (6); the norm's sums at
  *              norm_gbs (2); the momentum kernel at momentum_gbs (reads
  *              grads and momentum, writes both); Newton-Schulz at

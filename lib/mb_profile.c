@@ -22,12 +22,13 @@ enum kind {
 	RATE, /* double, positive and finite */
 	TIME, /* double, zero or more, finite */
 	BOOL,
-	LADDER,	   /* struct mb_profile_ladder, of RATEs */
-	PRECISION, /* char[]: fp32, bf16 or fp16; a file may leave it out (fp32) */
-	FRACTION,  /* double, 0 to 1; a file may leave it out (0) */
-	OPT_RATE,  /* double, 0 (not modelled) or more, finite; a file may leave it out (0) */
-	OPT_BOOL,  /* a file may leave it out (false) */
-	OPT_TIME,  /* a TIME a file may leave out (0) */
+	LADDER,	    /* struct mb_profile_ladder, of RATEs */
+	PRECISION,  /* char[]: fp32, bf16 or fp16; a file may leave it out (fp32) */
+	FRACTION,   /* double, 0 to 1; a file may leave it out (0) */
+	OPT_RATE,   /* double, 0 (not modelled) or more, finite; a file may leave it out (0) */
+	OPT_BOOL,   /* a file may leave it out (false) */
+	OPT_TIME,   /* a TIME a file may leave out (0) */
+	OPT_LADDER, /* a LADDER a file may leave out (no point); written only with a point */
 };
 
 struct field {
@@ -59,8 +60,11 @@ static const struct field fields[] = {
 	{ "fill_gbs", RATE, AT(fill_gbs), "GB/s" },
 	{ "cast_gbs", RATE, AT(cast_gbs), "GB/s" },
 	{ "fwd_bwd_gflops", RATE, AT(fwd_bwd_gflops), "GFLOP/s" },
+	{ "forward_gflops", OPT_LADDER, AT(forward_gflops), "GFLOP/s" },
+	{ "backward_gflops", OPT_LADDER, AT(backward_gflops), "GFLOP/s" },
 	{ "host_opt_gbs", RATE, AT(host_opt_gbs), "GB/s" },
 	{ "memcpy_gbs", RATE, AT(memcpy_gbs), "GB/s" },
+	{ "host_stream_gbs", OPT_RATE, AT(host_stream_gbs), "GB/s" },
 	{ "command_overhead_us", TIME, AT(command_overhead_us), "us" },
 	{ "command_latency_us", OPT_TIME, AT(command_latency_us), "us" },
 	{ "peer_gbs", OPT_RATE, AT(peer_gbs), "GB/s" },
@@ -135,6 +139,7 @@ static const char *check_number(const struct field *f, double d)
 	switch (f->kind) {
 	case RATE:
 	case LADDER:
+	case OPT_LADDER:
 		return isfinite(d) && d >= RATE_MIN && d <= RATE_MAX ? NULL : "must be 1e-6 to 1e9";
 	case OPT_RATE:
 		return isfinite(d) && (d == 0 || (d >= RATE_MIN && d <= RATE_MAX))
@@ -300,6 +305,7 @@ static int read_field(const struct reader *r, struct mb_profile *p, const struct
 		*(double *)at(p, f) = v->valuedouble;
 		return 0;
 	case LADDER:
+	case OPT_LADDER:
 		return read_ladder(r, at(p, f), f, v);
 	case PRECISION:
 		if (!cJSON_IsString(v) || !is_precision(v->valuestring))
@@ -363,6 +369,8 @@ static int read_tree(const struct reader *r, struct mb_profile *p)
 			*(double *)at(p, &fields[i]) = 0;
 		else if (!seen[i] && fields[i].kind == OPT_BOOL)
 			*(bool *)at(p, &fields[i]) = false;
+		else if (!seen[i] && fields[i].kind == OPT_LADDER)
+			((struct mb_profile_ladder *)at(p, &fields[i]))->n = 0;
 		else if (!seen[i])
 			return mb_bad_input("%s: missing key \"%s\"", r->source, fields[i].key);
 	return 0;
@@ -460,6 +468,7 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 	case FRACTION:
 	case OPT_RATE:
 	case LADDER:
+	case OPT_LADDER:
 		d = strtod(value, &end);
 		/* decimal, as every number on the command line: no space, sign, hex, inf or nan */
 		if (!mb_num_is_decimal(value) || *end)
@@ -472,7 +481,7 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 					    what, value);
 		if ((why = check_number(f, d)))
 			return mb_bad_input("%s: %s (%s), got '%s'", what, why, f->unit, value);
-		if (f->kind == LADDER)
+		if (f->kind == LADDER || f->kind == OPT_LADDER)
 			mb_profile_ladder_set(at(p, f), d);
 		else
 			*(double *)at(p, f) = d;
@@ -489,7 +498,7 @@ double mb_profile_get(const struct mb_profile *p, const char *key)
 		return NAN;
 	if (f->kind == BOOL || f->kind == OPT_BOOL)
 		return *(const bool *)((const char *)p + f->offset);
-	if (f->kind == LADDER) {
+	if (f->kind == LADDER || f->kind == OPT_LADDER) {
 		const struct mb_profile_ladder *l = (const void *)((const char *)p + f->offset);
 		size_t i;
 
@@ -537,6 +546,9 @@ void mb_profile_write(FILE *out, const struct mb_profile *p)
 	for (i = 0; i < NFIELDS; i++) {
 		const struct field *f = &fields[i];
 
+		if (f->kind == OPT_LADDER &&
+		    !((const struct mb_profile_ladder *)(base + f->offset))->n)
+			continue; /* none measured: as a file from before the key */
 		fprintf(out, ",\n  \"%s\": ", f->key);
 		if (f->kind == TEXT)
 			write_text(out, base + f->offset);
@@ -544,7 +556,7 @@ void mb_profile_write(FILE *out, const struct mb_profile *p)
 			write_text(out, *(base + f->offset) ? base + f->offset : "fp32");
 		else if (f->kind == BOOL || f->kind == OPT_BOOL)
 			fputs(*(const bool *)(base + f->offset) ? "true" : "false", out);
-		else if (f->kind == LADDER)
+		else if (f->kind == LADDER || f->kind == OPT_LADDER)
 			write_ladder(out, (const void *)(base + f->offset));
 		else
 			fprintf(out, "%.17g", *(const double *)(base + f->offset));
@@ -595,6 +607,7 @@ void mb_profile_for_ranks(struct mb_profile *out, const struct mb_profile *p, un
 		return;
 	out->host_opt_gbs = p->host_opt_gbs / ranks;
 	out->memcpy_gbs = p->memcpy_gbs / ranks;
+	out->host_stream_gbs = p->host_stream_gbs / ranks;
 	out->h2d_pinned_gbs = shared_rate(p->h2d_pinned_gbs, pinned, ranks);
 	out->d2h_pinned_gbs = shared_rate(p->d2h_pinned_gbs, pinned, ranks);
 	out->both_pinned_gbs = shared_rate(p->both_pinned_gbs, pinned, ranks);

@@ -75,9 +75,23 @@ struct mb_profile {
 	double fill_gbs;       /* the backward stand-in's gradient fill (a PRNG), bytes written */
 	double cast_gbs;       /* the fp32 <-> bf16 casts (rounding, widening), bytes moved */
 	double fwd_bwd_gflops; /* the synthetic forward/backward's GEMMs */
+	/*
+	 * The synthetic forward and backward themselves, as mb_fwdbwd_run issues
+	 * them (their transposes, fills and checkpoint copies, by the host
+	 * clock): a pass's FLOPs over its time, by the mean FLOPs of a GEMM of
+	 * the pass (mb_profile_ladder_gflops). No point, where a file leaves them
+	 * out: fwd_bwd_gflops times both.
+	 */
+	struct mb_profile_ladder forward_gflops, backward_gflops;
 
 	double host_opt_gbs; /* the host optimizer's bytes read and written (mb_hostopt_bytes) */
-	double memcpy_gbs;   /* the host's streaming passes: clipping, the ZeRO-3 cast */
+	double memcpy_gbs;   /* the host's memcpy, one thread */
+	/*
+	 * The host's streaming passes as the step runs them, on every thread:
+	 * the unscale-and-clip over the grads, the ZeRO-3 cast; bytes read and
+	 * written. 0, where a file leaves it out: memcpy_gbs times them.
+	 */
+	double host_stream_gbs;
 
 	/* a device command's own time beyond its work, as its events see it; 0: none */
 	double command_overhead_us;
@@ -166,7 +180,8 @@ int mb_profile_save(const char *path, const struct mb_profile *p);
  *   - each device keeps its own rates and its own link (one PCIe link a
  *     GPU): kernels, Newton-Schulz, the forward/backward are P's;
  *   - the host's cores and memory are split evenly: the host optimizer
- *     (host_opt_gbs) and the host's streaming passes (memcpy_gbs) run at
+ *     (host_opt_gbs) and the host's streaming passes (memcpy_gbs,
+ *     host_stream_gbs) run at
  *     1/RANKS of P's rates;
  *   - every rank's copies cross the one host memory at once: its traffic,
  *     twice memcpy_gbs (a memcpy reads and writes each byte), is shared by

@@ -329,10 +329,9 @@ static void zero3_batched_by_hand(void **state)
 static const char two_layers[] = "{\"parameters\": ["
 				 "{\"name\": \"w\", \"shape\": [1000, 1000], \"repeat\": 2}]}";
 
-/* The forward/backward of two layers of one 1000 x 1000 matrix, a bucket a layer. */
-static struct mb_step_times predict_fwd_bwd(unsigned stage)
+/* The forward/backward of two layers of one 1000 x 1000 matrix, a bucket a layer, under P. */
+static struct mb_step_times predict_fwd_bwd_on(unsigned stage, const struct mb_profile *p)
 {
-	struct mb_profile p = hand_profile();
 	struct mb_step_settings set = {
 		.plan = { .stage = stage,
 			  .gather_budget_bytes = 10000000,
@@ -358,10 +357,17 @@ static struct mb_step_times predict_fwd_bwd(unsigned stage)
 	assert_int_equal(mb_plan_nbuckets(&plan, &m), 2);
 	assert_int_equal(mb_plan_bucket_stage(&plan, &m, 0), 0);
 	assert_int_equal(mb_plan_bucket_stage(&plan, &m, 1), 1);
-	assert_int_equal(mb_predict_step(&m, &plan, &set, &p, &t), 0);
+	assert_int_equal(mb_predict_step(&m, &plan, &set, p, &t), 0);
 	mb_plan_release(&plan);
 	mb_model_release(&m);
 	return t;
+}
+
+static struct mb_step_times predict_fwd_bwd(unsigned stage)
+{
+	struct mb_profile p = hand_profile();
+
+	return predict_fwd_bwd_on(stage, &p);
 }
 
 /*
@@ -392,6 +398,53 @@ static void backward_by_hand(void **state)
 	t = predict_fwd_bwd(3);
 	assert_secs(t.phase.forward_s, 2);
 	assert_secs(t.phase.backward_s, 9.75 + partials);
+}
+
+/*
+ * Each pass at its own ladder's rate for its GEMMs' mean size (1e9 FLOPs
+ * here, half way in log between the points 1e8 and 1e10): the forward at
+ * sqrt(1 x 4) = 2 GFLOP/s, 1 s where fwd_bwd_gflops made it 2; the
+ * backward's GEMMs at sqrt(0.25 x 1) = 0.5, 12 s where they were 6, so
+ * ZeRO-2's backward (its buckets after the GEMMs) is 6 s longer. A profile
+ * without the ladders (one from before them) times both at
+ * fwd_bwd_gflops, as backward_by_hand.
+ */
+static void fwd_bwd_by_pass(void **state)
+{
+	double partials = 4.0 * MB_NS_PARTIALS * 2 / 2e6;
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+
+	(void)state;
+	p.forward_gflops = (struct mb_profile_ladder){ 2, { 1e8, 1e10 }, { 1, 4 } };
+	p.backward_gflops = (struct mb_profile_ladder){ 2, { 1e8, 1e10 }, { 0.25, 1 } };
+	t = predict_fwd_bwd_on(2, &p);
+	assert_secs(t.phase.forward_s, 1);
+	assert_secs(t.phase.backward_s, 16.25 + partials);
+	/* the forward's ladder alone: the backward as before */
+	p.backward_gflops.n = 0;
+	t = predict_fwd_bwd_on(2, &p);
+	assert_secs(t.phase.forward_s, 1);
+	assert_secs(t.phase.backward_s, 10.25 + partials);
+}
+
+/*
+ * The host's streaming passes at host_stream_gbs where the profile has it:
+ * the clipping's 8 bytes x 2e6 at 0.032 GB/s, 0.5 s where memcpy_gbs made
+ * it 1; ZeRO-3's cast for the pageable params back (6 bytes x 2e6) 0.375 s
+ * where it was 0.75. The optimizer's own 1 s stays.
+ */
+static void host_stream_rate(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+
+	(void)state;
+	p.host_stream_gbs = 0.032;
+	t = predict(2, MB_MASTER, false, &p);
+	assert_secs(t.phase.host_opt_s, 1.5);
+	t = predict(3, MB_MASTER, false, &p);
+	assert_secs(t.phase.host_opt_s, 1.875);
 }
 
 /*
@@ -514,9 +567,26 @@ static void profile_round_trip(void **state)
 	assert_true(a.ns_gram_gflops.flops[1] == 8.72e8 && a.ns_gram_gflops.gflops[1] == 36.9);
 	assert_true(a.ns_gram_gflops.gflops[2] == 104887.123456789);
 	assert_true(a.ns_standard_gflops.n == 1 && a.ns_standard_gflops.gflops[0] == 3e4);
+	/* a file from before the optional keys: none of them, read as not measured */
+	assert_true(a.forward_gflops.n == 0 && a.backward_gflops.n == 0);
+	assert_true(a.host_stream_gbs == 0 && a.command_latency_us == 0);
 	assert_non_null(f = open_memstream(&text, &len));
 	mb_profile_write(f, &a);
 	fclose(f);
+	assert_int_equal(mb_profile_parse(&b, text, len, "written"), 0);
+	assert_memory_equal(&a, &b, sizeof(a));
+	/* and written back as it was: a ladder with no point is left out */
+	assert_null(strstr(text, "forward_gflops"));
+	free(text);
+	/* with them: written, and read back bit for bit */
+	a.forward_gflops = (struct mb_profile_ladder){ 2, { 6.9e7, 1.6e9 }, { 45.9, 52.8 } };
+	a.backward_gflops = (struct mb_profile_ladder){ 1, { 6.9e7 }, { 61.5 } };
+	a.host_stream_gbs = 54.5;
+	text = NULL;
+	assert_non_null(f = open_memstream(&text, &len));
+	mb_profile_write(f, &a);
+	fclose(f);
+	assert_non_null(strstr(text, "\"forward_gflops\": ["));
 	assert_int_equal(mb_profile_parse(&b, text, len, "written"), 0);
 	assert_memory_equal(&a, &b, sizeof(a));
 	free(text);
@@ -569,9 +639,11 @@ static void profile_round_trip(void **state)
 	assert_string_equal(mb_profile_key(0), "name");
 	assert_string_equal(mb_profile_key(12), "ns_gram_precision");
 	assert_string_equal(mb_profile_key(15), "norm_gbs");
-	assert_string_equal(mb_profile_key(22), "command_latency_us");
-	assert_non_null(mb_profile_key(24));
-	assert_null(mb_profile_key(25));
+	assert_string_equal(mb_profile_key(19), "forward_gflops");
+	assert_string_equal(mb_profile_key(23), "host_stream_gbs");
+	assert_string_equal(mb_profile_key(25), "command_latency_us");
+	assert_non_null(mb_profile_key(27));
+	assert_null(mb_profile_key(28));
 	/* the GPUs' link: 0 (not modelled) where a file leaves it out, as the shipped one */
 	assert_true(a.peer_gbs == 0 && !a.peer_shares_pcie);
 	assert_int_equal(mb_profile_set(&a, "peer_gbs", "-1", "--peer-gbs"), -MB_EINPUT);
@@ -967,6 +1039,8 @@ int main(void)
 		cmocka_unit_test(zero3_batched_by_hand),
 		cmocka_unit_test(command_overhead),
 		cmocka_unit_test(command_latency),
+		cmocka_unit_test(fwd_bwd_by_pass),
+		cmocka_unit_test(host_stream_rate),
 		cmocka_unit_test(backward_by_hand),
 		cmocka_unit_test(norm_at_its_own_rate),
 		cmocka_unit_test(profile_round_trip),

@@ -11,6 +11,7 @@
 #include "mb_bandwidth.h"
 #include "mb_clock.h"
 #include "mb_err.h"
+#include "mb_fwdbwd_cl.h"
 #include "mb_hostopt.h"
 #include "mb_ledger.h"
 #include "mb_ns.h"
@@ -37,6 +38,14 @@
 /* and a sample's FLOPs, by either method, that a small shape's batch makes up to (256x768's) */
 #define NS_BATCH_FLOPS 8.7e8
 #define NS_BATCH_MAX   16
+/*
+ * The synthetic forward/backward's two passes, a point each of their
+ * ladders: the ladder's shapes but the last, a layer of them, at the
+ * fewer tokens (a small model's GEMMs), and the last shape alone at the
+ * more (a large one's)
+ */
+#define PASS_SMALL_TOKENS 128
+#define PASS_LARGE_TOKENS 256
 /* The rounds, a multiple of --reps */
 #define ROUNDS_PER_REP 4
 
@@ -207,28 +216,39 @@ struct rig {
 	float *host;		      /* the host optimizer's p, u (and g), m, v */
 	uint16_t *staging;
 	uint64_t host_step; /* AdamW's, from 1 */
+	/* the synthetic forward/backward's passes, each a layer of some of the ladder's shapes */
+	struct mb_model pass[2];
+	uint64_t pass_tokens[2];
+	size_t npasses;
+	double forward_s; /* of a pass's last sample */
 };
 
 /* One figure, timed a sample a round. */
 struct probe {
 	int (*once)(struct rig *g, const struct probe *p, double *seconds);
-	size_t shape;		  /* Newton-Schulz's: of the rig's */
+	size_t shape;		  /* Newton-Schulz's: of the rig's; the pass's: of its passes */
 	enum mb_ns_method method; /* and by which method */
 	bool gemms_only;	  /* its GEMMs alone: the forward/backward's rate */
 	double work;		  /* FLOPs or bytes of a sample */
-	double flops;		  /* Newton-Schulz's: of one matrix, the ladder point's size */
-	unsigned samples;	  /* rounds it is timed in */
-	unsigned wanted;	  /* before the time bound */
-	unsigned n;		  /* so far */
+	double work2;		  /* the pass's: the backward's FLOPs (its sample, both) */
+	double flops2;	  /* the pass's: a backward GEMM's mean FLOPs (FLOPS: a forward's) */
+	double flops;	  /* Newton-Schulz's: of one matrix, the ladder point's size */
+	unsigned samples; /* rounds it is timed in */
+	unsigned wanted;  /* before the time bound */
+	unsigned n;	  /* so far */
 	double total_s;
-	double warm_s; /* its untimed first sample's (kernels built: an upper bound) */
-	/* its rate goes to a point of LADDER, else into *RATE */
-	struct mb_profile_ladder *ladder;
+	double total1_s; /* the pass's: its forwards' */
+	double warm_s;	 /* its untimed first sample's (kernels built: an upper bound) */
+	/* its rate goes to a point of LADDER, else into *RATE; the pass's backward to LADDER2's */
+	struct mb_profile_ladder *ladder, *ladder2;
 	double *rate;
 };
 
-/* The most figures: both methods on each shape, the GEMMs, four kernels, the host optimizer. */
-#define MAX_PROBES (2 * MB_PROFILE_LADDER_MAX + 6)
+/*
+ * The most figures: both methods on each shape, the GEMMs, two passes, four
+ * kernels, the host optimizer and its streaming pass.
+ */
+#define MAX_PROBES (2 * MB_PROFILE_LADDER_MAX + 9)
 
 /* Finish the compute queue and keep the span of event EV (WHAT) in *T; EV is released. */
 static int span_of(const struct mb_cl *cl, cl_event ev, const char *what, double *t)
@@ -337,6 +357,44 @@ static int host_opt_once(struct rig *g, const struct probe *p, double *t)
 	return 0;
 }
 
+/*
+ * The step's unscale-and-clip pass over 2N fp32 grads (a Muon's and an
+ * AdamW's N, as the grads buffer holds both), as the step runs it: every
+ * thread, a static schedule; it reads and writes 8 bytes an element.
+ */
+static int host_stream_once(struct rig *g, const struct probe *p, double *t)
+{
+	int64_t k, n = (int64_t)(2 * g->s->elementwise_elems);
+	volatile float one = 1.0f; /* a scale the compiler cannot drop; the values stay */
+	float scale = one, *buf = g->host;
+
+	(void)p;
+	*t = mb_now_s();
+#pragma omp parallel for schedule(static)
+	for (k = 0; k < n; k++)
+		buf[k] *= scale;
+	*t = mb_now_s() - *t;
+	return 0;
+}
+
+/*
+ * The synthetic forward and backward of P's pass, as a step runs them (its
+ * buffers allocated and freed with it): their sum into *T, the forward's
+ * kept for its own rate.
+ */
+static int fwd_bwd_once(struct rig *g, const struct probe *p, double *t)
+{
+	double fwd, bwd;
+	int err;
+
+	if ((err = mb_fwdbwd_run(&g->pass[p->shape], g->pass_tokens[p->shape], g->cl, &g->ledger,
+				 NULL, &fwd, &bwd)))
+		return err;
+	g->forward_s = fwd;
+	*t = fwd + bwd;
+	return 0;
+}
+
 /* Rounds a FLOPS shape is timed in, of ROUNDS: fewer past NS_REPS_FLOPS, NS_MIN_SAMPLES at least */
 static unsigned ns_samples(double flops, unsigned rounds)
 {
@@ -385,6 +443,30 @@ static size_t ns_probes(const struct rig *g, unsigned rounds, struct mb_profile 
 }
 
 /*
+ * The synthetic forward/backward's passes: a point of the forward's ladder
+ * and of the backward's each, at the mean FLOPs of a GEMM of the pass (the
+ * model reads them so); a pass whose GEMMs come out the size of the one
+ * before it adds none.
+ */
+static size_t fwd_bwd_probes(const struct rig *g, unsigned rounds, struct mb_profile *prof,
+			     struct probe *p)
+{
+	size_t i, nf, nb, n = 0;
+
+	for (i = 0; i < g->npasses; i++) {
+		p[n] = (struct probe){ .once = fwd_bwd_once, .shape = i, .samples = rounds };
+		mb_fwdbwd_flops(&g->pass[i], g->pass_tokens[i], &p[n].work, &p[n].work2, &nf, &nb);
+		p[n].flops = p[n].work / (double)nf;
+		p[n].flops2 = p[n].work2 / (double)nb;
+		p[n].ladder = &prof->forward_gflops;
+		p[n].ladder2 = &prof->backward_gflops;
+		if (!n || (p[n].flops != p[n - 1].flops && p[n].flops2 != p[n - 1].flops2))
+			n++;
+	}
+	return n;
+}
+
+/*
  * The kernels over the rig's elements (grads written by the fill before the
  * momentum and the cast read them; the norm reads the cast's bf16: the
  * momentum kernel reads and writes 16 bytes an element, the fill writes 4,
@@ -402,6 +484,7 @@ static size_t elementwise_probes(const struct rig *g, unsigned rounds, struct mb
 		{ .once = host_opt_once,
 		  .work = mb_hostopt_bytes(g->s->elementwise_elems, g->s->elementwise_elems),
 		  .rate = &prof->host_opt_gbs },
+		{ .once = host_stream_once, .work = 16 * e, .rate = &prof->host_stream_gbs },
 	};
 	size_t i, n = sizeof(list) / sizeof(list[0]);
 
@@ -503,6 +586,7 @@ static int run_rounds(struct rig *g, struct probe *p, size_t n, unsigned rounds,
 		for (i = 0; i < n && !err; i++)
 			if (due(&p[i], r, rounds) && !(err = p[i].once(g, &p[i], &t))) {
 				p[i].total_s += t;
+				p[i].total1_s += p[i].ladder2 ? g->forward_s : 0;
 				p[i].n++;
 			}
 	}
@@ -530,9 +614,10 @@ static void report_cuts(const struct rig *g, const struct probe *p, size_t n,
 				     mb_ns_method_names[p[i].method],
 				     p[i].gemms_only ? " GEMMs" : "", p[i].n, p[i].wanted);
 		else
-			k = snprintf(r->cut + used, sizeof(r->cut) - used,
-				     "%san elementwise figure %u of %u", used ? ", " : "", p[i].n,
-				     p[i].wanted);
+			k = snprintf(r->cut + used, sizeof(r->cut) - used, "%s%s %u of %u",
+				     used ? ", " : "",
+				     p[i].ladder2 ? "a forward/backward" : "an elementwise figure",
+				     p[i].n, p[i].wanted);
 		used += k > 0 ? (size_t)k : 0;
 	}
 }
@@ -546,10 +631,18 @@ static int keep_rates(const struct mb_cl *cl, const struct probe *p, size_t n)
 	for (i = 0; i < n && !err; i++) {
 		double rate = p[i].work * p[i].n / p[i].total_s / 1e9;
 
-		if (p[i].ladder)
+		if (p[i].ladder2) { /* a pass: its forward, then its backward */
+			err = add_point(cl, p[i].ladder, p[i].flops,
+					p[i].work * p[i].n / p[i].total1_s / 1e9);
+			if (!err)
+				err = add_point(cl, p[i].ladder2, p[i].flops2,
+						p[i].work2 * p[i].n /
+							(p[i].total_s - p[i].total1_s) / 1e9);
+		} else if (p[i].ladder) {
 			err = add_point(cl, p[i].ladder, p[i].flops, rate);
-		else
+		} else {
 			*p[i].rate = rate;
+		}
 	}
 	return err;
 }
@@ -566,8 +659,39 @@ static void rig_release(struct rig *g)
 	mb_ledger_free(&g->ledger, g->sums);
 	mb_ns_release(&g->ns);
 	mb_ledger_release(&g->ledger);
+	mb_model_release(&g->pass[0]);
+	mb_model_release(&g->pass[1]);
 	free(g->host);
 	free(g->staging);
+}
+
+/* Add ladder shapes [FIRST, END) to pass K, a layer of one matrix of each, at TOKENS tokens. */
+static int rig_pass(struct rig *g, size_t k, size_t first, size_t end, uint64_t tokens)
+{
+	struct mb_model *m = &g->pass[k];
+	char name[48];
+	size_t i;
+	int err = 0;
+
+	for (i = first; i < end && !err; i++) {
+		snprintf(name, sizeof(name), "layers.0.shape%zu", i);
+		err = mb_model_add(m, name, 2, g->s->ns_rows[i], g->s->ns_cols[i], 0);
+	}
+	m->layers = 1;
+	snprintf(m->name, sizeof(m->name), "profile pass %zu", k);
+	g->pass_tokens[k] = tokens;
+	return err;
+}
+
+/* The synthetic forward/backward's passes (the small one where the ladder has two shapes). */
+static int rig_passes(struct rig *g)
+{
+	size_t last = g->s->ns_nshapes - 1;
+	int err = 0;
+
+	if (last > 0)
+		err = rig_pass(g, g->npasses++, 0, last, PASS_SMALL_TOKENS);
+	return err ? err : rig_pass(g, g->npasses++, last, last + 1, PASS_LARGE_TOKENS);
 }
 
 /* Newton-Schulz's workspace for every shape by either method, and each shape's matrices. */
@@ -591,7 +715,7 @@ static int rig_shapes(struct rig *g)
 	for (i = 0; i < s->ns_nshapes && !err; i++)
 		err = mb_nsbench_init(&g->shape[i], &g->ns, s->ns_rows[i], s->ns_cols[i],
 				      ns_batch(s->ns_rows[i], s->ns_cols[i]), s->seed, 0);
-	return err;
+	return err ? err : rig_passes(g);
 }
 
 /* The elementwise figures' buffers, the momentum seeded (the fill's warm-up writes the grads). */
@@ -648,6 +772,7 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 	if ((err = rig_init(&g, cl, s)))
 		return err;
 	n = ns_probes(&g, nrounds, prof, p);
+	n += fwd_bwd_probes(&g, nrounds, prof, p + n);
 	n += elementwise_probes(&g, nrounds, prof, p + n);
 	if (!(err = run_rounds(&g, p, n, nrounds, s->rounds_budget_s)))
 		err = keep_rates(cl, p, n);
