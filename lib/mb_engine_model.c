@@ -315,7 +315,9 @@ static double work_s(const struct model_engine *s, const struct mb_work *w)
 	case MB_WORK_SUMSQ:
 		return 2 * n / (1e9 * p->norm_gbs);
 	case MB_WORK_MOMENTUM: /* reads the grads and the momentum, writes both */
-		return 2 * (4 + (w->bf16 ? 2 : 4)) * n / (1e9 * p->momentum_gbs);
+		return 2 * (4 + (w->bf16 ? 2 : 4)) * n /
+		       (1e9 * (w->bf16 && p->momentum_bf16_gbs > 0 ? p->momentum_bf16_gbs
+								   : p->momentum_gbs));
 	case MB_WORK_COLLECTIVE: /* a copy over the GPUs' link: model_work times it */
 		return 0;
 	case MB_WORK_NS:

@@ -56,6 +56,7 @@ static const struct field fields[] = {
 	{ "ns_gram_precision", PRECISION, AT(ns_gram_precision), "fp32, bf16 or fp16" },
 	{ "ns_standard_precision", PRECISION, AT(ns_standard_precision), "fp32, bf16 or fp16" },
 	{ "momentum_gbs", RATE, AT(momentum_gbs), "GB/s" },
+	{ "momentum_bf16_gbs", OPT_RATE, AT(momentum_bf16_gbs), "GB/s" },
 	{ "norm_gbs", RATE, AT(norm_gbs), "GB/s" },
 	{ "fill_gbs", RATE, AT(fill_gbs), "GB/s" },
 	{ "cast_gbs", RATE, AT(cast_gbs), "GB/s" },

@@ -70,7 +70,12 @@ struct mb_profile {
 	 * format 4 from before them), read as "fp32", the only one then.
 	 */
 	char ns_gram_precision[8], ns_standard_precision[8];
-	double momentum_gbs;   /* the momentum kernel, bytes read and written */
+	double momentum_gbs; /* the momentum kernel, bytes read and written */
+	/*
+	 * the bf16-momentum kernel (ZeRO-3's), likewise: it widens and rounds
+	 * each element besides. 0, where a file leaves it out: momentum_gbs.
+	 */
+	double momentum_bf16_gbs;
 	double norm_gbs;       /* the norm's partial sums (mb_ns_sumsq_bf16), bytes read */
 	double fill_gbs;       /* the backward stand-in's gradient fill (a PRNG), bytes written */
 	double cast_gbs;       /* the fp32 <-> bf16 casts (rounding, widening), bytes moved */

@@ -448,6 +448,27 @@ static void host_stream_rate(void **state)
 }
 
 /*
+ * ZeRO-3's bf16-momentum kernel at momentum_bf16_gbs where the profile has
+ * it: 12 bytes x 1e6 an element of each matrix at 0.012 GB/s, 1 s where
+ * momentum_gbs made it 0.75: 0.5 s more over the two. ZeRO-2's fp32
+ * momentum keeps momentum_gbs.
+ */
+static void momentum_bf16_rate(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t0, t, z2;
+
+	(void)state;
+	t0 = predict(3, MB_MASTER, false, &p);
+	z2 = predict(2, MB_MASTER, false, &p);
+	p.momentum_bf16_gbs = 0.012;
+	t = predict(3, MB_MASTER, false, &p);
+	assert_secs(t.phase.momentum_s, t0.phase.momentum_s + 0.5);
+	t = predict(2, MB_MASTER, false, &p);
+	assert_secs(t.phase.momentum_s, z2.phase.momentum_s);
+}
+
+/*
  * The backward's norm at norm_gbs, not at the momentum kernel's rate: a
  * quarter of the rate makes the bucket's norm 1 s (0.75 s more), a half of
  * the momentum kernel's rate makes each batch's kernel 2 s and leaves the
@@ -570,6 +591,7 @@ static void profile_round_trip(void **state)
 	/* a file from before the optional keys: none of them, read as not measured */
 	assert_true(a.forward_gflops.n == 0 && a.backward_gflops.n == 0);
 	assert_true(a.host_stream_gbs == 0 && a.command_latency_us == 0);
+	assert_true(a.momentum_bf16_gbs == 0);
 	assert_non_null(f = open_memstream(&text, &len));
 	mb_profile_write(f, &a);
 	fclose(f);
@@ -638,12 +660,13 @@ static void profile_round_trip(void **state)
 	assert_non_null(strstr(mb_errmsg(), "shipped: reference"));
 	assert_string_equal(mb_profile_key(0), "name");
 	assert_string_equal(mb_profile_key(12), "ns_gram_precision");
-	assert_string_equal(mb_profile_key(15), "norm_gbs");
-	assert_string_equal(mb_profile_key(19), "forward_gflops");
-	assert_string_equal(mb_profile_key(23), "host_stream_gbs");
-	assert_string_equal(mb_profile_key(25), "command_latency_us");
-	assert_non_null(mb_profile_key(27));
-	assert_null(mb_profile_key(28));
+	assert_string_equal(mb_profile_key(16), "norm_gbs");
+	assert_string_equal(mb_profile_key(15), "momentum_bf16_gbs");
+	assert_string_equal(mb_profile_key(20), "forward_gflops");
+	assert_string_equal(mb_profile_key(24), "host_stream_gbs");
+	assert_string_equal(mb_profile_key(26), "command_latency_us");
+	assert_non_null(mb_profile_key(28));
+	assert_null(mb_profile_key(29));
 	/* the GPUs' link: 0 (not modelled) where a file leaves it out, as the shipped one */
 	assert_true(a.peer_gbs == 0 && !a.peer_shares_pcie);
 	assert_int_equal(mb_profile_set(&a, "peer_gbs", "-1", "--peer-gbs"), -MB_EINPUT);
@@ -1041,6 +1064,7 @@ int main(void)
 		cmocka_unit_test(command_latency),
 		cmocka_unit_test(fwd_bwd_by_pass),
 		cmocka_unit_test(host_stream_rate),
+		cmocka_unit_test(momentum_bf16_rate),
 		cmocka_unit_test(backward_by_hand),
 		cmocka_unit_test(norm_at_its_own_rate),
 		cmocka_unit_test(profile_round_trip),

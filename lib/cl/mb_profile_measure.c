@@ -212,8 +212,8 @@ struct rig {
 	struct mb_ledger ledger;
 	struct mb_ns ns;
 	struct mb_nsbench shape[MB_PROFILE_LADDER_MAX];
-	cl_mem grad, mom, bf16, sums; /* the elementwise kernels' */
-	float *host;		      /* the host optimizer's p, u (and g), m, v */
+	cl_mem grad, mom, bf16, sums, mom_bf16; /* the elementwise kernels' */
+	float *host;				/* the host optimizer's p, u (and g), m, v */
 	uint16_t *staging;
 	uint64_t host_step; /* AdamW's, from 1 */
 	/* the synthetic forward/backward's passes, each a layer of some of the ladder's shapes */
@@ -245,10 +245,10 @@ struct probe {
 };
 
 /*
- * The most figures: both methods on each shape, the GEMMs, two passes, four
+ * The most figures: both methods on each shape, the GEMMs, two passes, five
  * kernels, the host optimizer and its streaming pass.
  */
-#define MAX_PROBES (2 * MB_PROFILE_LADDER_MAX + 9)
+#define MAX_PROBES (2 * MB_PROFILE_LADDER_MAX + 10)
 
 /* Finish the compute queue and keep the span of event EV (WHAT) in *T; EV is released. */
 static int span_of(const struct mb_cl *cl, cl_event ev, const char *what, double *t)
@@ -296,6 +296,20 @@ static int momentum_once(struct rig *g, const struct probe *p, double *t)
 		return err;
 	clReleaseEvent(last);
 	return span_of(g->cl, first, "the momentum kernel", t);
+}
+
+/* The bf16-momentum kernel over the rig's grads and its bf16 momentum, by its event. */
+static int momentum_bf16_once(struct rig *g, const struct probe *p, double *t)
+{
+	cl_event first, last;
+	int err;
+
+	(void)p;
+	if ((err = mb_ns_momentum_bf16(&g->ns, g->grad, 0, g->mom_bf16, 0, g->s->elementwise_elems,
+				       0.95f, &first, &last)))
+		return err;
+	clReleaseEvent(last);
+	return span_of(g->cl, first, "the bf16-momentum kernel", t);
 }
 
 /* The backward's gradient fill: it has no event of its own, so the host clock to clFinish. */
@@ -469,8 +483,9 @@ static size_t fwd_bwd_probes(const struct rig *g, unsigned rounds, struct mb_pro
 /*
  * The kernels over the rig's elements (grads written by the fill before the
  * momentum and the cast read them; the norm reads the cast's bf16: the
- * momentum kernel reads and writes 16 bytes an element, the fill writes 4,
- * the cast moves 6, the norm reads 2), and the host optimizer.
+ * momentum kernel reads and writes 16 bytes an element, the bf16-momentum
+ * one 12, the fill writes 4, the cast moves 6, the norm reads 2), and the
+ * host optimizer and its streaming pass (8 bytes an element of its 2N).
  */
 static size_t elementwise_probes(const struct rig *g, unsigned rounds, struct mb_profile *prof,
 				 struct probe *p)
@@ -479,6 +494,7 @@ static size_t elementwise_probes(const struct rig *g, unsigned rounds, struct mb
 	const struct probe list[] = {
 		{ .once = fill_once, .work = 4 * e, .rate = &prof->fill_gbs },
 		{ .once = momentum_once, .work = 16 * e, .rate = &prof->momentum_gbs },
+		{ .once = momentum_bf16_once, .work = 12 * e, .rate = &prof->momentum_bf16_gbs },
 		{ .once = cast_once, .work = 6 * e, .rate = &prof->cast_gbs },
 		{ .once = norm_once, .work = 2 * e, .rate = &prof->norm_gbs },
 		{ .once = host_opt_once,
@@ -657,6 +673,7 @@ static void rig_release(struct rig *g)
 	mb_ledger_free(&g->ledger, g->mom);
 	mb_ledger_free(&g->ledger, g->bf16);
 	mb_ledger_free(&g->ledger, g->sums);
+	mb_ledger_free(&g->ledger, g->mom_bf16);
 	mb_ns_release(&g->ns);
 	mb_ledger_release(&g->ledger);
 	mb_model_release(&g->pass[0]);
@@ -731,7 +748,10 @@ static int rig_buffers(struct rig *g)
 	if ((err = mb_ledger_alloc(&g->ledger, 4 * e, "profile.grad", &g->grad)) ||
 	    (err = mb_ledger_alloc(&g->ledger, 4 * e, "profile.mom", &g->mom)) ||
 	    (err = mb_ledger_alloc(&g->ledger, 2 * e, "profile.bf16", &g->bf16)) ||
-	    (err = mb_ledger_alloc(&g->ledger, 4 * MB_NS_PARTIALS, "profile.sums", &g->sums)))
+	    (err = mb_ledger_alloc(&g->ledger, 4 * MB_NS_PARTIALS, "profile.sums", &g->sums)) ||
+	    (err = mb_ledger_alloc(&g->ledger, 2 * e, "profile.mom_bf16", &g->mom_bf16)) ||
+	    (err = mb_cl_zero(g->cl, g->cl->compute, g->mom_bf16, 0, 2 * e,
+			      "the bf16 momentum's zeros")))
 		return err;
 	return mb_rng_fill(g->cl, g->mom, 0, e, g->s->seed, 2, 0, 1e-3f);
 }
