@@ -433,6 +433,17 @@ int mb_profile_load(struct mb_profile *p, const char *name)
 	return mb_profile_parse(p, e->data, e->size, path);
 }
 
+/* What setting field KEY by hand clears: the optional refinements of its rate. */
+static void clear_refinements(struct mb_profile *p, const char *key)
+{
+	if (!strcmp(key, "fwd_bwd_gflops"))
+		p->forward_gflops.n = p->backward_gflops.n = 0;
+	else if (!strcmp(key, "memcpy_gbs"))
+		p->host_stream_gbs = 0;
+	else if (!strcmp(key, "momentum_gbs"))
+		p->momentum_bf16_gbs = 0;
+}
+
 int mb_profile_set(struct mb_profile *p, const char *key, const char *value, const char *what)
 {
 	const struct field *f = find(key);
@@ -486,6 +497,7 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 			mb_profile_ladder_set(at(p, f), d);
 		else
 			*(double *)at(p, f) = d;
+		clear_refinements(p, key);
 		return 0;
 	}
 	return 0;

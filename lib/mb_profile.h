@@ -156,6 +156,9 @@ int mb_profile_load(struct mb_profile *p, const char *name);
  * Set the field KEY to VALUE, which is checked as the file's would be
  * ("on"/"off", "true"/"false" for a bool; one rate for a ladder sets every
  * point, mb_profile_ladder_set); WHAT names it in errors ("--h2d-gbs").
+ * A rate that a finer optional key refines clears that key, so that what is
+ * set times what it did before the key: fwd_bwd_gflops the passes'
+ * ladders, memcpy_gbs host_stream_gbs, momentum_gbs momentum_bf16_gbs.
  * -MB_EINPUT for an unknown key or a bad value.
  */
 int mb_profile_set(struct mb_profile *p, const char *key, const char *value, const char *what);

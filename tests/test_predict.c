@@ -642,6 +642,17 @@ static void profile_round_trip(void **state)
 	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "1x", "--momentum-gbs"), -MB_EINPUT);
 	assert_int_equal(mb_profile_set(&a, "norm_gbs", "7.5", "--norm-gbs"), 0);
 	assert_true(mb_profile_get(&a, "norm_gbs") == 7.5 && a.momentum_gbs == 500);
+	/* a rate set by hand times what it did before its refinements: they are cleared */
+	a.forward_gflops = (struct mb_profile_ladder){ 1, { 1e8 }, { 40 } };
+	a.backward_gflops = a.forward_gflops;
+	a.host_stream_gbs = 50;
+	a.momentum_bf16_gbs = 300;
+	assert_int_equal(mb_profile_set(&a, "fwd_bwd_gflops", "9", "--fwd-bwd-gflops"), 0);
+	assert_true(a.fwd_bwd_gflops == 9 && !a.forward_gflops.n && !a.backward_gflops.n);
+	assert_int_equal(mb_profile_set(&a, "memcpy_gbs", "9", "--memcpy-gbs"), 0);
+	assert_true(a.memcpy_gbs == 9 && a.host_stream_gbs == 0);
+	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "500", "--momentum-gbs"), 0);
+	assert_true(a.momentum_gbs == 500 && a.momentum_bf16_gbs == 0);
 	assert_int_equal(mb_profile_set(&a, "norm_gbs", "0", "--norm-gbs"), -MB_EINPUT);
 	assert_true(isnan(mb_profile_get(&a, "nope")));
 	/* a rate flag sets every point of a ladder, its sizes kept */
