@@ -353,14 +353,13 @@ static int model_work(struct mb_engine *e, const struct mb_work *w, size_t after
 }
 
 /*
- * FLOPS of a pass of N GEMMs at L's rate for a GEMM of their mean FLOPs
- * (mb_profile_ladder_gflops), or at fwd_bwd_gflops where L has no point.
+ * FLOPS of the pass at L's rate for its tokens (mb_profile_ladder_gflops),
+ * or at fwd_bwd_gflops where L has no point.
  */
-static double pass_s(const struct model_engine *s, const struct mb_profile_ladder *l, double flops,
-		     size_t n)
+static double pass_s(const struct model_engine *s, const struct mb_profile_ladder *l, double flops)
 {
-	double gflops = l->n && n ? mb_profile_ladder_gflops(l, flops / (double)n)
-				  : s->prof->fwd_bwd_gflops;
+	double gflops = l->n ? mb_profile_ladder_gflops(l, (double)s->plan->set.tokens)
+			     : s->prof->fwd_bwd_gflops;
 
 	return flops / (1e9 * gflops);
 }
@@ -385,8 +384,7 @@ static int model_fwd_bwd(struct mb_engine *e, const struct mb_fwdbwd_hook *hook,
 	/* one command for the GEMMs of the forward and of each backward stage, with the
 	 * overhead of each GEMM */
 	if ((err = enqueue(s, MB_QUEUE_COMPUTE, KERNEL, false,
-			   pass_s(s, &p->forward_gflops, fwd, nf) +
-				   (double)(nf - (nf > 0)) * overhead,
+			   pass_s(s, &p->forward_gflops, fwd) + (double)(nf - (nf > 0)) * overhead,
 			   0, &id)) ||
 	    (err = host_wait(s, id)))
 		return err;
@@ -395,7 +393,7 @@ static int model_fwd_bwd(struct mb_engine *e, const struct mb_fwdbwd_hook *hook,
 	for (stage = s->m->layers + 1; stage-- > 0;) {
 		mb_fwdbwd_stage_flops(s->m, tokens, stage, &bwd, &ng);
 		if (ng && (err = enqueue(s, MB_QUEUE_COMPUTE, KERNEL, false,
-					 pass_s(s, &p->backward_gflops, bwd, ng) +
+					 pass_s(s, &p->backward_gflops, bwd) +
 						 (double)(ng - 1) * overhead,
 					 0, &id)))
 			return err;

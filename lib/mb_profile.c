@@ -22,13 +22,15 @@ enum kind {
 	RATE, /* double, positive and finite */
 	TIME, /* double, zero or more, finite */
 	BOOL,
-	LADDER,	    /* struct mb_profile_ladder, of RATEs */
-	PRECISION,  /* char[]: fp32, bf16 or fp16; a file may leave it out (fp32) */
-	FRACTION,   /* double, 0 to 1; a file may leave it out (0) */
-	OPT_RATE,   /* double, 0 (not modelled) or more, finite; a file may leave it out (0) */
-	OPT_BOOL,   /* a file may leave it out (false) */
-	OPT_TIME,   /* a TIME a file may leave out (0) */
-	OPT_LADDER, /* a LADDER a file may leave out (no point); written only with a point */
+	LADDER,	   /* struct mb_profile_ladder, of RATEs */
+	PRECISION, /* char[]: fp32, bf16 or fp16; a file may leave it out (fp32) */
+	FRACTION,  /* double, 0 to 1; a file may leave it out (0) */
+	OPT_RATE,  /* double, 0 (not modelled) or more, finite; a file may leave it out (0) */
+	OPT_BOOL,  /* a file may leave it out (false) */
+	OPT_TIME,  /* a TIME a file may leave out (0) */
+	/* a LADDER by tokens ({"tokens": T, "gflops": G}) a file may leave out (no point);
+	 * written only with a point */
+	OPT_TOKEN_LADDER,
 };
 
 struct field {
@@ -61,8 +63,8 @@ static const struct field fields[] = {
 	{ "fill_gbs", RATE, AT(fill_gbs), "GB/s" },
 	{ "cast_gbs", RATE, AT(cast_gbs), "GB/s" },
 	{ "fwd_bwd_gflops", RATE, AT(fwd_bwd_gflops), "GFLOP/s" },
-	{ "forward_gflops", OPT_LADDER, AT(forward_gflops), "GFLOP/s" },
-	{ "backward_gflops", OPT_LADDER, AT(backward_gflops), "GFLOP/s" },
+	{ "forward_gflops", OPT_TOKEN_LADDER, AT(forward_gflops), "GFLOP/s" },
+	{ "backward_gflops", OPT_TOKEN_LADDER, AT(backward_gflops), "GFLOP/s" },
 	{ "host_opt_gbs", RATE, AT(host_opt_gbs), "GB/s" },
 	{ "memcpy_gbs", RATE, AT(memcpy_gbs), "GB/s" },
 	{ "host_stream_gbs", OPT_RATE, AT(host_stream_gbs), "GB/s" },
@@ -140,7 +142,7 @@ static const char *check_number(const struct field *f, double d)
 	switch (f->kind) {
 	case RATE:
 	case LADDER:
-	case OPT_LADDER:
+	case OPT_TOKEN_LADDER:
 		return isfinite(d) && d >= RATE_MIN && d <= RATE_MAX ? NULL : "must be 1e-6 to 1e9";
 	case OPT_RATE:
 		return isfinite(d) && (d == 0 || (d >= RATE_MIN && d <= RATE_MAX))
@@ -201,11 +203,17 @@ __attribute__((format(printf, 4, 5))) static int bad_old(const struct reader *r,
 	return err;
 }
 
+/* What a point of F's ladder is keyed by: "flops" (a matrix's), or "tokens". */
+static const char *point_key(const struct field *f)
+{
+	return f->kind == OPT_TOKEN_LADDER ? "tokens" : "flops";
+}
+
 /* Point V (the I-th) of ladder F's into *L: {"flops": F, "gflops": G}, F above the last. */
 static int read_point(const struct reader *r, const struct field *f, const cJSON *v, size_t i,
 		      struct mb_profile_ladder *l)
 {
-	static const char *const names[] = { "flops", "gflops" };
+	const char *const names[] = { point_key(f), "gflops" };
 	const char *why;
 	double d[2];
 	const cJSON *e;
@@ -213,8 +221,8 @@ static int read_point(const struct reader *r, const struct field *f, const cJSON
 
 	if (!cJSON_IsObject(v) || cJSON_GetArraySize(v) != 2)
 		return bad(r, v, f->key,
-			   "point %zu must be an object {\"flops\": F, \"gflops\": G}, got %s",
-			   i + 1, cJSON_IsObject(v) ? "other keys" : mb_json_type_name(v));
+			   "point %zu must be an object {\"%s\": F, \"gflops\": G}, got %s", i + 1,
+			   names[0], cJSON_IsObject(v) ? "other keys" : mb_json_type_name(v));
 	for (k = 0; k < 2; k++) {
 		e = cJSON_GetObjectItemCaseSensitive(v, names[k]);
 		if (!e)
@@ -229,9 +237,10 @@ static int read_point(const struct reader *r, const struct field *f, const cJSON
 			   f->unit, d[1]);
 	if (i && d[0] <= l->flops[i - 1])
 		return bad(r, v, f->key,
-			   "point %zu: flops %.17g not above the point before's (%.17g): the "
-			   "ladder goes up in FLOPs",
-			   i + 1, d[0], l->flops[i - 1]);
+			   "point %zu: %s %.17g not above the point before's (%.17g): the "
+			   "ladder goes up in %s",
+			   i + 1, names[0], d[0], l->flops[i - 1],
+			   f->kind == OPT_TOKEN_LADDER ? "tokens" : "FLOPs");
 	l->flops[i] = d[0];
 	l->gflops[i] = d[1];
 	return 0;
@@ -258,8 +267,8 @@ static int read_ladder(const struct reader *r, struct mb_profile_ladder *l, cons
 
 	if (!cJSON_IsArray(v))
 		return bad(r, v, f->key,
-			   "must be a list of {\"flops\": F, \"gflops\": G} points, got %s",
-			   mb_json_type_name(v));
+			   "must be a list of {\"%s\": F, \"gflops\": G} points, got %s",
+			   point_key(f), mb_json_type_name(v));
 	if (cJSON_GetArraySize(v) < 1 || cJSON_GetArraySize(v) > MB_PROFILE_LADDER_MAX)
 		return bad(r, v, f->key, "must hold 1 to %d points, got %d", MB_PROFILE_LADDER_MAX,
 			   cJSON_GetArraySize(v));
@@ -306,7 +315,7 @@ static int read_field(const struct reader *r, struct mb_profile *p, const struct
 		*(double *)at(p, f) = v->valuedouble;
 		return 0;
 	case LADDER:
-	case OPT_LADDER:
+	case OPT_TOKEN_LADDER:
 		return read_ladder(r, at(p, f), f, v);
 	case PRECISION:
 		if (!cJSON_IsString(v) || !is_precision(v->valuestring))
@@ -370,7 +379,7 @@ static int read_tree(const struct reader *r, struct mb_profile *p)
 			*(double *)at(p, &fields[i]) = 0;
 		else if (!seen[i] && fields[i].kind == OPT_BOOL)
 			*(bool *)at(p, &fields[i]) = false;
-		else if (!seen[i] && fields[i].kind == OPT_LADDER)
+		else if (!seen[i] && fields[i].kind == OPT_TOKEN_LADDER)
 			((struct mb_profile_ladder *)at(p, &fields[i]))->n = 0;
 		else if (!seen[i])
 			return mb_bad_input("%s: missing key \"%s\"", r->source, fields[i].key);
@@ -480,7 +489,7 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 	case FRACTION:
 	case OPT_RATE:
 	case LADDER:
-	case OPT_LADDER:
+	case OPT_TOKEN_LADDER:
 		d = strtod(value, &end);
 		/* decimal, as every number on the command line: no space, sign, hex, inf or nan */
 		if (!mb_num_is_decimal(value) || *end)
@@ -493,7 +502,7 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 					    what, value);
 		if ((why = check_number(f, d)))
 			return mb_bad_input("%s: %s (%s), got '%s'", what, why, f->unit, value);
-		if (f->kind == LADDER || f->kind == OPT_LADDER)
+		if (f->kind == LADDER || f->kind == OPT_TOKEN_LADDER)
 			mb_profile_ladder_set(at(p, f), d);
 		else
 			*(double *)at(p, f) = d;
@@ -511,7 +520,7 @@ double mb_profile_get(const struct mb_profile *p, const char *key)
 		return NAN;
 	if (f->kind == BOOL || f->kind == OPT_BOOL)
 		return *(const bool *)((const char *)p + f->offset);
-	if (f->kind == LADDER || f->kind == OPT_LADDER) {
+	if (f->kind == LADDER || f->kind == OPT_TOKEN_LADDER) {
 		const struct mb_profile_ladder *l = (const void *)((const char *)p + f->offset);
 		size_t i;
 
@@ -539,13 +548,13 @@ static void write_text(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void write_ladder(FILE *out, const struct mb_profile_ladder *l)
+static void write_ladder(FILE *out, const struct mb_profile_ladder *l, const char *key)
 {
 	size_t i;
 
 	fputc('[', out);
 	for (i = 0; i < l->n; i++)
-		fprintf(out, "%s\n    { \"flops\": %.17g, \"gflops\": %.17g }", i ? "," : "",
+		fprintf(out, "%s\n    { \"%s\": %.17g, \"gflops\": %.17g }", i ? "," : "", key,
 			l->flops[i], l->gflops[i]);
 	fputs("\n  ]", out);
 }
@@ -559,7 +568,7 @@ void mb_profile_write(FILE *out, const struct mb_profile *p)
 	for (i = 0; i < NFIELDS; i++) {
 		const struct field *f = &fields[i];
 
-		if (f->kind == OPT_LADDER &&
+		if (f->kind == OPT_TOKEN_LADDER &&
 		    !((const struct mb_profile_ladder *)(base + f->offset))->n)
 			continue; /* none measured: as a file from before the key */
 		fprintf(out, ",\n  \"%s\": ", f->key);
@@ -569,8 +578,8 @@ void mb_profile_write(FILE *out, const struct mb_profile *p)
 			write_text(out, *(base + f->offset) ? base + f->offset : "fp32");
 		else if (f->kind == BOOL || f->kind == OPT_BOOL)
 			fputs(*(const bool *)(base + f->offset) ? "true" : "false", out);
-		else if (f->kind == LADDER || f->kind == OPT_LADDER)
-			write_ladder(out, (const void *)(base + f->offset));
+		else if (f->kind == LADDER || f->kind == OPT_TOKEN_LADDER)
+			write_ladder(out, (const void *)(base + f->offset), point_key(f));
 		else
 			fprintf(out, "%.17g", *(const double *)(base + f->offset));
 	}

@@ -83,9 +83,12 @@ struct mb_profile {
 	/*
 	 * The synthetic forward and backward themselves, as mb_fwdbwd_run issues
 	 * them (their transposes, fills and checkpoint copies, by the host
-	 * clock): a pass's FLOPs over its time, by the mean FLOPs of a GEMM of
-	 * the pass (mb_profile_ladder_gflops). No point, where a file leaves them
-	 * out: fwd_bwd_gflops times both.
+	 * clock): a pass's FLOPs over its time, by the pass's tokens (each
+	 * GEMM's one small side: what decides a GEMM's rate on a CPU device
+	 * more than its weight's size), a ladder whose flops[] hold the tokens
+	 * (mb_profile_ladder_gflops reads it alike; a file writes {"tokens": T,
+	 * "gflops": G} points). No point, where a file leaves them out:
+	 * fwd_bwd_gflops times both.
 	 */
 	struct mb_profile_ladder forward_gflops, backward_gflops;
 

@@ -401,13 +401,12 @@ static void backward_by_hand(void **state)
 }
 
 /*
- * Each pass at its own ladder's rate for its GEMMs' mean size (1e9 FLOPs
- * here, half way in log between the points 1e8 and 1e10): the forward at
- * sqrt(1 x 4) = 2 GFLOP/s, 1 s where fwd_bwd_gflops made it 2; the
- * backward's GEMMs at sqrt(0.25 x 1) = 0.5, 12 s where they were 6, so
- * ZeRO-2's backward (its buckets after the GEMMs) is 6 s longer. A profile
- * without the ladders (one from before them) times both at
- * fwd_bwd_gflops, as backward_by_hand.
+ * Each pass at its own ladder's rate for its tokens (500 here, half way in
+ * log between the points 50 and 5000): the forward at sqrt(1 x 4) = 2
+ * GFLOP/s, 1 s where fwd_bwd_gflops made it 2; the backward's GEMMs at
+ * sqrt(0.25 x 1) = 0.5, 12 s where they were 6, so ZeRO-2's backward (its
+ * buckets after the GEMMs) is 6 s longer. A profile without the ladders
+ * (one from before them) times both at fwd_bwd_gflops, as backward_by_hand.
  */
 static void fwd_bwd_by_pass(void **state)
 {
@@ -416,8 +415,8 @@ static void fwd_bwd_by_pass(void **state)
 	struct mb_step_times t;
 
 	(void)state;
-	p.forward_gflops = (struct mb_profile_ladder){ 2, { 1e8, 1e10 }, { 1, 4 } };
-	p.backward_gflops = (struct mb_profile_ladder){ 2, { 1e8, 1e10 }, { 0.25, 1 } };
+	p.forward_gflops = (struct mb_profile_ladder){ 2, { 50, 5000 }, { 1, 4 } };
+	p.backward_gflops = (struct mb_profile_ladder){ 2, { 50, 5000 }, { 0.25, 1 } };
 	t = predict_fwd_bwd_on(2, &p);
 	assert_secs(t.phase.forward_s, 1);
 	assert_secs(t.phase.backward_s, 16.25 + partials);
@@ -601,14 +600,15 @@ static void profile_round_trip(void **state)
 	assert_null(strstr(text, "forward_gflops"));
 	free(text);
 	/* with them: written, and read back bit for bit */
-	a.forward_gflops = (struct mb_profile_ladder){ 2, { 6.9e7, 1.6e9 }, { 45.9, 52.8 } };
-	a.backward_gflops = (struct mb_profile_ladder){ 1, { 6.9e7 }, { 61.5 } };
+	a.forward_gflops = (struct mb_profile_ladder){ 2, { 128, 512 }, { 45.5, 52.75 } };
+	a.backward_gflops = (struct mb_profile_ladder){ 1, { 128 }, { 61.5 } };
 	a.host_stream_gbs = 54.5;
 	text = NULL;
 	assert_non_null(f = open_memstream(&text, &len));
 	mb_profile_write(f, &a);
 	fclose(f);
-	assert_non_null(strstr(text, "\"forward_gflops\": ["));
+	assert_non_null(
+		strstr(text, "\"forward_gflops\": [\n    { \"tokens\": 128, \"gflops\": 45.5"));
 	assert_int_equal(mb_profile_parse(&b, text, len, "written"), 0);
 	assert_memory_equal(&a, &b, sizeof(a));
 	free(text);
@@ -710,7 +710,7 @@ static void replace(char *out, size_t len, const char *in, const char *from, con
 /* GOOD with FROM replaced by TO must be refused, the message holding WANT. */
 static void refused(const char *from, const char *to, const char *want)
 {
-	char text[sizeof(good) + 64];
+	char text[sizeof(good) + 128];
 	struct mb_profile p;
 
 	replace(text, sizeof(text), good, from, to);
@@ -777,6 +777,18 @@ static void bad_profiles(void **state)
 	refused("{\"flops\": 1, \"gflops\": 3e4}", "[1, 3e4]",
 		"ns_standard_gflops: point 1 must be an object {\"flops\": F, \"gflops\": G}, "
 		"got a list");
+	/* the passes' ladders are by tokens, up in tokens; an empty one is refused as any */
+	refused("\"memcpy_gbs\": 200",
+		"\"memcpy_gbs\": 200, \"forward_gflops\": [{\"flops\": 128, "
+		"\"gflops\": 40}]",
+		"forward_gflops: point 1: missing key \"tokens\"");
+	refused("\"memcpy_gbs\": 200",
+		"\"memcpy_gbs\": 200, \"backward_gflops\": [{\"tokens\": 256, "
+		"\"gflops\": 40}, {\"tokens\": 128, \"gflops\": 50}]",
+		"backward_gflops: point 2: tokens 128 not above the point before's (256): the ladder "
+		"goes up in tokens");
+	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 200, \"forward_gflops\": []",
+		"forward_gflops: must hold 1 to 8 points, got 0");
 }
 
 /*

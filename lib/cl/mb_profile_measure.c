@@ -39,13 +39,15 @@
 #define NS_BATCH_FLOPS 8.7e8
 #define NS_BATCH_MAX   16
 /*
- * The synthetic forward/backward's two passes, a point each of their
- * ladders: the ladder's shapes but the last, a layer of them, at the
- * fewer tokens (a small model's GEMMs), and the last shape alone at the
- * more (a large one's)
+ * The synthetic forward/backward's passes, a point each of their ladders
+ * by tokens: a layer of the ladder's shapes but the last at each of the
+ * small token counts (a small model's GEMMs, whose rate on a CPU device
+ * goes with the tokens: 128 ran 1.4x slower than 256 on PoCL), and the
+ * last shape alone at the large one (a large model's)
  */
-#define PASS_SMALL_TOKENS 128
-#define PASS_LARGE_TOKENS 256
+static const uint64_t pass_small_tokens[] = { 128, 256 };
+#define PASS_LARGE_TOKENS 512
+#define MAX_PASSES	  3
 /* The rounds, a multiple of --reps */
 #define ROUNDS_PER_REP 4
 
@@ -217,8 +219,8 @@ struct rig {
 	uint16_t *staging;
 	uint64_t host_step; /* AdamW's, from 1 */
 	/* the synthetic forward/backward's passes, each a layer of some of the ladder's shapes */
-	struct mb_model pass[2];
-	uint64_t pass_tokens[2];
+	struct mb_model pass[MAX_PASSES];
+	uint64_t pass_tokens[MAX_PASSES];
 	size_t npasses;
 	double forward_s; /* of a pass's last sample */
 };
@@ -231,11 +233,10 @@ struct probe {
 	bool gemms_only;	  /* its GEMMs alone: the forward/backward's rate */
 	double work;		  /* FLOPs or bytes of a sample */
 	double work2;		  /* the pass's: the backward's FLOPs (its sample, both) */
-	double flops2;	  /* the pass's: a backward GEMM's mean FLOPs (FLOPS: a forward's) */
-	double flops;	  /* Newton-Schulz's: of one matrix, the ladder point's size */
-	unsigned samples; /* rounds it is timed in */
-	unsigned wanted;  /* before the time bound */
-	unsigned n;	  /* so far */
+	double flops;		  /* Newton-Schulz's: of one matrix, the ladder point's size */
+	unsigned samples;	  /* rounds it is timed in */
+	unsigned wanted;	  /* before the time bound */
+	unsigned n;		  /* so far */
 	double total_s;
 	double total1_s; /* the pass's: its forwards' */
 	double warm_s;	 /* its untimed first sample's (kernels built: an upper bound) */
@@ -245,10 +246,10 @@ struct probe {
 };
 
 /*
- * The most figures: both methods on each shape, the GEMMs, two passes, five
+ * The most figures: both methods on each shape, the GEMMs, the passes, five
  * kernels, the host optimizer and its streaming pass.
  */
-#define MAX_PROBES (2 * MB_PROFILE_LADDER_MAX + 10)
+#define MAX_PROBES (2 * MB_PROFILE_LADDER_MAX + MAX_PASSES + 8)
 
 /* Finish the compute queue and keep the span of event EV (WHAT) in *T; EV is released. */
 static int span_of(const struct mb_cl *cl, cl_event ev, const char *what, double *t)
@@ -458,26 +459,24 @@ static size_t ns_probes(const struct rig *g, unsigned rounds, struct mb_profile 
 
 /*
  * The synthetic forward/backward's passes: a point of the forward's ladder
- * and of the backward's each, at the mean FLOPs of a GEMM of the pass (the
- * model reads them so); a pass whose GEMMs come out the size of the one
- * before it adds none.
+ * and of the backward's each, at the pass's tokens (the model reads them
+ * so; the passes' tokens go up), a pass past NS_REPS_FLOPS in fewer rounds.
  */
 static size_t fwd_bwd_probes(const struct rig *g, unsigned rounds, struct mb_profile *prof,
 			     struct probe *p)
 {
-	size_t i, nf, nb, n = 0;
+	size_t i, nf, nb;
 
 	for (i = 0; i < g->npasses; i++) {
-		p[n] = (struct probe){ .once = fwd_bwd_once, .shape = i, .samples = rounds };
-		mb_fwdbwd_flops(&g->pass[i], g->pass_tokens[i], &p[n].work, &p[n].work2, &nf, &nb);
-		p[n].flops = p[n].work / (double)nf;
-		p[n].flops2 = p[n].work2 / (double)nb;
-		p[n].ladder = &prof->forward_gflops;
-		p[n].ladder2 = &prof->backward_gflops;
-		if (!n || (p[n].flops != p[n - 1].flops && p[n].flops2 != p[n - 1].flops2))
-			n++;
+		p[i] = (struct probe){ .once = fwd_bwd_once, .shape = i, .samples = rounds };
+		mb_fwdbwd_flops(&g->pass[i], g->pass_tokens[i], &p[i].work, &p[i].work2, &nf, &nb);
+		p[i].flops = (double)g->pass_tokens[i];
+		/* the large pass in fewer rounds, as a large Newton-Schulz shape */
+		p[i].samples = ns_samples(p[i].work + p[i].work2, rounds);
+		p[i].ladder = &prof->forward_gflops;
+		p[i].ladder2 = &prof->backward_gflops;
 	}
-	return n;
+	return g->npasses;
 }
 
 /*
@@ -651,7 +650,7 @@ static int keep_rates(const struct mb_cl *cl, const struct probe *p, size_t n)
 			err = add_point(cl, p[i].ladder, p[i].flops,
 					p[i].work * p[i].n / p[i].total1_s / 1e9);
 			if (!err)
-				err = add_point(cl, p[i].ladder2, p[i].flops2,
+				err = add_point(cl, p[i].ladder2, p[i].flops,
 						p[i].work2 * p[i].n /
 							(p[i].total_s - p[i].total1_s) / 1e9);
 		} else if (p[i].ladder) {
@@ -676,8 +675,8 @@ static void rig_release(struct rig *g)
 	mb_ledger_free(&g->ledger, g->mom_bf16);
 	mb_ns_release(&g->ns);
 	mb_ledger_release(&g->ledger);
-	mb_model_release(&g->pass[0]);
-	mb_model_release(&g->pass[1]);
+	for (i = 0; i < MAX_PASSES; i++)
+		mb_model_release(&g->pass[i]);
 	free(g->host);
 	free(g->staging);
 }
@@ -700,14 +699,15 @@ static int rig_pass(struct rig *g, size_t k, size_t first, size_t end, uint64_t 
 	return err;
 }
 
-/* The synthetic forward/backward's passes (the small one where the ladder has two shapes). */
+/* The synthetic forward/backward's passes (the small ones where the ladder has two shapes). */
 static int rig_passes(struct rig *g)
 {
-	size_t last = g->s->ns_nshapes - 1;
+	size_t k, last = g->s->ns_nshapes - 1;
 	int err = 0;
 
-	if (last > 0)
-		err = rig_pass(g, g->npasses++, 0, last, PASS_SMALL_TOKENS);
+	for (k = 0;
+	     last > 0 && k < sizeof(pass_small_tokens) / sizeof(pass_small_tokens[0]) && !err; k++)
+		err = rig_pass(g, g->npasses++, 0, last, pass_small_tokens[k]);
 	return err ? err : rig_pass(g, g->npasses++, last, last + 1, PASS_LARGE_TOKENS);
 }
 
