@@ -1,10 +1,16 @@
 #!/bin/sh
 # How close the model's predictions come on this machine's device, phase by
-# phase (issue 45's check): measures a profile (or takes PROFILE), then runs
-# each grid below with it and prints, for every cell, each phase's measured
-# time over its prediction as a residual (+12%: 12% longer than predicted),
-# a star past the bound. Exits 1 when any cell's phase is past BOUND percent,
-# 0 when all are within it.
+# phase (issue 45's check): runs each grid below right after a profile of
+# its own (or with PROFILE for all) and prints, for every cell, each phase's
+# measured time over its prediction as a residual (+12%: 12% longer than
+# predicted), a star past the bound. Exits 1 when any cell's phase is past
+# BOUND percent, 0 when all are within it.
+#
+# A shared VM's speed moves by minutes (bench/cpu-levels.sh), and a profile
+# and a grid taken at two levels differ by that much in every phase: the
+# last line of each grid gives Newton-Schulz's mean residual, the term the
+# model times best (within a few percent on a quiet machine), as a reading
+# of how far the machine moved between the two.
 #
 #   make      `make run`'s grid: tiny, one layer, seq 128, stages 2 and 3,
 #             every variant
@@ -34,13 +40,7 @@ esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-if [ -n "${PROFILE:-}" ]; then
-	profile=$PROFILE
-else
-	profile=$tmp/profile.json
-	"$bin" profile --out "$profile" >/dev/null
-fi
-echo "# profile: $profile; $runs runs a cell; $stat over the runs; bound +-$bound%"
+echo "# ${PROFILE:-a fresh profile a grid}; $runs runs a cell; $stat over the runs; bound +-$bound%"
 
 cells='--layers 1 --gather-budget 2Mi --stage 2,3 --variant all --steps 3 --measure 2-3'
 bad=0
@@ -56,6 +56,13 @@ for g in $grids; do
 	esac
 	# uneven keeps both its layers: they are what differs
 	[ "$g" = uneven ] && c=$(echo "$cells" | sed 's/--layers 1 //') || c=$cells
+	if [ -n "${PROFILE:-}" ]; then
+		profile=$PROFILE
+	else
+		profile=$tmp/profile-$g.json
+		"$bin" profile --out "$profile" >"$tmp/$g.profile.log" 2>&1 ||
+			{ cat "$tmp/$g.profile.log" >&2; exit 2; }
+	fi
 	echo
 	echo "## $g: run $args $c --runs $runs"
 	# shellcheck disable=SC2086 # the options are words
@@ -131,6 +138,13 @@ END {
 		else
 			printf " — |"
 	print ""
+	for (c = 1; c <= nk; c++)
+		if (pr[order[c], 7] + 0 > 0) {
+			ns += figure(order[c], 7) / pr[order[c], 7]
+			nns++
+		}
+	if (nns)
+		printf "Newton-Schulz's mean residual (how far the machine moved): %+.0f%%\n", 100 * (ns / nns - 1)
 	printf "%d of the cells' phases past %s%%\n", bad, bound
 	exit bad > 0
 }
