@@ -233,7 +233,7 @@ struct probe {
 	bool gemms_only;	  /* its GEMMs alone: the forward/backward's rate */
 	double work;		  /* FLOPs or bytes of a sample */
 	double work2;		  /* the pass's: the backward's FLOPs (its sample, both) */
-	double flops;		  /* Newton-Schulz's: of one matrix, the ladder point's size */
+	double flops;		  /* a point of its ladder: NS a matrix's FLOPs, a pass's tokens */
 	unsigned samples;	  /* rounds it is timed in */
 	unsigned wanted;	  /* before the time bound */
 	unsigned n;		  /* so far */
