@@ -21,7 +21,7 @@
 #include "setup.h"
 
 #define COPY_BYTES	  (64ull << 20)
-#define ELEMENTWISE_ELEMS (16ull << 20)
+#define ELEMENTWISE_ELEMS MB_PROFILE_LARGE_ELEMS /* what the model reads the rates at */
 /*
  * The rounds' bound, whatever the shapes, a --reps (the default 5: with the
  * copies before them, under a minute)

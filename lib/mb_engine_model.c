@@ -18,6 +18,7 @@
 
 #include "mb_err.h"
 #include "mb_fwdbwd.h"
+#include "mb_hostopt.h"
 #include "mb_ns.h"
 
 enum res { KERNEL, H2D, D2H, PEER }; /* PEER: a collective over the link between GPUs */
@@ -296,6 +297,16 @@ static int model_read(struct mb_engine *e, enum mb_queue q, mb_devbuf dev, uint6
 	return host_wait(s, id);
 }
 
+/* The momentum kernel's GB/s over N elements: fp32 or bf16, at their size. */
+static double momentum_rate(const struct mb_profile *p, bool bf16, double n)
+{
+	bool own = bf16 && p->momentum_bf16_gbs > 0;
+
+	return mb_profile_sized_rate(own ? p->momentum_bf16_gbs : p->momentum_gbs,
+				     own ? p->momentum_bf16_small_gbs : p->momentum_small_gbs, n,
+				     MB_PROFILE_SMALL_ELEMS, MB_PROFILE_LARGE_ELEMS);
+}
+
 /* Seconds of work W on the device the profile describes. */
 static double work_s(const struct model_engine *s, const struct mb_work *w)
 {
@@ -315,9 +326,7 @@ static double work_s(const struct model_engine *s, const struct mb_work *w)
 	case MB_WORK_SUMSQ:
 		return 2 * n / (1e9 * p->norm_gbs);
 	case MB_WORK_MOMENTUM: /* reads the grads and the momentum, writes both */
-		return 2 * (4 + (w->bf16 ? 2 : 4)) * n /
-		       (1e9 * (w->bf16 && p->momentum_bf16_gbs > 0 ? p->momentum_bf16_gbs
-								   : p->momentum_gbs));
+		return 2 * (4 + (w->bf16 ? 2 : 4)) * n / (1e9 * momentum_rate(p, w->bf16, n));
 	case MB_WORK_COLLECTIVE: /* a copy over the GPUs' link: model_work times it */
 		return 0;
 	case MB_WORK_NS:
@@ -447,11 +456,21 @@ static int model_pin(struct mb_engine *e, enum mb_host_buffer b)
 static void model_host(struct mb_engine *e, const struct mb_host_work *h)
 {
 	struct model_engine *s = of(e);
+	const struct mb_profile *p = s->prof;
+	/* each at its size: the optimizer's bytes against its figures' (44 an element of a
+	 * Muon's and an AdamW's), the passes' against theirs (16 an element) */
+	double opt = mb_profile_sized_rate(
+		p->host_opt_gbs, p->host_opt_small_gbs, h->bytes,
+		mb_hostopt_bytes(MB_PROFILE_SMALL_ELEMS, MB_PROFILE_SMALL_ELEMS),
+		mb_hostopt_bytes(MB_PROFILE_LARGE_ELEMS, MB_PROFILE_LARGE_ELEMS));
+	double stream = p->host_stream_gbs > 0
+				? mb_profile_sized_rate(p->host_stream_gbs,
+							p->host_stream_small_gbs, h->streamed,
+							16.0 * MB_PROFILE_SMALL_ELEMS,
+							16.0 * MB_PROFILE_LARGE_ELEMS)
+				: p->memcpy_gbs;
 
-	double stream = s->prof->host_stream_gbs > 0 ? s->prof->host_stream_gbs
-						     : s->prof->memcpy_gbs;
-
-	s->host += h->bytes / (1e9 * s->prof->host_opt_gbs) + h->streamed / (1e9 * stream);
+	s->host += h->bytes / (1e9 * opt) + h->streamed / (1e9 * stream);
 }
 
 static double model_now(struct mb_engine *e)

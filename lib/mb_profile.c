@@ -59,6 +59,8 @@ static const struct field fields[] = {
 	{ "ns_standard_precision", PRECISION, AT(ns_standard_precision), "fp32, bf16 or fp16" },
 	{ "momentum_gbs", RATE, AT(momentum_gbs), "GB/s" },
 	{ "momentum_bf16_gbs", OPT_RATE, AT(momentum_bf16_gbs), "GB/s" },
+	{ "momentum_small_gbs", OPT_RATE, AT(momentum_small_gbs), "GB/s" },
+	{ "momentum_bf16_small_gbs", OPT_RATE, AT(momentum_bf16_small_gbs), "GB/s" },
 	{ "norm_gbs", RATE, AT(norm_gbs), "GB/s" },
 	{ "fill_gbs", RATE, AT(fill_gbs), "GB/s" },
 	{ "cast_gbs", RATE, AT(cast_gbs), "GB/s" },
@@ -68,6 +70,8 @@ static const struct field fields[] = {
 	{ "host_opt_gbs", RATE, AT(host_opt_gbs), "GB/s" },
 	{ "memcpy_gbs", RATE, AT(memcpy_gbs), "GB/s" },
 	{ "host_stream_gbs", OPT_RATE, AT(host_stream_gbs), "GB/s" },
+	{ "host_opt_small_gbs", OPT_RATE, AT(host_opt_small_gbs), "GB/s" },
+	{ "host_stream_small_gbs", OPT_RATE, AT(host_stream_small_gbs), "GB/s" },
 	{ "command_overhead_us", TIME, AT(command_overhead_us), "us" },
 	{ "command_latency_us", OPT_TIME, AT(command_latency_us), "us" },
 	{ "peer_gbs", OPT_RATE, AT(peer_gbs), "GB/s" },
@@ -112,6 +116,18 @@ double mb_profile_ladder_gflops(const struct mb_profile_ladder *l, double flops)
 		return l->gflops[i];
 	t = log(flops / l->flops[i - 1]) / log(l->flops[i] / l->flops[i - 1]);
 	return exp(log(l->gflops[i - 1]) + t * log(l->gflops[i] / l->gflops[i - 1]));
+}
+
+double mb_profile_sized_rate(double large, double small, double x, double x_small, double x_large)
+{
+	double t;
+
+	if (!(small > 0) || x >= x_large)
+		return large;
+	if (x <= x_small)
+		return small;
+	t = log(x / x_small) / log(x_large / x_small);
+	return exp(log(small) + t * log(large / small));
 }
 
 void mb_profile_ladder_set(struct mb_profile_ladder *l, double gflops)
@@ -448,9 +464,11 @@ static void clear_refinements(struct mb_profile *p, const char *key)
 	if (!strcmp(key, "fwd_bwd_gflops"))
 		p->forward_gflops.n = p->backward_gflops.n = 0;
 	else if (!strcmp(key, "memcpy_gbs"))
-		p->host_stream_gbs = 0;
+		p->host_stream_gbs = p->host_stream_small_gbs = 0;
 	else if (!strcmp(key, "momentum_gbs"))
-		p->momentum_bf16_gbs = 0;
+		p->momentum_bf16_gbs = p->momentum_small_gbs = p->momentum_bf16_small_gbs = 0;
+	else if (!strcmp(key, "host_opt_gbs"))
+		p->host_opt_small_gbs = 0;
 }
 
 int mb_profile_set(struct mb_profile *p, const char *key, const char *value, const char *what)
@@ -630,6 +648,8 @@ void mb_profile_for_ranks(struct mb_profile *out, const struct mb_profile *p, un
 	out->host_opt_gbs = p->host_opt_gbs / ranks;
 	out->memcpy_gbs = p->memcpy_gbs / ranks;
 	out->host_stream_gbs = p->host_stream_gbs / ranks;
+	out->host_opt_small_gbs = p->host_opt_small_gbs / ranks;
+	out->host_stream_small_gbs = p->host_stream_small_gbs / ranks;
 	out->h2d_pinned_gbs = shared_rate(p->h2d_pinned_gbs, pinned, ranks);
 	out->d2h_pinned_gbs = shared_rate(p->d2h_pinned_gbs, pinned, ranks);
 	out->both_pinned_gbs = shared_rate(p->both_pinned_gbs, pinned, ranks);

@@ -30,6 +30,15 @@
  */
 #define MB_PROFILE_FORMAT_VERSION 4
 
+/*
+ * The elements of the profile's elementwise and host figures (its large
+ * ones), and of their small ones (the *_small_gbs rates: a small model's
+ * batch, which the caches hold). Between the two a rate is interpolated
+ * (mb_profile_sized_rate).
+ */
+#define MB_PROFILE_LARGE_ELEMS (16ull << 20)
+#define MB_PROFILE_SMALL_ELEMS (1ull << 18)
+
 /* The most points of a ladder. */
 #define MB_PROFILE_LADDER_MAX 8
 
@@ -76,6 +85,12 @@ struct mb_profile {
 	 * each element besides. 0, where a file leaves it out: momentum_gbs.
 	 */
 	double momentum_bf16_gbs;
+	/*
+	 * each of the two at MB_PROFILE_SMALL_ELEMS elements (the others at
+	 * MB_PROFILE_LARGE_ELEMS); 0, where a file leaves it out: the large
+	 * one's rate at every size
+	 */
+	double momentum_small_gbs, momentum_bf16_small_gbs;
 	double norm_gbs;       /* the norm's partial sums (mb_ns_sumsq_bf16), bytes read */
 	double fill_gbs;       /* the backward stand-in's gradient fill (a PRNG), bytes written */
 	double cast_gbs;       /* the fp32 <-> bf16 casts (rounding, widening), bytes moved */
@@ -100,6 +115,8 @@ struct mb_profile {
 	 * written. 0, where a file leaves it out: memcpy_gbs times them.
 	 */
 	double host_stream_gbs;
+	/* host_opt_gbs and host_stream_gbs at MB_PROFILE_SMALL_ELEMS; 0: as the large */
+	double host_opt_small_gbs, host_stream_small_gbs;
 
 	/* a device command's own time beyond its work, as its events see it; 0: none */
 	double command_overhead_us;
@@ -126,6 +143,13 @@ struct mb_profile {
  * below the first, the last's above the last. L must hold a point.
  */
 double mb_profile_ladder_gflops(const struct mb_profile_ladder *l, double flops);
+
+/*
+ * The rate of work of size X, from LARGE's rate at X_LARGE and SMALL's at
+ * X_SMALL: SMALL below X_SMALL, LARGE above X_LARGE, log-log between (a
+ * power law); SMALL 0 (not measured): LARGE at every size.
+ */
+double mb_profile_sized_rate(double large, double small, double x, double x_small, double x_large);
 
 /*
  * Set every point of L to GFLOPS, keeping its sizes; an empty L gets one
@@ -161,7 +185,8 @@ int mb_profile_load(struct mb_profile *p, const char *name);
  * point, mb_profile_ladder_set); WHAT names it in errors ("--h2d-gbs").
  * A rate that a finer optional key refines clears that key, so that what is
  * set times what it did before the key: fwd_bwd_gflops the passes'
- * ladders, memcpy_gbs host_stream_gbs, momentum_gbs momentum_bf16_gbs.
+ * ladders, memcpy_gbs host_stream_gbs (and its small one), momentum_gbs
+ * momentum_bf16_gbs and the small ones, host_opt_gbs host_opt_small_gbs.
  * -MB_EINPUT for an unknown key or a bad value.
  */
 int mb_profile_set(struct mb_profile *p, const char *key, const char *value, const char *what);

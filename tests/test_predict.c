@@ -468,6 +468,49 @@ static void momentum_bf16_rate(void **state)
 }
 
 /*
+ * A rate at its size: the small one's below its size, the large one's above
+ * its, a power law between (half way in log size, the geometric mean of
+ * the two); no small one, the large at every size. The momentum kernel and
+ * the host's passes read it: a 1e6-element matrix lies between the small
+ * figures' 2^18 elements and the large ones' 2^24, so a small rate twice
+ * the large one makes each shorter, but not as short as the small rate
+ * would alone.
+ */
+static void rates_by_size(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t0, t;
+
+	(void)state;
+	assert_true(mb_profile_sized_rate(10, 40, 1, 100, 1e4) == 40);
+	assert_true(mb_profile_sized_rate(10, 40, 100, 100, 1e4) == 40);
+	assert_true(fabs(mb_profile_sized_rate(10, 40, 1e3, 100, 1e4) - 20) < 1e-9);
+	assert_true(mb_profile_sized_rate(10, 40, 1e4, 100, 1e4) == 10);
+	assert_true(mb_profile_sized_rate(10, 40, 1e9, 100, 1e4) == 10);
+	assert_true(mb_profile_sized_rate(10, 0, 1, 100, 1e4) == 10);
+	t0 = predict(2, MB_MASTER, false, &p);
+	p.momentum_small_gbs = 2 * p.momentum_gbs;
+	p.host_stream_gbs = p.memcpy_gbs;
+	p.host_stream_small_gbs = 2 * p.memcpy_gbs;
+	p.host_opt_small_gbs = 2 * p.host_opt_gbs;
+	t = predict(2, MB_MASTER, false, &p);
+	assert_true(t.phase.momentum_s < t0.phase.momentum_s &&
+		    t.phase.momentum_s > t0.phase.momentum_s / 2);
+	assert_true(t.phase.host_opt_s < t0.phase.host_opt_s &&
+		    t.phase.host_opt_s > t0.phase.host_opt_s / 2);
+	/* ZeRO-3's bf16 kernel takes its own small rate, not the fp32 one's */
+	p = hand_profile();
+	p.momentum_bf16_gbs = p.momentum_gbs;
+	t0 = predict(3, MB_MASTER, false, &p);
+	p.momentum_small_gbs = 2 * p.momentum_gbs;
+	t = predict(3, MB_MASTER, false, &p);
+	assert_secs(t.phase.momentum_s, t0.phase.momentum_s);
+	p.momentum_bf16_small_gbs = 2 * p.momentum_gbs;
+	t = predict(3, MB_MASTER, false, &p);
+	assert_true(t.phase.momentum_s < t0.phase.momentum_s);
+}
+
+/*
  * The backward's norm at norm_gbs, not at the momentum kernel's rate: a
  * quarter of the rate makes the bucket's norm 1 s (0.75 s more), a half of
  * the momentum kernel's rate makes each batch's kernel 2 s and leaves the
@@ -590,7 +633,8 @@ static void profile_round_trip(void **state)
 	/* a file from before the optional keys: none of them, read as not measured */
 	assert_true(a.forward_gflops.n == 0 && a.backward_gflops.n == 0);
 	assert_true(a.host_stream_gbs == 0 && a.command_latency_us == 0);
-	assert_true(a.momentum_bf16_gbs == 0);
+	assert_true(a.momentum_bf16_gbs == 0 && a.momentum_small_gbs == 0);
+	assert_true(a.host_opt_small_gbs == 0 && a.host_stream_small_gbs == 0);
 	assert_non_null(f = open_memstream(&text, &len));
 	mb_profile_write(f, &a);
 	fclose(f);
@@ -651,8 +695,13 @@ static void profile_round_trip(void **state)
 	assert_true(a.fwd_bwd_gflops == 9 && !a.forward_gflops.n && !a.backward_gflops.n);
 	assert_int_equal(mb_profile_set(&a, "memcpy_gbs", "9", "--memcpy-gbs"), 0);
 	assert_true(a.memcpy_gbs == 9 && a.host_stream_gbs == 0);
+	a.momentum_small_gbs = a.momentum_bf16_small_gbs = 600;
 	assert_int_equal(mb_profile_set(&a, "momentum_gbs", "500", "--momentum-gbs"), 0);
 	assert_true(a.momentum_gbs == 500 && a.momentum_bf16_gbs == 0);
+	assert_true(a.momentum_small_gbs == 0 && a.momentum_bf16_small_gbs == 0);
+	a.host_opt_small_gbs = 60;
+	assert_int_equal(mb_profile_set(&a, "host_opt_gbs", "30", "--host-opt-gbs"), 0);
+	assert_true(a.host_opt_small_gbs == 0);
 	assert_int_equal(mb_profile_set(&a, "norm_gbs", "0", "--norm-gbs"), -MB_EINPUT);
 	assert_true(isnan(mb_profile_get(&a, "nope")));
 	/* a rate flag sets every point of a ladder, its sizes kept */
@@ -671,13 +720,14 @@ static void profile_round_trip(void **state)
 	assert_non_null(strstr(mb_errmsg(), "shipped: reference"));
 	assert_string_equal(mb_profile_key(0), "name");
 	assert_string_equal(mb_profile_key(12), "ns_gram_precision");
-	assert_string_equal(mb_profile_key(16), "norm_gbs");
+	assert_string_equal(mb_profile_key(18), "norm_gbs");
 	assert_string_equal(mb_profile_key(15), "momentum_bf16_gbs");
-	assert_string_equal(mb_profile_key(20), "forward_gflops");
-	assert_string_equal(mb_profile_key(24), "host_stream_gbs");
-	assert_string_equal(mb_profile_key(26), "command_latency_us");
-	assert_non_null(mb_profile_key(28));
-	assert_null(mb_profile_key(29));
+	assert_string_equal(mb_profile_key(16), "momentum_small_gbs");
+	assert_string_equal(mb_profile_key(22), "forward_gflops");
+	assert_string_equal(mb_profile_key(26), "host_stream_gbs");
+	assert_string_equal(mb_profile_key(30), "command_latency_us");
+	assert_non_null(mb_profile_key(32));
+	assert_null(mb_profile_key(33));
 	/* the GPUs' link: 0 (not modelled) where a file leaves it out, as the shipped one */
 	assert_true(a.peer_gbs == 0 && !a.peer_shares_pcie);
 	assert_int_equal(mb_profile_set(&a, "peer_gbs", "-1", "--peer-gbs"), -MB_EINPUT);
@@ -1088,6 +1138,7 @@ int main(void)
 		cmocka_unit_test(fwd_bwd_by_pass),
 		cmocka_unit_test(host_stream_rate),
 		cmocka_unit_test(momentum_bf16_rate),
+		cmocka_unit_test(rates_by_size),
 		cmocka_unit_test(backward_by_hand),
 		cmocka_unit_test(norm_at_its_own_rate),
 		cmocka_unit_test(profile_round_trip),

@@ -233,6 +233,7 @@ struct probe {
 	bool gemms_only;	  /* its GEMMs alone: the forward/backward's rate */
 	double work;		  /* FLOPs or bytes of a sample */
 	double work2;		  /* the pass's: the backward's FLOPs (its sample, both) */
+	uint64_t elems;		  /* an elementwise or host figure's elements */
 	double flops;		  /* a point of its ladder: NS a matrix's FLOPs, a pass's tokens */
 	unsigned samples;	  /* rounds it is timed in */
 	unsigned wanted;	  /* before the time bound */
@@ -247,9 +248,10 @@ struct probe {
 
 /*
  * The most figures: both methods on each shape, the GEMMs, the passes, five
- * kernels, the host optimizer and its streaming pass.
+ * kernels, the host optimizer and its streaming pass, and four of those at
+ * the small size.
  */
-#define MAX_PROBES (2 * MB_PROFILE_LADDER_MAX + MAX_PASSES + 8)
+#define MAX_PROBES (2 * MB_PROFILE_LADDER_MAX + MAX_PASSES + 12)
 
 /* Finish the compute queue and keep the span of event EV (WHAT) in *T; EV is released. */
 static int span_of(const struct mb_cl *cl, cl_event ev, const char *what, double *t)
@@ -291,9 +293,7 @@ static int momentum_once(struct rig *g, const struct probe *p, double *t)
 	cl_event first, last;
 	int err;
 
-	(void)p;
-	if ((err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, g->s->elementwise_elems, 0.95f,
-				  &first, &last)))
+	if ((err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, p->elems, 0.95f, &first, &last)))
 		return err;
 	clReleaseEvent(last);
 	return span_of(g->cl, first, "the momentum kernel", t);
@@ -305,9 +305,8 @@ static int momentum_bf16_once(struct rig *g, const struct probe *p, double *t)
 	cl_event first, last;
 	int err;
 
-	(void)p;
-	if ((err = mb_ns_momentum_bf16(&g->ns, g->grad, 0, g->mom_bf16, 0, g->s->elementwise_elems,
-				       0.95f, &first, &last)))
+	if ((err = mb_ns_momentum_bf16(&g->ns, g->grad, 0, g->mom_bf16, 0, p->elems, 0.95f, &first,
+				       &last)))
 		return err;
 	clReleaseEvent(last);
 	return span_of(g->cl, first, "the bf16-momentum kernel", t);
@@ -356,12 +355,11 @@ static int norm_once(struct rig *g, const struct probe *p, double *t)
 /* The host optimizer's loops over N Muon and N AdamW elements, as a step runs them. */
 static int host_opt_once(struct rig *g, const struct probe *p, double *t)
 {
-	uint64_t n = g->s->elementwise_elems, step = ++g->host_step;
+	uint64_t n = p->elems, step = ++g->host_step;
 	struct mb_optim o = MB_OPTIM_DEFAULTS;
 	float *buf = g->host;
 	uint16_t *staging = g->staging;
 
-	(void)p;
 	*t = mb_now_s();
 #pragma omp parallel
 	{
@@ -379,11 +377,10 @@ static int host_opt_once(struct rig *g, const struct probe *p, double *t)
  */
 static int host_stream_once(struct rig *g, const struct probe *p, double *t)
 {
-	int64_t k, n = (int64_t)(2 * g->s->elementwise_elems);
+	int64_t k, n = (int64_t)(2 * p->elems);
 	volatile float one = 1.0f; /* a scale the compiler cannot drop; the values stay */
 	float scale = one, *buf = g->host;
 
-	(void)p;
 	*t = mb_now_s();
 #pragma omp parallel for schedule(static)
 	for (k = 0; k < n; k++)
@@ -489,17 +486,43 @@ static size_t fwd_bwd_probes(const struct rig *g, unsigned rounds, struct mb_pro
 static size_t elementwise_probes(const struct rig *g, unsigned rounds, struct mb_profile *prof,
 				 struct probe *p)
 {
-	double e = (double)g->s->elementwise_elems;
+	uint64_t m = g->s->elementwise_elems,
+		 ms = MB_PROFILE_SMALL_ELEMS < m ? MB_PROFILE_SMALL_ELEMS : m;
+	double e = (double)m, es = (double)ms;
 	const struct probe list[] = {
 		{ .once = fill_once, .work = 4 * e, .rate = &prof->fill_gbs },
-		{ .once = momentum_once, .work = 16 * e, .rate = &prof->momentum_gbs },
-		{ .once = momentum_bf16_once, .work = 12 * e, .rate = &prof->momentum_bf16_gbs },
+		{ .once = momentum_once, .work = 16 * e, .elems = m, .rate = &prof->momentum_gbs },
+		{ .once = momentum_bf16_once,
+		  .work = 12 * e,
+		  .elems = m,
+		  .rate = &prof->momentum_bf16_gbs },
 		{ .once = cast_once, .work = 6 * e, .rate = &prof->cast_gbs },
 		{ .once = norm_once, .work = 2 * e, .rate = &prof->norm_gbs },
 		{ .once = host_opt_once,
-		  .work = mb_hostopt_bytes(g->s->elementwise_elems, g->s->elementwise_elems),
+		  .work = mb_hostopt_bytes(m, m),
+		  .elems = m,
 		  .rate = &prof->host_opt_gbs },
-		{ .once = host_stream_once, .work = 16 * e, .rate = &prof->host_stream_gbs },
+		{ .once = host_stream_once,
+		  .work = 16 * e,
+		  .elems = m,
+		  .rate = &prof->host_stream_gbs },
+		/* the small ones: a small model's batch, in the caches */
+		{ .once = momentum_once,
+		  .work = 16 * es,
+		  .elems = ms,
+		  .rate = &prof->momentum_small_gbs },
+		{ .once = momentum_bf16_once,
+		  .work = 12 * es,
+		  .elems = ms,
+		  .rate = &prof->momentum_bf16_small_gbs },
+		{ .once = host_opt_once,
+		  .work = mb_hostopt_bytes(ms, ms),
+		  .elems = ms,
+		  .rate = &prof->host_opt_small_gbs },
+		{ .once = host_stream_once,
+		  .work = 16 * es,
+		  .elems = ms,
+		  .rate = &prof->host_stream_small_gbs },
 	};
 	size_t i, n = sizeof(list) / sizeof(list[0]);
 
