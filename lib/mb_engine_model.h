@@ -16,7 +16,9 @@
  *              profile has none); gradient fills at fill_gbs (4 bytes an element);
  *              casts and widenings at cast_gbs (6); the norm's sums at
  *              norm_gbs (2); the momentum kernel at momentum_gbs (reads
- *              grads and momentum, writes both); Newton-Schulz at
+ *              grads and momentum, writes both; the bf16 one at
+ *              momentum_bf16_gbs where the profile has it; each at its
+ *              size where it has the small figures); Newton-Schulz at
  *              mb_ns_flops FLOPs at the method's rate for that many FLOPs,
  *              interpolated on the profile's ladder;
  *   copies     at their direction's rate, pinned or pageable as the step
