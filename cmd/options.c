@@ -394,10 +394,13 @@ const struct command mb_commands[MB_NCOMMANDS] = {
 			     "times, which a run's mean step reflects): Newton-Schulz by each "
 			     "method on each --shape, a point of its ladder (default " MB_PROFILE_DEFAULT_SHAPES
 			     "), the forward/backward's rate "
-			     "from the last one's GEMMs alone, the momentum kernel, the bf16 cast "
+			     "from the last one's GEMMs alone and the synthetic forward and "
+			     "backward themselves at 128, 256 and 512 tokens, the momentum kernels "
+			     "(fp32 and bf16), the bf16 cast "
 			     "and the norm's sums (with the kernel the step runs on the device) by "
-			     "their events, the gradient fill and the host optimizer's loops by "
-			     "the host clock. Prints it as JSON and "
+			     "their events, the gradient fill and the host optimizer's and "
+			     "streaming passes by the host clock, the kernels and passes both out "
+			     "of cache and warm on a small batch's size. Prints it as JSON and "
 			     "keeps it in the cache under the device's key, beside its tuning "
 			     "($XDG_CACHE_HOME/muonbench/profile-KEY.json), or in --out FILE; "
 			     "run shows each cell's prediction from it." },
