@@ -32,11 +32,14 @@ uint64_t mb_ns_flops(uint64_t rows, uint64_t cols, enum mb_ns_method method)
 	return flops > UINT64_MAX ? UINT64_MAX : (uint64_t)flops;
 }
 
+uint64_t mb_ns_elem_bytes(enum mb_precision precision)
+{
+	return precision == MB_PREC_FP32 ? sizeof(float) : sizeof(uint16_t);
+}
+
 uint64_t mb_ns_scratch_float(uint64_t matrix_elems, enum mb_precision precision)
 {
-	uint64_t size = precision == MB_PREC_FP32 ? sizeof(float) : sizeof(uint16_t);
-
-	return (matrix_elems * size + sizeof(float) - 1) / sizeof(float);
+	return (matrix_elems * mb_ns_elem_bytes(precision) + sizeof(float) - 1) / sizeof(float);
 }
 
 uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols, enum mb_ns_method method,

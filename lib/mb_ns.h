@@ -85,6 +85,9 @@ uint64_t mb_ns_flops(uint64_t rows, uint64_t cols, enum mb_ns_method method);
 uint64_t mb_ns_workspace_bytes(uint64_t rows, uint64_t cols, enum mb_ns_method method,
 			       enum mb_precision precision);
 
+/* Bytes of one element of the workspace's matrices at PRECISION: fp32's 4, or 16 bits' 2. */
+uint64_t mb_ns_elem_bytes(enum mb_precision precision);
+
 /* Where the scratch starts, in floats, after MATRIX_ELEMS elements at PRECISION. */
 uint64_t mb_ns_scratch_float(uint64_t matrix_elems, enum mb_precision precision);
 

@@ -187,6 +187,11 @@ out_release:
 	return err;
 }
 
+cl_uint mb_gemm16_prec_arg(enum mb_precision prec)
+{
+	return prec == MB_PREC_FP16 ? NSG_FP16 : NSG_BF16;
+}
+
 int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_precision prec,
 		      bool b_transposed, uint64_t m, uint64_t n, uint64_t k, float alpha, cl_mem a,
 		      uint64_t a_off, cl_mem b, uint64_t b_off, float beta, cl_mem c,
@@ -194,7 +199,7 @@ int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_pre
 {
 	const uint64_t bm = g->tile.bm, bn = g->tile.bn, threads = g->tile.threads;
 	cl_ulong cm = m, cn = n, ck = k, ao = a_off, bo = b_off, cio = c_in_off, co = c_off;
-	cl_uint bt = b_transposed, p = prec == MB_PREC_FP16 ? NSG_FP16 : NSG_BF16;
+	cl_uint bt = b_transposed, p = mb_gemm16_prec_arg(prec);
 	/* 16-byte loads where every row starts 16-byte aligned (the buffers' bases are) */
 	cl_uint vec = (a_off % 8 == 0 && k % 8 == 0 ? NSG_VEC_A : 0) |
 		      (b_off % 8 == 0 && (b_transposed ? k : n) % 8 == 0 ? NSG_VEC_B : 0);

@@ -119,6 +119,9 @@ int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_pre
 		      uint64_t a_off, cl_mem b, uint64_t b_off, float beta, cl_mem c,
 		      uint64_t c_in_off, uint64_t c_off, cl_event *ev);
 
+/* PREC (bf16 or fp16) as the file's kernels take it: their precision argument. */
+cl_uint mb_gemm16_prec_arg(enum mb_precision prec);
+
 /* Release the program and kernel; of a zeroed G, nothing. */
 void mb_gemm16_release(struct mb_gemm16 *g);
 

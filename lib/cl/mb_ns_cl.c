@@ -199,12 +199,6 @@ int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, 
 	return 0;
 }
 
-/* Bytes of one element of NS's workspace matrices: fp32, or 16 bits. */
-static uint64_t elem_size(const struct mb_ns *ns)
-{
-	return ns->precision == MB_PREC_FP32 ? sizeof(float) : sizeof(uint16_t);
-}
-
 static int copy(struct mb_ns *ns, uint64_t from, uint64_t to, uint64_t count);
 
 /*
@@ -246,7 +240,7 @@ static int gemm(struct mb_ns *ns, bool copies, bool b_transposed, uint64_t m, ui
 /* COUNT elements of the workspace from FROM to TO. */
 static int copy(struct mb_ns *ns, uint64_t from, uint64_t to, uint64_t count)
 {
-	const uint64_t size = elem_size(ns);
+	const uint64_t size = mb_ns_elem_bytes(ns->precision);
 	cl_int st;
 
 	st = clEnqueueCopyBuffer(ns->cl->compute, ns->work, ns->work, from * size, to * size,
@@ -359,12 +353,6 @@ static int enqueue(struct mb_ns *ns, cl_kernel k, const char *name, cl_uint dims
 			   (unsigned long long)rows, (unsigned long long)cols);
 }
 
-/* The kernels' 16-bit precision argument (kernels/ns_gemm.cl's NSG_BF16, NSG_FP16). */
-static cl_uint prec_arg(const struct mb_ns *ns)
-{
-	return ns->precision == MB_PREC_FP16 ? 2 : 1;
-}
-
 /* The workspace's M x M matrix at AT += a I (ns_add_diagonal, or ns16_add_diagonal). */
 static int add_diagonal(struct mb_ns *ns, uint64_t at, uint64_t m)
 {
@@ -372,7 +360,7 @@ static int add_diagonal(struct mb_ns *ns, uint64_t at, uint64_t m)
 	cl_kernel k = w16 ? ns->gemm16.diagonal : ns->diagonal;
 	const char *name = w16 ? "ns16_add_diagonal" : "ns_add_diagonal";
 	cl_ulong off = at, count = m;
-	cl_uint prec = prec_arg(ns);
+	cl_uint prec = mb_gemm16_prec_arg(ns->precision);
 	size_t n = m;
 	float a = MB_NS_A;
 	cl_int st;
@@ -568,7 +556,7 @@ int mb_ns_orthogonalize(struct mb_ns *ns, cl_mem in, uint64_t in_off, uint64_t r
 		  store = w16 ? ns->gemm16.store : ns->store;
 	const size_t *load_local = w16 ? ns->gemm16.load_local : ns->load_local,
 		     *store_local = w16 ? ns->gemm16.store_local : ns->store_local;
-	cl_uint prec = prec_arg(ns);
+	cl_uint prec = mb_gemm16_prec_arg(ns->precision);
 	cl_event start = NULL;
 	cl_int st;
 	int err;
