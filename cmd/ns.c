@@ -45,7 +45,7 @@ static void print_header(const struct mb_ns *ns, const struct mb_host *host,
 	       s->reps, s->batch);
 	printf("FLOP per m x n matrix (m <= n), 2mnk per GEMM: standard 5 (4m²n + 2m³); gram "
 	       "8m²n + 28m³ where m < n (on a square matrix it runs the standard iteration).\n");
-	if (ns->gemm16.kernel)
+	if (ns->gemm16.kernel[0])
 		printf("bf16 and fp16 GEMMs: kernels/ns_gemm.cl, %s.\n", ns->gemm16.why);
 	printf("\n");
 }
@@ -283,7 +283,7 @@ int mb_cmd_ns(const struct mb_args *args)
 	if (!err) {
 		if (args->format == MB_FORMAT_MD)
 			print_header(&ns, &host, &s);
-		else if (ns.gemm16.kernel)
+		else if (ns.gemm16.kernel[0])
 			fprintf(stderr, "muonbench: ns: bf16 and fp16 GEMMs: %s\n", ns.gemm16.why);
 		err = bench_all(&ns, args->peer ? &peer : NULL, &s, shapes, n, methods, nmethods,
 				precisions, nprec, args->format);

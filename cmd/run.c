@@ -186,6 +186,7 @@ static void reopen_device(struct mb_run_grid *g)
 	memcpy(g->cl.tuning, was->tuning, sizeof(g->cl.tuning));
 	memcpy(g->cl.tuning_match, was->tuning_match, sizeof(g->cl.tuning_match));
 	memcpy(g->cl.tuning_why, was->tuning_why, sizeof(g->cl.tuning_why));
+	memcpy(g->cl.ns_gemm, was->ns_gemm, sizeof(g->cl.ns_gemm));
 	free(was);
 }
 

@@ -14,6 +14,7 @@
 #include "mb_clock.h"
 #include "mb_config.h"
 #include "mb_err.h"
+#include "mb_gemm16.h"
 #include "mb_step.h"
 #include "mb_tuning_cl.h"
 
@@ -243,6 +244,16 @@ int mb_setup_device(const struct mb_args *args, struct mb_cl *cl)
 	    (chosen.match != MB_TUNING_NONE && (err = mb_tuning_apply(&t, cl)))) {
 		mb_cl_release(cl);
 		return err;
+	}
+	if (chosen.match != MB_TUNING_NONE && t.ns_gemm[0]) {
+		struct mb_gemm16_classes classes;
+
+		if ((err = mb_gemm16_classes_parse(t.ns_gemm, &classes))) {
+			mb_cl_release(cl);
+			mb_err_prefix("%s: ns_gemm", chosen.source);
+			return err;
+		}
+		snprintf(cl->ns_gemm, sizeof(cl->ns_gemm), "%s", t.ns_gemm);
 	}
 	snprintf(cl->tuning, sizeof(cl->tuning), "%s", chosen.source);
 	snprintf(cl->tuning_match, sizeof(cl->tuning_match), "%s",

@@ -98,13 +98,30 @@
 #define NSG_AT(r, kk)                                                                           \
 	((r)*NSG_BK + ((((kk) >> 3) ^ (((r) / NSG_LINE_ROWS) % NSG_CHUNKS)) << 3) + ((kk)&7))
 typedef ushort nsg_local_t;
+#define NSG_AT_B(c, kk) NSG_AT(c, kk)
 #else
-#define NSG_BM	      64
-#define NSG_BN	      64
-#define NSG_BK	      16
-#define NSG_THREADS   128
+/*
+ * The portable build's tile: these defaults, or the host's -D (mb_gemm16's
+ * tile, which checks that every work-item loads whole groups of 8 and
+ * computes whole rows of float4s: NSG_RM rows, 4 columns apart by
+ * NSG_BN / 4)
+ */
+#ifndef NSG_BM
+#define NSG_BM 64
+#endif
+#ifndef NSG_BN
+#define NSG_BN 64
+#endif
+#ifndef NSG_BK
+#define NSG_BK 16
+#endif
+#ifndef NSG_THREADS
+#define NSG_THREADS 128
+#endif
+#define NSG_RM (NSG_BM * NSG_BN / 4 / NSG_THREADS) /* a work-item's rows: 8 by default */
 /* row r's k kk: r-major, so that consecutive work-items read consecutive columns */
-#define NSG_AT(r, kk) ((kk)*NSG_BM + (r))
+#define NSG_AT(r, kk)	((kk)*NSG_BM + (r))
+#define NSG_AT_B(c, kk) ((kk)*NSG_BN + (c))
 typedef float nsg_local_t;
 #endif
 
@@ -232,36 +249,43 @@ static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_tra
 
 #else
 /*
- * The portable build's share of the step at K0's tiles (its 64 x 16 and 16
- * x 64, 128 work-items), from global memory into RA and RB, zeros past the
- * edges: A's row tid / 2, 8 k from (tid % 2) 8; Bᵀ's likewise; B's (k x n)
- * k tid / 8, 8 columns from (tid % 8) 8. No float4 (VEC is not read): PoCL
- * ran this twice as fast as the groups of 4 above, which a GPU prefers.
+ * The portable build's share of the step at K0's tiles, from global memory
+ * into RA and RB one value at a time (PoCL ran this twice as fast as
+ * float4s, which a GPU prefers; VEC is not read), zeros past the edges, in
+ * the mma paths' groups of 8: group q of A is row q / (BK / 8), k
+ * (q % (BK / 8)) 8; Bᵀ's likewise; B's (k x n) k q / (BN / 8), columns
+ * (q % (BN / 8)) 8.
  */
 static void nsg_load(__global const ushort *a, ulong a_off, __global const ushort *b, ulong b_off,
 		     uint b_transposed, ulong m, ulong n, ulong k, ulong row0, ulong col0, ulong k0,
 		     uint tid, uint vec, uint prec, ushort *ra, ushort *rb)
 {
-	const uint la_row = tid >> 1, la_k = (tid & 1) * 8;
-	const uint lb_k = tid >> 3, lb_col = (tid & 7) * 8;
-	uint e;
+	uint i, q, e;
 
 	(void)vec;
 	(void)prec;
-	for (e = 0; e < 8; e++) {
-		const ulong r = row0 + la_row, kx = k0 + la_k + e;
+	for (i = 0; i < NSG_AG; i++) {
+		q = tid + i * NSG_THREADS;
+		for (e = 0; e < 8; e++) {
+			const ulong r = row0 + q / (NSG_BK / 8), kx = k0 + q % (NSG_BK / 8) * 8 + e;
 
-		ra[e] = r < m && kx < k ? a[a_off + r * k + kx] : 0;
+			ra[8 * i + e] = r < m && kx < k ? a[a_off + r * k + kx] : 0;
+		}
 	}
-	for (e = 0; e < 8; e++) {
-		if (b_transposed) {
-			const ulong col = col0 + la_row, kx = k0 + la_k + e;
+	for (i = 0; i < NSG_BG; i++) {
+		q = tid + i * NSG_THREADS;
+		for (e = 0; e < 8; e++) {
+			if (b_transposed) {
+				const ulong col = col0 + q / (NSG_BK / 8),
+					    kx = k0 + q % (NSG_BK / 8) * 8 + e;
 
-			rb[e] = col < n && kx < k ? b[b_off + col * k + kx] : 0;
-		} else {
-			const ulong col = col0 + lb_col + e, kx = k0 + lb_k;
+				rb[8 * i + e] = col < n && kx < k ? b[b_off + col * k + kx] : 0;
+			} else {
+				const ulong col = col0 + q % (NSG_BN / 8) * 8 + e,
+					    kx = k0 + q / (NSG_BN / 8);
 
-			rb[e] = col < n && kx < k ? b[b_off + kx * n + col] : 0;
+				rb[8 * i + e] = col < n && kx < k ? b[b_off + kx * n + col] : 0;
+			}
 		}
 	}
 }
@@ -270,19 +294,26 @@ static void nsg_load(__global const ushort *a, ulong a_off, __global const ushor
 static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_transposed, uint tid,
 		    const ushort *ra, const ushort *rb, uint prec)
 {
-	const uint la_row = tid >> 1, la_k = (tid & 1) * 8;
-	const uint lb_k = tid >> 3, lb_col = (tid & 7) * 8;
-	uint e;
+	uint i, q, e;
 
-	for (e = 0; e < 8; e++) {
-		as[NSG_AT(la_row, la_k + e)] = nsg_widen(ra[e], prec);
-		if (b_transposed)
-			bs[NSG_AT(la_row, la_k + e)] = nsg_widen(rb[e], prec);
-		else
-			bs[NSG_AT(lb_col + e, lb_k)] = nsg_widen(rb[e], prec);
+	for (i = 0; i < NSG_AG; i++) {
+		q = tid + i * NSG_THREADS;
+		for (e = 0; e < 8; e++)
+			as[NSG_AT(q / (NSG_BK / 8), q % (NSG_BK / 8) * 8 + e)] =
+				nsg_widen(ra[8 * i + e], prec);
+	}
+	for (i = 0; i < NSG_BG; i++) {
+		q = tid + i * NSG_THREADS;
+		for (e = 0; e < 8; e++) {
+			if (b_transposed)
+				bs[NSG_AT_B(q / (NSG_BK / 8), q % (NSG_BK / 8) * 8 + e)] =
+					nsg_widen(rb[8 * i + e], prec);
+			else
+				bs[NSG_AT_B(q % (NSG_BN / 8) * 8 + e, q / (NSG_BN / 8))] =
+					nsg_widen(rb[8 * i + e], prec);
+		}
 	}
 }
-
 #endif
 
 #ifdef NSG_FRAGMENTS
@@ -407,7 +438,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 #ifdef NSG_FRAGMENTS
 	uint4 ra[NSG_AG], rb[NSG_BG];
 #else
-	ushort ra[8], rb[8];
+	ushort ra[NSG_AG * 8], rb[NSG_BG * 8];
 #endif
 	ulong step;
 	uint kk, buf;
@@ -430,12 +461,13 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 			for (i = 0; i < 4; i++)
 				acc[mi][ni][i] = 0.0f;
 #else
-	const uint tm = tid >> 4, tn = tid & 15; /* rows tm + 8 i, columns 4 tn .. 4 tn + 3 */
-	float4 acc[8], bv;
-	float av[8];
+	/* rows tm + (BM / RM) i, columns 4 tn .. 4 tn + 3 */
+	const uint tm = tid / (NSG_BN / 4), tn = tid % (NSG_BN / 4);
+	float4 acc[NSG_RM], bv;
+	float av[NSG_RM];
 	uint i, j;
 
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < NSG_RM; i++)
 		acc[i] = (float4)(0.0f);
 #endif
 
@@ -508,10 +540,10 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 		}
 #else
 		for (kk = 0; kk < NSG_BK; kk++) {
-			for (i = 0; i < 8; i++)
-				av[i] = as[buf][NSG_AT(tm + 8 * i, kk)];
-			bv = vload4(0, bs[buf] + NSG_AT(4 * tn, kk));
-			for (i = 0; i < 8; i++)
+			for (i = 0; i < NSG_RM; i++)
+				av[i] = as[buf][NSG_AT(tm + NSG_BM / NSG_RM * i, kk)];
+			bv = vload4(0, bs[buf] + NSG_AT_B(4 * tn, kk));
+			for (i = 0; i < NSG_RM; i++)
 				acc[i] = mad((float4)(av[i]), bv, acc[i]);
 		}
 #endif
@@ -543,9 +575,9 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 				c[c_off + r * n + col] = nsg_bits(v, prec);
 			}
 #else
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < NSG_RM; i++)
 		for (j = 0; j < 4; j++) {
-			const ulong r = row0 + tm + 8 * i, col = col0 + 4 * tn + j;
+			const ulong r = row0 + tm + NSG_BM / NSG_RM * i, col = col0 + 4 * tn + j;
 			float v;
 
 			if (r >= m || col >= n)

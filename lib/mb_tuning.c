@@ -90,9 +90,16 @@ int mb_tuning_parse(const char *text, size_t len, const char *source, struct mb_
 		 !(err = optional_string(root, "type", t->type, sizeof(t->type), source)) &&
 		 !(err = key_string(root, "tuned_utc", t->tuned_utc, sizeof(t->tuned_utc),
 				    source)) &&
-		 !(err = key_string(root, "gemm", t->gemm, sizeof(t->gemm), source))) {
-		if (!cJSON_IsObject(kernels) || !cJSON_GetArraySize(kernels))
-			err = mb_bad_input("%s: 'kernels' must be an object of CLBlast kernels",
+		 !(err = key_string(root, "gemm", t->gemm, sizeof(t->gemm), source)) &&
+		 !(err = optional_string(root, "ns_gemm", t->ns_gemm, sizeof(t->ns_gemm),
+					 source)) &&
+		 !(err = optional_string(root, "ns_gemm_tuned_utc", t->ns_gemm_tuned_utc,
+					 sizeof(t->ns_gemm_tuned_utc), source)) &&
+		 !(err = optional_string(root, "ns_gemm_at", t->ns_gemm_at, sizeof(t->ns_gemm_at),
+					 source))) {
+		if (!cJSON_IsObject(kernels) || (!cJSON_GetArraySize(kernels) && !t->ns_gemm[0]))
+			err = mb_bad_input("%s: 'kernels' must be an object of CLBlast kernels "
+					   "(empty only beside ns_gemm)",
 					   source);
 		cJSON_ArrayForEach(k, kernels) {
 			if (err)
@@ -143,6 +150,11 @@ char *mb_tuning_format(const struct mb_tuning *t)
 		for (j = 0; k && j < t->kernel[i].nparams; j++)
 			cJSON_AddNumberToObject(k, t->kernel[i].param[j],
 						(double)t->kernel[i].value[j]);
+	}
+	if (t->ns_gemm[0]) {
+		cJSON_AddStringToObject(root, "ns_gemm", t->ns_gemm);
+		cJSON_AddStringToObject(root, "ns_gemm_tuned_utc", t->ns_gemm_tuned_utc);
+		cJSON_AddStringToObject(root, "ns_gemm_at", t->ns_gemm_at);
 	}
 	text = cJSON_Print(root);
 	cJSON_Delete(root);

@@ -17,7 +17,12 @@
  *     "platform": "...", "device": "...", "driver": "...",
  *     "architecture": "haswell", "type": "CPU", (optional: "" when absent)
  *     "tuned_utc": "...", "gemm": "MxNxK it was tuned at",
- *     "kernels": { "Xgemm": { "GEMMK": 0, "KREG": 1, ... }, "GemmRoutine": {...} } }
+ *     "kernels": { "Xgemm": { "GEMMK": 0, "KREG": 1, ... }, "GemmRoutine": {...} },
+ *     (optional, from `muonbench tune --ns`:)
+ *     "ns_gemm": "262144:64x64x32/128/2,128x128x32/256/4",
+ *     "ns_gemm_tuned_utc": "...", "ns_gemm_at": "fp16 on 2560x9728, ..." }
+ * "kernels" may be empty where only ns_gemm was tuned. The ns_gemm tiles
+ * are mb_gemm16's to read (lib/cl/mb_gemm16.h, mb_gemm16_classes).
  */
 #ifndef MB_TUNING_H
 #define MB_TUNING_H
@@ -43,8 +48,10 @@ struct mb_tuning {
 	char platform[128], device[128], driver[64]; /* the key */
 	char arch[64], type[16];		     /* for the fallbacks */
 	char tuned_utc[32], gemm[64];
-	size_t nkernels;
+	size_t nkernels; /* CLBlast's: none where only ns_gemm was tuned */
 	struct mb_tuning_kernel kernel[MB_TUNING_KERNELS_MAX];
+	/* `muonbench tune --ns`: our 16-bit GEMM's tiles (mb_gemm16_classes); "": none */
+	char ns_gemm[256], ns_gemm_tuned_utc[32], ns_gemm_at[256]; /* at: what it was timed on */
 };
 
 /* Parse LEN bytes of TEXT (SOURCE names it in errors) into *t. 0 or -MB_EINPUT. */

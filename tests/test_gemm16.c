@@ -285,9 +285,11 @@ static void emulated_mma_tiles_match_host(void **state)
 				      tiles[i], (unsigned long long)local);
 			continue;
 		}
-		if (mb_gemm16_init(&g, &cl, MB_GEMM16_MMA_EMUL, 0, &t))
+		struct mb_gemm16_classes one = { .n = 1, .tile = { t } };
+
+		if (mb_gemm16_init(&g, &cl, MB_GEMM16_MMA_EMUL, 0, &one))
 			fail_msg("%s: %s", tiles[i], mb_errmsg());
-		assert_int_equal(g.tile.bn, t.bn);
+		assert_int_equal(g.classes.tile[0].bn, t.bn);
 		print_message("tile %s\n", tiles[i]);
 		for (s = 0; s < sizeof(some) / sizeof(some[0]); s++)
 			for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
@@ -320,6 +322,12 @@ static void tiles_refused(void **state)
 		{ "128x64x32/256/8", "whole 16 x 16s" },
 		{ "32x32x16/128/2", "groups of 8" },
 		{ "256x256x32/256/4", "past 49152" },
+		{ "64x64x12/128", "BK must be 8" },
+		{ "64x64x16/100", "whole rows of 4" },
+		{ "64x62x16/128", "whole rows of 4" },
+		{ "64x64x16/32", "whole rows of 4" },
+		{ "32x32x8/64", "groups of 8" },
+		{ "128x128x32/256", "past 49152" },
 	};
 	struct mb_gemm16_tile t;
 	size_t i;
@@ -333,6 +341,105 @@ static void tiles_refused(void **state)
 		    !strstr(mb_errmsg(), bad[i].why))
 			fail_msg("%s: '%s', want '%s'", bad[i].text, mb_errmsg(), bad[i].why);
 	}
+}
+
+/*
+ * Other tiles of the portable path: fewer work-items, k 8 and 32 at a time,
+ * 16 and 4 rows a work-item, wider than tall and taller than wide; a few
+ * shapes each, both precisions, op(B) both ways, C_in apart.
+ */
+static void portable_tiles_match_host(void **state)
+{
+	static const char *const tiles[] = { "32x64x16/64", "64x32x8/32", "128x64x32/256",
+					     "32x32x32/64" };
+	static const uint64_t some[][3] = { { 17, 33, 9 }, { 100, 70, 130 }, { 129, 260, 72 } };
+	struct mb_gemm16_classes one = { .n = 1 };
+	struct mb_gemm16 g;
+	size_t i, s;
+	int p;
+
+	(void)state;
+	for (i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++) {
+		assert_int_equal(mb_gemm16_tile_parse(tiles[i], &one.tile[0]), 0);
+		assert_int_equal(one.tile[0].warps_n, 0);
+		if (mb_gemm16_init(&g, &cl, MB_GEMM16_PORTABLE, 0, &one))
+			fail_msg("%s: %s", tiles[i], mb_errmsg());
+		print_message("tile %s\n", tiles[i]);
+		for (s = 0; s < sizeof(some) / sizeof(some[0]); s++)
+			for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
+				check_one(&g, (enum mb_precision)p, s % 2, some[s][0], some[s][1],
+					  some[s][2], 1.0f, 0.0f, s != 1);
+				check_in(&g, (enum mb_precision)p, s % 2 == 0, some[s][0],
+					 some[s][1], some[s][2], 2.0315f, -4.775f, s == 1, true);
+			}
+		mb_gemm16_release(&g);
+	}
+	/* a tile of the other path is refused */
+	assert_int_equal(mb_gemm16_tile_parse("64x64x16/128/2", &one.tile[0]), 0);
+	assert_int_equal(mb_gemm16_init(&g, &cl, MB_GEMM16_PORTABLE, 0, &one), -MB_EINPUT);
+	assert_non_null(strstr(mb_errmsg(), "not one of the portable path's"));
+}
+
+/*
+ * Classes: a GEMM runs the kernel of the first class whose bound holds its
+ * C (m n elements), the last class the rest; each class's kernel is its
+ * own tile's (a small and a large GEMM through one mb_gemm16 of two
+ * portable tiles, both right); the text round-trips; lists that are not
+ * classes are refused, saying why.
+ */
+static void classes_choose_by_size(void **state)
+{
+	static const struct {
+		const char *text, *why;
+	} bad[] = {
+		{ "", "expected BMxBNxBK" },
+		{ "4096:64x64x16/128", "the last entry has no bound" },
+		{ "64x64x16/128,128x128x32/256/4", "only the last entry" },
+		{ "4096:32x64x16/64,1024:64x64x16/128,64x64x16/128", "not a bound past" },
+		{ "0:32x64x16/64,64x64x16/128", "not a bound past" },
+		{ "-5:32x64x16/64,64x64x16/128", "not a bound past" },
+		{ "4096:64x64x16/128/2,64x64x16/128", "mixed" },
+		{ "1:32x64x16/64,2:32x64x16/64,3:32x64x16/64,4:32x64x16/64,5:32x64x16/64,"
+		  "6:32x64x16/64,64x64x16/128",
+		  "more than 6" },
+		{ "4096:64x64x12/128,64x64x16/128", "BK must be" },
+	};
+	struct mb_gemm16_classes c;
+	struct mb_gemm16 g;
+	char text[256];
+	size_t i;
+
+	(void)state;
+	assert_int_equal(mb_gemm16_classes_parse("4096:32x64x16/64,65536:64x64x16/128,"
+						 "128x128x16/256",
+						 &c),
+			 0);
+	assert_int_equal(c.n, 3);
+	assert_true(c.outputs[0] == 4096 && c.outputs[1] == 65536 && c.outputs[2] == 0);
+	assert_int_equal(mb_gemm16_class_of(&c, 64, 64), 0); /* 4096: the bound holds */
+	assert_int_equal(mb_gemm16_class_of(&c, 64, 65), 1);
+	assert_int_equal(mb_gemm16_class_of(&c, 256, 256), 1);
+	assert_int_equal(mb_gemm16_class_of(&c, 256, 257), 2);
+	assert_int_equal(mb_gemm16_class_of(&c, 1ull << 40, 1ull << 40), 2); /* no overflow */
+	mb_gemm16_classes_text(&c, text, sizeof(text));
+	assert_string_equal(text, "4096:32x64x16/64,65536:64x64x16/128,128x128x16/256");
+	assert_int_equal(mb_gemm16_classes_parse("128x128x32/256/4", &c), 0);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(mb_gemm16_class_of(&c, 1, 1), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (mb_gemm16_classes_parse(bad[i].text, &c) != -MB_EINPUT ||
+		    !strstr(mb_errmsg(), bad[i].why))
+			fail_msg("'%s': '%s', want '%s'", bad[i].text, mb_errmsg(), bad[i].why);
+
+	/* two tiles in one mb_gemm16: GEMMs on either side of the bound, each right */
+	assert_int_equal(mb_gemm16_classes_parse("2000:32x64x16/64,64x128x16/128", &c), 0);
+	if (mb_gemm16_init(&g, &cl, MB_GEMM16_PORTABLE, 0, &c))
+		fail_msg("%s", mb_errmsg());
+	assert_true(g.kernel[0] && g.kernel[1] && g.kernel[0] != g.kernel[1]);
+	check_one(&g, MB_PREC_BF16, false, 40, 50, 70, 1.0f, 0.0f, true);   /* 2000 */
+	check_one(&g, MB_PREC_FP16, true, 100, 130, 33, 1.0f, 0.0f, false); /* 13000 */
+	check_in(&g, MB_PREC_BF16, true, 129, 260, 72, 2.0315f, -4.775f, true, true);
+	mb_gemm16_release(&g);
 }
 
 /* The mma path's fallback: its fragments read one by one from the swizzled tiles. */
@@ -413,7 +520,7 @@ static void open_picks_a_path(void **state)
 
 	(void)state;
 	assert_int_equal(mb_gemm16_open(&g, &cl), 0);
-	assert_non_null(g.kernel);
+	assert_non_null(g.kernel[0]);
 	if (!mb_gemm16_mma_capable(&cl.info)) {
 		assert_int_equal(g.path, MB_GEMM16_PORTABLE);
 		assert_non_null(strstr(g.why, "no mma path"));
@@ -551,6 +658,8 @@ int main(void)
 		cmocka_unit_test(emulated_mma_without_ldmatrix_matches_host),
 		cmocka_unit_test(emulated_mma_tiles_match_host),
 		cmocka_unit_test(tiles_refused),
+		cmocka_unit_test(portable_tiles_match_host),
+		cmocka_unit_test(classes_choose_by_size),
 		cmocka_unit_test(mma_matches_host_where_capable),
 		cmocka_unit_test(degenerate),
 		cmocka_unit_test(mma_capable),

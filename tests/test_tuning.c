@@ -118,7 +118,24 @@ static void round_trip_and_bad_files(void **state)
 		"\"v\", \"tuned_utc\": \"\", \"gemm\": \"\", \"kernels\": {}}",
 		"'kernels' must be an object of CLBlast kernels");
 	REFUSED("{\"muonbench_tuning\": 1,", "t.json:1:");
+	REFUSED("{\"muonbench_tuning\": 1, \"platform\": \"p\", \"device\": \"d\", \"driver\": "
+		"\"v\", \"tuned_utc\": \"\", \"gemm\": \"\", \"kernels\": {}, \"ns_gemm\": 7}",
+		"'ns_gemm' must be a string");
 #undef REFUSED
+
+	/* tune --ns's tiles: kept beside CLBlast's kernels, or alone */
+	snprintf(t.ns_gemm, sizeof(t.ns_gemm), "262144:64x64x32/128/2,128x128x32/256/4");
+	snprintf(t.ns_gemm_tuned_utc, sizeof(t.ns_gemm_tuned_utc), "2026-12-07T03:00:00Z");
+	snprintf(t.ns_gemm_at, sizeof(t.ns_gemm_at), "fp16 on 2560x9728");
+	t.nkernels = 0;
+	text = mb_tuning_format(&t);
+	assert_non_null(text);
+	assert_int_equal(mb_tuning_parse(text, strlen(text), "t.json", &back), 0);
+	free(text);
+	assert_int_equal(back.nkernels, 0);
+	assert_string_equal(back.ns_gemm, t.ns_gemm);
+	assert_string_equal(back.ns_gemm_tuned_utc, t.ns_gemm_tuned_utc);
+	assert_string_equal(back.ns_gemm_at, t.ns_gemm_at);
 }
 
 static void cache_by_key(void **state)

@@ -95,6 +95,7 @@ struct mb_cl {
 	char tuning[4096]; /* CLBlast's parameters in force: "default", or the tuning's source */
 	char tuning_match[16]; /* how it was chosen (mb_tuning_match_names); "none": default */
 	char tuning_why[1024]; /* for people */
+	char ns_gemm[256];     /* the tuning's ns_gemm tiles (mb_gemm16_classes); "": none */
 };
 
 /*

@@ -6,6 +6,7 @@
 #include "mb_gemm16.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,20 +31,49 @@ static const struct mb_gemm16_tile path_tile[MB_GEMM16_NPATHS] = {
 /* Static local memory a work-group may take (NVIDIA's OpenCL: 48 KiB). */
 #define LOCAL_MAX (48u << 10)
 
+/* A portable tile's checks (warps_n 0): whole groups of 8, whole rows of float4s. */
+static int portable_tile_check(const char *text, const struct mb_gemm16_tile *t)
+{
+	if (t->bk % 8 || !t->bk || t->bk > 64)
+		return mb_bad_input("ns_gemm tile '%s': BK must be 8, 16, .. 64", text);
+	if (!t->threads || t->threads > 1024 || !t->bm || !t->bn || t->bn % 4 ||
+	    t->threads % (t->bn / 4) || (t->bm * t->bn / 4) % t->threads ||
+	    t->bm * t->bn / 4 / t->threads > 16)
+		return mb_bad_input("ns_gemm tile '%s': each of the 1 to 1024 work-items computes "
+				    "1 to 16 whole rows of 4 columns (BN a multiple of 4 that "
+				    "divides 4 THREADS, BM BN / 4 a multiple of THREADS)",
+				    text);
+	if ((t->bm * t->bk / 8) % t->threads || (t->bn * t->bk / 8) % t->threads)
+		return mb_bad_input("ns_gemm tile '%s': %u work-items cannot each load whole "
+				    "groups of 8 of the %ux%u and %ux%u tiles",
+				    text, t->threads, t->bm, t->bk, t->bn, t->bk);
+	/* fp32 local tiles, double-buffered */
+	if (8ull * (t->bm + t->bn) * t->bk > LOCAL_MAX)
+		return mb_bad_input("ns_gemm tile '%s': its local tiles take %llu bytes, past "
+				    "%u",
+				    text, 8ull * (t->bm + t->bn) * t->bk, LOCAL_MAX);
+	return 0;
+}
+
 int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t)
 {
 	unsigned warps, warps_m;
-	int end = 0;
+	int end = 0, fields;
 
 	/* digits, x and / alone (sscanf's %u would take a sign or spaces), each at most 4096 */
-	if (strspn(text, "0123456789x/") != strlen(text) ||
-	    sscanf(text, "%ux%ux%u/%u/%u%n", &t->bm, &t->bn, &t->bk, &t->threads, &t->warps_n,
-		   &end) != 5 ||
-	    text[end] || !isdigit((unsigned char)text[0]) || t->bm > 4096 || t->bn > 4096 ||
+	t->warps_n = 0;
+	fields = strspn(text, "0123456789x/") == strlen(text) && isdigit((unsigned char)text[0])
+			 ? sscanf(text, "%ux%ux%u/%u%n/%u%n", &t->bm, &t->bn, &t->bk, &t->threads,
+				  &end, &t->warps_n, &end)
+			 : 0;
+	if ((fields != 4 && fields != 5) || text[end] || t->bm > 4096 || t->bn > 4096 ||
 	    t->bk > 4096 || t->threads > 4096 || t->warps_n > 4096)
 		return mb_bad_input("ns_gemm tile '%s': expected BMxBNxBK/THREADS/WARPS_N "
-				    "(128x128x32/256/4), each at most 4096",
+				    "(the mma paths', 128x128x32/256/4) or BMxBNxBK/THREADS (the "
+				    "portable path's, 64x64x16/128), each at most 4096",
 				    text);
+	if (fields == 4)
+		return portable_tile_check(text, t);
 	warps = t->threads / 32;
 	warps_m = t->warps_n ? warps / t->warps_n : 0;
 	if (t->bk != 16 && t->bk != 32 && t->bk != 64)
@@ -68,6 +98,96 @@ int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t)
 	return 0;
 }
 
+void mb_gemm16_tile_text(const struct mb_gemm16_tile *t, char *buf, size_t len)
+{
+	if (t->warps_n)
+		snprintf(buf, len, "%ux%ux%u/%u/%u", t->bm, t->bn, t->bk, t->threads, t->warps_n);
+	else
+		snprintf(buf, len, "%ux%ux%u/%u", t->bm, t->bn, t->bk, t->threads);
+}
+
+int mb_gemm16_classes_parse(const char *text, struct mb_gemm16_classes *c)
+{
+	const char *at = text;
+	char entry[64], *colon, *end;
+	size_t len;
+	int err;
+
+	memset(c, 0, sizeof(*c));
+	for (;;) {
+		len = strcspn(at, ",");
+		if (c->n == MB_GEMM16_CLASSES_MAX || len >= sizeof(entry))
+			return mb_bad_input("ns_gemm tiles '%s': %s", text,
+					    len >= sizeof(entry) ? "an entry past 63 characters"
+								 : "more than 6 classes");
+		memcpy(entry, at, len);
+		entry[len] = '\0';
+		if ((colon = strchr(entry, ':'))) {
+			*colon = '\0';
+			errno = 0;
+			c->outputs[c->n] = strtoull(entry, &end, 10);
+			if (!isdigit((unsigned char)entry[0]) || *end || errno ||
+			    !c->outputs[c->n] || (c->n && c->outputs[c->n] <= c->outputs[c->n - 1]))
+				return mb_bad_input("ns_gemm tiles '%s': '%s' is not a bound past "
+						    "the class before it (OUTPUTS:TILE, OUTPUTS "
+						    "increasing)",
+						    text, entry);
+		}
+		if ((err = mb_gemm16_tile_parse(colon ? colon + 1 : entry, &c->tile[c->n])))
+			return err;
+		if (!c->tile[c->n].warps_n != !c->tile[0].warps_n)
+			return mb_bad_input("ns_gemm tiles '%s': the mma paths' tiles and the "
+					    "portable path's mixed",
+					    text);
+		c->n++;
+		if (!at[len])
+			break;
+		at += len + 1;
+		if (!colon)
+			return mb_bad_input("ns_gemm tiles '%s': only the last entry is without a "
+					    "bound (OUTPUTS:TILE)",
+					    text);
+	}
+	if (c->outputs[c->n - 1])
+		return mb_bad_input("ns_gemm tiles '%s': the last entry has no bound (it holds the "
+				    "largest GEMMs)",
+				    text);
+	return 0;
+}
+
+void mb_gemm16_classes_text(const struct mb_gemm16_classes *c, char *buf, size_t len)
+{
+	size_t i, used = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (i = 0; i < c->n && used < len; i++) {
+		if (i)
+			used += (size_t)snprintf(buf + used, len - used, ",");
+		if (c->outputs[i] && used < len)
+			used += (size_t)snprintf(buf + used, len - used,
+						 "%llu:", (unsigned long long)c->outputs[i]);
+		if (used < len)
+			mb_gemm16_tile_text(&c->tile[i], buf + used, len - used);
+		used = strlen(buf);
+	}
+}
+
+size_t mb_gemm16_class_of(const struct mb_gemm16_classes *c, uint64_t m, uint64_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < c->n; i++)
+		if (m <= c->outputs[i] / (n ? n : 1)) /* m n <= outputs, with no overflow */
+			return i;
+	return c->n ? c->n - 1 : 0;
+}
+
+struct mb_gemm16_tile mb_gemm16_default_tile(enum mb_gemm16_path path)
+{
+	return path_tile[path];
+}
+
 const char *const mb_gemm16_path_names[MB_GEMM16_NPATHS] = { MB_GEMM16_PATHS(MB_NAME_, ) };
 
 static const char *const path_options[MB_GEMM16_NPATHS] = {
@@ -89,17 +209,17 @@ bool mb_gemm16_mma_capable(const struct mb_cl_device_info *info)
 	return end != info->arch + 3 && !*end && sm >= 80;
 }
 
-/* The build log of G's program on its device, into a new string (NULL if none). */
-static char *build_log(const struct mb_gemm16 *g)
+/* The build log of G's PROGRAM on its device, into a new string (NULL if none). */
+static char *build_log(const struct mb_gemm16 *g, cl_program program)
 {
 	size_t len = 0;
 	char *log;
 
-	if (clGetProgramBuildInfo(g->program, g->cl->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &len))
+	if (clGetProgramBuildInfo(program, g->cl->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &len))
 		return NULL;
 	log = calloc(len + 1, 1);
-	if (log && clGetProgramBuildInfo(g->program, g->cl->device, CL_PROGRAM_BUILD_LOG, len, log,
-					 NULL)) {
+	if (log &&
+	    clGetProgramBuildInfo(program, g->cl->device, CL_PROGRAM_BUILD_LOG, len, log, NULL)) {
 		free(log);
 		return NULL;
 	}
@@ -112,74 +232,95 @@ static int kernel(struct mb_gemm16 *g, const char *name, cl_kernel *k, cl_uint d
 	cl_int st;
 	int err;
 
-	*k = clCreateKernel(g->program, name, &st);
+	*k = clCreateKernel(g->program[0], name, &st);
 	if ((err = mb_cl_check(g->cl, st, "clCreateKernel", "%s, %s path", name,
 			       mb_gemm16_path_names[g->path])))
 		return err;
 	return mb_cl_local_size(g->cl, *k, name, dims, local);
 }
 
-int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path,
-		   unsigned flags, const struct mb_gemm16_tile *tile)
+/* Build G's class I (its tile) into G's program[I] and kernel[I]. */
+static int build(struct mb_gemm16 *g, size_t i, const struct mb_embedded_file *f)
 {
-	const struct mb_embedded_file *f = mb_embedded_find(SOURCE);
-	const char *name = mb_gemm16_path_names[path];
-	char options[384], tiling[128], *log;
-	const struct mb_gemm16_tile *t;
-	const char *src;
+	const struct mb_cl *cl = g->cl;
+	const struct mb_gemm16_tile *t = &g->classes.tile[i];
+	const char *name = mb_gemm16_path_names[g->path], *src = f->data;
+	char options[384], tiling[160], *log;
 	size_t wg = 0;
 	cl_int st;
+	int err;
+
+	if (!t->warps_n != (g->path == MB_GEMM16_PORTABLE)) {
+		mb_gemm16_tile_text(t, tiling, sizeof(tiling));
+		return mb_bad_input("ns_gemm tile %s is not one of the %s path's (%s)", tiling,
+				    name,
+				    g->path == MB_GEMM16_PORTABLE ? "BMxBNxBK/THREADS"
+								  : "BMxBNxBK/THREADS/WARPS_N");
+	}
+	/* the tile (the kernel's defaults are path_tile's) */
+	snprintf(tiling, sizeof(tiling),
+		 " -D NSG_BM=%u -D NSG_BN=%u -D NSG_BK=%u -D NSG_THREADS=%u", t->bm, t->bn, t->bk,
+		 t->threads);
+	if (t->warps_n)
+		snprintf(tiling + strlen(tiling), sizeof(tiling) - strlen(tiling),
+			 " -D NSG_WARPS_N=%u", t->warps_n);
+	snprintf(options, sizeof(options), "%s%s%s%s%s", path_options[g->path],
+		 g->flags & MB_GEMM16_NO_LDMATRIX ? " -D NSG_NO_LDMATRIX=1" : "", tiling,
+		 cl->info.unrestricted_size ? " " : "",
+		 cl->info.unrestricted_size ? MB_CL_INTEL_STATELESS : "");
+	g->program[i] = clCreateProgramWithSource(cl->context, 1, &src, &f->size, &st);
+	if ((err = mb_cl_check(cl, st, "clCreateProgramWithSource", "%s, %s path", SOURCE, name)))
+		return err;
+	st = clBuildProgram(g->program[i], 1, &cl->device, options, NULL, NULL);
+	if (st != CL_SUCCESS) {
+		log = build_log(g, g->program[i]);
+		err = mb_fail(
+			"clBuildProgram failed on '%s' (%s, %s path, '%s'): %s; build log:\n%s",
+			cl->info.name, SOURCE, name, options, mb_cl_strerror(st),
+			log ? log : "(none)");
+		free(log);
+		return err;
+	}
+	g->kernel[i] = clCreateKernel(g->program[i], "ns_gemm", &st);
+	if ((err = mb_cl_check(cl, st, "clCreateKernel", "ns_gemm, %s path", name)))
+		return err;
+	st = clGetKernelWorkGroupInfo(g->kernel[i], cl->device, CL_KERNEL_WORK_GROUP_SIZE,
+				      sizeof(wg), &wg, NULL);
+	if ((err = mb_cl_check(cl, st, "clGetKernelWorkGroupInfo", "ns_gemm, %s path", name)))
+		return err;
+	if (wg < t->threads) {
+		mb_gemm16_tile_text(t, tiling, sizeof(tiling));
+		return mb_fail("ns_gemm (%s path, tile %s) on '%s': work-groups of %zu work-items "
+			       "at most, it needs %u",
+			       name, tiling, cl->info.name, wg, t->threads);
+	}
+	return 0;
+}
+
+int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path,
+		   unsigned flags, const struct mb_gemm16_classes *classes)
+{
+	const struct mb_embedded_file *f = mb_embedded_find(SOURCE);
+	size_t i;
 	int err;
 
 	memset(g, 0, sizeof(*g));
 	g->cl = cl;
 	g->path = path;
 	g->flags = flags;
-	g->tile = path == MB_GEMM16_PORTABLE || !tile ? path_tile[path] : *tile;
-	t = &g->tile;
+	if (classes && classes->n)
+		g->classes = *classes;
+	else
+		g->classes = (struct mb_gemm16_classes){ .n = 1, .tile = { path_tile[path] } };
 	if (!f)
 		return mb_fail("%s is not in this binary", SOURCE);
-	/* the mma paths' tile (the portable path's is fixed in the kernel) */
-	tiling[0] = '\0';
-	if (path != MB_GEMM16_PORTABLE)
-		snprintf(
-			tiling, sizeof(tiling),
-			" -D NSG_BM=%u -D NSG_BN=%u -D NSG_BK=%u -D NSG_THREADS=%u -D NSG_WARPS_N=%u",
-			t->bm, t->bn, t->bk, t->threads, t->warps_n);
-	snprintf(options, sizeof(options), "%s%s%s%s%s", path_options[path],
-		 flags & MB_GEMM16_NO_LDMATRIX ? " -D NSG_NO_LDMATRIX=1" : "", tiling,
-		 cl->info.unrestricted_size ? " " : "",
-		 cl->info.unrestricted_size ? MB_CL_INTEL_STATELESS : "");
-	src = f->data;
-	g->program = clCreateProgramWithSource(cl->context, 1, &src, &f->size, &st);
-	if ((err = mb_cl_check(cl, st, "clCreateProgramWithSource", "%s, %s path", SOURCE, name)))
-		goto out_release;
-	st = clBuildProgram(g->program, 1, &cl->device, options, NULL, NULL);
-	if (st != CL_SUCCESS) {
-		log = build_log(g);
-		err = mb_fail(
-			"clBuildProgram failed on '%s' (%s, %s path, '%s'): %s; build log:\n%s",
-			cl->info.name, SOURCE, name, options, mb_cl_strerror(st),
-			log ? log : "(none)");
-		free(log);
-		goto out_release;
-	}
-	g->kernel = clCreateKernel(g->program, "ns_gemm", &st);
-	if ((err = mb_cl_check(cl, st, "clCreateKernel", "ns_gemm, %s path", name)) ||
-	    (err = kernel(g, "ns16_load", &g->load, 2, g->load_local)) ||
+	for (i = 0; i < g->classes.n; i++)
+		if ((err = build(g, i, f)))
+			goto out_release;
+	if ((err = kernel(g, "ns16_load", &g->load, 2, g->load_local)) ||
 	    (err = kernel(g, "ns16_store", &g->store, 2, g->store_local)) ||
 	    (err = kernel(g, "ns16_add_diagonal", &g->diagonal, 1, &g->diagonal_local)))
 		goto out_release;
-	st = clGetKernelWorkGroupInfo(g->kernel, cl->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof(wg),
-				      &wg, NULL);
-	if ((err = mb_cl_check(cl, st, "clGetKernelWorkGroupInfo", "ns_gemm, %s path", name)))
-		goto out_release;
-	if (wg < t->threads) {
-		err = mb_fail("ns_gemm (%s path) on '%s': work-groups of %zu work-items at most, "
-			      "it needs %u",
-			      name, cl->info.name, wg, t->threads);
-		goto out_release;
-	}
 	return 0;
 
 out_release:
@@ -197,7 +338,10 @@ int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_pre
 		      uint64_t a_off, cl_mem b, uint64_t b_off, float beta, cl_mem c,
 		      uint64_t c_in_off, uint64_t c_off, cl_event *ev)
 {
-	const uint64_t bm = g->tile.bm, bn = g->tile.bn, threads = g->tile.threads;
+	const size_t cls = mb_gemm16_class_of(&g->classes, m, n);
+	const struct mb_gemm16_tile *tile = &g->classes.tile[cls];
+	const uint64_t bm = tile->bm, bn = tile->bn, threads = tile->threads;
+	cl_kernel kern = g->kernel[cls];
 	cl_ulong cm = m, cn = n, ck = k, ao = a_off, bo = b_off, cio = c_in_off, co = c_off;
 	cl_uint bt = b_transposed, p = mb_gemm16_prec_arg(prec);
 	/* 16-byte loads where every row starts 16-byte aligned (the buffers' bases are) */
@@ -225,12 +369,12 @@ int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_pre
 	global[0] = (size_t)((n + bn - 1) / bn * threads);
 	global[1] = (size_t)((m + bm - 1) / bm);
 	for (i = 0; i < sizeof(values) / sizeof(values[0]) && st == CL_SUCCESS; i++)
-		st = clSetKernelArg(g->kernel, i, sizes[i], values[i]);
+		st = clSetKernelArg(kern, i, sizes[i], values[i]);
 	if (mb_cl_check(g->cl, st, "clSetKernelArg", "ns_gemm (%s), %llux%llux%llu",
 			mb_gemm16_path_names[g->path], (unsigned long long)m, (unsigned long long)n,
 			(unsigned long long)k))
 		return -MB_EFAIL;
-	st = clEnqueueNDRangeKernel(q, g->kernel, 2, NULL, global, local, 0, NULL, ev);
+	st = clEnqueueNDRangeKernel(q, kern, 2, NULL, global, local, 0, NULL, ev);
 	return mb_cl_check(g->cl, st, "clEnqueueNDRangeKernel", "ns_gemm (%s, %s), %llux%llux%llu",
 			   mb_gemm16_path_names[g->path], mb_precision_names[prec],
 			   (unsigned long long)m, (unsigned long long)n, (unsigned long long)k);
@@ -238,7 +382,7 @@ int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_pre
 
 void mb_gemm16_release(struct mb_gemm16 *g)
 {
-	cl_kernel *k[] = { &g->kernel, &g->load, &g->store, &g->diagonal };
+	cl_kernel *k[] = { &g->load, &g->store, &g->diagonal };
 	size_t i;
 
 	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
@@ -246,9 +390,14 @@ void mb_gemm16_release(struct mb_gemm16 *g)
 			clReleaseKernel(*k[i]);
 		*k[i] = NULL;
 	}
-	if (g->program)
-		clReleaseProgram(g->program);
-	g->program = NULL;
+	for (i = 0; i < MB_GEMM16_CLASSES_MAX; i++) {
+		if (g->kernel[i])
+			clReleaseKernel(g->kernel[i]);
+		if (g->program[i])
+			clReleaseProgram(g->program[i]);
+		g->kernel[i] = NULL;
+		g->program[i] = NULL;
+	}
 }
 
 /*
@@ -312,7 +461,8 @@ static int run_check(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, cl_
  * off by the order of the values). WHY says what differed. Errors running
  * it are failures of the check, not of the caller.
  */
-static bool matches(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, char *why, size_t len)
+static bool matches_one(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, char *why,
+			size_t len)
 {
 	const struct mb_cl *cl = g->cl;
 	float *init = malloc((CHECK_ELEMS_MAX + 2 * CHECK_C_MAX) * sizeof(float));
@@ -380,39 +530,88 @@ out_free:
 	return ok;
 }
 
+bool mb_gemm16_matches(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, char *why,
+		       size_t len)
+{
+	char tile[32], check[256];
+	size_t c;
+
+	for (c = 0; c < g->classes.n; c++) {
+		/* class C's kernel alone, for every GEMM (a view: nothing to release) */
+		struct mb_gemm16 one = *g;
+
+		one.classes.n = 1;
+		one.classes.outputs[0] = 0;
+		one.classes.tile[0] = g->classes.tile[c];
+		one.kernel[0] = g->kernel[c];
+		if (!matches_one(&one, ref, check, sizeof(check))) {
+			mb_gemm16_tile_text(&g->classes.tile[c], tile, sizeof(tile));
+			snprintf(why, len, "tile %s: %s", tile, check);
+			return false;
+		}
+	}
+	return true;
+}
+
 int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 {
 	/* ldmatrix first, then the fragments read one by one */
 	static const unsigned tries[] = { 0, MB_GEMM16_NO_LDMATRIX };
 	const char *env = getenv("MUONBENCH_NS_TILE");
-	struct mb_gemm16_tile tile;
-	struct mb_gemm16 mma;
+	const char *from = env && *env ? "MUONBENCH_NS_TILE" : "the tuning";
+	const char *text = env && *env ? env : cl->ns_gemm;
+	struct mb_gemm16_classes given = { 0 };
+	struct mb_gemm16 cand;
 	char why[2][(sizeof(g->why) - 64) / 2] = { "", "" }, check[sizeof(why[0]) - 64];
+	char tiles[160] = "", aside[200] = "";
 	size_t i;
 	int err;
 
+	if (*text && (err = mb_gemm16_classes_parse(text, &given))) {
+		mb_err_prefix("%s", from);
+		return err;
+	}
+	if (given.n)
+		mb_gemm16_classes_text(&given, tiles, sizeof(tiles));
+	/* the reference: the portable kernel at its default tile */
 	if ((err = mb_gemm16_init(g, cl, MB_GEMM16_PORTABLE, 0, NULL)))
 		return err;
+	if (given.n && !given.tile[0].warps_n) { /* portable tiles: the portable path with them */
+		if ((err = mb_gemm16_init(&cand, cl, MB_GEMM16_PORTABLE, 0, &given)) ||
+		    !mb_gemm16_matches(&cand, g, check, sizeof(check))) {
+			if (!err)
+				mb_gemm16_release(&cand);
+			snprintf(g->why, sizeof(g->why),
+				 "portable, tile %ux%ux%u/%u: %s's tiles %s %.200s",
+				 g->classes.tile[0].bm, g->classes.tile[0].bn,
+				 g->classes.tile[0].bk, g->classes.tile[0].threads, from,
+				 err ? "failed to build:" : "do not match the default:",
+				 err ? mb_errmsg() : check);
+			return 0;
+		}
+		mb_gemm16_release(g);
+		*g = cand;
+		snprintf(g->why, sizeof(g->why), "portable, tiles %s (%s's), match the default",
+			 tiles, from);
+		return 0;
+	}
+	if (given.n) /* the mma path's tiles */
+		snprintf(aside, sizeof(aside), " (%s's mma tiles %s set aside)", from, tiles);
 	if (!mb_gemm16_mma_capable(&cl->info)) {
 		snprintf(g->why, sizeof(g->why),
 			 "portable: no mma path for '%s' (arch '%s'): "
-			 "NVIDIA sm_80 and up only",
-			 cl->info.name, cl->info.arch);
+			 "NVIDIA sm_80 and up only%s",
+			 cl->info.name, cl->info.arch, aside);
 		return 0;
 	}
-	if (env && *env && (err = mb_gemm16_tile_parse(env, &tile))) {
-		mb_gemm16_release(g);
-		mb_err_prefix("MUONBENCH_NS_TILE");
-		return err;
-	}
 	for (i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
-		if (mb_gemm16_init(&mma, cl, MB_GEMM16_MMA, tries[i], env && *env ? &tile : NULL)) {
+		if (mb_gemm16_init(&cand, cl, MB_GEMM16_MMA, tries[i], given.n ? &given : NULL)) {
 			snprintf(why[i], sizeof(why[i]), "failed to build or set up: %.150s",
 				 mb_errmsg());
 			continue;
 		}
-		if (!matches(&mma, g, check, sizeof(check))) {
-			mb_gemm16_release(&mma);
+		if (!mb_gemm16_matches(&cand, g, check, sizeof(check))) {
+			mb_gemm16_release(&cand);
 			/*
 			 * a check that faulted the device leaves no device to fall back
 			 * on (NVIDIA says a fault as CL_OUT_OF_RESOURCES: ask the queues)
@@ -428,11 +627,14 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 			continue;
 		}
 		mb_gemm16_release(g);
-		*g = mma;
+		*g = cand;
+		mb_gemm16_classes_text(&g->classes, tiles, sizeof(tiles));
 		snprintf(g->why, sizeof(g->why),
-			 "mma: %s, tile %ux%ux%u/%u/%u, %s, matches the portable kernel%s%s%s",
-			 cl->info.arch, g->tile.bm, g->tile.bn, g->tile.bk, g->tile.threads,
-			 g->tile.warps_n, i ? "fragments read one by one" : "ldmatrix",
+			 "mma: %s, tiles %s%s, %s, matches the portable kernel%s%s%s",
+			 cl->info.arch, tiles,
+			 given.n ? (env && *env ? " (MUONBENCH_NS_TILE's)" : " (the tuning's)")
+				 : " (the default)",
+			 i ? "fragments read one by one" : "ldmatrix",
 			 i ? " (with ldmatrix it " : "", i ? why[0] : "", i ? ")" : "");
 		return 0;
 	}

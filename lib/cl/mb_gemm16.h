@@ -40,10 +40,12 @@ extern const char *const mb_gemm16_path_names[MB_GEMM16_NPATHS];
 #define MB_GEMM16_NO_LDMATRIX 1u
 
 /*
- * A work-group's tiling on the mma paths: a BM x BN tile of C, k BK at a
- * time, THREADS work-items, WARPS_N warps side by side along n (the rest
- * along m). Written "BMxBNxBK/THREADS/WARPS_N": "128x128x32/256/4", the
- * default. The portable path's is its own (64x64x16/128).
+ * A work-group's tiling: a BM x BN tile of C, k BK at a time, THREADS
+ * work-items; on the mma paths WARPS_N warps side by side along n (the
+ * rest along m), on the portable path none (0: each work-item computes BM
+ * BN / 4 / THREADS rows of 4 columns). Written "BMxBNxBK/THREADS/WARPS_N"
+ * on the mma paths ("128x128x32/256/4", their default), "BMxBNxBK/THREADS"
+ * on the portable one ("64x64x16/128", its default).
  */
 struct mb_gemm16_tile {
 	unsigned bm, bn, bk, threads, warps_n;
@@ -51,22 +53,55 @@ struct mb_gemm16_tile {
 
 /*
  * TEXT as a tile into *T: -MB_EINPUT, saying why, where it is not one the
- * kernel can run: BK 16, 32 or 64; THREADS a whole number of warps, 32 to
- * 1024, that WARPS_N divides; each warp's tile a whole number of 16 x 16
- * (rows) and 16 x 16 (columns: ldmatrix takes two 8-wide fragments); A's
- * and B's tiles whole groups of 8 for every work-item; the two local tiles
- * (double-buffered, 16-bit) within 48 KiB.
+ * kernel can run. The mma paths': BK 16, 32 or 64; THREADS a whole number
+ * of warps, 32 to 1024, that WARPS_N divides; each warp's tile a whole
+ * number of 16 x 16 (rows) and 16 x 16 (columns: ldmatrix takes two 8-wide
+ * fragments); the two local tiles (double-buffered, 16-bit) within 48 KiB.
+ * The portable path's: BK a multiple of 8 up to 64; each work-item 1 to 16
+ * whole rows of 4 columns; its local tiles (fp32) within 48 KiB. Both: A's
+ * and B's tiles whole groups of 8 for every work-item.
  */
 int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t);
+
+/* T as mb_gemm16_tile_parse reads it, into BUF. */
+void mb_gemm16_tile_text(const struct mb_gemm16_tile *t, char *buf, size_t len);
+
+/*
+ * Tiles by the size of the GEMM: a GEMM whose C has at most OUTPUTS
+ * elements (m n) runs the first class that holds it; the last class holds
+ * the rest (OUTPUTS 0: no bound). Written as a list, each entry
+ * "OUTPUTS:TILE", the last "TILE" alone: "262144:64x64x32/128/2,
+ * 128x128x32/256/4"; a single tile is one class for every GEMM. What
+ * `muonbench tune --ns` stores in a tuning and MUONBENCH_NS_TILE takes.
+ */
+#define MB_GEMM16_CLASSES_MAX 6
+struct mb_gemm16_classes {
+	size_t n;
+	uint64_t outputs[MB_GEMM16_CLASSES_MAX]; /* the last 0 */
+	struct mb_gemm16_tile tile[MB_GEMM16_CLASSES_MAX];
+};
+
+/*
+ * TEXT as classes into *C: every tile as mb_gemm16_tile_parse takes it, all
+ * of one path (mma or portable), the bounds increasing, the last entry
+ * without one. -MB_EINPUT saying why.
+ */
+int mb_gemm16_classes_parse(const char *text, struct mb_gemm16_classes *c);
+
+/* C as mb_gemm16_classes_parse reads it, into BUF. */
+void mb_gemm16_classes_text(const struct mb_gemm16_classes *c, char *buf, size_t len);
+
+/* Which of C's classes a GEMM whose C is M x N runs (pure). */
+size_t mb_gemm16_class_of(const struct mb_gemm16_classes *c, uint64_t m, uint64_t n);
 
 struct mb_gemm16 {
 	const struct mb_cl *cl;
 	enum mb_gemm16_path path;
-	unsigned flags;		    /* MB_GEMM16_NO_LDMATRIX or 0 */
-	struct mb_gemm16_tile tile; /* the path's (the mma paths' as built) */
-	cl_program program;
-	cl_kernel kernel;
-	/* the 16-bit workspace's kernels (mb_ns), with their work-group sizes */
+	unsigned flags;				   /* MB_GEMM16_NO_LDMATRIX or 0 */
+	struct mb_gemm16_classes classes;	   /* the tiles as built */
+	cl_program program[MB_GEMM16_CLASSES_MAX]; /* one a class */
+	cl_kernel kernel[MB_GEMM16_CLASSES_MAX];   /* ns_gemm of each */
+	/* the 16-bit workspace's kernels (mb_ns, program[0]'s), with their work-group sizes */
 	cl_kernel load, store, diagonal;
 	size_t load_local[2], store_local[2], diagonal_local;
 	char why[512]; /* why this path (mb_gemm16_open), for people */
@@ -79,14 +114,18 @@ struct mb_gemm16 {
 bool mb_gemm16_mma_capable(const struct mb_cl_device_info *info);
 
 /*
- * Build PATH of kernels/ns_gemm.cl with FLAGS (MB_GEMM16_NO_LDMATRIX or 0)
- * and, on the mma paths, TILE (NULL: the default) for CL's device into *G.
- * A build that fails is -MB_EFAIL with the build log; a kernel whose
- * work-group cannot be the tile's size is -MB_EFAIL too. On failure nothing
- * is held.
+ * Build PATH of kernels/ns_gemm.cl with FLAGS (MB_GEMM16_NO_LDMATRIX or 0),
+ * once for each of CLASSES' tiles (NULL: the path's default tile for every
+ * GEMM), for CL's device into *G. Tiles of another path than PATH are
+ * -MB_EINPUT; a build that fails is -MB_EFAIL with the build log; a kernel
+ * whose work-group cannot be the tile's size is -MB_EFAIL too. On failure
+ * nothing is held.
  */
 int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path,
-		   unsigned flags, const struct mb_gemm16_tile *tile);
+		   unsigned flags, const struct mb_gemm16_classes *classes);
+
+/* The path's default tile (the kernel's, as it builds without -D). */
+struct mb_gemm16_tile mb_gemm16_default_tile(enum mb_gemm16_path path);
 
 /*
  * The path for CL's device into *G: mma where mb_gemm16_mma_capable, it
@@ -94,15 +133,27 @@ int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_p
  * at both precisions (within a 16-bit rounding), with ldmatrix or, where
  * that does not build or match, with the fragments read one by one; else
  * portable. G->why says which and why; an mma path that fails is no
- * error, only a portable one,
- * unless its check lost the device (MB_KIND_DEVICE_LOST: nothing to fall
- * back on), which is -MB_EFAIL. The mma path's tile is the default, or
- * MUONBENCH_NS_TILE's where that is set (mb_gemm16_tile_parse; one that is
- * not a tile is -MB_EINPUT; read only where the mma path is tried): a way
- * to try tiles on a device until a tuner chooses them.
- * The check runs once per call (once per device open in muonbench).
+ * error, only a portable one, unless its check lost the device
+ * (MB_KIND_DEVICE_LOST: nothing to fall back on), which is -MB_EFAIL.
+ * The tiles: MUONBENCH_NS_TILE's where that is set (a way to try tiles on
+ * a device; not classes is -MB_EINPUT), else CL->ns_gemm's (the tuning's:
+ * `muonbench tune --ns`), else the path's default. Portable tiles there
+ * choose the portable path; the mma path's, on a device without it, are
+ * set aside (G->why says so). The check runs once per call (once per
+ * device open in muonbench), on every class's kernel.
  */
 int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl);
+
+/*
+ * Whether G's results match REF's (the portable kernel, default tile) on
+ * the check's problems: odd shapes in one work-group, sizes over several
+ * at 16-byte-aligned offsets with C_in apart, both precisions, op(B) both
+ * ways, with every class's kernel; every element within 2^-6 of the
+ * largest. WHY says what differed. Errors running it are failures of the
+ * check.
+ */
+bool mb_gemm16_matches(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, char *why,
+		       size_t len);
 
 /*
  * Enqueue on Q: C (M x N) = ALPHA A (M x K) op(B) + BETA C_in, row-major
@@ -111,8 +162,9 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl);
  * and scalars, the result rounded to PREC. C_in is M x N in C's buffer at
  * C_IN_OFF: C itself (C_IN_OFF = C_OFF), or a matrix C does not overlap (an
  * addition with no copy before it). C must not overlap A or B. BETA 0 reads
- * nothing of C_in. Its event into *EV unless EV is NULL (NULL on failure or
- * when M or N is 0: nothing enqueued).
+ * nothing of C_in. The kernel of the class that M x N falls in. Its event
+ * into *EV unless EV is NULL (NULL on failure or when M or N is 0: nothing
+ * enqueued).
  */
 int mb_gemm16_enqueue(const struct mb_gemm16 *g, cl_command_queue q, enum mb_precision prec,
 		      bool b_transposed, uint64_t m, uint64_t n, uint64_t k, float alpha, cl_mem a,

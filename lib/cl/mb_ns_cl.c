@@ -185,7 +185,7 @@ int mb_ns_reserve(struct mb_ns *ns, const uint64_t *rows, const uint64_t *cols, 
 				(unsigned long long)rows[i], (unsigned long long)cols[i],
 				(unsigned long long)(bytes / sizeof(float)));
 	}
-	if (ns->precision != MB_PREC_FP32 && !(ns->rate_gflops > 0) && !ns->gemm16.kernel &&
+	if (ns->precision != MB_PREC_FP32 && !(ns->rate_gflops > 0) && !ns->gemm16.kernel[0] &&
 	    (err = mb_gemm16_open(&ns->gemm16, ns->cl)))
 		return err;
 	if ((clblast && (err = mb_ns_temp_bytes(ns->cl, ns->method, rows, cols, n, &temp))) ||
@@ -216,7 +216,7 @@ static int gemm(struct mb_ns *ns, bool copies, bool b_transposed, uint64_t m, ui
 
 	if (ns->precision != MB_PREC_FP32) {
 		ns->gemm_flops += 2 * m * n * k;
-		if (!ns->gemm16.kernel)
+		if (!ns->gemm16.kernel[0])
 			return mb_fail("Newton-Schulz in %s: its GEMM kernel is not built (call "
 				       "mb_ns_reserve after setting the precision)",
 				       mb_precision_names[ns->precision]);
@@ -711,7 +711,7 @@ const char *mb_ns_kernel_name(const struct mb_ns *ns)
 		return "ns_spin";
 	if (ns->precision == MB_PREC_FP32)
 		return "clblast-sgemm";
-	if (!ns->gemm16.kernel)
+	if (!ns->gemm16.kernel[0])
 		return "ns_gemm";
 	static const char *const names[MB_GEMM16_NPATHS] = {
 		[MB_GEMM16_PORTABLE] = "ns_gemm-portable",
