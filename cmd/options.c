@@ -189,9 +189,15 @@ const struct option mb_options[] = {
 	  "architecture, else one of the same platform and device type once it passes ns "
 	  "--verify here (checked once, in a child), else CLBlast's defaults; off keeps "
 	  "CLBlast's own; or a tuning file made for this device" },
+	{ "ns", NULL, FLAG, AT(tune_ns), NULL, 0, 0, NULL, ON(MB_CMD_TUNE),
+	  "tune our 16-bit GEMM kernel (kernels/ns_gemm.cl, the bf16 and fp16 Newton-Schulz's) "
+	  "instead of CLBlast's: its tiles swept on the GEMMs Newton-Schulz issues for the "
+	  "model (or --shape) at fp16, each checked against the portable kernel and a float64 "
+	  "product, the fastest for each size of GEMM stored in the device's tuning (ns_gemm), "
+	  "beside CLBlast's parameters; needs no clblast-utils" },
 	{ "time-budget", "DURATION", TEXT, AT(time_budget), "10m", 0, 0, NULL, ON(MB_CMD_TUNE),
 	  "the longest the tuners may take, all together (the checks of what they found come "
-	  "after): 90s, 10m, 1h" },
+	  "after; --ns: the sweep, the default tile always tried): 90s, 10m, 1h" },
 	{ "seed", "N", COUNT, AT(seed), "1", 0, UINT64_MAX, NULL, DEVICE_CMDS,
 	  "seed of the random numbers" },
 	{ "platform", "P", COUNT, AT(platform), NULL, 0, 63, NULL, MEMORY_CMDS | ON(MB_CMD_ADVISE),

@@ -154,6 +154,7 @@ struct mb_args {
 	const char *cpus, *membind, *numa, *out; /* numa: auto|off */
 	const char *tuning;			 /* off, auto or a file */
 	const char *time_budget;		 /* tune */
+	bool tune_ns;				 /* tune --ns: our 16-bit GEMM's tiles */
 	bool quiet;
 
 	const char *sizes; /* bandwidth */

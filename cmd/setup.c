@@ -99,6 +99,27 @@ void mb_setup_step_settings(const struct mb_args *args, const struct mb_grid_cel
 		s->knob[k] = mb_args_knob(args, (enum mb_knob)k, c->stage);
 }
 
+int mb_setup_muon_shapes(const struct mb_args *args, struct mb_shape *shapes, size_t max, size_t *n)
+{
+	struct mb_model model;
+	size_t i;
+	int err;
+
+	*n = 0;
+	if (args->shapes)
+		return mb_parse_shapes("--shape", args->shapes, shapes, max, n);
+	if ((err = mb_setup_model(args, &model)))
+		return err;
+	for (i = 0; i < model.nparams && *n < max; i++)
+		if (model.params[i].muon)
+			shapes[(*n)++] =
+				(struct mb_shape){ model.params[i].rows, model.params[i].cols };
+	mb_model_release(&model);
+	if (!*n)
+		return mb_bad_input("the model has no Muon matrices to tune for");
+	return 0;
+}
+
 void mb_setup_device_select(const struct mb_args *args, struct mb_cl_select *sel)
 {
 	sel->platform = mb_args_given(args, "platform") ? (int)args->platform : -1;

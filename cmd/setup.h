@@ -8,6 +8,7 @@
 #include "mb_grid.h"
 #include "mb_host.h"
 #include "mb_model.h"
+#include "mb_num.h"
 #include "mb_plan.h"
 #include "mb_step.h"
 #include "mb_tuning.h"
@@ -15,6 +16,14 @@
 
 /* Load the model that --model or --config names, cut to --layers. */
 int mb_setup_model(const struct mb_args *args, struct mb_model *m);
+
+/*
+ * The matrices Newton-Schulz runs on: --shape's, else the model's Muon
+ * matrices (one entry a matrix, repeats kept), at most MAX into SHAPES, their
+ * number into *N. A model without Muon matrices is -MB_EINPUT.
+ */
+int mb_setup_muon_shapes(const struct mb_args *args, struct mb_shape *shapes, size_t max,
+			 size_t *n);
 
 /*
  * The plan settings of ZeRO stage STAGE (one of --stage's) and the options

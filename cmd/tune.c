@@ -126,27 +126,13 @@ static void timed_shapes(struct tune *t, const struct mb_shape *shapes, size_t n
  */
 static int gemm_shapes(struct tune *t)
 {
-	const struct mb_args *args = t->args;
 	struct mb_shape shapes[SHAPES_MAX];
-	struct mb_model model;
 	double flops, most = -1, least = INFINITY;
 	size_t n = 0, i, g;
 	int err;
 
-	if (args->shapes) {
-		if ((err = mb_parse_shapes("--shape", args->shapes, shapes, SHAPES_MAX, &n)))
-			return err;
-	} else {
-		if ((err = mb_setup_model(args, &model)))
-			return err;
-		for (i = 0; i < model.nparams && n < SHAPES_MAX; i++)
-			if (model.params[i].muon)
-				shapes[n++] = (struct mb_shape){ model.params[i].rows,
-								 model.params[i].cols };
-		mb_model_release(&model);
-		if (!n)
-			return mb_bad_input("the model has no Muon matrices to tune for");
-	}
+	if ((err = mb_setup_muon_shapes(t->args, shapes, SHAPES_MAX, &n)))
+		return err;
 	timed_shapes(t, shapes, n);
 	for (i = 0; i < n; i++) {
 		uint64_t m = shapes[i].rows < shapes[i].cols ? shapes[i].rows : shapes[i].cols;
@@ -494,6 +480,11 @@ static int check_and_store(struct tune *t)
 			       t->dir);
 	}
 	mb_tuning_cache_path(&t->dev, path, sizeof(path));
+	if (!mb_tuning_load(path, &c) && mb_tuning_matches(&c, &t->dev)) { /* tune --ns's, kept */
+		memcpy(all.ns_gemm, c.ns_gemm, sizeof(all.ns_gemm));
+		memcpy(all.ns_gemm_tuned_utc, c.ns_gemm_tuned_utc, sizeof(all.ns_gemm_tuned_utc));
+		memcpy(all.ns_gemm_at, c.ns_gemm_at, sizeof(all.ns_gemm_at));
+	}
 	if ((err = mb_tuning_save(path, &all)))
 		return err;
 	printf("\nStored in %s: --tuning auto (the default) applies it on '%s'.\n", path,

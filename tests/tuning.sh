@@ -92,6 +92,48 @@ else
 fi
 expect_output "ns --format json: a list of objects" '"ns_median_s": ' ns --shape 64x64 --reps 1 --format json
 
+# tune --ns: our 16-bit GEMM's tiles swept, checked and stored, with the
+# CLBlast parameters that apply here kept (a same-architecture one planted)
+rm -f "$cache"/*
+if [ -n "$arch" ] && [ "$arch" != unknown ]; then
+	planted "pthread-$arch-Another CPU" "$arch" "$driver" "" "$cache/clblast-same-arch.json"
+fi
+expect_output "tune --ns: a table of the tiles, each checked" "| C up to 262144 | 3 (3) | 64x64x16/128 |" \
+	tune --ns --shape 96x200,600x1000 --time-budget 60s
+own=$(sed -n 's/^Stored in \(.*\.json\): ns_gemm \([^ ]*\)\. .*/\1/p' "$tmp/out")
+tiles=$(sed -n 's/^Stored in \(.*\.json\): ns_gemm \([^ ]*\)\. .*/\2/p' "$tmp/out")
+if [ -n "$own" ] && grep -q "\"ns_gemm\":.*\"$tiles\"" "$own" && grep -q '"Xgemm"' "$own" &&
+	grep -q "C up to 1048576 | 3 (3) |" "$tmp/out" && [ "$(grep -c '| ok |' "$tmp/out")" -eq 16 ]; then
+	report ok "tune --ns: both size classes timed, the tiles stored beside the architecture's CLBlast kernels"
+else
+	report fail "tune --ns: both size classes timed, the tiles stored beside the architecture's CLBlast kernels" \
+		"$(cat "$tmp/out" "$tmp/err" "$own")"
+fi
+rm -f "$cache/clblast-same-arch.json"
+expect_output "tune --ns: ns runs the stored tiles" "portable, tiles $tiles (the tuning's), match the default" \
+	ns --shape 96x200 --ns-precision bf16 --reps 1
+expect_output "tune --ns: --tuning off runs the default tile" "bf16 and fp16 GEMMs: kernels/ns_gemm.cl, portable: no mma path" \
+	ns --shape 96x200 --ns-precision bf16 --reps 1 --tuning off
+MUONBENCH_NS_TILE=32x32x16/64 expect_output "MUONBENCH_NS_TILE over the tuning's tiles" \
+	"portable, tiles 32x32x16/64 (MUONBENCH_NS_TILE's), match the default" ns --shape 96x200 --ns-precision fp16 --reps 1
+MUONBENCH_NS_TILE=128x128x32/256/4 expect_output "MUONBENCH_NS_TILE: the mma path's tiles set aside on a CPU" \
+	"(MUONBENCH_NS_TILE's mma tiles 128x128x32/256/4 set aside)" ns --shape 96x200 --ns-precision fp16 --reps 1
+MUONBENCH_NS_TILE=64x64x16/128,32x32x16/64 expect_error "MUONBENCH_NS_TILE: not classes, refused" 2 \
+	"MUONBENCH_NS_TILE: ns_gemm tiles '64x64x16/128,32x32x16/64': only the last entry is without a bound" \
+	ns --shape 96x200 --ns-precision fp16 --reps 1
+sed 's|"ns_gemm":.*|"ns_gemm": "9:64x64x16/128",|' "$own" >"$tmp/bad.json" && mv "$tmp/bad.json" "$own"
+expect_error "tune --ns: a tuning's bad tiles are refused, naming the file" 2 \
+	"$own: ns_gemm: ns_gemm tiles '9:64x64x16/128': the last entry has no bound" \
+	ns --shape 96x200 --ns-precision fp16 --reps 1
+rm -f "$cache"/*
+expect_output "tune --ns: a spent budget tries the default alone, and stores it" \
+	"(--time-budget spent: 1 of 8 tiles tried)" tune --ns --shape 1024x2048 --time-budget 1s
+if grep -q "ns_gemm 64x64x16/128\. " "$tmp/out" && ! grep -q '"Xgemm"' "$cache"/clblast-*.json; then
+	report ok "tune --ns: the default stored, and no CLBlast kernels where none applied"
+else
+	report fail "tune --ns: the default stored, and no CLBlast kernels where none applied" "$(cat "$tmp/out" "$cache"/clblast-*.json)"
+fi
+
 echo "1..$n"
 [ "$failed" -eq 0 ] || echo "# $failed of $n failed"
 [ "$failed" -eq 0 ]
