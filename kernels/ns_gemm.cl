@@ -32,7 +32,8 @@
  *                     8 warps of 64 x 32 each, as 4 x 4 mma.sync.m16n8k16
  *                     (fp32 accumulators) a 16 of k, fragments read from
  *                     local memory in the layout of the PTX ISA's "Matrix
- *                     fragments for mma.m16n8k16";
+ *                     fragments for mma.m16n8k16" (ldmatrix, or .trans for
+ *                     a B that is not transposed, kept k x n as it is);
  *   -D NSG_MMA_EMUL=1 the same code with mma.sync emulated from those
  *                     fragment layouts: each lane puts its A and B fragments
  *                     in local memory and computes its own C fragment from
@@ -85,20 +86,23 @@
 #define NSG_MI	    (NSG_WTM / 16) /* its mma tiles: 4 x 4 by default */
 #define NSG_NI	    (NSG_WTN / 8)
 /*
- * Row r's k kk in a local tile, k-major (as the fragments read), NSG_BK
- * ushorts a row with no padding, its 16-byte chunks XOR-swizzled: chunk c
- * of row r sits at chunk c ^ ((r / W) % C), C chunks a row and W rows a
- * 128-byte line of the 32 banks, so that the 8 rows an 8x8 matrix's reads
+ * Row r's column x in a local tile of W ushorts a row (W a multiple of 8)
+ * with no padding, its 16-byte chunks XOR-swizzled: chunk c of row r sits
+ * at chunk c ^ ((r / L) % C), C = W / 8 chunks a row and L rows a 128-byte
+ * line of the 32 banks, so that the 8 rows an 8x8 matrix's reads
  * (ldmatrix's, and the fragments' one by one) touch fall on 8 different
  * chunks of the banks: conflict-free, where the padding it replaces spent a
  * fifth of the local memory.
  */
-#define NSG_CHUNKS    (NSG_BK / 8)
-#define NSG_LINE_ROWS (64 / NSG_BK)
-#define NSG_AT(r, kk)                                                                           \
-	((r)*NSG_BK + ((((kk) >> 3) ^ (((r) / NSG_LINE_ROWS) % NSG_CHUNKS)) << 3) + ((kk)&7))
-typedef ushort nsg_local_t;
+#define NSG_SWZ(r, x, W)                                                                       \
+	((r) * (W) + ((((x) >> 3) ^ (((r) / ((W) >= 64 ? 1 : 64 / (W))) % ((W) / 8))) << 3) +   \
+	 ((x)&7))
+/* A's tile, m x k (as the fragments read), and op(B)'s as Bᵀ (n x k) where B is transposed */
+#define NSG_AT(r, kk)	NSG_SWZ(r, kk, NSG_BK)
 #define NSG_AT_B(c, kk) NSG_AT(c, kk)
+/* op(B)'s tile where B is not transposed: as B is, k x n (ldmatrix.trans reads it) */
+#define NSG_AT_K(kk, c) NSG_SWZ(kk, c, NSG_BN)
+typedef ushort nsg_local_t;
 #else
 /*
  * The portable build's tile: these defaults, or the host's -D (mb_gemm16's
@@ -212,11 +216,15 @@ static void nsg_load(__global const ushort *a, ulong a_off, __global const ushor
 	}
 }
 
-/* RA and RB into the local tiles AS (m x k) and BS (op(B)ᵀ: n x k), as they are. */
+/*
+ * RA and RB into the local tiles AS (m x k) and BS (op(B)ᵀ, n x k, where B
+ * is transposed; else k x n, as B is, which ldmatrix.trans reads), as they
+ * are: 16-byte stores alone.
+ */
 static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_transposed, uint tid,
 		    const uint4 *ra, const uint4 *rb, uint prec)
 {
-	uint i, q, kk, col, e;
+	uint i, q;
 
 	(void)prec;
 	/* one 16-byte store: a group's k is a multiple of 8, the rows 16-byte aligned */
@@ -224,26 +232,15 @@ static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_tra
 		q = tid + i * NSG_THREADS;
 		*(__local uint4 *)(as + NSG_AT(q / (NSG_BK / 8), q % (NSG_BK / 8) * 8)) = ra[i];
 	}
+	/* op(B) as Bᵀ (n x k) where B is transposed, else as B is (k x n): one store either way */
 	for (i = 0; i < NSG_BG; i++) {
 		q = tid + i * NSG_THREADS;
-		if (b_transposed) {
+		if (b_transposed)
 			*(__local uint4 *)(bs + NSG_AT(q / (NSG_BK / 8), q % (NSG_BK / 8) * 8)) =
 				rb[i];
-			continue;
-		}
-		/*
-		 * B is k-major: its eight values go to eight rows of Bᵀ, each
-		 * work-item starting at another (e rotated by q), so that the
-		 * warp's 2-byte stores spread over the banks
-		 */
-		kk = q / (NSG_BN / 8);
-		col = q % (NSG_BN / 8) * 8;
-		for (e = 0; e < 8; e++) {
-			const uint x = (e + q) & 7;
-			const uint w = x < 2 ? rb[i].x : x < 4 ? rb[i].y : x < 6 ? rb[i].z : rb[i].w;
-
-			bs[NSG_AT(col + x, kk)] = (ushort)(w >> (16 * (x & 1)));
-		}
+		else
+			*(__local uint4 *)(bs + NSG_AT_K(q / (NSG_BN / 8), q % (NSG_BN / 8) * 8)) =
+				rb[i];
 	}
 }
 
@@ -358,6 +355,39 @@ static void nsg_ldmatrix4(uint *r, __local const ushort *tile, uint at, __local 
 		     "@p cvta.to.shared.u64 a, %4;\n\t"
 		     "@!p mov.u64 a, %4;\n\t"
 		     "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [a];\n\t}"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "l"((ulong)(tile + at))
+		     : "memory");
+#endif
+}
+
+/*
+ * ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: the same rows given, each
+ * matrix transposed on the way: R[j] receives matrix j's column lane / 4,
+ * rows 2 (lane % 4) and the next (the lower row in the lower bits), which
+ * is mma.m16n8k16's B fragment of a k x n tile kept as B is (rows k).
+ */
+static void nsg_ldmatrix4_trans(uint *r, __local const ushort *tile, uint at,
+				__local uint *scratch, uint lane)
+{
+#ifdef NSG_MMA_EMUL
+	const uint g = lane >> 2, t = lane & 3;
+	uint j;
+	scratch[lane] = at;
+	barrier(CLK_LOCAL_MEM_FENCE);
+	for (j = 0; j < 4; j++)
+		r[j] = (uint)tile[scratch[8 * j + 2 * t] + g] |
+		       (uint)tile[scratch[8 * j + 2 * t + 1] + g] << 16;
+	barrier(CLK_LOCAL_MEM_FENCE);
+#else
+	(void)scratch;
+	(void)lane;
+	/* the address as nsg_ldmatrix4 makes it */
+	asm volatile("{\n\t.reg .pred p;\n\t.reg .u64 a;\n\t"
+		     "isspacep.shared p, %4;\n\t"
+		     "@p cvta.to.shared.u64 a, %4;\n\t"
+		     "@!p mov.u64 a, %4;\n\t"
+		     "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [a];\n\t}"
 		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
 		     : "l"((ulong)(tile + at))
 		     : "memory");
@@ -500,14 +530,26 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 			 * 8-15 (b[0], b[1] of ni), then n 8-15 (of ni + 1); lane l gives
 			 * n l % 8 + 8 (l / 16), k 8 ((l / 8) & 1)
 			 */
+			/*
+			 * Where B is not transposed its tile is k x n, and the same four
+			 * matrices are read transposed: lane l gives k l % 8 + 8 ((l / 8)
+			 * & 1), n 8 (l / 16)
+			 */
 			NSG_UNROLL
 			for (ni = 0; ni < NSG_NI; ni += 2) {
 				uint r[4];
 
-				nsg_ldmatrix4(r, bs[buf],
-					      NSG_AT(wn + ni * 8 + (lane & 7) + (lane >> 4) * 8,
-						     kk + ((lane >> 3) & 1) * 8),
-					      scratch, lane);
+				if (b_transposed)
+					nsg_ldmatrix4(r, bs[buf],
+						      NSG_AT(wn + ni * 8 + (lane & 7) + (lane >> 4) * 8,
+							     kk + ((lane >> 3) & 1) * 8),
+						      scratch, lane);
+				else
+					nsg_ldmatrix4_trans(
+						r, bs[buf],
+						NSG_AT_K(kk + (lane & 7) + ((lane >> 3) & 1) * 8,
+							 wn + ni * 8 + (lane >> 4) * 8),
+						scratch, lane);
 				fb[ni][0] = r[0];
 				fb[ni][1] = r[1];
 				fb[ni + 1][0] = r[2];
@@ -528,8 +570,15 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 			for (ni = 0; ni < NSG_NI; ni++) {
 				const uint n0 = wn + ni * 8 + g;
 
-				fb[ni][0] = nsg_pair(bs[buf] + NSG_AT(n0, kk + 2 * t));
-				fb[ni][1] = nsg_pair(bs[buf] + NSG_AT(n0, kk + 8 + 2 * t));
+				if (b_transposed) {
+					fb[ni][0] = nsg_pair(bs[buf] + NSG_AT(n0, kk + 2 * t));
+					fb[ni][1] = nsg_pair(bs[buf] + NSG_AT(n0, kk + 8 + 2 * t));
+				} else { /* two rows of the k x n tile a register */
+					fb[ni][0] = (uint)bs[buf][NSG_AT_K(kk + 2 * t, n0)] |
+						    (uint)bs[buf][NSG_AT_K(kk + 2 * t + 1, n0)] << 16;
+					fb[ni][1] = (uint)bs[buf][NSG_AT_K(kk + 8 + 2 * t, n0)] |
+						    (uint)bs[buf][NSG_AT_K(kk + 9 + 2 * t, n0)] << 16;
+				}
 			}
 #endif
 			NSG_UNROLL

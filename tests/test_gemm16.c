@@ -258,13 +258,14 @@ static void emulated_mma_matches_host(void **state)
 
 /*
  * Other tiles of the mma path, emulated: smaller blocks of 4 warps, k 16
- * and 64 at a time (the swizzle's other widths), 64 x 64 warp tiles; a few
+ * and 64 at a time (the swizzle's other widths), 64 x 64 warp tiles, a
+ * 32-wide B (the k x n tile's narrow swizzle); a few
  * shapes each, both precisions, op(B) both ways, C_in apart.
  */
 static void emulated_mma_tiles_match_host(void **state)
 {
 	static const char *const tiles[] = { "64x64x16/128/2", "64x128x64/128/2",
-					     "128x256x32/256/4" };
+					     "128x256x32/256/4", "64x32x32/128/2" };
 	static const uint64_t some[][3] = { { 17, 33, 9 }, { 100, 70, 130 }, { 129, 260, 72 } };
 	struct mb_gemm16_tile t;
 	struct mb_gemm16 g;
