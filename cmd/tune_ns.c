@@ -28,17 +28,6 @@
 #define SAMPLES	   12 /* rows and columns of C checked against float64 (edges among them) */
 #define PREC	   MB_PREC_FP16 /* the Gram method's, which the defaults run on tensor cores */
 
-/* The tiles tried on each path, the default first; each passes mb_gemm16_tile_parse. */
-static const char *const mma_tiles[] = {
-	"128x128x32/256/4", "128x256x32/256/4", "256x128x32/256/2", "128x128x16/256/4",
-	"64x128x32/128/2",  "128x64x32/128/2",	"64x64x32/128/2",   "64x64x64/128/2",
-	"64x128x64/128/2",  "128x64x64/128/4",
-};
-static const char *const portable_tiles[] = {
-	"64x64x16/128",	  "64x64x32/128", "128x64x16/128", "64x128x16/128",
-	"128x128x16/256", "32x64x16/64",  "64x64x8/64",	   "32x32x16/64",
-};
-
 /* Classes by C's elements: at most 2^18, 2^20, 2^22, 2^24, and the rest (0). */
 static const uint64_t bounds[] = { 1ull << 18, 1ull << 20, 1ull << 22, 1ull << 24, 0 };
 #define NCLASSES (sizeof(bounds) / sizeof(bounds[0]))
@@ -318,6 +307,8 @@ static int try_tile(struct sweep *s, size_t ti, const char *text, double end_s, 
 		ok = false;
 	} else if (!mb_gemm16_matches(&g, &s->ref, why, sizeof(why))) {
 		ok = false;
+		if ((err = mb_cl_alive(s->cl))) /* a fault: nothing more to try */
+			goto out;
 	}
 	for (ci = 0; ci < NCLASSES && !stop; ci++) {
 		struct klass *c = &s->klass[ci];
@@ -349,7 +340,7 @@ static int try_tile(struct sweep *s, size_t ti, const char *text, double end_s, 
 	}
 	err = 0;
 out:
-	if (err && !mb_cl_alive(s->cl))
+	if (err && mb_cl_alive(s->cl))
 		mb_err_prefix("tune --ns, tile %s (the device was lost)", text);
 	else if (err)
 		mb_err_prefix("tune --ns, tile %s", text);
@@ -468,9 +459,7 @@ int mb_cmd_tune_ns(const struct mb_args *args)
 	       cl.info.name, cl.info.platform_name, cl.info.driver);
 	printf("Path: %s.\n", chosen.why);
 	mb_gemm16_release(&chosen);
-	tiles = s->path == MB_GEMM16_PORTABLE ? portable_tiles : mma_tiles;
-	ntiles = s->path == MB_GEMM16_PORTABLE ? sizeof(portable_tiles) / sizeof(char *)
-					       : sizeof(mma_tiles) / sizeof(char *);
+	tiles = mb_gemm16_tune_tiles(s->path, &ntiles);
 	printf("The GEMMs that Newton-Schulz issues on %s (%s), by the size of C, each tile "
 	       "checked against the portable kernel and a float64 product before it is timed "
 	       "(the median of %d runs, device time, each shape weighted by the matrices that "

@@ -244,6 +244,79 @@ static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_tra
 	}
 }
 
+#ifdef NSG_CP_ASYNC
+/*
+ * 16 bytes from global P to local L with no registers between:
+ * cp.async.cg.shared.global (sm_80), the addresses converted to their
+ * spaces where they are generic ones; emulated, a plain copy. Landed once
+ * the work-item's nsg_cp_wait returns.
+ */
+static void nsg_cp16(__local ushort *l, __global const ushort *p)
+{
+#ifdef NSG_MMA_EMUL
+	*(__local uint4 *)l = *(__global const uint4 *)p;
+#else
+	asm volatile("{\n\t.reg .pred q;\n\t.reg .u64 d, s;\n\t"
+		     "isspacep.shared q, %0;\n\t"
+		     "@q cvta.to.shared.u64 d, %0;\n\t"
+		     "@!q mov.u64 d, %0;\n\t"
+		     "isspacep.global q, %1;\n\t"
+		     "@q mov.u64 s, %1;\n\t"
+		     "@!q cvta.to.global.u64 s, %1;\n\t"
+		     "cp.async.cg.shared.global [d], [s], 16;\n\t}"
+		     :
+		     : "l"((ulong)l), "l"((ulong)p)
+		     : "memory");
+#endif
+}
+
+/* Until this work-item's cp.async copies have landed. */
+static void nsg_cp_wait(void)
+{
+#ifndef NSG_MMA_EMUL
+	asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
+/*
+ * The step at K0's tiles straight into the local tiles AS and BS (as
+ * nsg_put places them), the groups nsg_load reads: by cp.async where all
+ * eight values are inside and 16-byte aligned, else read as nsg_eight
+ * reads them (zeros outside) and stored.
+ */
+static void nsg_fill(__local ushort *as, __local ushort *bs, __global const ushort *a, ulong a_off,
+		     __global const ushort *b, ulong b_off, uint b_transposed, ulong m, ulong n,
+		     ulong k, ulong row0, ulong col0, ulong k0, uint tid, uint vec)
+{
+	uint i, q;
+
+	for (i = 0; i < NSG_AG; i++) {
+		const ulong r = row0 + (q = tid + i * NSG_THREADS) / (NSG_BK / 8),
+			    x = k0 + q % (NSG_BK / 8) * 8;
+		__local ushort *l = as + NSG_AT(q / (NSG_BK / 8), q % (NSG_BK / 8) * 8);
+
+		if (r < m && (vec & NSG_VEC_A) && x + 8 <= k)
+			nsg_cp16(l, a + a_off + r * k + x);
+		else
+			*(__local uint4 *)l = nsg_eight(a, a_off, r, m, x, k, vec & NSG_VEC_A);
+	}
+	for (i = 0; i < NSG_BG; i++) {
+		/* Bᵀ's rows (n x k) where B is transposed, else B's (k x n) */
+		const uint per_row = b_transposed ? NSG_BK / 8 : NSG_BN / 8;
+		const ulong r = (b_transposed ? col0 : k0) + (q = tid + i * NSG_THREADS) / per_row,
+			    x = (b_transposed ? k0 : col0) + q % per_row * 8;
+		const ulong rows = b_transposed ? n : k, cols = b_transposed ? k : n;
+		__local ushort *l =
+			bs + (b_transposed ? NSG_AT(q / per_row, q % per_row * 8)
+					   : NSG_AT_K(q / per_row, q % per_row * 8));
+
+		if (r < rows && (vec & NSG_VEC_B) && x + 8 <= cols)
+			nsg_cp16(l, b + b_off + r * cols + x);
+		else
+			*(__local uint4 *)l = nsg_eight(b, b_off, r, rows, x, cols, vec & NSG_VEC_B);
+	}
+}
+#endif
 #else
 /*
  * The portable build's share of the step at K0's tiles, from global memory
@@ -465,7 +538,9 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 	const uint tid = get_local_id(0);
 	const ulong row0 = (ulong)get_group_id(1) * NSG_BM, col0 = (ulong)get_group_id(0) * NSG_BN;
 	const ulong nsteps = (k + NSG_BK - 1) / NSG_BK;
-#ifdef NSG_FRAGMENTS
+#if defined(NSG_CP_ASYNC)
+	/* (no registers between global and local memory) */
+#elif defined(NSG_FRAGMENTS)
 	uint4 ra[NSG_AG], rb[NSG_BG];
 #else
 	ushort ra[NSG_AG * 8], rb[NSG_BG * 8];
@@ -502,15 +577,31 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 #endif
 
 	/* the first step's tiles into local memory */
+#ifdef NSG_CP_ASYNC
+	nsg_fill(as[0], bs[0], a, a_off, b, b_off, b_transposed, m, n, k, row0, col0, 0, tid, vec);
+	nsg_cp_wait();
+#else
 	nsg_load(a, a_off, b, b_off, b_transposed, m, n, k, row0, col0, 0, tid, vec, prec, ra, rb);
 	nsg_put(as[0], bs[0], b_transposed, tid, ra, rb, prec);
+#endif
 	barrier(CLK_LOCAL_MEM_FENCE);
 	for (step = 0; step < nsteps; step++) {
 		buf = step & 1;
-		/* the next step's tiles into registers while this one is multiplied */
+		/*
+		 * The next step's tiles, into registers while this one is
+		 * multiplied; by cp.async straight into the other local buffer,
+		 * which the previous step's multiply last read (every work-item
+		 * finished it before the barrier that ended it).
+		 */
+#ifdef NSG_CP_ASYNC
+		if (step + 1 < nsteps)
+			nsg_fill(as[buf ^ 1], bs[buf ^ 1], a, a_off, b, b_off, b_transposed, m, n, k,
+				 row0, col0, (step + 1) * NSG_BK, tid, vec);
+#else
 		if (step + 1 < nsteps)
 			nsg_load(a, a_off, b, b_off, b_transposed, m, n, k, row0, col0,
 				 (step + 1) * NSG_BK, tid, vec, prec, ra, rb);
+#endif
 #ifdef NSG_FRAGMENTS
 		for (kk = 0; kk < NSG_BK; kk += 16) {
 #ifndef NSG_NO_LDMATRIX
@@ -600,8 +691,12 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 		 * The other buffer was last read by the previous step's multiply,
 		 * which every work-item finished before the barrier that ended it.
 		 */
+#ifdef NSG_CP_ASYNC
+		nsg_cp_wait();
+#else
 		if (step + 1 < nsteps)
 			nsg_put(as[buf ^ 1], bs[buf ^ 1], b_transposed, tid, ra, rb, prec);
+#endif
 		barrier(CLK_LOCAL_MEM_FENCE);
 	}
 

@@ -259,13 +259,16 @@ static void emulated_mma_matches_host(void **state)
 /*
  * Other tiles of the mma path, emulated: smaller blocks of 4 warps, k 16
  * and 64 at a time (the swizzle's other widths), 64 x 64 warp tiles, a
- * 32-wide B (the k x n tile's narrow swizzle); a few
+ * 32-wide B (the k x n tile's narrow swizzle), tiles filled by cp.async
+ * (emulated: a plain 16-byte copy, so the addresses are what is tested;
+ * groups at the edges or unaligned still through registers); a few
  * shapes each, both precisions, op(B) both ways, C_in apart.
  */
 static void emulated_mma_tiles_match_host(void **state)
 {
-	static const char *const tiles[] = { "64x64x16/128/2", "64x128x64/128/2",
-					     "128x256x32/256/4", "64x32x32/128/2" };
+	static const char *const tiles[] = { "64x64x16/128/2",	       "64x128x64/128/2",
+					     "128x256x32/256/4",       "64x32x32/128/2",
+					     "128x128x32/256/4/async", "64x32x32/128/2/async" };
 	static const uint64_t some[][3] = { { 17, 33, 9 }, { 100, 70, 130 }, { 129, 260, 72 } };
 	struct mb_gemm16_tile t;
 	struct mb_gemm16 g;
@@ -303,6 +306,34 @@ static void emulated_mma_tiles_match_host(void **state)
 	}
 }
 
+/*
+ * What tune --ns tries: tiles of each path (the mma path's, which only a GPU
+ * runs, parsed here), the path's default first, none twice.
+ */
+static void tune_tiles_parse(void **state)
+{
+	static const enum mb_gemm16_path paths[] = { MB_GEMM16_PORTABLE, MB_GEMM16_MMA };
+	struct mb_gemm16_tile t, d;
+	const char *const *tiles;
+	size_t p, i, j, n;
+
+	(void)state;
+	for (p = 0; p < 2; p++) {
+		tiles = mb_gemm16_tune_tiles(paths[p], &n);
+		assert_true(n >= 4);
+		d = mb_gemm16_default_tile(paths[p]);
+		for (i = 0; i < n; i++) {
+			if (mb_gemm16_tile_parse(tiles[i], &t))
+				fail_msg("%s: %s", tiles[i], mb_errmsg());
+			assert_int_equal(!t.warps_n, paths[p] == MB_GEMM16_PORTABLE);
+			if (!i)
+				assert_memory_equal(&t, &d, sizeof(t));
+			for (j = 0; j < i; j++)
+				assert_string_not_equal(tiles[i], tiles[j]);
+		}
+	}
+}
+
 /* A tile the kernel cannot run is refused, saying why. */
 static void tiles_refused(void **state)
 {
@@ -311,6 +342,10 @@ static void tiles_refused(void **state)
 	} bad[] = {
 		{ "128x128x32", "expected BMxBNxBK" },
 		{ "128x128x32/256/4x", "expected BMxBNxBK" },
+		{ "64x64x16/128/async", "expected BMxBNxBK" },
+		{ "128x128x32/256/4/asyn", "expected BMxBNxBK" },
+		{ "128x128x32/256/4/async/async", "expected BMxBNxBK" },
+		{ "/async", "expected BMxBNxBK" },
 		{ "-128x128x32/256/4", "expected BMxBNxBK" },
 		{ "128x-128x32/256/4", "expected BMxBNxBK" },
 		{ "128x 128x32/256/4", "expected BMxBNxBK" },
@@ -331,12 +366,18 @@ static void tiles_refused(void **state)
 		{ "128x128x32/256", "past 49152" },
 	};
 	struct mb_gemm16_tile t;
+	char text[64];
 	size_t i;
 
 	(void)state;
 	assert_int_equal(mb_gemm16_tile_parse("128x128x32/256/4", &t), 0);
 	assert_int_equal(t.bm, 128);
 	assert_int_equal(t.warps_n, 4);
+	assert_int_equal(t.async, 0);
+	assert_int_equal(mb_gemm16_tile_parse("128x64x32/128/2/async", &t), 0);
+	assert_true(t.bn == 64 && t.warps_n == 2 && t.async);
+	mb_gemm16_tile_text(&t, text, sizeof(text));
+	assert_string_equal(text, "128x64x32/128/2/async");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		if (mb_gemm16_tile_parse(bad[i].text, &t) != -MB_EINPUT ||
 		    !strstr(mb_errmsg(), bad[i].why))
@@ -659,6 +700,7 @@ int main(void)
 		cmocka_unit_test(emulated_mma_without_ldmatrix_matches_host),
 		cmocka_unit_test(emulated_mma_tiles_match_host),
 		cmocka_unit_test(tiles_refused),
+		cmocka_unit_test(tune_tiles_parse),
 		cmocka_unit_test(portable_tiles_match_host),
 		cmocka_unit_test(classes_choose_by_size),
 		cmocka_unit_test(mma_matches_host_where_capable),

@@ -57,20 +57,28 @@ static int portable_tile_check(const char *text, const struct mb_gemm16_tile *t)
 
 int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t)
 {
+	const size_t len = strlen(text);
 	unsigned warps, warps_m;
-	int end = 0, fields;
+	int end = 0, fields = 0;
 
-	/* digits, x and / alone (sscanf's %u would take a sign or spaces), each at most 4096 */
+	/*
+	 * digits, x and / alone (sscanf's %u would take a sign or spaces), each at
+	 * most 4096, and on the mma paths "/async" at the end
+	 */
 	t->warps_n = 0;
-	fields = strspn(text, "0123456789x/") == strlen(text) && isdigit((unsigned char)text[0])
-			 ? sscanf(text, "%ux%ux%u/%u%n/%u%n", &t->bm, &t->bn, &t->bk, &t->threads,
-				  &end, &t->warps_n, &end)
-			 : 0;
-	if ((fields != 4 && fields != 5) || text[end] || t->bm > 4096 || t->bn > 4096 ||
-	    t->bk > 4096 || t->threads > 4096 || t->warps_n > 4096)
-		return mb_bad_input("ns_gemm tile '%s': expected BMxBNxBK/THREADS/WARPS_N "
-				    "(the mma paths', 128x128x32/256/4) or BMxBNxBK/THREADS (the "
-				    "portable path's, 64x64x16/128), each at most 4096",
+	t->async = len > 6 && !strcmp(text + len - 6, "/async");
+	if (strspn(text, "0123456789x/") == len - (t->async ? 5 : 0) &&
+	    isdigit((unsigned char)text[0]))
+		fields = sscanf(text, "%ux%ux%u/%u%n/%u%n", &t->bm, &t->bn, &t->bk, &t->threads,
+				&end, &t->warps_n, &end);
+	if (t->async && fields == 5 && (size_t)end == len - 6)
+		end += 6;
+	if ((fields != 4 && fields != 5) || (t->async && fields != 5) || text[end] ||
+	    t->bm > 4096 || t->bn > 4096 || t->bk > 4096 || t->threads > 4096 || t->warps_n > 4096)
+		return mb_bad_input("ns_gemm tile '%s': expected BMxBNxBK/THREADS/WARPS_N[/async] "
+				    "(the mma paths', 128x128x32/256/4; /async: by cp.async) or "
+				    "BMxBNxBK/THREADS (the portable path's, 64x64x16/128), each at "
+				    "most 4096",
 				    text);
 	if (fields == 4)
 		return portable_tile_check(text, t);
@@ -101,7 +109,8 @@ int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t)
 void mb_gemm16_tile_text(const struct mb_gemm16_tile *t, char *buf, size_t len)
 {
 	if (t->warps_n)
-		snprintf(buf, len, "%ux%ux%u/%u/%u", t->bm, t->bn, t->bk, t->threads, t->warps_n);
+		snprintf(buf, len, "%ux%ux%u/%u/%u%s", t->bm, t->bn, t->bk, t->threads, t->warps_n,
+			 t->async ? "/async" : "");
 	else
 		snprintf(buf, len, "%ux%ux%u/%u", t->bm, t->bn, t->bk, t->threads);
 }
@@ -181,6 +190,30 @@ size_t mb_gemm16_class_of(const struct mb_gemm16_classes *c, uint64_t m, uint64_
 		if (m <= c->outputs[i] / (n ? n : 1)) /* m n <= outputs, with no overflow */
 			return i;
 	return c->n ? c->n - 1 : 0;
+}
+
+/* What tune --ns tries on each path, the default first (mb_gemm16_tune_tiles). */
+static const char *const mma_tune_tiles[] = {
+	"128x128x32/256/4",	  "128x256x32/256/4",	    "256x128x32/256/2",
+	"128x128x16/256/4",	  "64x128x32/128/2",	    "128x64x32/128/2",
+	"64x64x32/128/2",	  "64x64x64/128/2",	    "64x128x64/128/2",
+	"128x64x64/128/4",	  "128x128x32/256/4/async", "128x256x32/256/4/async",
+	"256x128x32/256/2/async", "64x128x32/128/2/async",  "128x64x32/128/2/async",
+	"64x64x64/128/2/async",
+};
+static const char *const portable_tune_tiles[] = {
+	"64x64x16/128",	  "64x64x32/128", "128x64x16/128", "64x128x16/128",
+	"128x128x16/256", "32x64x16/64",  "64x64x8/64",	   "32x32x16/64",
+};
+
+const char *const *mb_gemm16_tune_tiles(enum mb_gemm16_path path, size_t *n)
+{
+	if (path == MB_GEMM16_PORTABLE) {
+		*n = sizeof(portable_tune_tiles) / sizeof(portable_tune_tiles[0]);
+		return portable_tune_tiles;
+	}
+	*n = sizeof(mma_tune_tiles) / sizeof(mma_tune_tiles[0]);
+	return mma_tune_tiles;
 }
 
 struct mb_gemm16_tile mb_gemm16_default_tile(enum mb_gemm16_path path)
@@ -263,7 +296,7 @@ static int build(struct mb_gemm16 *g, size_t i, const struct mb_embedded_file *f
 		 t->threads);
 	if (t->warps_n)
 		snprintf(tiling + strlen(tiling), sizeof(tiling) - strlen(tiling),
-			 " -D NSG_WARPS_N=%u", t->warps_n);
+			 " -D NSG_WARPS_N=%u%s", t->warps_n, t->async ? " -D NSG_CP_ASYNC=1" : "");
 	snprintf(options, sizeof(options), "%s%s%s%s%s", path_options[g->path],
 		 g->flags & MB_GEMM16_NO_LDMATRIX ? " -D NSG_NO_LDMATRIX=1" : "", tiling,
 		 cl->info.unrestricted_size ? " " : "",
@@ -555,14 +588,15 @@ bool mb_gemm16_matches(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, c
 
 int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 {
-	/* ldmatrix first, then the fragments read one by one */
-	static const unsigned tries[] = { 0, MB_GEMM16_NO_LDMATRIX };
+	/* the tiles as given (cp.async where they say so), without cp.async, without ldmatrix */
+	static const char *const try_names[] = { "ldmatrix", "ldmatrix, no cp.async",
+						 "fragments read one by one" };
 	const char *env = getenv("MUONBENCH_NS_TILE");
 	const char *from = env && *env ? "MUONBENCH_NS_TILE" : "the tuning";
 	const char *text = env && *env ? env : cl->ns_gemm;
 	struct mb_gemm16_classes given = { 0 };
 	struct mb_gemm16 cand;
-	char why[2][(sizeof(g->why) - 64) / 2] = { "", "" }, check[sizeof(why[0]) - 64];
+	char why[3][200] = { "", "", "" }, check[180];
 	char tiles[160] = "", aside[200] = "";
 	size_t i;
 	int err;
@@ -604,8 +638,21 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 			 cl->info.name, cl->info.arch, aside);
 		return 0;
 	}
-	for (i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
-		if (mb_gemm16_init(&cand, cl, MB_GEMM16_MMA, tries[i], given.n ? &given : NULL)) {
+	for (i = 0; i < 3; i++) {
+		struct mb_gemm16_classes plain = given;
+		size_t c;
+		bool any_async = false;
+
+		for (c = 0; c < plain.n; c++) {
+			any_async = any_async || plain.tile[c].async;
+			plain.tile[c].async = i > 0;
+		}
+		if (i == 1 && !any_async) {
+			snprintf(why[1], sizeof(why[1]), "%s", why[0]);
+			continue; /* the same as the first try */
+		}
+		if (mb_gemm16_init(&cand, cl, MB_GEMM16_MMA, i == 2 ? MB_GEMM16_NO_LDMATRIX : 0,
+				   given.n ? (i ? &plain : &given) : NULL)) {
 			snprintf(why[i], sizeof(why[i]), "failed to build or set up: %.150s",
 				 mb_errmsg());
 			continue;
@@ -618,27 +665,33 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 			 */
 			if (mb_cl_alive(cl)) {
 				mb_gemm16_release(g);
-				mb_err_prefix("the mma path's check (%s)",
-					      tries[i] ? "fragments read one by one" : "ldmatrix");
+				mb_err_prefix("the mma path's check (%s)", try_names[i]);
 				return -MB_EFAIL;
 			}
-			snprintf(why[i], sizeof(why[i]), "does not match the portable kernel: %s",
-				 check);
+			snprintf(why[i], sizeof(why[i]),
+				 "does not match the portable kernel: %.150s", check);
 			continue;
 		}
 		mb_gemm16_release(g);
 		*g = cand;
 		mb_gemm16_classes_text(&g->classes, tiles, sizeof(tiles));
 		snprintf(g->why, sizeof(g->why),
-			 "mma: %s, tiles %s%s, %s, matches the portable kernel%s%s%s",
-			 cl->info.arch, tiles,
+			 "mma: %s, tiles %s%s, %s, matches the portable kernel", cl->info.arch,
+			 tiles,
 			 given.n ? (env && *env ? " (MUONBENCH_NS_TILE's)" : " (the tuning's)")
 				 : " (the default)",
-			 i ? "fragments read one by one" : "ldmatrix",
-			 i ? " (with ldmatrix it " : "", i ? why[0] : "", i ? ")" : "");
+			 try_names[i]);
+		if (i == 1 || (i == 2 && any_async))
+			snprintf(g->why + strlen(g->why), sizeof(g->why) - strlen(g->why),
+				 " (with cp.async it %.120s)", why[0]);
+		if (i == 2)
+			snprintf(g->why + strlen(g->why), sizeof(g->why) - strlen(g->why),
+				 " (with ldmatrix it %.120s)", why[1]);
 		return 0;
 	}
-	snprintf(g->why, sizeof(g->why), "portable: the mma path %s (with ldmatrix it %s)", why[1],
-		 why[0]);
+	snprintf(g->why, sizeof(g->why),
+		 "portable: the mma path %.150s (with ldmatrix it %.150s%s%.100s)", why[2], why[1],
+		 strcmp(why[0], why[1]) ? "; with cp.async it " : "",
+		 strcmp(why[0], why[1]) ? why[0] : "");
 	return 0;
 }

@@ -44,11 +44,14 @@ extern const char *const mb_gemm16_path_names[MB_GEMM16_NPATHS];
  * work-items; on the mma paths WARPS_N warps side by side along n (the
  * rest along m), on the portable path none (0: each work-item computes BM
  * BN / 4 / THREADS rows of 4 columns). Written "BMxBNxBK/THREADS/WARPS_N"
- * on the mma paths ("128x128x32/256/4", their default), "BMxBNxBK/THREADS"
- * on the portable one ("64x64x16/128", its default).
+ * on the mma paths ("128x128x32/256/4", their default; "/async" after it:
+ * the next step's tiles copied global to local by cp.async, with no
+ * registers between), "BMxBNxBK/THREADS" on the portable one
+ * ("64x64x16/128", its default).
  */
 struct mb_gemm16_tile {
 	unsigned bm, bn, bk, threads, warps_n;
+	unsigned async; /* the mma paths: "/async", tiles filled by cp.async, not registers */
 };
 
 /*
@@ -123,6 +126,15 @@ bool mb_gemm16_mma_capable(const struct mb_cl_device_info *info);
  */
 int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_path path,
 		   unsigned flags, const struct mb_gemm16_classes *classes);
+
+/*
+ * The tiles `muonbench tune --ns` tries on PATH (the mma paths' for both),
+ * the default first, *N of them; each passes mb_gemm16_tile_parse. The mma
+ * path's with cp.async ("/async") run only once they match the portable
+ * kernel on the device: the check that proves cp.async delivers the data
+ * on its driver.
+ */
+const char *const *mb_gemm16_tune_tiles(enum mb_gemm16_path path, size_t *n);
 
 /* The path's default tile (the kernel's, as it builds without -D). */
 struct mb_gemm16_tile mb_gemm16_default_tile(enum mb_gemm16_path path);
