@@ -251,11 +251,14 @@ static int timed(struct sweep *s, const struct mb_gemm16 *g, const struct gemm *
 	return 0;
 }
 
-/* One row of the table: tile TEXT on class C (bound BOUND) took SECONDS, or CHECK says why not. */
-static void row(const struct klass *c, size_t ci, const char *tile, double seconds,
-		const char *check, bool first)
+/*
+ * One row of the table: tile TEXT (REGISTERS a work-item, 0: not said) on
+ * class CI took SECONDS, or CHECK says why not.
+ */
+static void row(const struct klass *c, size_t ci, const char *tile, unsigned registers,
+		double seconds, const char *check, bool first)
 {
-	char cls[48], gemms[32], ms[32], rate[32], vs[32];
+	char cls[48], gemms[32], ms[32], rate[32], vs[32], regs[16];
 	double flops = 0;
 	size_t i;
 	unsigned count = 0;
@@ -274,9 +277,11 @@ static void row(const struct klass *c, size_t ci, const char *tile, double secon
 	snprintf(rate, sizeof(rate), seconds > 0 ? "%.1f" : "-", flops / seconds / 1e9);
 	snprintf(vs, sizeof(vs), seconds > 0 && c->default_s > 0 ? "%.2f" : "-",
 		 c->default_s / seconds);
+	snprintf(regs, sizeof(regs), registers ? "%u" : "-", registers);
 	struct mb_field f[] = { MB_FIELD_T("GEMMs by C's size", cls),
 				MB_FIELD_TR("shapes (GEMMs)", gemms),
 				MB_FIELD_T("tile", tile),
+				MB_FIELD_TR("registers", regs),
 				MB_FIELD_TR("time (ms)", ms),
 				MB_FIELD_TR("GFLOP/s", rate),
 				MB_FIELD_TR("speed-up on the default", vs),
@@ -334,7 +339,7 @@ static int try_tile(struct sweep *s, size_t ti, const char *text, double end_s, 
 			c->best_s = sum;
 			c->best = ti;
 		}
-		row(c, ci, text, ok ? sum : 0, ok ? "ok" : why, !(*rows)++);
+		row(c, ci, text, g.registers[0], ok ? sum : 0, ok ? "ok" : why, !(*rows)++);
 		if (!ok)
 			break; /* said once */
 	}

@@ -334,6 +334,26 @@ static void tune_tiles_parse(void **state)
 	}
 }
 
+/* ptxas's verbose log (-cl-nv-verbose): ns_gemm's registers, not another kernel's. */
+static void registers_from_the_log(void **state)
+{
+	static const char log[] =
+		"ptxas info    : 0 bytes gmem\n"
+		"ptxas info    : Compiling entry function 'ns16_load' for 'sm_90'\n"
+		"ptxas info    : Function properties for ns16_load\n"
+		"    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+		"ptxas info    : Used 18 registers, 412 bytes cmem[0]\n"
+		"ptxas info    : Compiling entry function 'ns_gemm' for 'sm_90'\n"
+		"ptxas info    : Function properties for ns_gemm\n"
+		"    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+		"ptxas info    : Used 168 registers, 32768 bytes smem, 464 bytes cmem[0]\n";
+
+	(void)state;
+	assert_int_equal(mb_gemm16_registers(log), 168);
+	assert_int_equal(mb_gemm16_registers("Build succeeded.\n"), 0);
+	assert_int_equal(mb_gemm16_registers(""), 0);
+}
+
 /* A tile the kernel cannot run is refused, saying why. */
 static void tiles_refused(void **state)
 {
@@ -701,6 +721,7 @@ int main(void)
 		cmocka_unit_test(emulated_mma_tiles_match_host),
 		cmocka_unit_test(tiles_refused),
 		cmocka_unit_test(tune_tiles_parse),
+		cmocka_unit_test(registers_from_the_log),
 		cmocka_unit_test(portable_tiles_match_host),
 		cmocka_unit_test(classes_choose_by_size),
 		cmocka_unit_test(mma_matches_host_where_capable),

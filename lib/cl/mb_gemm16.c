@@ -216,6 +216,16 @@ const char *const *mb_gemm16_tune_tiles(enum mb_gemm16_path path, size_t *n)
 	return mma_tune_tiles;
 }
 
+unsigned mb_gemm16_registers(const char *log)
+{
+	const char *at = strstr(log, "Compiling entry function 'ns_gemm'"), *used;
+	unsigned n;
+
+	if (!at || !(used = strstr(at, "Used ")) || sscanf(used, "Used %u registers", &n) != 1)
+		return 0;
+	return n;
+}
+
 struct mb_gemm16_tile mb_gemm16_default_tile(enum mb_gemm16_path path)
 {
 	return path_tile[path];
@@ -297,10 +307,11 @@ static int build(struct mb_gemm16 *g, size_t i, const struct mb_embedded_file *f
 	if (t->warps_n)
 		snprintf(tiling + strlen(tiling), sizeof(tiling) - strlen(tiling),
 			 " -D NSG_WARPS_N=%u%s", t->warps_n, t->async ? " -D NSG_CP_ASYNC=1" : "");
-	snprintf(options, sizeof(options), "%s%s%s%s%s", path_options[g->path],
+	snprintf(options, sizeof(options), "%s%s%s%s%s%s", path_options[g->path],
 		 g->flags & MB_GEMM16_NO_LDMATRIX ? " -D NSG_NO_LDMATRIX=1" : "", tiling,
 		 cl->info.unrestricted_size ? " " : "",
-		 cl->info.unrestricted_size ? MB_CL_INTEL_STATELESS : "");
+		 cl->info.unrestricted_size ? MB_CL_INTEL_STATELESS : "",
+		 g->path == MB_GEMM16_MMA ? " -cl-nv-verbose" : "");
 	g->program[i] = clCreateProgramWithSource(cl->context, 1, &src, &f->size, &st);
 	if ((err = mb_cl_check(cl, st, "clCreateProgramWithSource", "%s, %s path", SOURCE, name)))
 		return err;
@@ -313,6 +324,11 @@ static int build(struct mb_gemm16 *g, size_t i, const struct mb_embedded_file *f
 			log ? log : "(none)");
 		free(log);
 		return err;
+	}
+	/* ptxas's "Used N registers" for ns_gemm, where the log has it (-cl-nv-verbose) */
+	if (g->path == MB_GEMM16_MMA && (log = build_log(g, g->program[i]))) {
+		g->registers[i] = mb_gemm16_registers(log);
+		free(log);
 	}
 	g->kernel[i] = clCreateKernel(g->program[i], "ns_gemm", &st);
 	if ((err = mb_cl_check(cl, st, "clCreateKernel", "ns_gemm, %s path", name)))
@@ -681,6 +697,9 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 			 given.n ? (env && *env ? " (MUONBENCH_NS_TILE's)" : " (the tuning's)")
 				 : " (the default)",
 			 try_names[i]);
+		for (c = 0; c < g->classes.n && g->registers[c]; c++)
+			snprintf(g->why + strlen(g->why), sizeof(g->why) - strlen(g->why), "%s%u",
+				 c ? "/" : ", registers a work-item (ptxas): ", g->registers[c]);
 		if (i == 1 || (i == 2 && any_async))
 			snprintf(g->why + strlen(g->why), sizeof(g->why) - strlen(g->why),
 				 " (with cp.async it %.120s)", why[0]);

@@ -104,6 +104,7 @@ struct mb_gemm16 {
 	struct mb_gemm16_classes classes;	   /* the tiles as built */
 	cl_program program[MB_GEMM16_CLASSES_MAX]; /* one a class */
 	cl_kernel kernel[MB_GEMM16_CLASSES_MAX];   /* ns_gemm of each */
+	unsigned registers[MB_GEMM16_CLASSES_MAX]; /* a work-item's, where ptxas said; else 0 */
 	/* the 16-bit workspace's kernels (mb_ns, program[0]'s), with their work-group sizes */
 	cl_kernel load, store, diagonal;
 	size_t load_local[2], store_local[2], diagonal_local;
@@ -135,6 +136,14 @@ int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_p
  * on its driver.
  */
 const char *const *mb_gemm16_tune_tiles(enum mb_gemm16_path path, size_t *n);
+
+/*
+ * The registers a work-item of ns_gemm takes, from a build LOG with
+ * -cl-nv-verbose (ptxas: "Compiling entry function 'ns_gemm' ... Used N
+ * registers"); 0 where it does not say. The mma path builds with it: past
+ * 128 registers a 256-work-item group loses its second group per SM.
+ */
+unsigned mb_gemm16_registers(const char *log);
 
 /* The path's default tile (the kernel's, as it builds without -D). */
 struct mb_gemm16_tile mb_gemm16_default_tile(enum mb_gemm16_path path);
