@@ -7,18 +7,24 @@
 # (the first puts muonbench, its libraries and the peer into .devlibs/, which
 # git ignores; the second adds the kernel's test and the script). Then the
 # device call: command "bash .devlibs/gpu-ns.sh", carry [".devlibs"],
-# timeout_s 480. Results under $OUT (default /tmp/mbout), five files:
+# timeout_s 480. Results under $OUT (default /tmp/mbout), seven files:
 #   log.txt   everything, with which kernel path ran and why (mma with
-#             ldmatrix, mma with the fragments read one by one, or portable)
-#             and the kernel's own tests on the real mma path
+#             ldmatrix, with cp.async, with the fragments read one by one,
+#             or portable; ptxas's registers) and the kernel's own tests on
+#             the real mma path
+#   tune-ns.md    tune --ns on the same shapes: every tile checked and timed
+#             by GEMM size, and the tiles stored
+#   tuning.json   the tuning it stored (ns_gemm): to commit under tuning/
+#   ns-default.csv  fp16 Newton-Schulz on 4096x4096 and 2560x9728 at the
+#             default tile (--tuning off), beside ns.csv's tuned one
 #   ns.csv    Newton-Schulz and its GEMMs alone, fp32/fp16/bf16, on 4096x4096
 #             (the GEMMs alone are 4096^3) and Qwen3-4B's shapes, beside the
-#             peer's (ns --peer: its median and our rate over its rate)
+#             peer's (ns --peer: its median and our rate over its rate), at
+#             the tuned tiles
 #   torch.csv the PyTorch peer: the same shapes' Newton-Schulz, and the apply
 #             of master and both on the first LAYERS layers
-#   run.csv   muonbench at defaults on the same layers, ZeRO-2, master and both
-#   ns-tiles.csv  fp16 Newton-Schulz on 4096x4096 and 2560x9728 under each of
-#             TILES (MUONBENCH_NS_TILE), each line led by its tile
+#   run.csv   muonbench at defaults (the tuned tiles) on the same layers,
+#             ZeRO-2, master and both
 # Every command runs under timeout -k: a process stuck in a driver call
 # ignores SIGTERM.
 set -u
@@ -57,17 +63,18 @@ if [ -n "$NV" ]; then
 fi
 export LD_LIBRARY_PATH=$D${NV:+:$(dirname "$NV")}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export XDG_CACHE_HOME=/tmp/mbcache
-el path; timeout -k 5 "$(cap 60)" "$M" ns --verify --ns-precision fp16,bf16 --shape 256x768,1000x3000 --reps 2
-el test_gemm16; timeout -k 5 "$(cap 120 240)" "$D/test_gemm16"; echo "rc=$?"
-el peer; PYTHONUNBUFFERED=1 timeout -k 5 "$(cap 100 200)" python3 "$D/torch_peer.py" --layers "$LAYERS" \
+el path; timeout -k 5 "$(cap 45)" "$M" ns --verify --ns-precision fp16,bf16 --shape 256x768,1000x3000 --reps 2
+el test_gemm16; timeout -k 5 "$(cap 80 300)" "$D/test_gemm16"; echo "rc=$?"
+el peer; PYTHONUNBUFFERED=1 timeout -k 5 "$(cap 80 260)" python3 "$D/torch_peer.py" --layers "$LAYERS" \
 	>"$O/torch.csv"; echo "rc=$?"
-el ns; timeout -k 5 "$(cap 90 170)" "$M" ns --ns-precision fp32,fp16,bf16 --shape "$SHAPES" --reps 5 \
+el tune; timeout -k 5 "$(cap 100 200)" "$M" tune --ns --shape "$SHAPES" --time-budget "$(cap 70 230)s" |
+	tee "$O/tune-ns.md"
+cp "$XDG_CACHE_HOME"/muonbench/clblast-*.json "$O/tuning.json"
+el default; timeout -k 5 "$(cap 30 170)" "$M" ns --tuning off --ns-precision fp16 --shape 4096x4096,2560x9728 \
+	--reps 3 --format csv | tee "$O/ns-default.csv"
+el ns; timeout -k 5 "$(cap 70 110)" "$M" ns --ns-precision fp32,fp16,bf16 --shape "$SHAPES" --reps 3 \
 	--peer "$O/torch.csv" --format csv | tee "$O/ns.csv"
-el tiles; for t in ${TILES:-128x128x32/256/4 128x256x32/256/4 256x128x32/256/2 64x128x64/128/2 128x64x64/128/4}; do
-	MUONBENCH_NS_TILE=$t timeout -k 5 "$(cap 30 120)" "$M" ns --ns-precision fp16 --shape 4096x4096,2560x9728 \
-		--reps 3 --format csv | sed "s|^|$t,|" | tee -a "$O/ns-tiles.csv"
-done
-el run; timeout -k 5 "$(cap 120 5)" "$M" run --model qwen3-4b --layers "$LAYERS" --stage 2 \
+el run; timeout -k 5 "$(cap 110 5)" "$M" run --model qwen3-4b --layers "$LAYERS" --stage 2 \
 	--variant master,both --runs 2 --steps 4 --measure 2-4 --fwd-bwd off --quiet --out "$O/run.csv"
 echo "rc=$?"
 el finished
