@@ -349,7 +349,9 @@ const struct command mb_commands[MB_NCOMMANDS] = {
 			       "says why and exits 1. Host buffers are page-aligned and first "
 			       "touched by the bound threads, so --membind, numactl or --numa "
 			       "auto places them." },
-	[MB_CMD_TUNE] = { "tune", "tune CLBlast's GEMM kernels for the device, with its own tuners",
+	[MB_CMD_TUNE] = { "tune",
+			  "tune CLBlast's GEMM kernels for the device, with its own tuners (--ns: "
+			  "our 16-bit Newton-Schulz kernel's tiles)",
 			  "Runs CLBlast's tuners (clblast-utils) for the device: the indirect "
 			  "GEMM kernel at the largest GEMM that Newton-Schulz issues for the model "
 			  "(or --shape), the direct GEMM kernel at the smallest, the copy, pad and "
@@ -359,7 +361,11 @@ const struct command mb_commands[MB_NCOMMANDS] = {
 			  "kernel's best parameters are checked with muonbench ns --verify (a "
 			  "float64 host reference) and dropped if they fail to compile or give "
 			  "wrong results; the rest are stored in the cache under the device's "
-			  "key, where --tuning auto finds them." },
+			  "key, where --tuning auto finds them. With --ns, our own 16-bit GEMM "
+			  "kernel (kernels/ns_gemm.cl) instead: its tiles on the device's path "
+			  "swept over the GEMMs Newton-Schulz issues, by the size of C, each "
+			  "checked against the portable kernel and a float64 product before it "
+			  "is timed; the fastest per size, stored in the same file (ns_gemm)." },
 	[MB_CMD_PLOT] = { "plot", "a chart of results files, drawn by gnuplot",
 			  "Draws grouped bars of iteration and Muon apply time per stage and "
 			  "variant, with the spread of the runs, and stacked bars of the apply's "
