@@ -15,7 +15,6 @@ int mb_cmd_devices(const struct mb_args *args);
 int mb_cmd_ns(const struct mb_args *args);
 int mb_cmd_bandwidth(const struct mb_args *args);
 int mb_cmd_tune(const struct mb_args *args);
-int mb_cmd_tune_ns(const struct mb_args *args);
 int mb_cmd_report(const struct mb_args *args);
 int mb_cmd_compare(const struct mb_args *args);
 int mb_cmd_plot(const struct mb_args *args);

@@ -22,7 +22,7 @@ static int dispatch(const struct mb_args *args)
 	case MB_CMD_NS:
 		return mb_cmd_ns(args);
 	case MB_CMD_TUNE:
-		return args->tune_ns ? mb_cmd_tune_ns(args) : mb_cmd_tune(args);
+		return mb_cmd_tune(args);
 	case MB_CMD_BANDWIDTH:
 		return mb_cmd_bandwidth(args);
 	case MB_CMD_REPORT:

@@ -26,6 +26,7 @@
 #include "mb_tuning.h"
 #include "print.h"
 #include "setup.h"
+#include "tune_ns.h"
 
 #define SHAPES_MAX 64
 #define FOUND_MAX  64
@@ -503,6 +504,10 @@ int mb_cmd_tune(const struct mb_args *args)
 	size_t i;
 	int err, shares = 0;
 
+	if (args->tune_ns) {
+		free(t);
+		return mb_tune_ns(args);
+	}
 	if (!t)
 		return mb_fail("out of host memory");
 	t->args = args;

@@ -5,6 +5,8 @@
  * float64 reference before it is timed, the fastest of each class of GEMM
  * size stored in the device's tuning (ns_gemm), where --tuning auto finds it.
  */
+#include "tune_ns.h"
+
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,7 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "commands.h"
 #include "mb_clock.h"
 #include "mb_err.h"
 #include "mb_gemm16.h"
@@ -408,7 +409,7 @@ static int store(const struct mb_cl *cl, const char *tiles, const char *at)
 	return 0;
 }
 
-int mb_cmd_tune_ns(const struct mb_args *args)
+int mb_tune_ns(const struct mb_args *args)
 {
 	struct sweep *s = calloc(1, sizeof(*s));
 	struct mb_shape *shapes = calloc(SHAPES_MAX, sizeof(*shapes));
