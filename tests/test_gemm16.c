@@ -307,10 +307,38 @@ static void emulated_mma_tiles_match_host(void **state)
 }
 
 /*
- * What tune --ns tries: tiles of each path (the mma path's, which only a GPU
- * runs, parsed here), the path's default first, none twice.
+ * What tune --ns tries: tiles of each path, the path's default first, none
+ * twice; each of the mma path's emulated on one shape that spans several
+ * work-groups with edges, op(B) both ways, so that no configuration the
+ * tuner may store reaches a GPU untried.
  */
-static void tune_tiles_parse(void **state)
+/* TEXT, an mma tile, emulated on one shape, op(B) both ways, C_in apart once. */
+static void emulate_tile(const char *text)
+{
+	struct mb_gemm16_classes one = { .n = 1 };
+	struct mb_gemm16 g;
+	cl_ulong local = 0;
+
+	assert_int_equal(mb_gemm16_tile_parse(text, &one.tile[0]), 0);
+	assert_int_equal(clGetDeviceInfo(cl.device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof(local), &local,
+					 NULL),
+			 CL_SUCCESS);
+	if (4ull * (one.tile[0].bm + one.tile[0].bn) * one.tile[0].bk +
+		    one.tile[0].threads / 32 * 768ull >
+	    local) {
+		print_message("tile %s: past this device's local memory with the emulation's "
+			      "scratch: skipped\n",
+			      text);
+		return;
+	}
+	if (mb_gemm16_init(&g, &cl, MB_GEMM16_MMA_EMUL, 0, &one))
+		fail_msg("%s: %s", text, mb_errmsg());
+	check_one(&g, MB_PREC_BF16, false, 300, 270, 72, 1.0f, 0.0f, true);
+	check_in(&g, MB_PREC_FP16, true, 300, 270, 40, 2.0315f, -4.775f, true, true);
+	mb_gemm16_release(&g);
+}
+
+static void tune_tiles_emulated(void **state)
 {
 	static const enum mb_gemm16_path paths[] = { MB_GEMM16_PORTABLE, MB_GEMM16_MMA };
 	struct mb_gemm16_tile t, d;
@@ -330,6 +358,8 @@ static void tune_tiles_parse(void **state)
 				assert_memory_equal(&t, &d, sizeof(t));
 			for (j = 0; j < i; j++)
 				assert_string_not_equal(tiles[i], tiles[j]);
+			if (paths[p] == MB_GEMM16_MMA)
+				emulate_tile(tiles[i]);
 		}
 	}
 }
@@ -720,7 +750,7 @@ int main(void)
 		cmocka_unit_test(emulated_mma_without_ldmatrix_matches_host),
 		cmocka_unit_test(emulated_mma_tiles_match_host),
 		cmocka_unit_test(tiles_refused),
-		cmocka_unit_test(tune_tiles_parse),
+		cmocka_unit_test(tune_tiles_emulated),
 		cmocka_unit_test(registers_from_the_log),
 		cmocka_unit_test(portable_tiles_match_host),
 		cmocka_unit_test(classes_choose_by_size),
