@@ -526,15 +526,19 @@ static void nsg_mma(float *c, const uint *a, const uint *b, __local uint *scratc
 #endif
 #endif
 
-__kernel __attribute__((reqd_work_group_size(NSG_THREADS, 1, 1))) void
-ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global const ushort *a,
-	const ulong a_off, __global const ushort *b, const ulong b_off, const uint b_transposed,
-	const float beta, __global ushort *c, const ulong c_in_off, const ulong c_off,
-	const uint prec, const uint vec)
+/*
+ * The kernel's body, with the local tiles AS and BS (and the emulation's
+ * SCRATCH_ALL) the kernel's; on the mma path inlined once per precision, so
+ * that PREC is a constant in each copy (the mma's type and every conversion
+ * chosen once, not at each use).
+ */
+static inline __attribute__((always_inline)) void
+nsg_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global const ushort *a,
+	 const ulong a_off, __global const ushort *b, const ulong b_off, const uint b_transposed,
+	 const float beta, __global ushort *c, const ulong c_in_off, const ulong c_off,
+	 const uint prec, const uint vec, __local nsg_local_t (*as)[NSG_BM * NSG_BK],
+	 __local nsg_local_t (*bs)[NSG_BN * NSG_BK], __local uint *scratch_all)
 {
-	/* (NSG_AT is a permutation of each tile's NSG_BM x NSG_BK places) */
-	__local nsg_local_t as[2][NSG_BM * NSG_BK] __attribute__((aligned(16)));
-	__local nsg_local_t bs[2][NSG_BN * NSG_BK] __attribute__((aligned(16)));
 	const uint tid = get_local_id(0);
 	const ulong row0 = (ulong)get_group_id(1) * NSG_BM, col0 = (ulong)get_group_id(0) * NSG_BN;
 	const ulong nsteps = (k + NSG_BK - 1) / NSG_BK;
@@ -551,10 +555,10 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 	const uint warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
 	const uint wm = warp / NSG_WARPS_N * NSG_WTM, wn = warp % NSG_WARPS_N * NSG_WTN;
 #ifdef NSG_MMA_EMUL
-	__local uint scratch_all[NSG_THREADS / 32 * 192] __attribute__((aligned(16)));
 	__local uint *scratch = scratch_all + warp * 192; /* 192: mma's; ldmatrix's 32 of them */
 #else
 	__local uint *scratch = 0; /* the emulation's only */
+	(void)scratch_all;
 #endif
 	float acc[NSG_MI][NSG_NI][4];
 	uint fa[NSG_MI][4], fb[NSG_NI][2], mi, ni, i;
@@ -568,6 +572,7 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 #else
 	/* rows tm + (BM / RM) i, columns 4 tn .. 4 tn + 3 */
 	const uint tm = tid / (NSG_BN / 4), tn = tid % (NSG_BN / 4);
+	(void)scratch_all;
 	float4 acc[NSG_RM], bv;
 	float av[NSG_RM];
 	uint i, j;
@@ -734,6 +739,36 @@ ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global
 				v += beta * nsg_widen(c[c_in_off + r * n + col], prec);
 			c[c_off + r * n + col] = nsg_bits(v, prec);
 		}
+#endif
+}
+
+__kernel __attribute__((reqd_work_group_size(NSG_THREADS, 1, 1))) void
+ns_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __global const ushort *a,
+	const ulong a_off, __global const ushort *b, const ulong b_off, const uint b_transposed,
+	const float beta, __global ushort *c, const ulong c_in_off, const ulong c_off,
+	const uint prec, const uint vec)
+{
+	/* (NSG_AT is a permutation of each tile's NSG_BM x NSG_BK places) */
+	__local nsg_local_t as[2][NSG_BM * NSG_BK] __attribute__((aligned(16)));
+	__local nsg_local_t bs[2][NSG_BN * NSG_BK] __attribute__((aligned(16)));
+#ifdef NSG_MMA_EMUL
+	__local uint scratch_all[NSG_THREADS / 32 * 192] __attribute__((aligned(16)));
+#else
+	__local uint *scratch_all = 0;
+#endif
+
+#ifdef NSG_MMA
+	/* on the tensor cores a copy per precision: no branch around each mma.sync */
+	if (prec == NSG_BF16)
+		nsg_gemm(m, n, k, alpha, a, a_off, b, b_off, b_transposed, beta, c, c_in_off, c_off,
+			 NSG_BF16, vec, as, bs, scratch_all);
+	else
+		nsg_gemm(m, n, k, alpha, a, a_off, b, b_off, b_transposed, beta, c, c_in_off, c_off,
+			 NSG_FP16, vec, as, bs, scratch_all);
+#else
+	/* one copy (PoCL ran the portable kernel's bf16 slower with two) */
+	nsg_gemm(m, n, k, alpha, a, a_off, b, b_off, b_transposed, beta, c, c_in_off, c_off, prec,
+		 vec, as, bs, scratch_all);
 #endif
 }
 
