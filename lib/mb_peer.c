@@ -17,12 +17,16 @@ static const char *const dtypes[MB_NPRECISIONS] = { "float32", "bfloat16", "floa
 /* LINE (an "ns," line, its newline cut) into *E: 0, or why not into WHY. */
 static int parse(char *line, struct mb_peer_ns *e, const char **why)
 {
-	char *field[6], *save = NULL, *tok, *end;
+	char *field[6], *at = line, *comma, *end;
 	int n = 0, k;
 
-	for (tok = strtok_r(line, ",", &save); tok && n < 6; tok = strtok_r(NULL, ",", &save))
-		field[n++] = tok;
-	if (n != 6 || tok)
+	/* split at every comma: an empty field is a field (strtok would drop it) */
+	for (; at && n < 6; at = comma ? comma + 1 : NULL) {
+		if ((comma = strchr(at, ',')))
+			*comma = '\0';
+		field[n++] = at;
+	}
+	if (n != 6 || at)
 		return *why = "expected 6 fields: ns,RxC,METHOD,DTYPE,MEDIAN_S,TFLOPS", -1;
 	if (sscanf(field[1], "%llux%llu%n", (unsigned long long *)&e->rows,
 		   (unsigned long long *)&e->cols, &k) != 2 ||
@@ -46,33 +50,32 @@ static int parse(char *line, struct mb_peer_ns *e, const char **why)
 
 int mb_peer_load(const char *path, struct mb_peer *p)
 {
-	char line[512];
+	char *line = NULL;
 	const char *why = NULL;
-	size_t lineno = 0;
+	size_t lineno = 0, cap = 0;
 	FILE *f;
-	int err;
+	int err = 0;
 
 	p->n = 0;
 	if ((err = mb_file_open_read(path, "--peer", &f)))
 		return err;
-	while (fgets(line, sizeof(line), f)) {
+	/* whole lines of any length: a long line's rest is not read as a line of its own */
+	while (!err && getline(&line, &cap, f) >= 0) {
 		lineno++;
 		line[strcspn(line, "\r\n")] = '\0';
 		if (strncmp(line, "ns,", 3) || !strncmp(line, "ns,shape,", 9))
 			continue;
-		if (p->n == MB_PEER_MAX) {
-			fclose(f);
-			return mb_bad_input("--peer %s: more than %d Newton-Schulz lines", path,
-					    MB_PEER_MAX);
-		}
-		if (parse(line, &p->ns[p->n], &why)) {
-			fclose(f);
-			return mb_bad_input("--peer %s:%zu: %s", path, lineno, why);
-		}
-		p->n++;
+		if (p->n == MB_PEER_MAX)
+			err = mb_bad_input("--peer %s: more than %d Newton-Schulz lines", path,
+					   MB_PEER_MAX);
+		else if (parse(line, &p->ns[p->n], &why))
+			err = mb_bad_input("--peer %s:%zu: %s", path, lineno, why);
+		else
+			p->n++;
 	}
+	free(line);
 	fclose(f);
-	return 0;
+	return err;
 }
 
 double mb_peer_ns_seconds(const struct mb_peer *p, uint64_t rows, uint64_t cols,

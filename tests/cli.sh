@@ -203,6 +203,14 @@ else
 fi
 printf 'ns,shape,method,dtype,median_s,TFLOPs\nns,48x80,gram,float64,0.002,1.5\n' >"$tmp/peer-bad.csv"
 expect_error "ns --peer: a line that is not one, by its number" 2 "--peer $tmp/peer-bad.csv:2: the dtype is not float32, bfloat16 or float16" ns --shape 48x80 --peer "$tmp/peer-bad.csv"
+printf 'ns,shape,method,dtype,median_s,TFLOPs\nns,48x80,gram,,float32,0.002\n' >"$tmp/peer-bad.csv"
+expect_error "ns --peer: an empty field is a field" 2 "--peer $tmp/peer-bad.csv:2: the dtype is not float32" ns --shape 48x80 --peer "$tmp/peer-bad.csv"
+{
+	printf 'gpu,%0600d\n' 0
+	printf 'ns,48x80,gram,float32,0.002,1.5\n'
+	printf 'ns,48x80,gram,float32,0.%0600d,1.5\n' 0
+} >"$tmp/peer-long.csv"
+expect_error "ns --peer: a long line is one line" 2 "--peer $tmp/peer-long.csv:3: the median is not" ns --shape 48x80 --peer "$tmp/peer-long.csv"
 expect_error "ns --peer: a file that is not there" 2 "cannot open '$tmp/none.csv'" ns --shape 48x80 --peer "$tmp/none.csv"
 expect_error "ns: unknown method" 2 "--ns-method: invalid value 'newton' (expected gram|standard)" ns --ns-method newton
 expect_output "ns: bf16 and fp16 on our own kernel, side by side, verified" "| fp16 | ns_gemm-portable |" ns --shape 48x80,33x17 --reps 1 --verify --ns-precision fp32,bf16,fp16
