@@ -266,15 +266,27 @@ int mb_setup_device(const struct mb_args *args, struct mb_cl *cl)
 		mb_cl_release(cl);
 		return err;
 	}
-	if (chosen.match != MB_TUNING_NONE && t.ns_gemm[0]) {
+	/*
+	 * the tuning's tiles for our 16-bit kernel: made for this device or its
+	 * architecture (another device of the family would run them, checked,
+	 * but tuned for another); bad ones refused when given, set aside and said
+	 * under auto
+	 */
+	if (chosen.match <= MB_TUNING_ARCHITECTURE && t.ns_gemm[0]) {
 		struct mb_gemm16_classes classes;
 
-		if ((err = mb_gemm16_classes_parse(t.ns_gemm, &classes))) {
+		if ((err = mb_gemm16_classes_parse(t.ns_gemm, &classes)) &&
+		    chosen.match == MB_TUNING_GIVEN) {
 			mb_cl_release(cl);
 			mb_err_prefix("%s: ns_gemm", chosen.source);
 			return err;
 		}
-		snprintf(cl->ns_gemm, sizeof(cl->ns_gemm), "%s", t.ns_gemm);
+		if (err)
+			snprintf(chosen.why + strlen(chosen.why),
+				 sizeof(chosen.why) - strlen(chosen.why),
+				 "; its ns_gemm set aside: %.200s", mb_errmsg());
+		else
+			snprintf(cl->ns_gemm, sizeof(cl->ns_gemm), "%s", t.ns_gemm);
 	}
 	snprintf(cl->tuning, sizeof(cl->tuning), "%s", chosen.source);
 	snprintf(cl->tuning_match, sizeof(cl->tuning_match), "%s",

@@ -23,10 +23,10 @@
 #include "print.h"
 #include "setup.h"
 
-#define SHAPES_MAX 256
-#define GEMMS_MAX  8  /* distinct GEMMs of a class */
-#define REPS	   3  /* timed runs of a GEMM, after one untimed */
-#define SAMPLES	   12 /* rows and columns of C checked against float64 (edges among them) */
+#define SHAPES_MAX 4096 /* the model's Muon matrices, each (a 36-layer model: 252) */
+#define GEMMS_MAX  8	/* distinct GEMMs of a class */
+#define REPS	   3	/* timed runs of a GEMM, after one untimed */
+#define SAMPLES	   12	/* rows and columns of C checked against float64 (edges among them) */
 #define PREC	   MB_PREC_FP16 /* the Gram method's, which the defaults run on tensor cores */
 
 /* Classes by C's elements: at most 2^18, 2^20, 2^22, 2^24, and the rest (0). */
@@ -346,10 +346,14 @@ static int try_tile(struct sweep *s, size_t ti, const char *text, double end_s, 
 	}
 	err = 0;
 out:
-	if (err && mb_cl_alive(s->cl))
-		mb_err_prefix("tune --ns, tile %s (the device was lost)", text);
-	else if (err)
-		mb_err_prefix("tune --ns, tile %s", text);
+	if (err) {
+		char first[512];
+
+		/* (mb_cl_alive says its own error: the first one is the one to tell) */
+		snprintf(first, sizeof(first), "%s", mb_errmsg());
+		err = mb_fail("tune --ns, tile %s%s: %s", text,
+			      mb_cl_alive(s->cl) ? " (the device was lost)" : "", first);
+	}
 	mb_gemm16_release(&g); /* (zeroed where its build failed) */
 	return err;
 }
@@ -405,7 +409,7 @@ static int store(const struct mb_cl *cl, const char *tiles, const char *at)
 		return err;
 	printf("\nStored in %s: ns_gemm %s. --tuning auto (the default) applies it on '%s'%s%s%s.\n",
 	       path, tiles, cl->info.name, t.nkernels ? ", beside CLBlast's parameters " : "",
-	       t.nkernels ? (source[0] ? "from " : "already there") : "", source);
+	       t.nkernels ? (source[0] ? "from " : "already there") : "", t.nkernels ? source : "");
 	return 0;
 }
 

@@ -38,7 +38,13 @@
  *                     fragment layouts: each lane puts its A and B fragments
  *                     in local memory and computes its own C fragment from
  *                     the warp's, so that a CPU tests the tiling and the
- *                     fragment index arithmetic (only the asm goes untested).
+ *                     fragment index arithmetic (only the asm goes untested:
+ *                     the emulated ldmatrix and cp.async are synchronous, so
+ *                     the order of cp.async's wait and the barriers is not
+ *                     tested either).
+ * With either mma build, -D NSG_CP_ASYNC=1 fills the next step's local
+ * tiles from global memory by cp.async, no registers between, and -D
+ * NSG_NO_LDMATRIX=1 reads the fragments one by one.
  * Precision is an argument: NSG_BF16 or NSG_FP16.
  */
 #pragma OPENCL FP_CONTRACT OFF
@@ -86,16 +92,19 @@
 #define NSG_MI	    (NSG_WTM / 16) /* its mma tiles: 4 x 4 by default */
 #define NSG_NI	    (NSG_WTN / 8)
 /*
- * Row r's column x in a local tile of W ushorts a row (W a multiple of 8)
- * with no padding, its 16-byte chunks XOR-swizzled: chunk c of row r sits
- * at chunk c ^ ((r / L) % C), C = W / 8 chunks a row and L rows a 128-byte
- * line of the 32 banks, so that the 8 rows an 8x8 matrix's reads
+ * Row r's column x in a local tile of W ushorts a row (W 16, 32 or a
+ * multiple of 64: the host's tile check) with no padding, its 16-byte
+ * chunks XOR-swizzled: chunk c of row r sits at chunk c ^ ((r / L) % S),
+ * L rows a 128-byte line of the 32 banks (64 / W, or 1), S = W / 8 chunks
+ * a row below 64, else 8 (c and c ^ s then in the same group of 8 chunks:
+ * a permutation of the row), so that the 8 rows an 8x8 matrix's reads
  * (ldmatrix's, and the fragments' one by one) touch fall on 8 different
  * chunks of the banks: conflict-free, where the padding it replaces spent a
  * fifth of the local memory.
  */
 #define NSG_SWZ(r, x, W)                                                                       \
-	((r) * (W) + ((((x) >> 3) ^ (((r) / ((W) >= 64 ? 1 : 64 / (W))) % ((W) / 8))) << 3) +   \
+	((r) * (W) +                                                                           \
+	 ((((x) >> 3) ^ (((r) / ((W) >= 64 ? 1 : 64 / (W))) % ((W) >= 64 ? 8 : (W) / 8))) << 3) + \
 	 ((x)&7))
 /* A's tile, m x k (as the fragments read), and op(B)'s as Bᵀ (n x k) where B is transposed */
 #define NSG_AT(r, kk)	NSG_SWZ(r, kk, NSG_BK)
@@ -291,8 +300,8 @@ static void nsg_fill(__local ushort *as, __local ushort *bs, __global const usho
 	uint i, q;
 
 	for (i = 0; i < NSG_AG; i++) {
-		const ulong r = row0 + (q = tid + i * NSG_THREADS) / (NSG_BK / 8),
-			    x = k0 + q % (NSG_BK / 8) * 8;
+		q = tid + i * NSG_THREADS;
+		const ulong r = row0 + q / (NSG_BK / 8), x = k0 + q % (NSG_BK / 8) * 8;
 		__local ushort *l = as + NSG_AT(q / (NSG_BK / 8), q % (NSG_BK / 8) * 8);
 
 		if (r < m && (vec & NSG_VEC_A) && x + 8 <= k)
@@ -303,7 +312,8 @@ static void nsg_fill(__local ushort *as, __local ushort *bs, __global const usho
 	for (i = 0; i < NSG_BG; i++) {
 		/* Bᵀ's rows (n x k) where B is transposed, else B's (k x n) */
 		const uint per_row = b_transposed ? NSG_BK / 8 : NSG_BN / 8;
-		const ulong r = (b_transposed ? col0 : k0) + (q = tid + i * NSG_THREADS) / per_row,
+		q = tid + i * NSG_THREADS;
+		const ulong r = (b_transposed ? col0 : k0) + q / per_row,
 			    x = (b_transposed ? k0 : col0) + q % per_row * 8;
 		const ulong rows = b_transposed ? n : k, cols = b_transposed ? k : n;
 		__local ushort *l =

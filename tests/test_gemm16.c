@@ -335,6 +335,8 @@ static void emulate_tile(const char *text)
 		fail_msg("%s: %s", text, mb_errmsg());
 	check_one(&g, MB_PREC_BF16, false, 300, 270, 72, 1.0f, 0.0f, true);
 	check_in(&g, MB_PREC_FP16, true, 300, 270, 40, 2.0315f, -4.775f, true, true);
+	/* n a multiple of 8, aligned: a B that is not transposed filled whole (cp.async's k x n) */
+	check_one(&g, MB_PREC_FP16, false, 130, 136, 72, 1.0f, 0.0f, true);
 	mb_gemm16_release(&g);
 }
 
@@ -400,6 +402,10 @@ static void tiles_refused(void **state)
 		{ "128x-128x32/256/4", "expected BMxBNxBK" },
 		{ "128x 128x32/256/4", "expected BMxBNxBK" },
 		{ "128x99999x32/256/4", "at most 4096" },
+		{ "4294967424x128x32/256/4", "at most 4096" },
+		{ "64x4294967360x16/128", "at most 4096" },
+		{ "128x96x32/128/2", "BN must be 16, 32 or a multiple of 64" },
+		{ "64x48x32/64/1", "BN must be 16, 32 or a multiple of 64" },
 		{ "128x128x48/256/4", "BK must be" },
 		{ "128x128x32/100/4", "whole warps" },
 		{ "128x128x32/256/3", "whole warps" },
@@ -525,6 +531,9 @@ static void classes_choose_by_size(void **state)
 
 	/* two tiles in one mb_gemm16: GEMMs on either side of the bound, each right */
 	assert_int_equal(mb_gemm16_classes_parse("2000:32x64x16/64,64x128x16/128", &c), 0);
+	assert_int_equal(mb_gemm16_class_of(&c, 40, 50), 0);
+	assert_int_equal(mb_gemm16_class_of(&c, 100, 130), 1);
+	assert_int_equal(mb_gemm16_class_of(&c, 129, 260), 1);
 	if (mb_gemm16_init(&g, &cl, MB_GEMM16_PORTABLE, 0, &c))
 		fail_msg("%s", mb_errmsg());
 	assert_true(g.kernel[0] && g.kernel[1] && g.kernel[0] != g.kernel[1]);
@@ -532,6 +541,39 @@ static void classes_choose_by_size(void **state)
 	check_one(&g, MB_PREC_FP16, true, 100, 130, 33, 1.0f, 0.0f, false); /* 13000 */
 	check_in(&g, MB_PREC_BF16, true, 129, 260, 72, 2.0315f, -4.775f, true, true);
 	mb_gemm16_release(&g);
+}
+
+/*
+ * mb_gemm16_open's tries on the mma path: as given, then every tile without
+ * cp.async (only where one had it), then also without ldmatrix; the tiles
+ * otherwise as given.
+ */
+static void fallback_tries(void **state)
+{
+	struct mb_gemm16_classes given, out;
+	unsigned flags;
+
+	(void)state;
+	assert_int_equal(
+		mb_gemm16_classes_parse("4096:64x64x32/128/2,128x128x32/256/4/async", &given), 0);
+	assert_true(mb_gemm16_fallback(&given, 0, &out, &flags));
+	assert_int_equal(flags, 0);
+	assert_memory_equal(&out, &given, sizeof(out));
+	assert_true(mb_gemm16_fallback(&given, 1, &out, &flags));
+	assert_int_equal(flags, 0);
+	assert_true(out.n == 2 && !out.tile[0].async && !out.tile[1].async);
+	assert_true(out.outputs[0] == 4096 && out.tile[1].bn == 128);
+	assert_true(mb_gemm16_fallback(&given, 2, &out, &flags));
+	assert_int_equal(flags, MB_GEMM16_NO_LDMATRIX);
+	assert_true(!out.tile[0].async && !out.tile[1].async);
+	/* no cp.async given: the second try is the first again */
+	assert_int_equal(mb_gemm16_classes_parse("128x128x32/256/4", &given), 0);
+	assert_false(mb_gemm16_fallback(&given, 1, &out, &flags));
+	assert_true(mb_gemm16_fallback(&given, 2, &out, &flags));
+	assert_int_equal(flags, MB_GEMM16_NO_LDMATRIX);
+	memset(&given, 0, sizeof(given)); /* the default */
+	assert_false(mb_gemm16_fallback(&given, 1, &out, &flags));
+	assert_true(mb_gemm16_fallback(&given, 2, &out, &flags) && out.n == 0);
 }
 
 /* The mma path's fallback: its fragments read one by one from the swizzled tiles. */
@@ -752,6 +794,7 @@ int main(void)
 		cmocka_unit_test(tiles_refused),
 		cmocka_unit_test(tune_tiles_emulated),
 		cmocka_unit_test(registers_from_the_log),
+		cmocka_unit_test(fallback_tries),
 		cmocka_unit_test(portable_tiles_match_host),
 		cmocka_unit_test(classes_choose_by_size),
 		cmocka_unit_test(mma_matches_host_where_capable),

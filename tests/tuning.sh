@@ -117,13 +117,16 @@ expect_output "tune --ns: --tuning off runs the default tile" "bf16 and fp16 GEM
 MUONBENCH_NS_TILE=32x32x16/64 expect_output "MUONBENCH_NS_TILE over the tuning's tiles" \
 	"portable, tiles 32x32x16/64 (MUONBENCH_NS_TILE's), match the default" ns --shape 96x200 --ns-precision fp16 --reps 1
 MUONBENCH_NS_TILE=128x128x32/256/4 expect_output "MUONBENCH_NS_TILE: the mma path's tiles set aside on a CPU" \
-	"(MUONBENCH_NS_TILE's mma tiles 128x128x32/256/4 set aside)" ns --shape 96x200 --ns-precision fp16 --reps 1
+	"(MUONBENCH_NS_TILE's mma tiles set aside: 128x128x32/256/4)" ns --shape 96x200 --ns-precision fp16 --reps 1
 MUONBENCH_NS_TILE=64x64x16/128,32x32x16/64 expect_error "MUONBENCH_NS_TILE: not classes, refused" 2 \
 	"MUONBENCH_NS_TILE: ns_gemm tiles '64x64x16/128,32x32x16/64': only the last entry is without a bound" \
 	ns --shape 96x200 --ns-precision fp16 --reps 1
 sed 's|"ns_gemm":.*|"ns_gemm": "9:64x64x16/128",|' "$own" >"$tmp/bad.json" && mv "$tmp/bad.json" "$own"
-expect_error "tune --ns: a tuning's bad tiles are refused, naming the file" 2 \
+expect_error "tune --ns: a given tuning's bad tiles are refused, naming the file" 2 \
 	"$own: ns_gemm: ns_gemm tiles '9:64x64x16/128': the last entry has no bound" \
+	ns --shape 96x200 --ns-precision fp16 --reps 1 --tuning "$own"
+expect_output "tune --ns: under --tuning auto, bad tiles are set aside and said" \
+	"its ns_gemm set aside: ns_gemm tiles '9:64x64x16/128': the last entry has no bound" \
 	ns --shape 96x200 --ns-precision fp16 --reps 1
 rm -f "$cache"/*
 expect_output "tune --ns: a spent budget tries the default alone, and stores it" \

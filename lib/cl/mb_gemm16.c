@@ -58,6 +58,8 @@ static int portable_tile_check(const char *text, const struct mb_gemm16_tile *t)
 int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t)
 {
 	const size_t len = strlen(text);
+	const char *at;
+	size_t digits;
 	unsigned warps, warps_m;
 	int end = 0, fields = 0;
 
@@ -67,6 +69,9 @@ int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t)
 	 */
 	t->warps_n = 0;
 	t->async = len > 6 && !strcmp(text + len - 6, "/async");
+	for (at = text; *at; at += digits ? digits : 1) /* no field past 4 digits (%u wraps) */
+		if ((digits = strspn(at, "0123456789")) > 4)
+			return mb_bad_input("ns_gemm tile '%s': each field at most 4096", text);
 	if (strspn(text, "0123456789x/") == len - (t->async ? 5 : 0) &&
 	    isdigit((unsigned char)text[0]))
 		fields = sscanf(text, "%ux%ux%u/%u%n/%u%n", &t->bm, &t->bn, &t->bk, &t->threads,
@@ -90,6 +95,10 @@ int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t)
 	    warps % t->warps_n)
 		return mb_bad_input("ns_gemm tile '%s': THREADS must be 32 to 1024 work-items, "
 				    "whole warps that WARPS_N divides",
+				    text);
+	if (t->bn != 16 && t->bn != 32 && t->bn % 64)
+		return mb_bad_input("ns_gemm tile '%s': BN must be 16, 32 or a multiple of 64 (a "
+				    "k x n tile's swizzle)",
 				    text);
 	if (!t->bm || !t->bn || t->bm % (warps_m * 16) || t->bn % (t->warps_n * 16))
 		return mb_bad_input("ns_gemm tile '%s': a warp's tile (%u x %u) must be whole "
@@ -602,73 +611,73 @@ bool mb_gemm16_matches(const struct mb_gemm16 *g, const struct mb_gemm16 *ref, c
 	return true;
 }
 
-int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
+bool mb_gemm16_fallback(const struct mb_gemm16_classes *given, unsigned i,
+			struct mb_gemm16_classes *out, unsigned *flags)
 {
-	/* the tiles as given (cp.async where they say so), without cp.async, without ldmatrix */
-	static const char *const try_names[] = { "ldmatrix", "ldmatrix, no cp.async",
-						 "fragments read one by one" };
-	const char *env = getenv("MUONBENCH_NS_TILE");
-	const char *from = env && *env ? "MUONBENCH_NS_TILE" : "the tuning";
-	const char *text = env && *env ? env : cl->ns_gemm;
-	struct mb_gemm16_classes given = { 0 };
+	bool any_async = false;
+	size_t c;
+
+	*out = *given;
+	*flags = i >= 2 ? MB_GEMM16_NO_LDMATRIX : 0;
+	for (c = 0; c < out->n; c++) {
+		any_async = any_async || out->tile[c].async;
+		if (i > 0)
+			out->tile[c].async = 0;
+	}
+	return i != 1 || any_async; /* without cp.async where none had it: try 0 again */
+}
+
+/*
+ * G, the portable kernel at its default (the reference), becomes the
+ * portable path with GIVEN's tiles (from FROM) where they match it; else it
+ * stays, and G->why says why.
+ */
+static void open_portable_given(struct mb_gemm16 *g, const struct mb_gemm16_classes *given,
+				const char *from)
+{
 	struct mb_gemm16 cand;
-	char why[3][200] = { "", "", "" }, check[180];
-	char tiles[160] = "", aside[200] = "";
-	size_t i;
+	char check[180], tiles[256];
 	int err;
 
-	if (*text && (err = mb_gemm16_classes_parse(text, &given))) {
-		mb_err_prefix("%s", from);
-		return err;
+	mb_gemm16_classes_text(given, tiles, sizeof(tiles));
+	if ((err = mb_gemm16_init(&cand, g->cl, MB_GEMM16_PORTABLE, 0, given)) ||
+	    !mb_gemm16_matches(&cand, g, check, sizeof(check))) {
+		if (!err)
+			mb_gemm16_release(&cand);
+		snprintf(g->why, sizeof(g->why), "portable, tile %ux%ux%u/%u: %s tiles %s %.200s",
+			 g->classes.tile[0].bm, g->classes.tile[0].bn, g->classes.tile[0].bk,
+			 g->classes.tile[0].threads, from,
+			 err ? "failed to build:" : "do not match the default:",
+			 err ? mb_errmsg() : check);
+		return;
 	}
-	if (given.n)
-		mb_gemm16_classes_text(&given, tiles, sizeof(tiles));
-	/* the reference: the portable kernel at its default tile */
-	if ((err = mb_gemm16_init(g, cl, MB_GEMM16_PORTABLE, 0, NULL)))
-		return err;
-	if (given.n && !given.tile[0].warps_n) { /* portable tiles: the portable path with them */
-		if ((err = mb_gemm16_init(&cand, cl, MB_GEMM16_PORTABLE, 0, &given)) ||
-		    !mb_gemm16_matches(&cand, g, check, sizeof(check))) {
-			if (!err)
-				mb_gemm16_release(&cand);
-			snprintf(g->why, sizeof(g->why),
-				 "portable, tile %ux%ux%u/%u: %s's tiles %s %.200s",
-				 g->classes.tile[0].bm, g->classes.tile[0].bn,
-				 g->classes.tile[0].bk, g->classes.tile[0].threads, from,
-				 err ? "failed to build:" : "do not match the default:",
-				 err ? mb_errmsg() : check);
-			return 0;
-		}
-		mb_gemm16_release(g);
-		*g = cand;
-		snprintf(g->why, sizeof(g->why), "portable, tiles %s (%s's), match the default",
-			 tiles, from);
-		return 0;
-	}
-	if (given.n) /* the mma path's tiles */
-		snprintf(aside, sizeof(aside), " (%s's mma tiles %s set aside)", from, tiles);
-	if (!mb_gemm16_mma_capable(&cl->info)) {
-		snprintf(g->why, sizeof(g->why),
-			 "portable: no mma path for '%s' (arch '%s'): "
-			 "NVIDIA sm_80 and up only%s",
-			 cl->info.name, cl->info.arch, aside);
-		return 0;
-	}
-	for (i = 0; i < 3; i++) {
-		struct mb_gemm16_classes plain = given;
-		size_t c;
-		bool any_async = false;
+	mb_gemm16_release(g);
+	*g = cand;
+	snprintf(g->why, sizeof(g->why), "portable, tiles %s (%s), match the default", tiles, from);
+}
 
-		for (c = 0; c < plain.n; c++) {
-			any_async = any_async || plain.tile[c].async;
-			plain.tile[c].async = i > 0;
+/*
+ * The mma path for G's device, GIVEN's tiles (from FROM; none: the
+ * default) in mb_gemm16_fallback's tries, the first that builds and matches
+ * G (the portable reference) replacing it; else G stays. G->why says which
+ * and why. -MB_EFAIL where a check lost the device.
+ */
+static int open_mma(struct mb_gemm16 *g, const struct mb_gemm16_classes *given, const char *from)
+{
+	static const char *const names[] = { "ldmatrix", "ldmatrix, no cp.async",
+					     "fragments read one by one" };
+	const struct mb_cl *cl = g->cl;
+	struct mb_gemm16_classes classes;
+	struct mb_gemm16 cand;
+	char why[3][200] = { "", "", "" }, check[180], tiles[256];
+	unsigned i, flags, c;
+
+	for (i = 0; i < 3; i++) {
+		if (!mb_gemm16_fallback(given, i, &classes, &flags)) {
+			snprintf(why[i], sizeof(why[i]), "%s", why[i - 1]);
+			continue;
 		}
-		if (i == 1 && !any_async) {
-			snprintf(why[1], sizeof(why[1]), "%s", why[0]);
-			continue; /* the same as the first try */
-		}
-		if (mb_gemm16_init(&cand, cl, MB_GEMM16_MMA, i == 2 ? MB_GEMM16_NO_LDMATRIX : 0,
-				   given.n ? (i ? &plain : &given) : NULL)) {
+		if (mb_gemm16_init(&cand, cl, MB_GEMM16_MMA, flags, given->n ? &classes : NULL)) {
 			snprintf(why[i], sizeof(why[i]), "failed to build or set up: %.150s",
 				 mb_errmsg());
 			continue;
@@ -681,7 +690,7 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 			 */
 			if (mb_cl_alive(cl)) {
 				mb_gemm16_release(g);
-				mb_err_prefix("the mma path's check (%s)", try_names[i]);
+				mb_err_prefix("the mma path's check (%s)", names[i]);
 				return -MB_EFAIL;
 			}
 			snprintf(why[i], sizeof(why[i]),
@@ -692,25 +701,53 @@ int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
 		*g = cand;
 		mb_gemm16_classes_text(&g->classes, tiles, sizeof(tiles));
 		snprintf(g->why, sizeof(g->why),
-			 "mma: %s, tiles %s%s, %s, matches the portable kernel", cl->info.arch,
-			 tiles,
-			 given.n ? (env && *env ? " (MUONBENCH_NS_TILE's)" : " (the tuning's)")
-				 : " (the default)",
-			 try_names[i]);
+			 "mma: %s, tiles %s (%s), %s, matches the portable kernel", cl->info.arch,
+			 tiles, given->n ? from : "the default", names[i]);
 		for (c = 0; c < g->classes.n && g->registers[c]; c++)
 			snprintf(g->why + strlen(g->why), sizeof(g->why) - strlen(g->why), "%s%u",
 				 c ? "/" : ", registers a work-item (ptxas): ", g->registers[c]);
-		if (i == 1 || (i == 2 && any_async))
+		if (i > 0 && strcmp(why[0], why[1]))
 			snprintf(g->why + strlen(g->why), sizeof(g->why) - strlen(g->why),
-				 " (with cp.async it %.120s)", why[0]);
+				 " (with cp.async it %.100s)", why[0]);
 		if (i == 2)
 			snprintf(g->why + strlen(g->why), sizeof(g->why) - strlen(g->why),
-				 " (with ldmatrix it %.120s)", why[1]);
+				 " (with ldmatrix it %.100s)", why[1]);
 		return 0;
 	}
 	snprintf(g->why, sizeof(g->why),
 		 "portable: the mma path %.150s (with ldmatrix it %.150s%s%.100s)", why[2], why[1],
 		 strcmp(why[0], why[1]) ? "; with cp.async it " : "",
 		 strcmp(why[0], why[1]) ? why[0] : "");
+	return 0;
+}
+
+int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl)
+{
+	const char *env = getenv("MUONBENCH_NS_TILE");
+	const char *from = env && *env ? "MUONBENCH_NS_TILE's" : "the tuning's";
+	const char *text = env && *env ? env : cl->ns_gemm;
+	struct mb_gemm16_classes given = { 0 };
+	char tiles[256];
+	int err;
+
+	if (*text && (err = mb_gemm16_classes_parse(text, &given))) {
+		mb_err_prefix("%s", env && *env ? "MUONBENCH_NS_TILE" : "the tuning");
+		return err;
+	}
+	/* the reference: the portable kernel at its default tile */
+	if ((err = mb_gemm16_init(g, cl, MB_GEMM16_PORTABLE, 0, NULL)))
+		return err;
+	if (given.n && !given.tile[0].warps_n) { /* portable tiles: the portable path with them */
+		open_portable_given(g, &given, from);
+		return 0;
+	}
+	if (mb_gemm16_mma_capable(&cl->info))
+		return open_mma(g, &given, from);
+	mb_gemm16_classes_text(&given, tiles, sizeof(tiles));
+	snprintf(g->why, sizeof(g->why),
+		 "portable: no mma path for '%.100s' (arch '%.32s'): NVIDIA sm_80 and up only%s%s%s"
+		 "%.200s%s",
+		 cl->info.name, cl->info.arch, given.n ? " (" : "", given.n ? from : "",
+		 given.n ? " mma tiles set aside: " : "", given.n ? tiles : "", given.n ? ")" : "");
 	return 0;
 }

@@ -166,6 +166,16 @@ struct mb_gemm16_tile mb_gemm16_default_tile(enum mb_gemm16_path path);
 int mb_gemm16_open(struct mb_gemm16 *g, const struct mb_cl *cl);
 
 /*
+ * The mma path's try I of the tiles GIVEN into OUT and FLAGS: 0, as given
+ * (cp.async where a tile says so), with ldmatrix; 1, every tile without
+ * cp.async; 2, without cp.async and without ldmatrix
+ * (MB_GEMM16_NO_LDMATRIX). False where try I is the one before it again
+ * (try 1 when no tile has cp.async): nothing new to try. Pure.
+ */
+bool mb_gemm16_fallback(const struct mb_gemm16_classes *given, unsigned i,
+			struct mb_gemm16_classes *out, unsigned *flags);
+
+/*
  * Whether G's results match REF's (the portable kernel, default tile) on
  * the check's problems: odd shapes in one work-group, sizes over several
  * at 16-byte-aligned offsets with C_in apart, both precisions, op(B) both
