@@ -141,6 +141,7 @@ struct side {
 	enum mb_bw_dir dir; /* MB_BW_H2D or MB_BW_D2H */
 	uint64_t bytes;
 	unsigned n;		     /* copies: the warm-up, then the timed ones */
+	bool spread;		     /* copy i at offset i x bytes, around the buffers */
 	pthread_barrier_t *together; /* "both": each copy starts with the other side's */
 	double *host0, *host1;	     /* [n]: host clock before the enqueue, after the finish */
 	double *ev0, *ev1;	     /* [n]: the event's START and END; NaN when not had */
@@ -167,6 +168,8 @@ static void run_side(struct side *s)
 		 s->together ? ", both directions at once" : "");
 	for (i = 0; i < s->n; i++) {
 		const char *call = h2d ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
+		uint64_t off = s->spread && s->bytes ? i % (s->b->max_bytes / s->bytes) * s->bytes
+						     : 0;
 		cl_event ev = NULL;
 		cl_int st;
 
@@ -176,10 +179,10 @@ static void run_side(struct side *s)
 		if (s->err)
 			continue;
 		s->host0[i] = mb_now_s();
-		st = h2d ? clEnqueueWriteBuffer(q, s->b->to, CL_FALSE, 0, s->bytes, s->b->src.ptr,
-						0, NULL, &ev)
-			 : clEnqueueReadBuffer(q, s->b->from, CL_FALSE, 0, s->bytes, s->b->dst.ptr,
-					       0, NULL, &ev);
+		st = h2d ? clEnqueueWriteBuffer(q, s->b->to, CL_FALSE, off, s->bytes,
+						(char *)s->b->src.ptr + off, 0, NULL, &ev)
+			 : clEnqueueReadBuffer(q, s->b->from, CL_FALSE, off, s->bytes,
+					       (char *)s->b->dst.ptr + off, 0, NULL, &ev);
 		if (st == CL_SUCCESS && (call = "clFinish"))
 			st = clFinish(q);
 		s->host1[i] = mb_now_s();
@@ -246,6 +249,8 @@ static double gbs(double bytes, double s)
 static void summarize(struct mb_bw_buffers *b, const struct side *s, size_t nsides, double *dev,
 		      double *host, struct mb_bw_result *r)
 {
+	/* spread copies are judged beside a memcpy of the whole buffers they go around */
+	uint64_t memcpy_bytes = s[0].spread ? b->max_bytes : r->bytes;
 	double moved = (double)r->bytes * (double)nsides, judged;
 	size_t k;
 	unsigned i;
@@ -257,9 +262,9 @@ static void summarize(struct mb_bw_buffers *b, const struct side *s, size_t nsid
 		dev[i] = gbs(moved, span(s, nsides, true, i + 1));
 		host[i] = gbs(moved, span(s, nsides, false, i + 1));
 	}
-	if (b->memcpy_bytes != r->bytes) {
-		b->memcpy_gbs = memcpy_gbs(b, r->bytes);
-		b->memcpy_bytes = r->bytes;
+	if (b->memcpy_bytes != memcpy_bytes) {
+		b->memcpy_gbs = memcpy_gbs(b, memcpy_bytes);
+		b->memcpy_bytes = memcpy_bytes;
 	}
 	r->device_gbs = mb_spread_of(dev, r->device_error[0] ? 0 : r->reps);
 	r->host_gbs = mb_spread_of(host, r->reps);
@@ -270,8 +275,8 @@ static void summarize(struct mb_bw_buffers *b, const struct side *s, size_t nsid
 	r->zero_copy = mb_bw_zero_copy(judged / (double)nsides, r->memcpy_gbs);
 }
 
-int mb_bw_measure(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, unsigned reps,
-		  struct mb_bw_result *r)
+static int measure(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, unsigned reps,
+		   bool spread, struct mb_bw_result *r)
 {
 	const unsigned n = reps + 1; /* the warm-up first */
 	const size_t nsides = dir == MB_BW_BOTH ? 2 : 1;
@@ -299,6 +304,7 @@ int mb_bw_measure(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, u
 		s[k].dir = dir == MB_BW_BOTH ? (k ? MB_BW_D2H : MB_BW_H2D) : dir;
 		s[k].bytes = bytes;
 		s[k].n = n;
+		s[k].spread = spread;
 		s[k].host0 = t + (4 * k + 0) * n;
 		s[k].host1 = t + (4 * k + 1) * n;
 		s[k].ev0 = t + (4 * k + 2) * n;
@@ -315,4 +321,16 @@ int mb_bw_measure(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, u
 		summarize(b, s, nsides, t + 8 * (size_t)n, t + 9 * (size_t)n, r);
 	free(t);
 	return err;
+}
+
+int mb_bw_measure(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, unsigned reps,
+		  struct mb_bw_result *r)
+{
+	return measure(b, bytes, dir, reps, false, r);
+}
+
+int mb_bw_measure_spread(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, unsigned reps,
+			 struct mb_bw_result *r)
+{
+	return measure(b, bytes, dir, reps, true, r);
 }

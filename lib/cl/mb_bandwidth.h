@@ -80,4 +80,18 @@ void mb_bw_buffers_free(struct mb_bw_buffers *b);
 int mb_bw_measure(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, unsigned reps,
 		  struct mb_bw_result *r);
 
+/*
+ * The same, each copy of BYTES at the next place of the buffers, around
+ * them (copy i at offset i x BYTES, modulo the whole BYTES that fit): each
+ * copy's source and target were last touched a whole buffer's bytes of
+ * copies before, so that no cache smaller than the buffers holds them, as
+ * none holds a step's copy of a buffer last touched long before. A copy
+ * of a few hundred KiB so is what a small model's step copies; what it
+ * runs at against a copy of the whole buffers is the copy's own size
+ * (how memcpy streams it), not a cache's help. r->memcpy_gbs is a
+ * memcpy of the whole buffers.
+ */
+int mb_bw_measure_spread(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, unsigned reps,
+			 struct mb_bw_result *r);
+
 #endif
