@@ -30,6 +30,7 @@ struct cmd {
 	bool pageable;
 	double fixed; /* seconds of overhead left, before the work */
 	double work;  /* bytes left of a copy, seconds left of a kernel */
+	double bytes; /* a copy's in all: its rate goes with its size */
 	double enq, start, end;
 	size_t dep[2]; /* 1 + the commands it waits on (its own, a barrier's); 0: none */
 	size_t next;   /* 1 + the next command on its queue; 0: none yet */
@@ -55,6 +56,13 @@ static struct model_engine *of(struct mb_engine *e)
 	return (struct model_engine *)e;
 }
 
+/* A copy rate at BYTES from its LARGE and SMALL figures (SMALL 0: LARGE at every size), B/s. */
+static double copy_sized(double large, double small, double bytes)
+{
+	return 1e9 * mb_profile_sized_rate(large, small, bytes, (double)MB_PROFILE_COPY_SMALL_BYTES,
+					   (double)MB_PROFILE_COPY_LARGE_BYTES);
+}
+
 static double copy_rate(const struct model_engine *s, const struct cmd *c)
 {
 	const struct mb_profile *p = s->prof;
@@ -62,20 +70,25 @@ static double copy_rate(const struct model_engine *s, const struct cmd *c)
 	if (c->res == PEER)
 		return 1e9 * p->peer_gbs;
 	if (c->res == H2D)
-		return 1e9 * (c->pageable ? p->h2d_pageable_gbs : p->h2d_pinned_gbs);
-	return 1e9 * (c->pageable ? p->d2h_pageable_gbs : p->d2h_pinned_gbs);
+		return c->pageable
+			       ? copy_sized(p->h2d_pageable_gbs, p->h2d_pageable_small_gbs,
+					    c->bytes)
+			       : copy_sized(p->h2d_pinned_gbs, p->h2d_pinned_small_gbs, c->bytes);
+	return c->pageable ? copy_sized(p->d2h_pageable_gbs, p->d2h_pageable_small_gbs, c->bytes)
+			   : copy_sized(p->d2h_pinned_gbs, p->d2h_pinned_small_gbs, c->bytes);
 }
 
 /*
  * The rate of running command C while the commands of RUN (one a queue,
- * NULL: none) run too: bytes or seconds of work a second. Copies in one
- * direction share the link evenly; against the other direction, the pair
- * is held to the profile's both-ways rate.
+ * NULL: none) run too: bytes or seconds of work a second. A copy runs at
+ * its direction's rate at its size; copies in one direction share the link
+ * evenly; against the other direction, the pair is held to the profile's
+ * both-ways rate at their mean size.
  */
 static double rate(const struct model_engine *s, const struct cmd *c,
 		   struct cmd *const run[MB_NQUEUES])
 {
-	double r, ro = 0, both;
+	double r, ro = 0, both, pair = c->bytes;
 	bool pageable = c->pageable, against = false;
 	unsigned same = 1;
 	int q;
@@ -104,12 +117,17 @@ static double rate(const struct model_engine *s, const struct cmd *c,
 			against = true;
 			ro = copy_rate(s, o);
 			pageable = pageable || o->pageable;
+			pair = (c->bytes + o->bytes) / 2;
 		}
 	}
 	r /= same;
 	if (!against)
 		return r;
-	both = 1e9 * (pageable ? s->prof->both_pageable_gbs : s->prof->both_pinned_gbs);
+	/* the pair's both-ways rate at the mean of their sizes */
+	both = pageable
+		       ? copy_sized(s->prof->both_pageable_gbs, s->prof->both_pageable_small_gbs,
+				    pair)
+		       : copy_sized(s->prof->both_pinned_gbs, s->prof->both_pinned_small_gbs, pair);
 	return both < r + ro ? r * both / (r + ro) : r;
 }
 
@@ -241,6 +259,7 @@ static int enqueue(struct model_engine *s, enum mb_queue q, enum res res, bool p
 			   .pageable = pageable,
 			   .fixed = 1e-6 * s->prof->command_overhead_us,
 			   .work = work,
+			   .bytes = res == KERNEL ? 0 : work,
 			   .enq = s->host,
 			   .dep = { dep, s->barrier[q] } };
 	s->barrier[q] = 0;

@@ -76,6 +76,12 @@ static const struct field fields[] = {
 	{ "command_latency_us", OPT_TIME, AT(command_latency_us), "us" },
 	{ "peer_gbs", OPT_RATE, AT(peer_gbs), "GB/s" },
 	{ "peer_shares_pcie", OPT_BOOL, AT(peer_shares_pcie), "" },
+	{ "h2d_pinned_small_gbs", OPT_RATE, AT(h2d_pinned_small_gbs), "GB/s" },
+	{ "d2h_pinned_small_gbs", OPT_RATE, AT(d2h_pinned_small_gbs), "GB/s" },
+	{ "both_pinned_small_gbs", OPT_RATE, AT(both_pinned_small_gbs), "GB/s" },
+	{ "h2d_pageable_small_gbs", OPT_RATE, AT(h2d_pageable_small_gbs), "GB/s" },
+	{ "d2h_pageable_small_gbs", OPT_RATE, AT(d2h_pageable_small_gbs), "GB/s" },
+	{ "both_pageable_small_gbs", OPT_RATE, AT(both_pageable_small_gbs), "GB/s" },
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -469,6 +475,18 @@ static void clear_refinements(struct mb_profile *p, const char *key)
 		p->momentum_bf16_gbs = p->momentum_small_gbs = p->momentum_bf16_small_gbs = 0;
 	else if (!strcmp(key, "host_opt_gbs"))
 		p->host_opt_small_gbs = 0;
+	else if (!strcmp(key, "h2d_pinned_gbs"))
+		p->h2d_pinned_small_gbs = 0;
+	else if (!strcmp(key, "d2h_pinned_gbs"))
+		p->d2h_pinned_small_gbs = 0;
+	else if (!strcmp(key, "both_pinned_gbs"))
+		p->both_pinned_small_gbs = 0;
+	else if (!strcmp(key, "h2d_pageable_gbs"))
+		p->h2d_pageable_small_gbs = 0;
+	else if (!strcmp(key, "d2h_pageable_gbs"))
+		p->d2h_pageable_small_gbs = 0;
+	else if (!strcmp(key, "both_pageable_gbs"))
+		p->both_pageable_small_gbs = 0;
 }
 
 int mb_profile_set(struct mb_profile *p, const char *key, const char *value, const char *what)
@@ -656,6 +674,13 @@ void mb_profile_for_ranks(struct mb_profile *out, const struct mb_profile *p, un
 	out->h2d_pageable_gbs = shared_rate(p->h2d_pageable_gbs, pageable, ranks);
 	out->d2h_pageable_gbs = shared_rate(p->d2h_pageable_gbs, pageable, ranks);
 	out->both_pageable_gbs = shared_rate(p->both_pageable_gbs, pageable, ranks);
+	/* a small copy's rate likewise (0, not measured, stays 0) */
+	out->h2d_pinned_small_gbs = shared_rate(p->h2d_pinned_small_gbs, pinned, ranks);
+	out->d2h_pinned_small_gbs = shared_rate(p->d2h_pinned_small_gbs, pinned, ranks);
+	out->both_pinned_small_gbs = shared_rate(p->both_pinned_small_gbs, pinned, ranks);
+	out->h2d_pageable_small_gbs = shared_rate(p->h2d_pageable_small_gbs, pageable, ranks);
+	out->d2h_pageable_small_gbs = shared_rate(p->d2h_pageable_small_gbs, pageable, ranks);
+	out->both_pageable_small_gbs = shared_rate(p->both_pageable_small_gbs, pageable, ranks);
 	snprintf(name, sizeof(name), "%.40s (a rank of %u)", p->name, ranks);
 	snprintf(device, sizeof(device), "%.200s; %u ranks on one host", p->device, ranks);
 	memcpy(out->name, name, sizeof(name));

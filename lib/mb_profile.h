@@ -39,6 +39,15 @@
 #define MB_PROFILE_LARGE_ELEMS (16ull << 20)
 #define MB_PROFILE_SMALL_ELEMS (1ull << 18)
 
+/*
+ * The bytes of the copies the profile's copy figures are of (its large
+ * ones, the whole 64 MiB buffers) and of its small ones (the *_small_gbs
+ * copy rates: 2^18 fp32 elements, a small model's matrix), between which a
+ * copy's rate is interpolated by its bytes (mb_profile_sized_rate).
+ */
+#define MB_PROFILE_COPY_LARGE_BYTES (64ull << 20)
+#define MB_PROFILE_COPY_SMALL_BYTES (4 * MB_PROFILE_SMALL_ELEMS)
+
 /* The most points of a ladder. */
 #define MB_PROFILE_LADDER_MAX 8
 
@@ -62,6 +71,17 @@ struct mb_profile {
 	double h2d_pageable_gbs, d2h_pageable_gbs;
 	/* an H2D and a D2H at once, the bytes of both a second */
 	double both_pinned_gbs, both_pageable_gbs;
+	/*
+	 * The six copy rates above for copies of MB_PROFILE_COPY_SMALL_BYTES
+	 * (those above are of MB_PROFILE_COPY_LARGE_BYTES), each copy's memory
+	 * last touched long before, as a step's is (mb_bw_measure_spread): on
+	 * a CPU device a copy is a memcpy, which streams a copy of a few
+	 * hundred KiB 1.3-1.5x faster than one of 64 MiB, whatever the caches
+	 * hold. 0, where a file leaves them out: the large rate at every size.
+	 */
+	double h2d_pinned_small_gbs, d2h_pinned_small_gbs;
+	double h2d_pageable_small_gbs, d2h_pageable_small_gbs;
+	double both_pinned_small_gbs, both_pageable_small_gbs;
 	/* a pageable copy returns to the host only once it is done (the driver stages it) */
 	bool pageable_holds_host;
 	/*
@@ -186,7 +206,8 @@ int mb_profile_load(struct mb_profile *p, const char *name);
  * A rate that a finer optional key refines clears that key, so that what is
  * set times what it did before the key: fwd_bwd_gflops the passes'
  * ladders, memcpy_gbs host_stream_gbs (and its small one), momentum_gbs
- * momentum_bf16_gbs and the small ones, host_opt_gbs host_opt_small_gbs.
+ * momentum_bf16_gbs and the small ones, host_opt_gbs host_opt_small_gbs,
+ * each copy rate its small one.
  * -MB_EINPUT for an unknown key or a bad value.
  */
 int mb_profile_set(struct mb_profile *p, const char *key, const char *value, const char *what);

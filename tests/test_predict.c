@@ -565,6 +565,56 @@ static void command_latency(void **state)
 }
 
 /*
+ * A copy at the rate of its size, from its direction's large figure (at
+ * MB_PROFILE_COPY_LARGE_BYTES) and small one (at MB_PROFILE_COPY_SMALL_BYTES),
+ * a power law between: pin's copies are each 4e6 bytes, between the two, so
+ * a small pinned H2D rate four times the large one makes each H2D shorter
+ * than the large rate's 1 s, as the sized rate says, and leaves the D2H be;
+ * the D2H's small one likewise. A small rate of 0 (a file without them) is
+ * the large rate at every size: the other tests' times.
+ */
+static void copies_by_size(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t0, t;
+	double r = mb_profile_sized_rate(0.004, 0.016, 4e6, (double)MB_PROFILE_COPY_SMALL_BYTES,
+					 (double)MB_PROFILE_COPY_LARGE_BYTES);
+
+	(void)state;
+	assert_true(r > 0.004 && r < 0.016);
+	t0 = predict(2, MB_PIN, false, &p);
+	p.h2d_pinned_small_gbs = 0.016;
+	t = predict(2, MB_PIN, false, &p);
+	assert_secs(t.phase.h2d_s, 4 * 4e6 / (1e9 * r));
+	assert_secs(t.phase.d2h_s, t0.phase.d2h_s);
+	assert_secs(t.apply_s, t0.apply_s - 4 + 4 * 4e6 / (1e9 * r));
+	p.d2h_pinned_small_gbs = 0.016;
+	t = predict(2, MB_PIN, false, &p);
+	assert_secs(t.phase.d2h_s, 4 * 4e6 / (1e9 * r));
+	/* the pageable ones are their own: master's momentum copies */
+	p = hand_profile();
+	t0 = predict(2, MB_MASTER, false, &p);
+	p.h2d_pinned_small_gbs = p.d2h_pinned_small_gbs = 0.004;
+	t = predict(2, MB_MASTER, false, &p);
+	assert_secs(t.apply_s, t0.apply_s);
+	p.h2d_pageable_small_gbs = 0.008;
+	t = predict(2, MB_MASTER, false, &p);
+	assert_true(t.phase.h2d_s < t0.phase.h2d_s && t.phase.d2h_s == t0.phase.d2h_s);
+	/*
+	 * the both-ways cap at the pair's size: shared_link_by_hand's 0.004 GB/s
+	 * with a small figure of 1 GB/s is 0.17 GB/s at 4e6 bytes, above the two
+	 * rates' sum: no contention, overlap_by_hand's 14 s for its 16
+	 */
+	p = hand_profile();
+	p.both_pinned_gbs = 0.004;
+	t0 = predict(2, MB_BOTH, false, &p);
+	assert_secs(t0.apply_s, 16);
+	p.both_pinned_small_gbs = 1;
+	t = predict(2, MB_BOTH, false, &p);
+	assert_secs(t.apply_s, 14);
+}
+
+/*
  * Newton-Schulz at the rate of its size: each 1000x1000 matrix is 3e10 FLOPs
  * (3 s at the hand profile's 10 GFLOP/s). On a ladder of 10 GFLOP/s at 3e9
  * and 1000 at 3e11, 3e10 is half way in log FLOPs, so the rate is half way
@@ -635,6 +685,9 @@ static void profile_round_trip(void **state)
 	assert_true(a.host_stream_gbs == 0 && a.command_latency_us == 0);
 	assert_true(a.momentum_bf16_gbs == 0 && a.momentum_small_gbs == 0);
 	assert_true(a.host_opt_small_gbs == 0 && a.host_stream_small_gbs == 0);
+	assert_true(a.h2d_pinned_small_gbs == 0 && a.d2h_pinned_small_gbs == 0 &&
+		    a.both_pinned_small_gbs == 0 && a.h2d_pageable_small_gbs == 0 &&
+		    a.d2h_pageable_small_gbs == 0 && a.both_pageable_small_gbs == 0);
 	assert_non_null(f = open_memstream(&text, &len));
 	mb_profile_write(f, &a);
 	fclose(f);
@@ -702,6 +755,19 @@ static void profile_round_trip(void **state)
 	a.host_opt_small_gbs = 60;
 	assert_int_equal(mb_profile_set(&a, "host_opt_gbs", "30", "--host-opt-gbs"), 0);
 	assert_true(a.host_opt_small_gbs == 0);
+	/* a copy rate set by hand clears its small one, and only its own */
+	a.h2d_pinned_small_gbs = a.d2h_pinned_small_gbs = a.both_pinned_small_gbs = 12;
+	a.h2d_pageable_small_gbs = a.d2h_pageable_small_gbs = a.both_pageable_small_gbs = 11;
+	assert_int_equal(mb_profile_set(&a, "h2d_pinned_gbs", "9", "--h2d-gbs"), 0);
+	assert_true(a.h2d_pinned_small_gbs == 0 && a.d2h_pinned_small_gbs == 12);
+	assert_int_equal(mb_profile_set(&a, "both_pageable_gbs", "9", "--pageable-both-gbs"), 0);
+	assert_true(a.both_pageable_small_gbs == 0 && a.d2h_pageable_small_gbs == 11);
+	assert_int_equal(mb_profile_set(&a, "d2h_pinned_gbs", "9", "--d2h-gbs"), 0);
+	assert_int_equal(mb_profile_set(&a, "both_pinned_gbs", "9", "--both-gbs"), 0);
+	assert_int_equal(mb_profile_set(&a, "h2d_pageable_gbs", "9", "--pageable-h2d-gbs"), 0);
+	assert_int_equal(mb_profile_set(&a, "d2h_pageable_gbs", "9", "--pageable-d2h-gbs"), 0);
+	assert_true(a.d2h_pinned_small_gbs == 0 && a.both_pinned_small_gbs == 0 &&
+		    a.h2d_pageable_small_gbs == 0 && a.d2h_pageable_small_gbs == 0);
 	assert_int_equal(mb_profile_set(&a, "norm_gbs", "0", "--norm-gbs"), -MB_EINPUT);
 	assert_true(isnan(mb_profile_get(&a, "nope")));
 	/* a rate flag sets every point of a ladder, its sizes kept */
@@ -726,8 +792,9 @@ static void profile_round_trip(void **state)
 	assert_string_equal(mb_profile_key(22), "forward_gflops");
 	assert_string_equal(mb_profile_key(26), "host_stream_gbs");
 	assert_string_equal(mb_profile_key(30), "command_latency_us");
-	assert_non_null(mb_profile_key(32));
-	assert_null(mb_profile_key(33));
+	assert_string_equal(mb_profile_key(33), "h2d_pinned_small_gbs");
+	assert_string_equal(mb_profile_key(38), "both_pageable_small_gbs");
+	assert_null(mb_profile_key(39));
 	/* the GPUs' link: 0 (not modelled) where a file leaves it out, as the shipped one */
 	assert_true(a.peer_gbs == 0 && !a.peer_shares_pcie);
 	assert_int_equal(mb_profile_set(&a, "peer_gbs", "-1", "--peer-gbs"), -MB_EINPUT);
@@ -1135,6 +1202,7 @@ int main(void)
 		cmocka_unit_test(zero3_batched_by_hand),
 		cmocka_unit_test(command_overhead),
 		cmocka_unit_test(command_latency),
+		cmocka_unit_test(copies_by_size),
 		cmocka_unit_test(fwd_bwd_by_pass),
 		cmocka_unit_test(host_stream_rate),
 		cmocka_unit_test(momentum_bf16_rate),

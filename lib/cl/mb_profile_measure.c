@@ -21,6 +21,8 @@
 #include "mb_stats.h"
 
 #define TINY_COPY 4096
+/* a small copy's figures, each the median of this many copies a --reps (each ~0.1 ms) */
+#define SMALL_COPY_REPS 16
 /* a pageable copy whose enqueue returns after this part of its time holds the host */
 #define HOLD_PART 0.5
 /* the spin beside a pageable copy, in copy times: long enough that the copy ends first */
@@ -58,34 +60,31 @@ static double rate_of(const struct mb_bw_result *r)
 									  : r->host_gbs.median;
 }
 
+/*
+ * The host's memcpy (beside a pageable copy of the profile's size), and a
+ * tiny pinned copy: a command's own time as its events see it, and what
+ * the host loses beyond it waiting (the launch, the wake-up). The copy
+ * rates are timed in the rounds, below.
+ */
 static int copies(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
 		  struct mb_profile *p)
 {
-	struct mb_bw_result r[2][MB_BW_NDIRS], tiny;
+	struct mb_bw_result r, tiny;
 	struct mb_bw_buffers *b;
-	int pinned, d, err = 0;
+	int err;
 
-	for (pinned = 0; pinned < 2 && !err; pinned++) {
-		if ((err = mb_bw_buffers_new(cl, s->copy_bytes, pinned, &b)))
-			return err;
-		for (d = 0; d < MB_BW_NDIRS && !err; d++)
-			err = mb_bw_measure(b, s->copy_bytes, d, s->reps, &r[pinned][d]);
-		if (!err && pinned)
-			err = mb_bw_measure(b, TINY_COPY, MB_BW_H2D, s->reps, &tiny);
-		mb_bw_buffers_free(b);
-	}
+	if ((err = mb_bw_buffers_new(cl, s->copy_bytes, false, &b)))
+		return err;
+	err = mb_bw_measure(b, s->copy_bytes, MB_BW_H2D, s->reps, &r);
+	mb_bw_buffers_free(b);
+	if (err || (err = mb_bw_buffers_new(cl, TINY_COPY, true, &b)))
+		return err;
+	err = mb_bw_measure(b, TINY_COPY, MB_BW_H2D, s->reps, &tiny);
+	mb_bw_buffers_free(b);
 	if (err)
 		return err;
-	p->h2d_pinned_gbs = rate_of(&r[1][MB_BW_H2D]);
-	p->d2h_pinned_gbs = rate_of(&r[1][MB_BW_D2H]);
-	p->both_pinned_gbs = rate_of(&r[1][MB_BW_BOTH]);
-	p->h2d_pageable_gbs = r[0][MB_BW_H2D].host_gbs.median;
-	p->d2h_pageable_gbs = r[0][MB_BW_D2H].host_gbs.median;
-	p->both_pageable_gbs = r[0][MB_BW_BOTH].host_gbs.median;
-	p->memcpy_gbs = r[0][MB_BW_H2D].memcpy_gbs;
-	/* a tiny copy's own time as its events see it, and what the host loses beyond it
-	 * waiting (the launch, the wake-up): a step's phases are timed by the events, its
-	 * iteration by the host */
+	p->memcpy_gbs = r.memcpy_gbs;
+	/* a step's phases are timed by the events, its iteration by the host */
 	p->command_overhead_us = 1e6 * TINY_COPY / (1e9 * rate_of(&tiny));
 	p->command_latency_us =
 		fmax(0, 1e6 * TINY_COPY / (1e9 * tiny.host_gbs.median) - p->command_overhead_us);
@@ -194,7 +193,8 @@ static int add_point(const struct mb_cl *cl, struct mb_profile_ladder *l, double
 }
 
 /*
- * The rounds: every figure below but the copies is timed a sample at a time,
+ * The rounds: every figure below (the copies' rates too, but not the memcpy
+ * and the tiny copy above) is timed a sample at a time,
  * round after round, each figure in its turn in a round (Newton-Schulz's
  * large shapes in fewer rounds, spread evenly), after one untimed sample of
  * each that compiles its kernels. A figure's rate is its total work over
@@ -217,7 +217,9 @@ struct rig {
 	cl_mem grad, mom, bf16, sums, mom_bf16; /* the elementwise kernels' */
 	float *host;				/* the host optimizer's p, u (and g), m, v */
 	uint16_t *staging;
-	uint64_t host_step; /* AdamW's, from 1 */
+	uint64_t host_step;	     /* AdamW's, from 1 */
+	struct mb_bw_buffers *bw[2]; /* the copies': pageable, pinned */
+	double latency_us;	     /* the profile's command_latency_us, measured before */
 	/* the synthetic forward/backward's passes, each a layer of some of the ladder's shapes */
 	struct mb_model pass[MAX_PASSES];
 	uint64_t pass_tokens[MAX_PASSES];
@@ -231,6 +233,9 @@ struct probe {
 	size_t shape;		  /* Newton-Schulz's: of the rig's; the pass's: of its passes */
 	enum mb_ns_method method; /* and by which method */
 	bool gemms_only;	  /* its GEMMs alone: the forward/backward's rate */
+	enum mb_bw_dir dir;	  /* a copy's: its direction, */
+	bool pinned;		  /* from pinned memory or not, */
+	bool spread;		  /* and small, around the buffers (mb_bw_measure_spread) */
 	double work;		  /* FLOPs or bytes of a sample */
 	double work2;		  /* the pass's: the backward's FLOPs (its sample, both) */
 	uint64_t elems;		  /* an elementwise or host figure's elements */
@@ -251,10 +256,11 @@ struct probe {
 
 /*
  * The most figures: both methods on each shape, the GEMMs, the passes, five
- * kernels, the host optimizer and its streaming pass, and four of those at
- * the small size.
+ * kernels, the host optimizer and its streaming pass, four of those at the
+ * small size, and the copies: each direction and both at once, pinned and
+ * pageable, large and small.
  */
-#define MAX_PROBES (2 * MB_PROFILE_LADDER_MAX + MAX_PASSES + 12)
+#define MAX_PROBES (2 * MB_PROFILE_LADDER_MAX + MAX_PASSES + 12 + 2 * MB_BW_NDIRS * 2)
 
 /* Finish the compute queue and keep the span of event EV (WHAT) in *T; EV is released. */
 static int span_of(const struct mb_cl *cl, cl_event ev, const char *what, double *t)
@@ -359,6 +365,36 @@ static int norm_once(struct rig *g, const struct probe *p, double *t)
 				    g->sums, 0, &ev)))
 		return err;
 	return span_of(g->cl, ev, "the norm's sums", t);
+}
+
+/*
+ * A copy figure's sample: one copy of the whole buffers, or SMALL_COPY_REPS
+ * small ones around them (mb_bw_measure_spread), by the events where pinned
+ * (as a step times its copies) and by the host clock where pageable (a
+ * driver that stages pageable memory does so before its event starts),
+ * less, for a small copy, what the host loses on any command (the
+ * profile's command_latency_us, which the model charges apart): a small
+ * copy's host time is otherwise much of it the launch's.
+ */
+static int copy_once(struct rig *g, const struct probe *p, double *t)
+{
+	uint64_t bytes = p->spread ? g->s->copy_bytes < MB_PROFILE_COPY_SMALL_BYTES
+					     ? g->s->copy_bytes
+					     : MB_PROFILE_COPY_SMALL_BYTES
+				   : g->s->copy_bytes;
+	unsigned n = p->spread ? SMALL_COPY_REPS : 1;
+	double moved = (double)bytes * (p->dir == MB_BW_BOTH ? 2 : 1), one;
+	struct mb_bw_result r;
+	int err;
+
+	if ((err = p->spread ? mb_bw_measure_spread(g->bw[p->pinned], bytes, p->dir, n, &r)
+			     : mb_bw_measure(g->bw[p->pinned], bytes, p->dir, n, &r)))
+		return err;
+	one = moved / (1e9 * (p->pinned ? rate_of(&r) : r.host_gbs.median));
+	if (!p->pinned && p->spread && one > 1e-6 * g->latency_us)
+		one -= 1e-6 * g->latency_us;
+	*t = n * one;
+	return 0;
 }
 
 /* The host optimizer's loops over N Muon and N AdamW elements, as a step runs them. */
@@ -567,6 +603,43 @@ static size_t elementwise_probes(const struct rig *g, unsigned rounds, struct mb
 }
 
 /*
+ * The copies: each direction and both at once (the bytes of both), pinned
+ * and pageable, of the whole buffers and small (a sample a batch of them).
+ */
+static size_t copy_probes(unsigned rounds, const struct mb_profile_measure_settings *s,
+			  struct mb_profile *prof, struct probe *p)
+{
+	double *const rate[2][2][MB_BW_NDIRS] = {
+		{ { &prof->h2d_pageable_gbs, &prof->d2h_pageable_gbs, &prof->both_pageable_gbs },
+		  { &prof->h2d_pinned_gbs, &prof->d2h_pinned_gbs, &prof->both_pinned_gbs } },
+		{ { &prof->h2d_pageable_small_gbs, &prof->d2h_pageable_small_gbs,
+		    &prof->both_pageable_small_gbs },
+		  { &prof->h2d_pinned_small_gbs, &prof->d2h_pinned_small_gbs,
+		    &prof->both_pinned_small_gbs } },
+	};
+	uint64_t small = s->copy_bytes < MB_PROFILE_COPY_SMALL_BYTES ? s->copy_bytes
+								     : MB_PROFILE_COPY_SMALL_BYTES;
+	int spread, pinned, d;
+	size_t n = 0;
+
+	for (spread = 0; spread < 2; spread++)
+		for (pinned = 0; pinned < 2; pinned++)
+			for (d = 0; d < MB_BW_NDIRS; d++)
+				p[n++] = (struct probe){
+					.once = copy_once,
+					.dir = (enum mb_bw_dir)d,
+					.pinned = pinned,
+					.spread = spread,
+					.work = (double)(spread ? SMALL_COPY_REPS * small
+								: s->copy_bytes) *
+						(d == MB_BW_BOTH ? 2 : 1),
+					.samples = rounds,
+					.rate = rate[spread][pinned][d],
+				};
+	return n;
+}
+
+/*
  * Whether P's next sample falls in round R of ROUNDS: its samples spread
  * evenly over them (one whose round went by, as the time bound cut its
  * samples, in the next).
@@ -687,7 +760,9 @@ static void report_cuts(const struct rig *g, const struct probe *p, size_t n,
 		else
 			k = snprintf(r->cut + used, sizeof(r->cut) - used, "%s%s %u of %u",
 				     used ? ", " : "",
-				     p[i].ladder2 ? "a forward/backward" : "an elementwise figure",
+				     p[i].ladder2	      ? "a forward/backward"
+				     : p[i].once == copy_once ? "a copy figure"
+							      : "an elementwise figure",
 				     p[i].n, p[i].wanted);
 		used += k > 0 ? (size_t)k : 0;
 	}
@@ -731,6 +806,8 @@ static void rig_release(struct rig *g)
 	mb_ledger_free(&g->ledger, g->mom_bf16);
 	mb_ns_release(&g->ns);
 	mb_ledger_release(&g->ledger);
+	mb_bw_buffers_free(g->bw[0]);
+	mb_bw_buffers_free(g->bw[1]);
 	for (i = 0; i < MAX_PASSES; i++)
 		mb_model_release(&g->pass[i]);
 	free(g->host);
@@ -826,12 +903,17 @@ static int rig_init(struct rig *g, const struct mb_cl *cl,
 		mb_ledger_release(&g->ledger);
 		return err;
 	}
-	if ((err = rig_shapes(g)) || (err = rig_buffers(g)))
+	if ((err = rig_shapes(g)) || (err = rig_buffers(g)) ||
+	    (err = mb_bw_buffers_new(cl, s->copy_bytes, false, &g->bw[0])) ||
+	    (err = mb_bw_buffers_new(cl, s->copy_bytes, true, &g->bw[1])))
 		rig_release(g);
 	return err;
 }
 
-/* Newton-Schulz's ladders, the forward/backward's GEMMs, the kernels, the host optimizer. */
+/*
+ * Newton-Schulz's ladders, the forward/backward's GEMMs, the kernels, the
+ * host optimizer, the copies.
+ */
 static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
 			   struct mb_profile *prof)
 {
@@ -847,9 +929,11 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 				    s->ns_nshapes);
 	if ((err = rig_init(&g, cl, s)))
 		return err;
+	g.latency_us = prof->command_latency_us;
 	n = ns_probes(&g, nrounds, prof, p);
 	n += fwd_bwd_probes(&g, nrounds, prof, p + n);
 	n += elementwise_probes(&g, nrounds, prof, p + n);
+	n += copy_probes(nrounds, s, prof, p + n);
 	if (!(err = run_rounds(&g, p, n, nrounds, s->rounds_budget_s)))
 		err = keep_rates(cl, p, n);
 	if (!err && s->report) {
