@@ -214,18 +214,37 @@ static int advance(struct model_engine *s, size_t wait, double until)
 	}
 }
 
+/* Whether the device has a command running or ready to start now. */
+static bool busy(struct model_engine *s)
+{
+	int q;
+
+	start_ready(s);
+	for (q = 0; q < MB_NQUEUES; q++)
+		if (s->head[q] && s->v[s->head[q] - 1].state == RUNNING)
+			return true;
+	return false;
+}
+
 /* The host waits for command C (1 + index; 0: nothing). */
 static int host_wait(struct model_engine *s, size_t c)
 {
+	const struct mb_profile *p = s->prof;
+	double latency;
 	int err;
 
 	if (!c || c > s->n)
 		return 0;
 	if (s->v[c - 1].state != DONE && (err = advance(s, c, 0)))
 		return err;
-	/* the host wakes a latency after the command ends */
-	if (s->v[c - 1].end + 1e-6 * s->prof->command_latency_us > s->host)
-		s->host = s->v[c - 1].end + 1e-6 * s->prof->command_latency_us;
+	/* the host wakes a latency after the command ends; one that slept in the wait
+	 * (the command ended after the host came to it) a longer one where the device
+	 * goes on with other work (its workers may hold the host's cores) */
+	latency = 1e-6 * (s->v[c - 1].end > s->host && p->command_latency_busy_us > 0 && busy(s)
+				  ? p->command_latency_busy_us
+				  : p->command_latency_us);
+	if (s->v[c - 1].end + latency > s->host)
+		s->host = s->v[c - 1].end + latency;
 	return 0;
 }
 

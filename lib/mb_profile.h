@@ -144,6 +144,13 @@ struct mb_profile {
 	 * launch and the wake-up, as the host clock sees them); 0: none, as a file
 	 * without it says */
 	double command_latency_us;
+	/*
+	 * The same where the device goes on with other work after the command
+	 * (its next commands already queued): on a CPU device the host thread
+	 * shares the cores with the device's workers, and wakes late at times.
+	 * 0, where a file leaves it out: command_latency_us.
+	 */
+	double command_latency_busy_us;
 
 	/*
 	 * The link between the ranks' GPUs that their collectives take (NVLink,

@@ -565,6 +565,40 @@ static void command_latency(void **state)
 }
 
 /*
+ * A wait whose command the device follows with other work wakes the host
+ * command_latency_busy_us late (1 s here), an idle one command_latency_us
+ * late (0). Both, the link shared as in shared_link_by_hand: the host waits
+ * for batch 0's compute (done at 6) with batch 1's gather already running,
+ * so batch 0's writeback starts at 7, not 6: batch 1's grads come in alone
+ * 6-7, its momentum in 7-9 beside batch 0's update going out, at half rate
+ * each; batch 0's momentum goes out 9-10 alone, beside batch 1's kernel
+ * (9-10) and NS (10-13); the host waits for batch 0's writeback at 10, the
+ * device busy, until 11; batch 1's writeback 13-15, after a wait with
+ * nothing behind it: 15 s, a second less than with the link shared from 6.
+ * Master waits only on an idle device: as without the term.
+ */
+static void busy_latency_by_hand(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t0, t;
+
+	(void)state;
+	p.both_pinned_gbs = 0.004;
+	p.command_latency_busy_us = 1e6;
+	t = predict(2, MB_BOTH, false, &p);
+	assert_secs(t.apply_s, 15);
+	assert_secs(t.phase.h2d_s, 2 + 1 + 2);
+	assert_secs(t.phase.d2h_s, 2 + 1 + 2);
+	assert_secs(t.phase.d2h_hidden_s, 3);
+	p = hand_profile();
+	t0 = predict(2, MB_MASTER, false, &p);
+	p.command_latency_busy_us = 1e6;
+	t = predict(2, MB_MASTER, false, &p);
+	assert_secs(t.apply_s, t0.apply_s);
+	assert_secs(t.iter_s, t0.iter_s);
+}
+
+/*
  * A copy at the rate of its size, from its direction's large figure (at
  * MB_PROFILE_COPY_LARGE_BYTES) and small one (at MB_PROFILE_COPY_SMALL_BYTES),
  * a power law between: pin's copies are each 4e6 bytes, between the two, so
@@ -688,6 +722,7 @@ static void profile_round_trip(void **state)
 	assert_true(a.h2d_pinned_small_gbs == 0 && a.d2h_pinned_small_gbs == 0 &&
 		    a.both_pinned_small_gbs == 0 && a.h2d_pageable_small_gbs == 0 &&
 		    a.d2h_pageable_small_gbs == 0 && a.both_pageable_small_gbs == 0);
+	assert_true(a.command_latency_busy_us == 0);
 	assert_non_null(f = open_memstream(&text, &len));
 	mb_profile_write(f, &a);
 	fclose(f);
@@ -793,8 +828,8 @@ static void profile_round_trip(void **state)
 	assert_string_equal(mb_profile_key(26), "host_stream_gbs");
 	assert_string_equal(mb_profile_key(30), "command_latency_us");
 	assert_string_equal(mb_profile_key(33), "h2d_pinned_small_gbs");
-	assert_string_equal(mb_profile_key(38), "both_pageable_small_gbs");
-	assert_null(mb_profile_key(39));
+	assert_string_equal(mb_profile_key(39), "command_latency_busy_us");
+	assert_null(mb_profile_key(40));
 	/* the GPUs' link: 0 (not modelled) where a file leaves it out, as the shipped one */
 	assert_true(a.peer_gbs == 0 && !a.peer_shares_pcie);
 	assert_int_equal(mb_profile_set(&a, "peer_gbs", "-1", "--peer-gbs"), -MB_EINPUT);
@@ -1202,6 +1237,7 @@ int main(void)
 		cmocka_unit_test(zero3_batched_by_hand),
 		cmocka_unit_test(command_overhead),
 		cmocka_unit_test(command_latency),
+		cmocka_unit_test(busy_latency_by_hand),
 		cmocka_unit_test(copies_by_size),
 		cmocka_unit_test(fwd_bwd_by_pass),
 		cmocka_unit_test(host_stream_rate),

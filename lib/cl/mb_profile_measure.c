@@ -28,6 +28,13 @@
 /* the spin beside a pageable copy, in copy times: long enough that the copy ends first */
 #define BESIDE_SPIN	2.0
 #define BESIDE_REPS_MAX 32
+/*
+ * A wait with the device busy behind it: this many momentum kernels over
+ * the rig's elements behind a tiny copy (a few ms: as long as a scheduler's
+ * slice), and this many such waits a --reps
+ */
+#define BUSY_KERNELS 2
+#define BUSY_SAMPLES 4
 /* Newton-Schulz's FLOPs a matrix past which a point is timed in fewer rounds (512x1536's, gram) */
 #define NS_REPS_FLOPS 7e9
 /*
@@ -911,6 +918,57 @@ static int rig_init(struct rig *g, const struct mb_cl *cl,
 }
 
 /*
+ * What the host loses waiting on a command that the device follows with
+ * more work (command_latency_busy_us): a tiny copy on the compute queue,
+ * then BUSY_KERNELS momentum kernels over the rig's elements behind it
+ * (flushed before the wait, as a step's next batch is queued before the
+ * host waits for the last one); the host's time from the copy's enqueue
+ * to its wait's return less the copy's own (its events'). On a CPU device
+ * the host thread shares the cores with the device's workers, which the
+ * kernels keep busy: it wakes a scheduler's slice late at times (PoCL
+ * here: a median of 0.1 ms, a mean of 1-1.5 ms under load, against 0.03
+ * idle). The mean of BUSY_SAMPLES a --reps, as a mean over a run's steps
+ * sees it.
+ */
+static int busy_latency(struct rig *g, struct mb_profile *prof)
+{
+	unsigned i, k, n = BUSY_SAMPLES * g->s->reps;
+	double total = 0, t0, host, a, b;
+	char tiny[TINY_COPY] = { 0 };
+	cl_event ev;
+	int err = 0;
+
+	for (i = 0; i <= n && !err; i++) { /* the first untimed */
+		ev = NULL;
+		t0 = mb_now_s();
+		err = mb_cl_check(g->cl,
+				  clEnqueueWriteBuffer(g->cl->compute, g->bf16, CL_FALSE, 0,
+						       TINY_COPY, tiny, 0, NULL, &ev),
+				  "clEnqueueWriteBuffer", "a tiny copy before the kernels");
+		for (k = 0; k < BUSY_KERNELS && !err; k++)
+			err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, g->s->elementwise_elems,
+					     0.95f, NULL, NULL);
+		if (!err)
+			err = mb_cl_check(g->cl, clFlush(g->cl->compute), "clFlush",
+					  "compute queue");
+		if (!err)
+			err = mb_cl_check(g->cl, clWaitForEvents(1, &ev), "clWaitForEvents",
+					  "a tiny copy before the kernels");
+		host = mb_now_s() - t0;
+		if (!err && !(err = mb_cl_event_span(g->cl, ev, "a tiny copy", &a, &b)) && i)
+			total += fmax(0, host - (b - a));
+		if (mb_cl_check(g->cl, clFinish(g->cl->compute), "clFinish", "compute queue") &&
+		    !err)
+			err = -MB_EFAIL;
+		if (ev)
+			clReleaseEvent(ev);
+	}
+	if (!err)
+		prof->command_latency_busy_us = 1e6 * total / n;
+	return err;
+}
+
+/*
  * Newton-Schulz's ladders, the forward/backward's GEMMs, the kernels, the
  * host optimizer, the copies.
  */
@@ -934,8 +992,9 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 	n += fwd_bwd_probes(&g, nrounds, prof, p + n);
 	n += elementwise_probes(&g, nrounds, prof, p + n);
 	n += copy_probes(nrounds, s, prof, p + n);
-	if (!(err = run_rounds(&g, p, n, nrounds, s->rounds_budget_s)))
-		err = keep_rates(cl, p, n);
+	if (!(err = run_rounds(&g, p, n, nrounds, s->rounds_budget_s)) &&
+	    !(err = keep_rates(cl, p, n)))
+		err = busy_latency(&g, prof);
 	if (!err && s->report) {
 		s->report->rounds = nrounds;
 		s->report->rounds_s = mb_now_s() - t0;
