@@ -71,6 +71,39 @@ static void every_direction_and_memory(void **state)
 	}
 }
 
+/*
+ * Copies around the buffers: each at the next place, wrapping where the next
+ * would pass their end (1 MiB + 1 in 3 MiB: two places, the second ending
+ * 1 byte short of 2 MiB + 2, where an offset past the buffers would be a
+ * driver's error), the whole buffers at their start; larger is refused.
+ */
+static void spread_copies(void **state)
+{
+	const uint64_t sizes[] = { 1u << 20, (1u << 20) + 1, 3u << 20 };
+	struct mb_bw_buffers *b;
+	struct mb_bw_result r;
+	int pinned, dir;
+	size_t i;
+
+	(void)state;
+	for (pinned = 0; pinned <= 1; pinned++) {
+		assert_int_equal(mb_bw_buffers_new(&cl, 3u << 20, pinned, &b), 0);
+		for (i = 0; i < 3; i++)
+			for (dir = 0; dir < MB_BW_NDIRS; dir++) {
+				assert_int_equal(mb_bw_measure_spread(b, sizes[i], dir, 7, &r), 0);
+				assert_true(r.bytes == sizes[i] && r.reps == 7);
+				check_spread(&r.device_gbs);
+				check_spread(&r.host_gbs);
+				/* judged beside a memcpy of the whole buffers: a real copy */
+				assert_true(r.memcpy_gbs > 0);
+				assert_false(r.zero_copy);
+			}
+		assert_int_equal(mb_bw_measure_spread(b, (3u << 20) + 1, MB_BW_D2H, 1, &r),
+				 -MB_EFAIL);
+		mb_bw_buffers_free(b);
+	}
+}
+
 static void no_profiling(void **state)
 {
 	struct mb_cl_select sel = { .platform = -1 };
@@ -106,6 +139,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(zero_copy_rule),
 		cmocka_unit_test(every_direction_and_memory),
+		cmocka_unit_test(spread_copies),
 		cmocka_unit_test(no_profiling),
 	};
 
