@@ -99,7 +99,7 @@ if [ -n "$arch" ] && [ "$arch" != unknown ]; then
 	planted "pthread-$arch-Another CPU" "$arch" "$driver" "" "$cache/clblast-same-arch.json"
 fi
 expect_output "tune --ns: a table of the tiles, each checked" "| C up to 262144 | 3 (3) | 64x64x16/128 | - |" \
-	tune --ns --shape 96x200,600x1000 --time-budget 60s
+	tune --ns --shape 96x200,600x1000 --time-budget 10m
 own=$(sed -n 's/^Stored in \(.*\.json\): ns_gemm \([^ ]*\)\. .*/\1/p' "$tmp/out")
 tiles=$(sed -n 's/^Stored in \(.*\.json\): ns_gemm \([^ ]*\)\. .*/\2/p' "$tmp/out")
 if [ -n "$own" ] && grep -q "\"ns_gemm\":.*\"$tiles\"" "$own" && grep -q '"Xgemm"' "$own" &&
