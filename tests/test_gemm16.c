@@ -257,6 +257,45 @@ static void emulated_mma_matches_host(void **state)
 }
 
 /*
+ * G on a few shapes, both precisions, op(B) both ways, with alpha and beta
+ * and C_in apart: odd sizes in one work-group and sizes over several.
+ */
+static void check_some(const struct mb_gemm16 *g)
+{
+	static const uint64_t some[][3] = { { 17, 33, 9 }, { 100, 70, 130 }, { 129, 260, 72 } };
+	size_t s;
+	int p;
+
+	for (s = 0; s < sizeof(some) / sizeof(some[0]); s++)
+		for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
+			check_one(g, (enum mb_precision)p, s % 2, some[s][0], some[s][1],
+				  some[s][2], 1.0f, 0.0f, s != 1);
+			check_in(g, (enum mb_precision)p, s % 2 == 0, some[s][0], some[s][1],
+				 some[s][2], 2.0315f, -4.775f, s == 1, true);
+		}
+}
+
+/*
+ * Whether the emulation of mma tile T (TEXT) fits this device's local
+ * memory: its tiles and the emulation's scratch (768 bytes a warp); said
+ * where not (skipped).
+ */
+static bool emulation_fits(const char *text, const struct mb_gemm16_tile *t)
+{
+	cl_ulong local = 0;
+
+	assert_int_equal(clGetDeviceInfo(cl.device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof(local), &local,
+					 NULL),
+			 CL_SUCCESS);
+	if (4ull * (t->bm + t->bn) * t->bk + t->threads / 32 * 768ull <= local)
+		return true;
+	print_message("tile %s: past this device's %llu bytes of local memory with the "
+		      "emulation's scratch: skipped\n",
+		      text, (unsigned long long)local);
+	return false;
+}
+
+/*
  * Other tiles of the mma path, emulated: smaller blocks of 4 warps, k 16
  * and 64 at a time (the swizzle's other widths), 64 x 64 warp tiles, a
  * 32-wide B (the k x n tile's narrow swizzle), tiles filled by cp.async
@@ -269,39 +308,22 @@ static void emulated_mma_tiles_match_host(void **state)
 	static const char *const tiles[] = { "64x64x16/128/2",	       "64x128x64/128/2",
 					     "128x256x32/256/4",       "64x32x32/128/2",
 					     "128x128x32/256/4/async", "64x32x32/128/2/async" };
-	static const uint64_t some[][3] = { { 17, 33, 9 }, { 100, 70, 130 }, { 129, 260, 72 } };
 	struct mb_gemm16_tile t;
 	struct mb_gemm16 g;
-	cl_ulong local = 0;
-	size_t i, s;
-	int p;
+	size_t i;
 
 	(void)state;
-	assert_int_equal(clGetDeviceInfo(cl.device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof(local), &local,
-					 NULL),
-			 CL_SUCCESS);
 	for (i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++) {
 		assert_int_equal(mb_gemm16_tile_parse(tiles[i], &t), 0);
-		/* the emulation's scratch (768 bytes a warp) on top of the tiles */
-		if (4ull * (t.bm + t.bn) * t.bk + t.threads / 32 * 768ull > local) {
-			print_message("tile %s: past this device's %llu bytes of local memory with "
-				      "the emulation's scratch: skipped\n",
-				      tiles[i], (unsigned long long)local);
+		if (!emulation_fits(tiles[i], &t))
 			continue;
-		}
 		struct mb_gemm16_classes one = { .n = 1, .tile = { t } };
 
 		if (mb_gemm16_init(&g, &cl, MB_GEMM16_MMA_EMUL, 0, &one))
 			fail_msg("%s: %s", tiles[i], mb_errmsg());
 		assert_int_equal(g.classes.tile[0].bn, t.bn);
 		print_message("tile %s\n", tiles[i]);
-		for (s = 0; s < sizeof(some) / sizeof(some[0]); s++)
-			for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
-				check_one(&g, (enum mb_precision)p, s % 2, some[s][0], some[s][1],
-					  some[s][2], 1.0f, 0.0f, s != 1);
-				check_in(&g, (enum mb_precision)p, s % 2 == 0, some[s][0],
-					 some[s][1], some[s][2], 2.0315f, -4.775f, s == 1, true);
-			}
+		check_some(&g);
 		mb_gemm16_release(&g);
 	}
 }
@@ -317,20 +339,10 @@ static void emulate_tile(const char *text)
 {
 	struct mb_gemm16_classes one = { .n = 1 };
 	struct mb_gemm16 g;
-	cl_ulong local = 0;
 
 	assert_int_equal(mb_gemm16_tile_parse(text, &one.tile[0]), 0);
-	assert_int_equal(clGetDeviceInfo(cl.device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof(local), &local,
-					 NULL),
-			 CL_SUCCESS);
-	if (4ull * (one.tile[0].bm + one.tile[0].bn) * one.tile[0].bk +
-		    one.tile[0].threads / 32 * 768ull >
-	    local) {
-		print_message("tile %s: past this device's local memory with the emulation's "
-			      "scratch: skipped\n",
-			      text);
+	if (!emulation_fits(text, &one.tile[0]))
 		return;
-	}
 	if (mb_gemm16_init(&g, &cl, MB_GEMM16_MMA_EMUL, 0, &one))
 		fail_msg("%s: %s", text, mb_errmsg());
 	check_one(&g, MB_PREC_BF16, false, 300, 270, 72, 1.0f, 0.0f, true);
@@ -450,11 +462,9 @@ static void portable_tiles_match_host(void **state)
 {
 	static const char *const tiles[] = { "32x64x16/64", "64x32x8/32", "128x64x32/256",
 					     "32x32x32/64" };
-	static const uint64_t some[][3] = { { 17, 33, 9 }, { 100, 70, 130 }, { 129, 260, 72 } };
 	struct mb_gemm16_classes one = { .n = 1 };
 	struct mb_gemm16 g;
-	size_t i, s;
-	int p;
+	size_t i;
 
 	(void)state;
 	for (i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++) {
@@ -463,13 +473,7 @@ static void portable_tiles_match_host(void **state)
 		if (mb_gemm16_init(&g, &cl, MB_GEMM16_PORTABLE, 0, &one))
 			fail_msg("%s: %s", tiles[i], mb_errmsg());
 		print_message("tile %s\n", tiles[i]);
-		for (s = 0; s < sizeof(some) / sizeof(some[0]); s++)
-			for (p = MB_PREC_BF16; p <= MB_PREC_FP16; p++) {
-				check_one(&g, (enum mb_precision)p, s % 2, some[s][0], some[s][1],
-					  some[s][2], 1.0f, 0.0f, s != 1);
-				check_in(&g, (enum mb_precision)p, s % 2 == 0, some[s][0],
-					 some[s][1], some[s][2], 2.0315f, -4.775f, s == 1, true);
-			}
+		check_some(&g);
 		mb_gemm16_release(&g);
 	}
 	/* a tile of the other path is refused */

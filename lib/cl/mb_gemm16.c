@@ -31,6 +31,25 @@ static const struct mb_gemm16_tile path_tile[MB_GEMM16_NPATHS] = {
 /* Static local memory a work-group may take (NVIDIA's OpenCL: 48 KiB). */
 #define LOCAL_MAX (48u << 10)
 
+/*
+ * Both paths' last checks of tile T (TEXT): every work-item loads whole
+ * groups of 8 of A's and B's tiles, and the two tiles, double-buffered,
+ * ELEM bytes a value, fit LOCAL_MAX.
+ */
+static int loads_and_local(const char *text, const struct mb_gemm16_tile *t, unsigned elem)
+{
+	const unsigned long long bytes = 2ull * elem * (t->bm + t->bn) * t->bk;
+
+	if ((t->bm * t->bk / 8) % t->threads || (t->bn * t->bk / 8) % t->threads)
+		return mb_bad_input("ns_gemm tile '%s': %u work-items cannot each load whole "
+				    "groups of 8 of the %ux%u and %ux%u tiles",
+				    text, t->threads, t->bm, t->bk, t->bn, t->bk);
+	if (bytes > LOCAL_MAX)
+		return mb_bad_input("ns_gemm tile '%s': its local tiles take %llu bytes, past %u",
+				    text, bytes, LOCAL_MAX);
+	return 0;
+}
+
 /* A portable tile's checks (warps_n 0): whole groups of 8, whole rows of float4s. */
 static int portable_tile_check(const char *text, const struct mb_gemm16_tile *t)
 {
@@ -43,16 +62,7 @@ static int portable_tile_check(const char *text, const struct mb_gemm16_tile *t)
 				    "1 to 16 whole rows of 4 columns (BN a multiple of 4 that "
 				    "divides 4 THREADS, BM BN / 4 a multiple of THREADS)",
 				    text);
-	if ((t->bm * t->bk / 8) % t->threads || (t->bn * t->bk / 8) % t->threads)
-		return mb_bad_input("ns_gemm tile '%s': %u work-items cannot each load whole "
-				    "groups of 8 of the %ux%u and %ux%u tiles",
-				    text, t->threads, t->bm, t->bk, t->bn, t->bk);
-	/* fp32 local tiles, double-buffered */
-	if (8ull * (t->bm + t->bn) * t->bk > LOCAL_MAX)
-		return mb_bad_input("ns_gemm tile '%s': its local tiles take %llu bytes, past "
-				    "%u",
-				    text, 8ull * (t->bm + t->bn) * t->bk, LOCAL_MAX);
-	return 0;
+	return loads_and_local(text, t, sizeof(float)); /* fp32 local tiles */
 }
 
 int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t)
@@ -104,15 +114,7 @@ int mb_gemm16_tile_parse(const char *text, struct mb_gemm16_tile *t)
 		return mb_bad_input("ns_gemm tile '%s': a warp's tile (%u x %u) must be whole "
 				    "16 x 16s",
 				    text, warps_m ? t->bm / warps_m : 0, t->bn / t->warps_n);
-	if ((t->bm * t->bk / 8) % t->threads || (t->bn * t->bk / 8) % t->threads)
-		return mb_bad_input("ns_gemm tile '%s': %u work-items cannot each load whole "
-				    "groups of 8 of the %ux%u and %ux%u tiles",
-				    text, t->threads, t->bm, t->bk, t->bn, t->bk);
-	if (4ull * (t->bm + t->bn) * t->bk > LOCAL_MAX)
-		return mb_bad_input("ns_gemm tile '%s': its local tiles take %llu bytes, past "
-				    "%u",
-				    text, 4ull * (t->bm + t->bn) * t->bk, LOCAL_MAX);
-	return 0;
+	return loads_and_local(text, t, sizeof(uint16_t)); /* 16-bit local tiles */
 }
 
 void mb_gemm16_tile_text(const struct mb_gemm16_tile *t, char *buf, size_t len)
