@@ -150,6 +150,13 @@ int mb_cmd_profile(const struct mb_args *args)
 					path, p.ns_gram_precision, p.ns_standard_precision,
 					mb_precision_names[s.ns_precision[MB_NS_GRAM]],
 					mb_precision_names[s.ns_precision[MB_NS_STANDARD]]);
+			} else if (!err && p.lacks) {
+				/* an older muonbench's of the same format: the model reads
+				 * the key as its default, which predicts less well */
+				fprintf(stderr,
+					"muonbench: measuring again: the profile %s has no \"%s\" "
+					"(an older muonbench's), which this one measures\n",
+					path, p.lacks);
 			} else if (!err) {
 				fprintf(stderr,
 					"muonbench: the profile of '%s' is %s (remove it to "

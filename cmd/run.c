@@ -462,6 +462,12 @@ static int load_profile(struct mb_run_grid *g)
 				mb_errmsg());
 		return 0;
 	}
+	if (name == path && g->profile.lacks) /* an older muonbench's: predicted less well */
+		fprintf(stderr,
+			"muonbench: the cached profile %s has no \"%s\" (an older muonbench's): "
+			"the cells are predicted without it (muonbench profile measures it "
+			"again)\n",
+			path, g->profile.lacks);
 	snprintf(g->profile_src, sizeof(g->profile_src), "%.511s", name);
 	return 0;
 }

@@ -395,6 +395,9 @@ static int read_tree(const struct reader *r, struct mb_profile *p)
 			return err;
 	}
 	for (i = 0; i < NFIELDS; i++)
+		if (!seen[i] && !p->lacks)
+			p->lacks = fields[i].key;
+	for (i = 0; i < NFIELDS; i++)
 		if (!seen[i] && fields[i].kind == PRECISION)
 			snprintf(at(p, &fields[i]), fields[i].size, "fp32");
 		else if (!seen[i] && (fields[i].kind == FRACTION || fields[i].kind == OPT_RATE ||

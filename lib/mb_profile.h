@@ -162,6 +162,14 @@ struct mb_profile {
 	 */
 	double peer_gbs;
 	bool peer_shares_pcie;
+
+	/*
+	 * Read, not a key: the first key this muonbench measures that the file
+	 * left out (an older muonbench's profile of the same format, or one
+	 * made by hand), which the model then reads as its default; NULL where
+	 * the file has every key.
+	 */
+	const char *lacks;
 };
 
 /*

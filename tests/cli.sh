@@ -1511,6 +1511,26 @@ assert all(len(p[k]) == 2 and p[k][0]["flops"] < p[k][1]["flops"] for k in ("ns_
 else
 	report fail "run: an older muonbench's cached profile predicts nothing and says why; profile --if-missing measures it again, a point a shape" "$(cat "$tmp/err" "$tmp/old.json")"
 fi
+# A profile of this format without a key this muonbench measures (an older muonbench's, before
+# the key): run predicts from it and says which key it lacks; profile --if-missing measures it
+# again (make run's first step), where it keeps a profile that has every key.
+python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))
+del p["command_latency_busy_us"]
+json.dump(p, open(sys.argv[1], "w"), indent=2)' "$measured"
+# shellcheck disable=SC2086
+if XDG_CACHE_HOME="$tmp/xdg" "$bin" run $micro --stage 2 --variant master --out "$tmp/lacks-run.csv" >/dev/null 2>"$tmp/err" &&
+	grep -q "^muonbench: the cached profile $measured has no \"command_latency_busy_us\" (an older muonbench's): the cells are predicted without it" "$tmp/err" &&
+	[ -n "$(col "$tmp/lacks-run.csv" pred_apply_s)" ] &&
+	XDG_CACHE_HOME="$tmp/xdg" "$bin" profile --if-missing --reps 1 --shape 64x128 >/dev/null 2>>"$tmp/err" &&
+	grep -q "^muonbench: measuring again: the profile $measured has no \"command_latency_busy_us\"" "$tmp/err" &&
+	grep -q '"command_latency_busy_us": [0-9]' "$measured" &&
+	XDG_CACHE_HOME="$tmp/xdg" "$bin" run $micro --stage 2 --variant master --out "$tmp/lacks-run2.csv" >/dev/null 2>"$tmp/err2" &&
+	! grep -q "has no" "$tmp/err2"; then
+	report ok "run: a cached profile without a key predicts without it and says which; profile --if-missing measures it again"
+else
+	report fail "run: a cached profile without a key predicts without it and says which; profile --if-missing measures it again" "$(cat "$tmp/err" "$tmp/err2")"
+fi
 # A damaged profile in the cache (muonbench's own file): run goes on unpredicted and says
 # why, profile --if-missing measures it again; a damaged --profile FILE or --out is the
 # user's, refused.
