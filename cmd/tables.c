@@ -16,6 +16,7 @@
 #include "mb_num.h"
 #include "mb_phase.h"
 #include "mb_plan.h"
+#include "mb_stats.h"
 #include "mb_variant.h"
 #include "print.h"
 
@@ -319,6 +320,41 @@ static const char *beside(char *buf, size_t len, double measured, double predict
 	return buf;
 }
 
+/*
+ * Whether T's device computed at another speed than its profile says: the
+ * forward's, the backward's and Newton-Schulz's residuals (measured over
+ * predicted, less 1) of every predicted cell past 25% one way, as where the
+ * profile was measured on another load of the machine, clock or driver than
+ * the run had; *median their median.
+ */
+static bool off_profile(const struct mb_table *t, double *median)
+{
+	static const enum mb_phase compute[] = { MB_PHASE_FORWARD, MB_PHASE_BACKWARD, MB_PHASE_NS };
+	double *r = malloc(t->ncells * sizeof(compute) / sizeof(compute[0]) * sizeof(*r));
+	struct mb_spread s = { 0 };
+	size_t i, k, n = 0;
+
+	if (!r) /* a note unsaid */
+		return false;
+	for (i = 0; i < t->ncells; i++) {
+		const struct mb_cell *c = &t->cells[i];
+#define VALUE_(e, f, ...) { c->phase.f, c->pred.f },
+		double phase[][2] = { MB_PHASES(VALUE_) };
+#undef VALUE_
+
+		if (!c->nruns || !c->predicted)
+			continue;
+		for (k = 0; k < sizeof(compute) / sizeof(compute[0]); k++)
+			if (phase[compute[k]][0] > 0 && phase[compute[k]][1] > 0)
+				r[n++] = phase[compute[k]][0] / phase[compute[k]][1] - 1;
+	}
+	if (n >= 3)
+		s = mb_spread_of(r, n);
+	free(r);
+	*median = s.median;
+	return n >= 3 && (s.min > 0.25 || s.max < -0.25);
+}
+
 /* Each cell beside the model's prediction (mb_predict), where the run had a profile. */
 static void md_predicted(const struct mb_table *t)
 {
@@ -326,6 +362,7 @@ static void md_predicted(const struct mb_table *t)
 	const char *profile = t->first->profile[0] ? MD(md, t->first->profile) : "of the runs";
 	struct mb_field f[MB_NPHASES + 4];
 	bool any = false, first = true;
+	double median;
 	size_t i, k;
 
 	for (i = 0; i < t->ncells; i++)
@@ -354,6 +391,13 @@ static void md_predicted(const struct mb_table *t)
 		MD_PR->record(f, 4 + MB_NPHASES, first);
 		first = false;
 	}
+	if (off_profile(t, &median))
+		printf("\n**The device computed at %.2gx the speed its profile says**: in every cell "
+		       "the forward, the backward and Newton-Schulz ran past 25%% %s than predicted "
+		       "(their median %+.0f%%). It is not what it was when it was profiled (the load "
+		       "on the machine, a clock, a driver), and every prediction above is off by "
+		       "that; `muonbench profile` measures the profile again.\n",
+		       1 / (1 + median), median < 0 ? "faster" : "slower", 100 * median);
 }
 
 static bool any_ran(const struct mb_table *t)

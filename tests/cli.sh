@@ -1448,6 +1448,30 @@ if [ "$(col "$tmp/pred.csv" profile | head -1)" = "$tmp/cli-profile.json" ] &&
 else
 	report fail "run: each cell beside its prediction from --profile; --profile off predicts nothing" "$(cat "$tmp/pred.csv" "$tmp/pred-alone.csv" "$tmp/pred.md")"
 fi
+# A device that computed at another speed than its profile says: every cell's backward (here the
+# gradient fill) and Newton-Schulz past 25% one way (here their predictions a third of them) is
+# said under the table, with the speed; one cell within 25% (the others 3x) or every cell within
+# (1.1x) says nothing.
+repred() { # FILE OUT FACTOR FACTOR_OF_THE_FIRST_ROW: pred_PHASE_s as PHASE_s over FACTOR
+	python3 -c 'import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+for i, r in enumerate(rows[1:]):
+	for phase in ("backward_s", "ns_s"):
+		at, pred = rows[0].index(phase), rows[0].index("pred_" + phase)
+		r[pred] = repr(float(r[at]) / float(sys.argv[4] if i == 0 else sys.argv[3]))
+csv.writer(open(sys.argv[2], "w"), lineterminator="\n").writerows(rows)' "$@"
+}
+repred "$tmp/pred.csv" "$tmp/off.csv" 3 3 && repred "$tmp/pred.csv" "$tmp/off-one.csv" 3 1.1 &&
+	repred "$tmp/pred.csv" "$tmp/near.csv" 1.1 1.1
+if "$bin" report "$tmp/off.csv" >"$tmp/off.md" 2>"$tmp/err" &&
+	grep -q '^\*\*The device computed at 0.3[0-9]x the speed its profile says\*\*: in every cell the forward, the backward and Newton-Schulz ran past 25% slower than predicted (their median +2[0-9][0-9]%)' "$tmp/off.md" &&
+	"$bin" report "$tmp/off-one.csv" >"$tmp/off-one.md" 2>>"$tmp/err" && ! grep -q "computed at" "$tmp/off-one.md" &&
+	"$bin" report "$tmp/near.csv" >"$tmp/near.md" 2>>"$tmp/err" && ! grep -q "computed at" "$tmp/near.md" &&
+	grep -q "^Measured / predicted" "$tmp/near.md"; then
+	report ok "report: a device that computed at another speed than its profile says is said under the table"
+else
+	report fail "report: a device that computed at another speed than its profile says is said under the table" "$(cat "$tmp/err" "$tmp/off.md" "$tmp/off-one.md")"
+fi
 # report's flat formats carry the prediction: the cell's from its rows, empty or null without
 "$bin" report --format csv "$tmp/pred.csv" >"$tmp/flat.csv" 2>"$tmp/err"
 "$bin" report --format csv "$tmp/nopred.csv" >"$tmp/flat-none.csv" 2>>"$tmp/err"
