@@ -253,13 +253,13 @@ static int timed(struct sweep *s, const struct mb_gemm16 *g, const struct gemm *
 }
 
 /*
- * One row of the table: tile TEXT (REGISTERS a work-item, 0: not said) on
- * class CI took SECONDS, or CHECK says why not.
+ * One row of the table: tile TEXT (what ptxas said of it: PTXAS) on class
+ * CI took SECONDS, or CHECK says why not.
  */
-static void row(const struct klass *c, size_t ci, const char *tile, unsigned registers,
-		double seconds, const char *check, bool first)
+static void row(const struct klass *c, size_t ci, const char *tile,
+		const struct mb_gemm16_ptxas *ptxas, double seconds, const char *check, bool first)
 {
-	char cls[48], gemms[32], ms[32], rate[32], vs[32], regs[16];
+	char cls[48], gemms[32], ms[32], rate[32], vs[32], regs[48];
 	double flops = 0;
 	size_t i;
 	unsigned count = 0;
@@ -278,7 +278,12 @@ static void row(const struct klass *c, size_t ci, const char *tile, unsigned reg
 	snprintf(rate, sizeof(rate), seconds > 0 ? "%.1f" : "-", flops / seconds / 1e9);
 	snprintf(vs, sizeof(vs), seconds > 0 && c->default_s > 0 ? "%.2f" : "-",
 		 c->default_s / seconds);
-	snprintf(regs, sizeof(regs), registers ? "%u" : "-", registers);
+	/* a stack frame: values in local memory (a loop left rolled, a helper not inlined) */
+	if (ptxas->stack_bytes || ptxas->spill_bytes)
+		snprintf(regs, sizeof(regs), "%u (+%u B local)", ptxas->registers,
+			 ptxas->stack_bytes + ptxas->spill_bytes);
+	else
+		snprintf(regs, sizeof(regs), ptxas->registers ? "%u" : "-", ptxas->registers);
 	struct mb_field f[] = { MB_FIELD_T("GEMMs by C's size", cls),
 				MB_FIELD_TR("shapes (GEMMs)", gemms),
 				MB_FIELD_T("tile", tile),
@@ -340,7 +345,7 @@ static int try_tile(struct sweep *s, size_t ti, const char *text, double end_s, 
 			c->best_s = sum;
 			c->best = ti;
 		}
-		row(c, ci, text, g.registers[0], ok ? sum : 0, ok ? "ok" : why, !(*rows)++);
+		row(c, ci, text, &g.ptxas[0], ok ? sum : 0, ok ? "ok" : why, !(*rows)++);
 		if (!ok)
 			break; /* said once */
 	}

@@ -53,14 +53,22 @@
 #define NSG_FP16 2u
 
 /*
- * The warp's loops over its mma tiles unrolled on the real path, so that
- * the accumulators and fragments stay in registers; not in the emulation,
- * whose barriers an unrolled loop multiplies (PoCL then takes minutes).
+ * Every loop over the warp's mma tiles, over an accumulator's four values
+ * and over a work-item's staged groups unrolled on the real path, and
+ * every helper inlined there, so that the accumulators, fragments and
+ * staged groups stay in registers: a loop left rolled indexes them at run
+ * time, and a helper left a call takes them by pointer, and either puts
+ * them in local memory (clang's NVPTX build, ptxas -v: 320 bytes of stack
+ * frame for the default tile before, none after; tests/test_ptx.c).
+ * Neither in the emulation, whose barriers an unrolled loop multiplies
+ * (PoCL then takes minutes), nor in the portable build.
  */
 #ifdef NSG_MMA
 #define NSG_UNROLL _Pragma("unroll")
+#define NSG_INLINE inline __attribute__((always_inline))
 #else
 #define NSG_UNROLL
+#define NSG_INLINE
 #endif
 
 #if defined(NSG_MMA) || defined(NSG_MMA_EMUL)
@@ -144,7 +152,7 @@ typedef float nsg_local_t;
 #define NSG_VEC_A 1u /* the kernel's vec argument: A's rows start 16-byte aligned */
 #define NSG_VEC_B 2u /* and op(B)'s */
 
-static ushort nsg_bf16(float x)
+static NSG_INLINE ushort nsg_bf16(float x)
 {
 	uint bits = as_uint(x);
 
@@ -155,7 +163,7 @@ static ushort nsg_bf16(float x)
 }
 
 /* X's 16 bits in precision PREC */
-static ushort nsg_bits(float x, uint prec)
+static NSG_INLINE ushort nsg_bits(float x, uint prec)
 {
 	ushort h;
 
@@ -166,7 +174,7 @@ static ushort nsg_bits(float x, uint prec)
 }
 
 /* 16 bits of precision PREC as a float */
-static float nsg_widen(ushort h, uint prec)
+static NSG_INLINE float nsg_widen(ushort h, uint prec)
 {
 	if (prec == NSG_BF16)
 		return as_float((uint)h << 16);
@@ -180,7 +188,7 @@ static float nsg_widen(ushort h, uint prec)
  * says the rows start 16-byte aligned and all eight are inside, else one by
  * one, zeros outside.
  */
-static uint4 nsg_eight(__global const ushort *p, ulong off, ulong r, ulong rows, ulong x,
+static NSG_INLINE uint4 nsg_eight(__global const ushort *p, ulong off, ulong r, ulong rows, ulong x,
 		       ulong cols, uint vec)
 {
 	uint e[8];
@@ -202,18 +210,20 @@ static uint4 nsg_eight(__global const ushort *p, ulong off, ulong r, ulong rows,
  * (q % (BK / 8)) 8; Bᵀ's likewise; B's (k x n) k q / (BN / 8), columns
  * (q % (BN / 8)) 8.
  */
-static void nsg_load(__global const ushort *a, ulong a_off, __global const ushort *b, ulong b_off,
+static NSG_INLINE void nsg_load(__global const ushort *a, ulong a_off, __global const ushort *b, ulong b_off,
 		     uint b_transposed, ulong m, ulong n, ulong k, ulong row0, ulong col0, ulong k0,
 		     uint tid, uint vec, uint prec, uint4 *ra, uint4 *rb)
 {
 	uint i, q;
 
 	(void)prec;
+	NSG_UNROLL
 	for (i = 0; i < NSG_AG; i++) {
 		q = tid + i * NSG_THREADS;
 		ra[i] = nsg_eight(a, a_off, row0 + q / (NSG_BK / 8), m, k0 + q % (NSG_BK / 8) * 8, k,
 				  vec & NSG_VEC_A);
 	}
+	NSG_UNROLL
 	for (i = 0; i < NSG_BG; i++) {
 		q = tid + i * NSG_THREADS;
 		if (b_transposed)
@@ -230,18 +240,20 @@ static void nsg_load(__global const ushort *a, ulong a_off, __global const ushor
  * is transposed; else k x n, as B is, which ldmatrix.trans reads), as they
  * are: 16-byte stores alone.
  */
-static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_transposed, uint tid,
+static NSG_INLINE void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_transposed, uint tid,
 		    const uint4 *ra, const uint4 *rb, uint prec)
 {
 	uint i, q;
 
 	(void)prec;
 	/* one 16-byte store: a group's k is a multiple of 8, the rows 16-byte aligned */
+	NSG_UNROLL
 	for (i = 0; i < NSG_AG; i++) {
 		q = tid + i * NSG_THREADS;
 		*(__local uint4 *)(as + NSG_AT(q / (NSG_BK / 8), q % (NSG_BK / 8) * 8)) = ra[i];
 	}
 	/* op(B) as Bᵀ (n x k) where B is transposed, else as B is (k x n): one store either way */
+	NSG_UNROLL
 	for (i = 0; i < NSG_BG; i++) {
 		q = tid + i * NSG_THREADS;
 		if (b_transposed)
@@ -260,7 +272,7 @@ static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_tra
  * spaces where they are generic ones; emulated, a plain copy. Landed once
  * the work-item's nsg_cp_wait returns.
  */
-static void nsg_cp16(__local ushort *l, __global const ushort *p)
+static NSG_INLINE void nsg_cp16(__local ushort *l, __global const ushort *p)
 {
 #ifdef NSG_MMA_EMUL
 	*(__local uint4 *)l = *(__global const uint4 *)p;
@@ -280,7 +292,7 @@ static void nsg_cp16(__local ushort *l, __global const ushort *p)
 }
 
 /* Until this work-item's cp.async copies have landed. */
-static void nsg_cp_wait(void)
+static NSG_INLINE void nsg_cp_wait(void)
 {
 #ifndef NSG_MMA_EMUL
 	asm volatile("cp.async.wait_all;" ::: "memory");
@@ -293,7 +305,7 @@ static void nsg_cp_wait(void)
  * eight values are inside and 16-byte aligned, else read as nsg_eight
  * reads them (zeros outside) and stored.
  */
-static void nsg_fill(__local ushort *as, __local ushort *bs, __global const ushort *a, ulong a_off,
+static NSG_INLINE void nsg_fill(__local ushort *as, __local ushort *bs, __global const ushort *a, ulong a_off,
 		     __global const ushort *b, ulong b_off, uint b_transposed, ulong m, ulong n,
 		     ulong k, ulong row0, ulong col0, ulong k0, uint tid, uint vec)
 {
@@ -336,7 +348,7 @@ static void nsg_fill(__local ushort *as, __local ushort *bs, __global const usho
  * (q % (BK / 8)) 8; Bᵀ's likewise; B's (k x n) k q / (BN / 8), columns
  * (q % (BN / 8)) 8.
  */
-static void nsg_load(__global const ushort *a, ulong a_off, __global const ushort *b, ulong b_off,
+static NSG_INLINE void nsg_load(__global const ushort *a, ulong a_off, __global const ushort *b, ulong b_off,
 		     uint b_transposed, ulong m, ulong n, ulong k, ulong row0, ulong col0, ulong k0,
 		     uint tid, uint vec, uint prec, ushort *ra, ushort *rb)
 {
@@ -371,7 +383,7 @@ static void nsg_load(__global const ushort *a, ulong a_off, __global const ushor
 }
 
 /* RA and RB widened into the local tiles AS (m x k) and BS (op(B)ᵀ: n x k). */
-static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_transposed, uint tid,
+static NSG_INLINE void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_transposed, uint tid,
 		    const ushort *ra, const ushort *rb, uint prec)
 {
 	uint i, q, e;
@@ -398,7 +410,7 @@ static void nsg_put(__local nsg_local_t *as, __local nsg_local_t *bs, uint b_tra
 
 #ifdef NSG_FRAGMENTS
 /* Two consecutive 16-bit elements as a .b32 register: the lower index in the lower bits. */
-static uint nsg_pair(__local const ushort *p)
+static NSG_INLINE uint nsg_pair(__local const ushort *p)
 {
 	return *(__local const uint *)p;
 }
@@ -413,7 +425,7 @@ static uint nsg_pair(__local const ushort *p)
  * addresses each lane gives; every work-item calls it the same number of
  * times (barriers).
  */
-static void nsg_ldmatrix4(uint *r, __local const ushort *tile, uint at, __local uint *scratch,
+static NSG_INLINE void nsg_ldmatrix4(uint *r, __local const ushort *tile, uint at, __local uint *scratch,
 			  uint lane)
 {
 #ifdef NSG_MMA_EMUL
@@ -450,7 +462,7 @@ static void nsg_ldmatrix4(uint *r, __local const ushort *tile, uint at, __local 
  * rows 2 (lane % 4) and the next (the lower row in the lower bits), which
  * is mma.m16n8k16's B fragment of a k x n tile kept as B is (rows k).
  */
-static void nsg_ldmatrix4_trans(uint *r, __local const ushort *tile, uint at,
+static NSG_INLINE void nsg_ldmatrix4_trans(uint *r, __local const ushort *tile, uint at,
 				__local uint *scratch, uint lane)
 {
 #ifdef NSG_MMA_EMUL
@@ -479,7 +491,7 @@ static void nsg_ldmatrix4_trans(uint *r, __local const ushort *tile, uint at,
 
 #ifdef NSG_MMA
 /* D = A B + D on the tensor cores (PTX ISA, mma.sync.aligned.m16n8k16). */
-static void nsg_mma(float *c, const uint *a, const uint *b, __local uint *scratch, uint lane,
+static NSG_INLINE void nsg_mma(float *c, const uint *a, const uint *b, __local uint *scratch, uint lane,
 		    uint prec)
 {
 	(void)scratch;
@@ -505,7 +517,7 @@ static void nsg_mma(float *c, const uint *a, const uint *b, __local uint *scratc
  * The warp's fragments go through SCRATCH (192 uints of the warp's own);
  * every work-item of the group calls it the same number of times (barriers).
  */
-static void nsg_mma(float *c, const uint *a, const uint *b, __local uint *scratch, uint lane,
+static NSG_INLINE void nsg_mma(float *c, const uint *a, const uint *b, __local uint *scratch, uint lane,
 		    uint prec)
 {
 	const uint g = lane >> 2, t = lane & 3;
@@ -577,6 +589,7 @@ nsg_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __globa
 	for (mi = 0; mi < NSG_MI; mi++)
 		NSG_UNROLL
 		for (ni = 0; ni < NSG_NI; ni++)
+			NSG_UNROLL
 			for (i = 0; i < 4; i++)
 				acc[mi][ni][i] = 0.0f;
 #else
@@ -721,6 +734,7 @@ nsg_gemm(const ulong m, const ulong n, const ulong k, const float alpha, __globa
 	for (mi = 0; mi < NSG_MI; mi++)
 		NSG_UNROLL
 		for (ni = 0; ni < NSG_NI; ni++)
+			NSG_UNROLL
 			for (i = 0; i < 4; i++) {
 				const ulong r = row0 + wm + mi * 16 + g + 8 * (i >> 1);
 				const ulong col = col0 + wn + ni * 8 + 2 * t + (i & 1);

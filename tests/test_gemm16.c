@@ -378,7 +378,10 @@ static void tune_tiles_emulated(void **state)
 	}
 }
 
-/* ptxas's verbose log (-cl-nv-verbose): ns_gemm's registers, not another kernel's. */
+/*
+ * ptxas's verbose log (-cl-nv-verbose, or ptxas -v): ns_gemm's registers,
+ * stack frame and spills, not another kernel's.
+ */
 static void registers_from_the_log(void **state)
 {
 	static const char log[] =
@@ -391,11 +394,41 @@ static void registers_from_the_log(void **state)
 		"ptxas info    : Function properties for ns_gemm\n"
 		"    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
 		"ptxas info    : Used 168 registers, 32768 bytes smem, 464 bytes cmem[0]\n";
+	/* ns_gemm's accumulators in local memory, then another kernel's figures after it */
+	static const char local[] =
+		"ptxas info    : Compiling entry function 'ns_gemm' for 'sm_80'\n"
+		"ptxas info    : Function properties for ns_gemm\n"
+		"    320 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+		"ptxas info    : Used 116 registers, used 1 barriers, 320 bytes cumulative stack "
+		"size, 32768 bytes smem\n"
+		"ptxas info    : Compiling entry function 'ns16_load' for 'sm_80'\n"
+		"ptxas info    : Function properties for ns16_load\n"
+		"    16 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+		"ptxas info    : Used 18 registers\n";
+	/* ns_gemm's lines without a stack frame's, then another kernel's that has one */
+	static const char other[] =
+		"ptxas info    : Compiling entry function 'ns_gemm' for 'sm_90'\n"
+		"ptxas info    : Used 99 registers\n"
+		"ptxas info    : Compiling entry function 'ns16_store' for 'sm_90'\n"
+		"    64 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n";
+	struct mb_gemm16_ptxas p;
 
 	(void)state;
-	assert_int_equal(mb_gemm16_registers(log), 168);
-	assert_int_equal(mb_gemm16_registers("Build succeeded.\n"), 0);
-	assert_int_equal(mb_gemm16_registers(""), 0);
+	assert_true(mb_gemm16_ptxas_info(log, &p));
+	assert_int_equal(p.registers, 168);
+	assert_int_equal(p.stack_bytes, 0);
+	assert_int_equal(p.spill_bytes, 0);
+	assert_true(mb_gemm16_ptxas_info(local, &p));
+	assert_int_equal(p.registers, 116);
+	assert_int_equal(p.stack_bytes, 320);
+	assert_int_equal(p.spill_bytes, 20);
+	assert_true(mb_gemm16_ptxas_info(other, &p));
+	assert_int_equal(p.registers, 99);
+	assert_int_equal(p.stack_bytes, 0);
+	assert_int_equal(p.spill_bytes, 0);
+	assert_false(mb_gemm16_ptxas_info("Build succeeded.\n", &p));
+	assert_int_equal(p.registers, 0);
+	assert_false(mb_gemm16_ptxas_info("", &p));
 }
 
 /* A tile the kernel cannot run is refused, saying why. */

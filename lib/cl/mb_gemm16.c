@@ -203,14 +203,19 @@ size_t mb_gemm16_class_of(const struct mb_gemm16_classes *c, uint64_t m, uint64_
 	return c->n ? c->n - 1 : 0;
 }
 
-/* What tune --ns tries on each path, the default first (mb_gemm16_tune_tiles). */
+/*
+ * What tune --ns tries on each path, the default first (mb_gemm16_tune_tiles).
+ * The mma path's keep nothing in local memory on sm_80 and sm_90 (ptxas,
+ * tests/test_ptx.c); a 64 x 64 warp tile, or k 64 at a time in 128 x 64
+ * tiles, only with cp.async: staged through registers, such a tile takes
+ * ptxas's 255 registers and spills.
+ */
 static const char *const mma_tune_tiles[] = {
-	"128x128x32/256/4",	  "128x256x32/256/4",	    "256x128x32/256/2",
-	"128x128x16/256/4",	  "64x128x32/128/2",	    "128x64x32/128/2",
-	"64x64x32/128/2",	  "64x64x64/128/2",	    "64x128x64/128/2",
-	"128x64x64/128/4",	  "128x128x32/256/4/async", "128x256x32/256/4/async",
-	"256x128x32/256/2/async", "64x128x32/128/2/async",  "128x64x32/128/2/async",
-	"64x64x64/128/2/async",
+	"128x128x32/256/4",	  "128x128x16/256/4",	    "64x128x32/128/2",
+	"128x64x32/128/2",	  "64x64x32/128/2",	    "64x64x64/128/2",
+	"128x128x32/256/4/async", "128x256x32/256/4/async", "256x128x32/256/2/async",
+	"64x128x32/128/2/async",  "128x64x32/128/2/async",  "64x64x64/128/2/async",
+	"64x128x64/128/2/async",  "128x64x64/128/4/async",
 };
 static const char *const portable_tune_tiles[] = {
 	"64x64x16/128",	  "64x64x32/128", "128x64x16/128", "64x128x16/128",
@@ -227,14 +232,43 @@ const char *const *mb_gemm16_tune_tiles(enum mb_gemm16_path path, size_t *n)
 	return mma_tune_tiles;
 }
 
-unsigned mb_gemm16_registers(const char *log)
-{
-	const char *at = strstr(log, "Compiling entry function 'ns_gemm'"), *used;
-	unsigned n;
+static const char *const path_options[MB_GEMM16_NPATHS] = {
+	[MB_GEMM16_PORTABLE] = "",
+	[MB_GEMM16_MMA] = "-D NSG_MMA=1",
+	[MB_GEMM16_MMA_EMUL] = "-D NSG_MMA_EMUL=1",
+};
 
-	if (!at || !(used = strstr(at, "Used ")) || sscanf(used, "Used %u registers", &n) != 1)
-		return 0;
-	return n;
+bool mb_gemm16_ptxas_info(const char *log, struct mb_gemm16_ptxas *p)
+{
+	const char *at = strstr(log, "Compiling entry function 'ns_gemm'"), *next, *x;
+	unsigned stores, loads;
+
+	memset(p, 0, sizeof(*p));
+	if (!at)
+		return false;
+	/* ns_gemm's lines end where the next function's begin */
+	next = strstr(at + 1, "Compiling entry function");
+	if ((x = strstr(at, "bytes stack frame")) && (!next || x < next)) {
+		while (x > at && x[-1] != '\n')
+			x--;
+		if (sscanf(x, " %u bytes stack frame, %u bytes spill stores, %u bytes spill loads",
+			   &p->stack_bytes, &stores, &loads) == 3)
+			p->spill_bytes = stores + loads;
+	}
+	if ((x = strstr(at, "Used ")) && (!next || x < next))
+		sscanf(x, "Used %u registers", &p->registers);
+	return p->registers > 0;
+}
+
+void mb_gemm16_options(enum mb_gemm16_path path, unsigned flags, const struct mb_gemm16_tile *t,
+		       char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s -D NSG_BM=%u -D NSG_BN=%u -D NSG_BK=%u -D NSG_THREADS=%u",
+		 path_options[path], flags & MB_GEMM16_NO_LDMATRIX ? " -D NSG_NO_LDMATRIX=1" : "",
+		 t->bm, t->bn, t->bk, t->threads);
+	if (t->warps_n)
+		snprintf(buf + strlen(buf), len - strlen(buf), " -D NSG_WARPS_N=%u%s", t->warps_n,
+			 t->async ? " -D NSG_CP_ASYNC=1" : "");
 }
 
 struct mb_gemm16_tile mb_gemm16_default_tile(enum mb_gemm16_path path)
@@ -243,12 +277,6 @@ struct mb_gemm16_tile mb_gemm16_default_tile(enum mb_gemm16_path path)
 }
 
 const char *const mb_gemm16_path_names[MB_GEMM16_NPATHS] = { MB_GEMM16_PATHS(MB_NAME_, ) };
-
-static const char *const path_options[MB_GEMM16_NPATHS] = {
-	[MB_GEMM16_PORTABLE] = "",
-	[MB_GEMM16_MMA] = "-D NSG_MMA=1",
-	[MB_GEMM16_MMA_EMUL] = "-D NSG_MMA_EMUL=1",
-};
 
 bool mb_gemm16_mma_capable(const struct mb_cl_device_info *info)
 {
@@ -311,15 +339,9 @@ static int build(struct mb_gemm16 *g, size_t i, const struct mb_embedded_file *f
 				    g->path == MB_GEMM16_PORTABLE ? "BMxBNxBK/THREADS"
 								  : "BMxBNxBK/THREADS/WARPS_N");
 	}
-	/* the tile (the kernel's defaults are path_tile's) */
-	snprintf(tiling, sizeof(tiling),
-		 " -D NSG_BM=%u -D NSG_BN=%u -D NSG_BK=%u -D NSG_THREADS=%u", t->bm, t->bn, t->bk,
-		 t->threads);
-	if (t->warps_n)
-		snprintf(tiling + strlen(tiling), sizeof(tiling) - strlen(tiling),
-			 " -D NSG_WARPS_N=%u%s", t->warps_n, t->async ? " -D NSG_CP_ASYNC=1" : "");
-	snprintf(options, sizeof(options), "%s%s%s%s%s%s", path_options[g->path],
-		 g->flags & MB_GEMM16_NO_LDMATRIX ? " -D NSG_NO_LDMATRIX=1" : "", tiling,
+	/* the tile (the kernel's defaults are path_tile's), then the device's options */
+	mb_gemm16_options(g->path, g->flags, t, tiling, sizeof(tiling));
+	snprintf(options, sizeof(options), "%s%s%s%s", tiling,
 		 cl->info.unrestricted_size ? " " : "",
 		 cl->info.unrestricted_size ? MB_CL_INTEL_STATELESS : "",
 		 g->path == MB_GEMM16_MMA ? " -cl-nv-verbose" : "");
@@ -336,9 +358,9 @@ static int build(struct mb_gemm16 *g, size_t i, const struct mb_embedded_file *f
 		free(log);
 		return err;
 	}
-	/* ptxas's "Used N registers" for ns_gemm, where the log has it (-cl-nv-verbose) */
+	/* what ptxas says of ns_gemm, where the log has it (-cl-nv-verbose) */
 	if (g->path == MB_GEMM16_MMA && (log = build_log(g, g->program[i]))) {
-		g->registers[i] = mb_gemm16_registers(log);
+		mb_gemm16_ptxas_info(log, &g->ptxas[i]);
 		free(log);
 	}
 	g->kernel[i] = clCreateKernel(g->program[i], "ns_gemm", &st);
@@ -705,9 +727,16 @@ static int open_mma(struct mb_gemm16 *g, const struct mb_gemm16_classes *given, 
 		snprintf(g->why, sizeof(g->why),
 			 "mma: %s, tiles %s (%s), %s, matches the portable kernel", cl->info.arch,
 			 tiles, given->n ? from : "the default", names[i]);
-		for (c = 0; c < g->classes.n && g->registers[c]; c++)
+		for (c = 0; c < g->classes.n && g->ptxas[c].registers; c++)
 			snprintf(g->why + strlen(g->why), sizeof(g->why) - strlen(g->why), "%s%u",
-				 c ? "/" : ", registers a work-item (ptxas): ", g->registers[c]);
+				 c ? "/" : ", registers a work-item (ptxas): ",
+				 g->ptxas[c].registers);
+		for (c = 0; c < g->classes.n; c++)
+			if (g->ptxas[c].stack_bytes || g->ptxas[c].spill_bytes)
+				snprintf(g->why + strlen(g->why), sizeof(g->why) - strlen(g->why),
+					 ", tile %u keeps %u bytes a work-item in local memory "
+					 "(stack frame; spills %u)",
+					 c + 1, g->ptxas[c].stack_bytes, g->ptxas[c].spill_bytes);
 		if (i > 0 && strcmp(why[0], why[1]))
 			snprintf(g->why + strlen(g->why), sizeof(g->why) - strlen(g->why),
 				 " (with cp.async it %.100s)", why[0]);

@@ -97,14 +97,21 @@ void mb_gemm16_classes_text(const struct mb_gemm16_classes *c, char *buf, size_t
 /* Which of C's classes a GEMM whose C is M x N runs (pure). */
 size_t mb_gemm16_class_of(const struct mb_gemm16_classes *c, uint64_t m, uint64_t n);
 
+/* What ptxas said of a build's ns_gemm (mb_gemm16_ptxas_info); 0: not said. */
+struct mb_gemm16_ptxas {
+	unsigned registers;   /* a work-item's */
+	unsigned stack_bytes; /* its stack frame: values kept in local memory */
+	unsigned spill_bytes; /* its spill stores and loads */
+};
+
 struct mb_gemm16 {
 	const struct mb_cl *cl;
 	enum mb_gemm16_path path;
-	unsigned flags;				   /* MB_GEMM16_NO_LDMATRIX or 0 */
-	struct mb_gemm16_classes classes;	   /* the tiles as built */
-	cl_program program[MB_GEMM16_CLASSES_MAX]; /* one a class */
-	cl_kernel kernel[MB_GEMM16_CLASSES_MAX];   /* ns_gemm of each */
-	unsigned registers[MB_GEMM16_CLASSES_MAX]; /* a work-item's, where ptxas said; else 0 */
+	unsigned flags;					     /* MB_GEMM16_NO_LDMATRIX or 0 */
+	struct mb_gemm16_classes classes;		     /* the tiles as built */
+	cl_program program[MB_GEMM16_CLASSES_MAX];	     /* one a class */
+	cl_kernel kernel[MB_GEMM16_CLASSES_MAX];	     /* ns_gemm of each */
+	struct mb_gemm16_ptxas ptxas[MB_GEMM16_CLASSES_MAX]; /* each kernel's, where ptxas said */
 	/* the 16-bit workspace's kernels (mb_ns, program[0]'s), with their work-group sizes */
 	cl_kernel load, store, diagonal;
 	size_t load_local[2], store_local[2], diagonal_local;
@@ -138,12 +145,23 @@ int mb_gemm16_init(struct mb_gemm16 *g, const struct mb_cl *cl, enum mb_gemm16_p
 const char *const *mb_gemm16_tune_tiles(enum mb_gemm16_path path, size_t *n);
 
 /*
- * The registers a work-item of ns_gemm takes, from a build LOG with
- * -cl-nv-verbose (ptxas: "Compiling entry function 'ns_gemm' ... Used N
- * registers"); 0 where it does not say. The mma path builds with it: past
- * 128 registers a 256-work-item group loses its second group per SM.
+ * What ptxas says of ns_gemm in a build LOG with -cl-nv-verbose, or in
+ * ptxas -v's output ("Compiling entry function 'ns_gemm' ... N bytes stack
+ * frame, S bytes spill stores, L bytes spill loads ... Used R registers"):
+ * into *P, all 0 where the log does not say (false). The mma path builds
+ * with it: past 128 registers a 256-work-item group loses its second group
+ * per SM, and a stack frame is values the kernel keeps in local memory
+ * (the accumulators, where a loop was left rolled). Pure.
  */
-unsigned mb_gemm16_registers(const char *log);
+bool mb_gemm16_ptxas_info(const char *log, struct mb_gemm16_ptxas *p);
+
+/*
+ * The build options of tile T on PATH with FLAGS (MB_GEMM16_NO_LDMATRIX or
+ * 0) into BUF of LEN: the -D macros kernels/ns_gemm.cl reads, nothing of
+ * the device's. Pure.
+ */
+void mb_gemm16_options(enum mb_gemm16_path path, unsigned flags, const struct mb_gemm16_tile *t,
+		       char *buf, size_t len);
 
 /* The path's default tile (the kernel's, as it builds without -D). */
 struct mb_gemm16_tile mb_gemm16_default_tile(enum mb_gemm16_path path);
