@@ -320,6 +320,16 @@ static const char *beside(char *buf, size_t len, double measured, double predict
 	return buf;
 }
 
+/* Cell C's phases, mb_phase's order: PHASE[k] is { measured, predicted }. */
+static void cell_phases(const struct mb_cell *c, double phase[MB_NPHASES][2])
+{
+#define VALUE_(e, f, ...) { c->phase.f, c->pred.f },
+	const double v[][2] = { MB_PHASES(VALUE_) };
+#undef VALUE_
+
+	memcpy(phase, v, sizeof(v));
+}
+
 /*
  * Whether T's device computed at another speed than its profile says: the
  * forward's, the backward's and Newton-Schulz's residuals (measured over
@@ -338,12 +348,11 @@ static bool off_profile(const struct mb_table *t, double *median)
 		return false;
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
-#define VALUE_(e, f, ...) { c->phase.f, c->pred.f },
-		double phase[][2] = { MB_PHASES(VALUE_) };
-#undef VALUE_
+		double phase[MB_NPHASES][2];
 
 		if (!c->nruns || !c->predicted)
 			continue;
+		cell_phases(c, phase);
 		for (k = 0; k < sizeof(compute) / sizeof(compute[0]); k++)
 			if (phase[compute[k]][0] > 0 && phase[compute[k]][1] > 0)
 				r[n++] = phase[compute[k]][0] / phase[compute[k]][1] - 1;
@@ -375,12 +384,11 @@ static void md_predicted(const struct mb_table *t)
 	       profile);
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
-#define VALUE_(e, f, ...) { c->phase.f, c->pred.f },
-		double phase[][2] = { MB_PHASES(VALUE_) };
-#undef VALUE_
+		double phase[MB_NPHASES][2];
 
 		if (!c->nruns || !c->predicted)
 			continue;
+		cell_phases(c, phase);
 		f[0] = MB_FIELD_N("ZeRO", c->stage);
 		f[1] = T("Variant", c->variant);
 		f[2] = T("iteration", beside(v[0], 96, c->iter_mean_s, c->pred_iter_s));
