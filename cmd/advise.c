@@ -348,7 +348,7 @@ static void md_row(const struct advice *ad, const char *which, const struct mb_a
 static void md_dropped(const struct advice *ad)
 {
 	size_t i, n = ad->a.npoints - ad->a.nkept, said = 0;
-	char buf[160], why[MB_MD_LEN(320)];
+	char buf[160], why[MB_MD_LEN(sizeof(((struct mb_advise_point *)0)->reason))];
 
 	if (!n)
 		return;

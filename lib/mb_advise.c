@@ -5,14 +5,12 @@
 #include "mb_advise.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mb_err.h"
 #include "mb_grid.h"
-#include "mb_num.h"
 #include "mb_plan.h"
 #include "mb_predict.h"
 #include "mb_shard.h"
@@ -84,29 +82,12 @@ static uint64_t digest(const struct mb_plan *plan)
 	return (h ^ plan->ngroups) * 1099511628211ull;
 }
 
-static void __attribute__((format(printf, 2, 3)))
-say(struct mb_advise_point *pt, const char *fmt, ...)
-{
-	size_t used = strlen(pt->reason);
-	va_list ap;
-
-	if (used >= sizeof(pt->reason) - 1)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(pt->reason + used, sizeof(pt->reason) - used, fmt, ap);
-	va_end(ap);
-}
-
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-/* Whether point PT fits MEM; if not, each shortfall into its reason. */
+/*
+ * Whether point PT fits MEM; if not, each shortfall into its reason, as the
+ * fit check of run and fit words it (mb_fit_shortfalls).
+ */
 static int check_fit(const struct sweep *s, struct mb_advise_point *pt)
 {
-	const struct mb_fit_device *d = s->mem->device;
-	const struct mb_fit_host *h = s->mem->host;
 	struct mb_fit_cell c = {
 		.plan = pt->set.plan,
 		.pin_memory = pt->set.pin_memory,
@@ -116,52 +97,15 @@ static int check_fit(const struct sweep *s, struct mb_advise_point *pt)
 		.micro_batch = s->mem->micro_batch,
 		.pinned_device_copy = s->mem->pinned_device_copy,
 	};
-	struct mb_fit_need n;
-	char a[32], b[32];
-	uint64_t ranks, mem, host;
-	int err;
+	int fit;
 
-	if (!d && !h)
+	if (!s->mem->device && !s->mem->host)
 		return 0;
-	if (d && d->clblast && d->clblast(s->m, &c, d->clblast_ctx))
-		c.clblast_bytes = c.clblast_fwd_bytes = 0;
-	if ((err = mb_fit_need(s->m, &c, d && d->host_memory, &n)))
-		return err;
-	if (h) {
-		ranks = h->ranks > 1 ? h->ranks : 1;
-		host = n.host_bytes > UINT64_MAX / ranks ? UINT64_MAX : n.host_bytes * ranks;
-		if (host > h->available_bytes)
-			say(pt, "%sthe host buffers need %s%s and the host has %s (%s)",
-			    pt->reason[0] ? "; " : "", mb_fmt_bytes_iec(a, sizeof(a), host),
-			    ranks > 1 ? " (every rank's)" : "",
-			    mb_fmt_bytes_iec(b, sizeof(b), h->available_bytes), h->where);
-	}
-	if (d) {
-		mem = d->limit_bytes && d->limit_bytes < d->global_mem_bytes ? d->limit_bytes
-									     : d->global_mem_bytes;
-		if (n.pinned_largest_bytes > d->max_alloc_bytes)
-			say(pt,
-			    "%spinned buffer '%s' (%s) is more than one allocation of '%s' (%s)",
-			    pt->reason[0] ? "; " : "", n.pinned_largest,
-			    mb_fmt_bytes_iec(a, sizeof(a), n.pinned_largest_bytes), d->name,
-			    mb_fmt_bytes_iec(b, sizeof(b), d->max_alloc_bytes));
-		if (sat_add(n.device_peak_bytes, n.pinned_device_bytes) > mem)
-			say(pt, "%sthe device peak (%s phase%s) is %s and '%s' has %s%s",
-			    pt->reason[0] ? "; " : "", n.device_peak_phase,
-			    n.pinned_device_bytes ? ", the driver's copy of pinned memory with it"
-						  : "",
-			    mb_fmt_bytes_iec(a, sizeof(a),
-					     sat_add(n.device_peak_bytes, n.pinned_device_bytes)),
-			    d->name, mb_fmt_bytes_iec(b, sizeof(b), mem),
-			    mem == d->limit_bytes ? " (--device-mem-limit)" : "");
-		if (n.device_largest_bytes > d->device_alloc_limit)
-			say(pt,
-			    "%sdevice buffer '%s' (%s) is more than '%s' allocates at once (%s)",
-			    pt->reason[0] ? "; " : "", n.device_largest,
-			    mb_fmt_bytes_iec(a, sizeof(a), n.device_largest_bytes), d->name,
-			    mb_fmt_bytes_iec(b, sizeof(b), d->device_alloc_limit));
-	}
-	if (pt->reason[0])
+	fit = mb_fit_shortfalls(s->m, &c, s->mem->host, s->mem->device, pt->reason,
+				sizeof(pt->reason));
+	if (fit < 0)
+		return fit;
+	if (!fit)
 		pt->drop = MB_ADVISE_NO_FIT;
 	return 0;
 }

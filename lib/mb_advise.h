@@ -73,7 +73,7 @@ struct mb_advise_point {
 	uint64_t pinned_host_bytes; /* this rank's */
 	unsigned changes;	    /* settings that differ from the baseline's */
 	enum mb_advise_drop drop;
-	char reason[320]; /* why dropped: the plan's error, or each shortfall with its figures */
+	char reason[512]; /* why dropped: the plan's error, or each shortfall with its figures */
 };
 
 /*

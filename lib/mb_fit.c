@@ -153,11 +153,17 @@ static uint64_t node_host_bytes(const struct mb_fit_need *n, const struct mb_fit
 	return n->host_bytes > UINT64_MAX / ranks ? UINT64_MAX : n->host_bytes * ranks;
 }
 
+/* What N is short of on host H and device D; a NULL one is not checked. */
 static unsigned shortfalls(const struct mb_fit_need *n, const struct mb_fit_host *h,
 			   const struct mb_fit_device *d)
 {
-	return (node_host_bytes(n, h) > h->available_bytes ? SHORT_HOST : 0) |
-	       (n->pinned_largest_bytes > d->max_alloc_bytes ? SHORT_PINNED : 0) |
+	unsigned s = 0;
+
+	if (h && node_host_bytes(n, h) > h->available_bytes)
+		s |= SHORT_HOST;
+	if (!d)
+		return s;
+	return s | (n->pinned_largest_bytes > d->max_alloc_bytes ? SHORT_PINNED : 0) |
 	       (sat_add(n->device_peak_bytes, n->pinned_device_bytes) > device_memory(d)
 			? SHORT_PEAK
 			: 0) |
@@ -178,14 +184,33 @@ static struct mb_fit_cell with_clblast(const struct mb_model *m, const struct mb
 	return w;
 }
 
+/*
+ * Cell C of M as device D gives its CLBlast temporaries, into *W; what it
+ * needs, into *N; what that is short of on H and D (either NULL: not
+ * checked), into *S. Returns 0 or the plan's error.
+ */
+static int assess(const struct mb_model *m, const struct mb_fit_cell *c,
+		  const struct mb_fit_host *h, const struct mb_fit_device *d, struct mb_fit_cell *w,
+		  struct mb_fit_need *n, unsigned *s)
+{
+	int err;
+
+	*w = d ? with_clblast(m, c, d) : *c;
+	if ((err = mb_fit_need(m, w, d && d->host_memory, n)))
+		return err;
+	*s = shortfalls(n, h, d);
+	return 0;
+}
+
 /* Whether cell C of M fits; a plan that cannot be made does not. */
 static bool fits(const struct mb_model *m, const struct mb_fit_cell *c, const struct mb_fit_host *h,
 		 const struct mb_fit_device *d)
 {
-	struct mb_fit_cell w = with_clblast(m, c, d);
+	struct mb_fit_cell w;
 	struct mb_fit_need n;
+	unsigned s;
 
-	return !mb_fit_need(m, &w, d->host_memory, &n) && !shortfalls(&n, h, d);
+	return !assess(m, c, h, d, &w, &n, &s) && !s;
 }
 
 /* ---- the reason ---- */
@@ -262,7 +287,7 @@ static void say_shortfalls(struct text *t, unsigned s, const struct mb_fit_need 
 			    "OpenCL keeps one of every mapped CL_MEM_ALLOC_HOST_PTR buffer)",
 			    mb_fmt_bytes_iec(c, sizeof(c), n->pinned_device_bytes));
 		add(t, " and ");
-		if (device_memory(d) < d->global_mem_bytes)
+		if (d->limit_bytes && device_memory(d) == d->limit_bytes)
 			add(t, "the --device-mem-limit is %s", b);
 		else
 			add(t, "'%s' has %s of global memory", d->name, b);
@@ -485,20 +510,40 @@ static void say_suggestions(struct text *t, unsigned s, const struct mb_model *m
 								  : "");
 }
 
-int mb_fit_check(const struct mb_model *m, const struct mb_fit_cell *c, const struct mb_fit_host *h,
-		 const struct mb_fit_device *d, char *reason, size_t len)
+int mb_fit_shortfalls(const struct mb_model *m, const struct mb_fit_cell *c,
+		      const struct mb_fit_host *h, const struct mb_fit_device *d, char *reason,
+		      size_t len)
 {
 	struct text t = { reason, len, 0 };
-	struct mb_fit_cell w = with_clblast(m, c, d);
+	struct mb_fit_cell w;
 	struct mb_fit_need n;
 	unsigned s;
 	int err;
 
 	if (len)
 		reason[0] = '\0';
-	if ((err = mb_fit_need(m, &w, d->host_memory, &n)))
+	if ((err = assess(m, c, h, d, &w, &n, &s)))
 		return err;
-	if (!(s = shortfalls(&n, h, d)))
+	if (!s)
+		return 1;
+	say_shortfalls(&t, s, &n, &w, h, d);
+	return 0;
+}
+
+int mb_fit_check(const struct mb_model *m, const struct mb_fit_cell *c, const struct mb_fit_host *h,
+		 const struct mb_fit_device *d, char *reason, size_t len)
+{
+	struct text t = { reason, len, 0 };
+	struct mb_fit_cell w;
+	struct mb_fit_need n;
+	unsigned s;
+	int err;
+
+	if (len)
+		reason[0] = '\0';
+	if ((err = assess(m, c, h, d, &w, &n, &s)))
+		return err;
+	if (!s)
 		return 1;
 	add(&t, "does not fit: ");
 	say_shortfalls(&t, s, &n, &w, h, d);

@@ -119,4 +119,15 @@ int mb_fit_need(const struct mb_model *m, const struct mb_fit_cell *c, bool host
 int mb_fit_check(const struct mb_model *m, const struct mb_fit_cell *c, const struct mb_fit_host *h,
 		 const struct mb_fit_device *d, char *reason, size_t len);
 
+/*
+ * Whether cell C of model M fits host H and device D, either of which may
+ * be NULL (not checked): 1 if it does; 0 if not, with each shortfall and its
+ * figures in REASON (LEN bytes), worded as mb_fit_check's reason but with
+ * neither its "does not fit: " nor what would fit (mb_advise's points: the
+ * sweep is its own suggestion); or the plan's error, negative.
+ */
+int mb_fit_shortfalls(const struct mb_model *m, const struct mb_fit_cell *c,
+		      const struct mb_fit_host *h, const struct mb_fit_device *d, char *reason,
+		      size_t len);
+
 #endif

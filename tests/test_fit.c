@@ -574,6 +574,42 @@ static void meminfo(void **state)
 	assert_true(!strcmp(where, "MemAvailable") || strstr(where, "NUMA node"));
 }
 
+/*
+ * The shortfalls alone, as advise holds its points: fit's reason without its
+ * "does not fit: " and what would fit; a NULL host or device is not checked,
+ * and the --device-mem-limit is named where it is the device's memory, equal
+ * to the global memory too (advise's device for a profile of another machine).
+ */
+static void shortfalls_alone(void **state)
+{
+	struct mb_fit_host h = { .available_bytes = 30000000000ull, .where = "MemAvailable" };
+	struct mb_fit_device d = roomy_device();
+	struct mb_fit_cell c = cell(2);
+	struct mb_model m;
+	char alone[sizeof(reason)], *would;
+
+	(void)state;
+	load(&m, "qwen3-4b", 0);
+	d.global_mem_bytes = d.limit_bytes = 4 * GIB;
+	assert_int_equal(mb_fit_check(&m, &c, &h, &d, reason, sizeof(reason)), 0);
+	assert_int_equal(mb_fit_shortfalls(&m, &c, &h, &d, alone, sizeof(alone)), 0);
+	assert_non_null(would = strstr(reason, "; would fit: "));
+	*would = '\0';
+	assert_string_equal(alone, reason + strlen("does not fit: "));
+	assert_says("the host buffers need 53.9 GiB");
+	assert_says("and the --device-mem-limit is 4.00 GiB");
+
+	assert_int_equal(mb_fit_shortfalls(&m, &c, NULL, &d, alone, sizeof(alone)), 0);
+	assert_null(strstr(alone, "host buffers"));
+	assert_string_equal(alone, strstr(reason, "the device peak"));
+	assert_int_equal(mb_fit_shortfalls(&m, &c, &h, NULL, alone, sizeof(alone)), 0);
+	assert_null(strstr(alone, "device"));
+	assert_true(!strncmp(alone, "the host buffers need 53.9 GiB", 30));
+	assert_int_equal(mb_fit_shortfalls(&m, &c, NULL, NULL, alone, sizeof(alone)), 1);
+	assert_string_equal(alone, "");
+	mb_model_release(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -592,6 +628,7 @@ int main(void)
 		cmocka_unit_test(bad_plan),
 		cmocka_unit_test(meminfo),
 		cmocka_unit_test(exact_fit),
+		cmocka_unit_test(shortfalls_alone),
 	};
 
 	return cmocka_run_group_tests_name("fit", tests, NULL, NULL);
