@@ -60,16 +60,29 @@ extern const char *const mb_zero3_apply_names[MB_NZ3_APPLIES];	  /* "subgroup", 
 extern const char *const mb_momentum_dtype_names[MB_NMOM_DTYPES]; /* "fp32", "bf16" */
 extern const char *const mb_params_back_names[MB_NBACKS];	  /* "pinned", "pageable" */
 
+/*
+ * STAGE within 1-3, as the knob table's stage words are read: 0 as ZeRO-1,
+ * past 3 as ZeRO-3. The parsers refuse such a stage before anything is
+ * planned; the clamp keeps the defaults below one of their enum's words,
+ * never mb_knob_word_at's -1 for a stage it has no word for.
+ */
+static inline unsigned mb_plan_stage_clamped(unsigned stage)
+{
+	return stage < 1 ? 1 : stage > 3 ? 3 : stage;
+}
+
 /* DeepSpeed's for STAGE (mb_knob.h's row): pinned under ZeRO-1/2, pageable under ZeRO-3. */
 static inline enum mb_params_back mb_params_back_default(unsigned stage)
 {
-	return (enum mb_params_back)mb_knob_word_at(MB_KNOB_PARAMS_BACK, "auto", stage);
+	return (enum mb_params_back)mb_knob_word_at(MB_KNOB_PARAMS_BACK, "auto",
+						    mb_plan_stage_clamped(stage));
 }
 
 /* DeepSpeed's for STAGE (mb_knob.h's row): fp32 under ZeRO-1/2, bf16 under ZeRO-3. */
 static inline enum mb_momentum_dtype mb_momentum_dtype_default(unsigned stage)
 {
-	return (enum mb_momentum_dtype)mb_knob_word_at(MB_KNOB_MOMENTUM_DTYPE, "auto", stage);
+	return (enum mb_momentum_dtype)mb_knob_word_at(MB_KNOB_MOMENTUM_DTYPE, "auto",
+						       mb_plan_stage_clamped(stage));
 }
 
 struct mb_plan_settings {

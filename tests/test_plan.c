@@ -4,6 +4,7 @@
  * worked out by hand for the tiny model (see the comments).
  */
 #include <setjmp.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -564,6 +565,27 @@ static void bad_settings(void **state)
 	assert_int_equal(mb_plan_build(&p, &tiny, &s), -MB_EINPUT);
 }
 
+/*
+ * DeepSpeed's defaults by stage; a stage outside 1-3 takes the nearest
+ * stage's, never the knob table's -1 for a stage it has no word for.
+ */
+static void stage_defaults(void **state)
+{
+	(void)state;
+	assert_int_equal(mb_params_back_default(1), MB_BACK_PINNED);
+	assert_int_equal(mb_params_back_default(2), MB_BACK_PINNED);
+	assert_int_equal(mb_params_back_default(3), MB_BACK_PAGEABLE);
+	assert_int_equal(mb_momentum_dtype_default(1), MB_MOM_FP32);
+	assert_int_equal(mb_momentum_dtype_default(2), MB_MOM_FP32);
+	assert_int_equal(mb_momentum_dtype_default(3), MB_MOM_BF16);
+	assert_int_equal(mb_params_back_default(0), MB_BACK_PINNED);
+	assert_int_equal(mb_momentum_dtype_default(0), MB_MOM_FP32);
+	assert_int_equal(mb_params_back_default(4), MB_BACK_PAGEABLE);
+	assert_int_equal(mb_momentum_dtype_default(4), MB_MOM_BF16);
+	assert_int_equal(mb_params_back_default(UINT_MAX), MB_BACK_PAGEABLE);
+	assert_int_equal(mb_momentum_dtype_default(UINT_MAX), MB_MOM_BF16);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -580,6 +602,7 @@ int main(void)
 		cmocka_unit_test(sub_groups_by_hand),
 		cmocka_unit_test(ranks_share_the_model),
 		cmocka_unit_test(bad_settings),
+		cmocka_unit_test(stage_defaults),
 	};
 
 	return cmocka_run_group_tests_name("plan", tests, load_tiny, release_tiny);
