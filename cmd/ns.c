@@ -32,13 +32,13 @@ static void print_header(const struct mb_ns *ns, const struct mb_host *host,
 			 const struct mb_nsbench_settings *s)
 {
 	const struct mb_cl *cl = ns->cl;
+	char tuning[MB_SETUP_TUNING_SAID_LEN];
 
 	printf("# Newton-Schulz on '%s' (%s, driver %s)\n\n", cl->info.name, cl->info.platform_name,
 	       cl->info.driver);
-	printf("Host %s (%s): CPUs %s, memory on nodes %s (binding: %s). CLBlast parameters: "
-	       "%s (%s: %s).\n",
-	       host->name, host->cpu_model, host->cpus, host->mems, host->binding, cl->tuning,
-	       cl->tuning_match, cl->tuning_why);
+	printf("Host %s (%s): CPUs %s, memory on nodes %s (binding: %s). %s.\n", host->name,
+	       host->cpu_model, host->cpus, host->mems, host->binding,
+	       mb_setup_tuning_said(cl, tuning, sizeof(tuning)));
 	printf("%u timed runs of %u matrix(es) per shape and method after a warm-up; medians "
 	       "with min-max of the device's time, from a run's first command's start to its last "
 	       "one's end (profiling events).\n",

@@ -187,6 +187,7 @@ static void reopen_device(struct mb_run_grid *g)
 	memcpy(g->cl.tuning_match, was->tuning_match, sizeof(g->cl.tuning_match));
 	memcpy(g->cl.tuning_why, was->tuning_why, sizeof(g->cl.tuning_why));
 	memcpy(g->cl.ns_gemm, was->ns_gemm, sizeof(g->cl.ns_gemm));
+	g->cl.tuning_kernels = was->tuning_kernels;
 	free(was);
 }
 
@@ -646,6 +647,7 @@ static int verdict(const struct mb_run_grid *g)
 {
 	/* after Markdown on stdout; with csv or json, stdout stays machine-read */
 	FILE *out = g->args->format == MB_FORMAT_MD && !g->ranks.rank ? stdout : stderr;
+	char tuning[MB_SETUP_TUNING_SAID_LEN];
 	int d, ns;
 
 	if (g->out[0])
@@ -656,8 +658,7 @@ static int verdict(const struct mb_run_grid *g)
 			"results\n",
 			(unsigned long long)g->args->rank, (unsigned long long)g->args->world_size,
 			(unsigned long long)g->args->local_rank, g->host.name);
-	fprintf(out, "CLBlast parameters: %s (%s: %s).\n", g->cl.tuning, g->cl.tuning_match,
-		g->cl.tuning_why);
+	fprintf(out, "%s.\n", mb_setup_tuning_said(&g->cl, tuning, sizeof(tuning)));
 	if (g->ns_kernel[0] && g->args->ns_rate)
 		fprintf(out,
 			"Newton-Schulz calibrated: %s at %llu GFLOP/s, the update not "

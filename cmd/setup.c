@@ -292,7 +292,29 @@ int mb_setup_device(const struct mb_args *args, struct mb_cl *cl)
 	snprintf(cl->tuning_match, sizeof(cl->tuning_match), "%s",
 		 mb_tuning_match_names[chosen.match]);
 	snprintf(cl->tuning_why, sizeof(cl->tuning_why), "%s", chosen.why);
+	cl->tuning_kernels = chosen.match != MB_TUNING_NONE ? t.nkernels : 0;
 	return 0;
+}
+
+const char *mb_setup_tuning_said(const struct mb_cl *cl, char *buf, size_t len)
+{
+	bool none = !strcmp(cl->tuning_match, "none");
+
+	if (none || (cl->tuning_kernels && !cl->ns_gemm[0]))
+		snprintf(buf, len, "CLBlast parameters: %s (%s: %s)", cl->tuning, cl->tuning_match,
+			 cl->tuning_why);
+	else if (cl->tuning_kernels)
+		snprintf(buf, len, "CLBlast parameters and Newton-Schulz tiles: %s (%s: %s)",
+			 cl->tuning, cl->tuning_match, cl->tuning_why);
+	else if (cl->ns_gemm[0])
+		snprintf(buf, len,
+			 "Newton-Schulz tiles: %s (%s: %s); CLBlast parameters: default (none in "
+			 "it)",
+			 cl->tuning, cl->tuning_match, cl->tuning_why);
+	else
+		snprintf(buf, len, "CLBlast parameters: default (none in %s, %s: %s)", cl->tuning,
+			 cl->tuning_match, cl->tuning_why);
+	return buf;
 }
 
 int mb_setup_precisions(const struct mb_args *args, int *precisions, size_t *n)

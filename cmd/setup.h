@@ -95,6 +95,19 @@ int mb_setup_tuning(const struct mb_args *args, const struct mb_cl_device_info *
  */
 int mb_setup_device(const struct mb_args *args, struct mb_cl *cl);
 
+/*
+ * What the tuning in force on CL supplies, and how it was chosen, as one
+ * sentence without its period into BUF (LEN bytes), returned: "CLBlast
+ * parameters: FILE (exact: ...)", "CLBlast parameters and Newton-Schulz
+ * tiles: FILE (...)", "Newton-Schulz tiles: FILE (...); CLBlast parameters:
+ * default (none in it)", or "CLBlast parameters: default (none: WHY)". The
+ * results' tuning column stays the file (cl->tuning) in each case.
+ */
+const char *mb_setup_tuning_said(const struct mb_cl *cl, char *buf, size_t len);
+
+/* Room for mb_setup_tuning_said's sentence: the file, the match and the why, and the words. */
+#define MB_SETUP_TUNING_SAID_LEN (4096 + 16 + 1024 + 128)
+
 /* --ns-precision auto, before it is resolved for a device and a method. */
 #define MB_SETUP_PRECISION_AUTO (-1)
 

@@ -112,6 +112,11 @@ fi
 rm -f "$cache/clblast-same-arch.json"
 expect_output "tune --ns: ns runs the stored tiles" "portable, tiles $tiles (the tuning's), match the default" \
 	ns --shape 96x200 --ns-precision bf16 --reps 1
+if grep -qF "CLBlast parameters and Newton-Schulz tiles: $own (exact: " "$tmp/out"; then
+	report ok "tune --ns: ns says the tuning supplies CLBlast's parameters and the tiles"
+else
+	report fail "tune --ns: ns says the tuning supplies CLBlast's parameters and the tiles" "$(head -5 "$tmp/out")"
+fi
 expect_output "tune --ns: --tuning off runs the default tile" "bf16 and fp16 GEMMs: kernels/ns_gemm.cl, portable: no mma path" \
 	ns --shape 96x200 --ns-precision bf16 --reps 1 --tuning off
 MUONBENCH_NS_TILE=32x32x16/64 expect_output "MUONBENCH_NS_TILE over the tuning's tiles" \
@@ -135,6 +140,23 @@ if grep -q "ns_gemm 64x64x16/128\. " "$tmp/out" && ! grep -q '"Xgemm"' "$cache"/
 	report ok "tune --ns: the default stored, and no CLBlast kernels where none applied"
 else
 	report fail "tune --ns: the default stored, and no CLBlast kernels where none applied" "$(cat "$tmp/out" "$cache"/clblast-*.json)"
+fi
+# a tuning of the tiles alone: CLBlast's defaults said, not the file's parameters
+tiles_only=$(sed -n 's/^Stored in \(.*\.json\): ns_gemm .*/\1/p' "$tmp/out")
+expect_output "tune --ns: ns says a tuning of the tiles alone leaves CLBlast's defaults" \
+	"Newton-Schulz tiles: $tiles_only (exact: " ns --shape 64x64 --reps 1
+if grep -qF "; CLBlast parameters: default (none in it)." "$tmp/out" && ! grep -q "CLBlast parameters: $tiles_only" "$tmp/out"; then
+	report ok "tune --ns: ns names no CLBlast parameters of the tiles' file"
+else
+	report fail "tune --ns: ns names no CLBlast parameters of the tiles' file" "$(head -5 "$tmp/out")"
+fi
+"$bin" run --config tests/data/good/micro.json --fwd-bwd off --stage 2 --variant master --runs 1 \
+	--steps 2 --out "$tmp/tiles.csv" >"$tmp/out" 2>"$tmp/err"
+if grep -qF "Newton-Schulz tiles: $tiles_only (exact: " "$tmp/out" &&
+	awk -F, -v f="$tiles_only" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i } NR == 2 { exit !($c["tuning"] == f && $c["tuning_match"] == "exact") }' "$tmp/tiles.csv"; then
+	report ok "tune --ns: run says the same, its rows' tuning the file as before"
+else
+	report fail "tune --ns: run says the same, its rows' tuning the file as before" "$(cat "$tmp/out" "$tmp/err")"
 fi
 
 echo "1..$n"

@@ -96,6 +96,8 @@ struct mb_cl {
 	char tuning_match[16]; /* how it was chosen (mb_tuning_match_names); "none": default */
 	char tuning_why[1024]; /* for people */
 	char ns_gemm[256];     /* the tuning's ns_gemm tiles (mb_gemm16_classes); "": none */
+	/* CLBlast kernels the tuning set: 0 where it holds ns_gemm alone (CLBlast's defaults) */
+	size_t tuning_kernels;
 };
 
 /*
