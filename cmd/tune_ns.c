@@ -418,12 +418,45 @@ static int store(const struct mb_cl *cl, const char *tiles, const char *at)
 	return 0;
 }
 
+/*
+ * After tile FAILED (index FI of NTILES) ended the sweep with ERR, a device
+ * lost or a call that failed: the best of the tiles before it stored, each
+ * checked and timed on every class it reached before the failure. The
+ * tile that failed is set aside on every class, those it passed too (the
+ * caller restored the classes as they were before it): a tile under which
+ * the device was lost is not one to run. Returns ERR, its message as it was
+ * (", the tiles before it stored" or why not added).
+ */
+static int store_before(const struct sweep *s, const struct mb_cl *cl, const char *const *tiles,
+			size_t fi, size_t ntiles, const char *at, int err)
+{
+	enum mb_err_kind kind = mb_err_kind();
+	char msg[1024], text[256];
+
+	snprintf(msg, sizeof(msg), "%s", mb_errmsg());
+	stored_tiles(s, tiles, text, sizeof(text));
+	if (!text[0]) {
+		(void)mb_fail_kind(kind, "%s; nothing stored (no tile measured before it)", msg);
+		return err;
+	}
+	printf("\n(tile %s, %zu of %zu, failed: it is set aside, and the best of the %zu tiles "
+	       "before it stored)\n",
+	       tiles[fi], fi + 1, ntiles, fi);
+	if (store(cl, text, at))
+		(void)mb_fail_kind(kind, "%s; the tiles before it could not be stored: %s", msg,
+				   mb_errmsg());
+	else
+		(void)mb_fail_kind(kind, "%s; the best of the %zu tiles before it stored", msg, fi);
+	return err;
+}
+
 int mb_tune_ns(const struct mb_args *args)
 {
 	struct sweep *s = calloc(1, sizeof(*s));
 	struct mb_shape *shapes = calloc(SHAPES_MAX, sizeof(*shapes));
 	const char *const *tiles;
 	struct mb_gemm16 chosen;
+	struct klass kept[NCLASSES];
 	struct mb_cl cl;
 	uint64_t budget;
 	char text[256], at[256];
@@ -490,18 +523,24 @@ int mb_tune_ns(const struct mb_args *args)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	end_s = mb_now_s() + (double)budget;
-	for (i = 0; i < ntiles && !stop && !err; i++) {
+	for (i = 0; i < ntiles && !stop; i++) {
 		if (i && mb_now_s() > end_s) {
 			printf("\n(--time-budget spent: %zu of %zu tiles tried)\n", i, ntiles);
 			break;
 		}
+		memcpy(kept, s->klass, sizeof(kept));
 		err = try_tile(s, i, tiles[i], end_s, &rows);
 		fflush(stdout);
+		if (err) {
+			memcpy(s->klass, kept, sizeof(kept)); /* the classes before the tile */
+			err = store_before(s, &cl, tiles, i, ntiles, at, err);
+			goto out;
+		}
 	}
-	if (!err && stop)
+	if (stop) {
 		err = mb_fail("interrupted: nothing stored");
-	if (err)
 		goto out;
+	}
 	stored_tiles(s, tiles, text, sizeof(text));
 	if (!text[0]) {
 		err = mb_fail("no tile passed its check, the default's included; nothing stored");

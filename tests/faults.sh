@@ -5,7 +5,8 @@
 # its own (no fill to choke on), ends the faulted cell with a "device lost"
 # row and runs the others on the device opened anew, and after a signal ends
 # within its grace even when the driver never returns; and where the platform
-# offers NVIDIA's clCreateBufferNV (the shim's), pinned memory is made by it.
+# offers NVIDIA's clCreateBufferNV (the shim's), pinned memory is made by it;
+# tune --ns stores the tiles it measured before the device was lost.
 # Prints TAP.
 # Usage: tests/faults.sh path/to/muonbench path/to/clshim.so   (from the repository root)
 set -u
@@ -242,6 +243,33 @@ if [ "$rc" -eq 1 ] && [ ! -e "$tmp/lost.json" ] &&
 	report ok "faults: profile's write that fails after the measuring leaves the profile on stdout"
 else
 	report fail "faults: profile's write that fails after the measuring leaves the profile on stdout" "exit $rc: $(head -5 "$tmp/out" "$tmp/err")"
+fi
+
+# 8. tune --ns: the device lost in the fifth tile's second size class stores the best of
+# the four tiles before it (each checked and timed on both classes), the fifth set aside on
+# the class it passed too; the loss said, exit 1. K: a clean sweep's waits (8 tiles, the
+# same number each, the larger class last), the fifth tile's last but one.
+sweep="tune --ns --shape 96x200,520x520 --time-budget 10m"
+mkdir -p "$tmp/tune-clean" "$tmp/tune-lost"
+# shellcheck disable=SC2086
+XDG_CACHE_HOME="$tmp/tune-clean" MUONBENCH_SHIPPED_TUNINGS=off LD_PRELOAD=$shim \
+	MB_SHIM_LOG="$tmp/tune.log" "$bin" $sweep >"$tmp/tune-clean.out" 2>&1
+waits=$(awk '/^waits/ { if ($2 > w) w = $2 } END { print w + 0 }' "$tmp/tune.log")
+fifth=$(awk -F' [|] ' '/^\| C up to/ { print $3 }' "$tmp/tune-clean.out" | uniq | sed -n 5p)
+# shellcheck disable=SC2086
+XDG_CACHE_HOME="$tmp/tune-lost" MUONBENCH_SHIPPED_TUNINGS=off LD_PRELOAD=$shim \
+	MB_SHIM_FAULT=$((waits / 8 * 5 - 1)) "$bin" $sweep >"$tmp/out" 2>"$tmp/err"
+rc=$?
+stored=$(cat "$tmp"/tune-lost/muonbench/clblast-*.json 2>/dev/null)
+if [ "$rc" -eq 1 ] && [ -n "$fifth" ] && [ $((waits % 8)) -eq 0 ] &&
+	grep -qF "(tile $fifth, 5 of 8, failed: it is set aside, and the best of the 4 tiles before it stored)" "$tmp/out" &&
+	grep -qF "muonbench: tune --ns, tile $fifth (the device was lost): " "$tmp/err" &&
+	grep -qF "; the best of the 4 tiles before it stored" "$tmp/err" &&
+	echo "$stored" | grep -q '"ns_gemm":[[:space:]]*"[0-9]' && ! echo "$stored" | grep -qF "$fifth"; then
+	report ok "faults: tune --ns stores the tiles measured before the device was lost, exit 1"
+else
+	report fail "faults: tune --ns stores the tiles measured before the device was lost, exit 1" \
+		"exit $rc, $waits waits, fifth '$fifth': $(tail -5 "$tmp/out") $(cat "$tmp/err") $stored"
 fi
 
 echo "1..$n"
