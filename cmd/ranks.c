@@ -116,14 +116,15 @@ int mb_run_ranks_agree(struct mb_ranks *r, int err)
 	return 0;
 }
 
-int mb_run_ranks_end(struct mb_ranks *r, unsigned steps, int run_err, bool signaled, bool *ended)
+int mb_run_ranks_end(struct mb_ranks *r, unsigned steps, int run_err, bool signaled, bool *ended,
+		     bool *stopped)
 {
 	char reason[1024], mine[1024];
 	int status = run_err ? MB_RANK_FAILED : signaled ? MB_RANK_STOPPED : MB_RANK_OK, e;
 	enum mb_err_kind kind = mb_err_kind();
 	unsigned who;
 
-	*ended = false;
+	*ended = *stopped = false;
 	snprintf(mine, sizeof(mine), "%s", run_err ? mb_errmsg() : "");
 	snprintf(reason, sizeof(reason), "%s", mine);
 	if ((e = mb_ranks_run_end(r, steps, &status, reason, sizeof(reason), &who))) {
@@ -132,6 +133,7 @@ int mb_run_ranks_end(struct mb_ranks *r, unsigned steps, int run_err, bool signa
 	}
 	if (run_err) /* its own message: the agreement brought the lowest failed rank's */
 		mb_fail_kind(kind, "%s", mine);
+	*stopped = status == MB_RANK_STOPPED;
 	if (status != MB_RANK_FAILED)
 		return run_err;
 	*ended = r->mpi;

@@ -45,9 +45,11 @@ int mb_run_ranks_agree(struct mb_ranks *r, int err);
  * SIGNALED whether a signal stopped it, after STEPS steps were asked: the
  * ranks agree on it. Returns RUN_ERR, or where another rank failed,
  * -MB_EFAIL saying which and why; *ENDED: a rank failed, and no rank runs
- * again.
+ * again; *STOPPED: a rank was signaled (this one or another, after the
+ * run's last step boundary too), and every rank ends the grid after this run.
  */
-int mb_run_ranks_end(struct mb_ranks *r, unsigned steps, int run_err, bool signaled, bool *ended);
+int mb_run_ranks_end(struct mb_ranks *r, unsigned steps, int run_err, bool signaled, bool *ended,
+		     bool *stopped);
 
 /*
  * Whether the cell fits on every rank: OK is this rank's mb_fit_check (1

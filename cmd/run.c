@@ -233,7 +233,7 @@ static int run_once(struct mb_run_grid *g, struct mb_run_cell *c, unsigned i)
 	struct mb_csv_row *row = malloc(sizeof(*row));
 	struct mb_run_result *r = malloc(sizeof(*r));
 	int err, run_err;
-	bool lost;
+	bool lost, stopped;
 
 	if (!row || !r) {
 		free(row);
@@ -244,9 +244,11 @@ static int run_once(struct mb_run_grid *g, struct mb_run_cell *c, unsigned i)
 	mb_ranks_run_start(&g->ranks);
 	run_err = run_checked(g, r, &lost);
 	run_err = mb_run_ranks_end(&g->ranks, g->run.steps, run_err,
-				   mb_run_stop && !g->ranks_stopped, &g->ranks_ended);
+				   mb_run_stop && !g->ranks_stopped, &g->ranks_ended, &stopped);
 	if (g->ranks_stopped && g->ranks_ended) /* a rank failed: no signal here */
 		mb_run_stop = 0;
+	if (stopped) /* a signal on any rank, its last step boundary past too: all end here */
+		mb_run_stop = g->ranks_stop_agreed = 1;
 	g->ranks_stopped = 0;
 	mb_run_clear_progress(g);
 	mb_run_fill_meta(g, row);
@@ -607,6 +609,19 @@ static int start_cell(struct mb_run_grid *g, struct mb_run_cell *c)
 }
 
 /*
+ * Whether the grid ends before its next run on a signal. Alone, at once.
+ * Under MPI, only once the ranks agreed on it at a run's end: a signal that
+ * comes after that agreement is this rank's alone, and were it to leave the
+ * grid the others would start the next run and wait for it at its first
+ * step boundary for ever; so it goes into that run, whose first boundary
+ * ends it on every rank.
+ */
+static bool stopping(const struct mb_run_grid *g)
+{
+	return g->ranks.mpi ? g->ranks_stop_agreed : mb_run_stop;
+}
+
+/*
  * Every run of every cell. Interleaved (the default), run 1 of each cell,
  * then run 2 of each, and so on: a change in the machine's speed during the
  * invocation falls on every cell alike instead of on the cells that ran
@@ -620,10 +635,10 @@ static int run_grid(struct mb_run_grid *g)
 	size_t ci;
 	int err = 0;
 
-	for (r = 0; r < rounds && !err && !mb_run_stop && !g->ranks_ended; r++)
-		for (ci = 0; ci < g->ncells && !err && !mb_run_stop && !g->ranks_ended; ci++) {
+	for (r = 0; r < rounds && !err && !stopping(g) && !g->ranks_ended; r++)
+		for (ci = 0; ci < g->ncells && !err && !stopping(g) && !g->ranks_ended; ci++) {
 			c = &g->cells[ci];
-			for (k = 1; k <= per && !c->done && !err && !mb_run_stop && !g->ranks_ended;
+			for (k = 1; k <= per && !c->done && !err && !stopping(g) && !g->ranks_ended;
 			     k++) {
 				i = r * per + k;
 				select_cell(g, c);

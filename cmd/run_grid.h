@@ -87,6 +87,8 @@ struct mb_run_grid {
 	unsigned shard_stage;  /* the stage g->model is the share of; 0: none */
 	bool ranks_ended;      /* a rank failed: no rank runs again */
 	bool ranks_stopped;    /* stop was set by the ranks' agreement, not a signal */
+	/* a rank was signaled: every rank ends the grid after this run (mb_run_ranks_end) */
+	bool ranks_stop_agreed;
 };
 
 /* grid's run_owner */

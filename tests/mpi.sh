@@ -152,13 +152,19 @@ for differ in "--steps 3" "--variant both"; do
 done
 
 # 8. A signal to rank 1 after runs finished: both end as interrupted, rank 1 saying its runs
-#    are in rank 0's results (not in '').
+#    are in rank 0's results (not in ''). The signal is sent once the file holds a run's rows
+#    (at most 90 s on), not after a fixed time that a loaded machine's start-up can outlast;
+#    it lands anywhere in a run or between two, the window after a run's agreement among them
+#    (where rank 1 once left the grid alone and rank 0 waited for it for ever).
 many="--model tiny --layers 1 --fwd-bwd off --gather-budget 2Mi --profile off --stage 2 \
 --variant master --runs 100 --steps 2 --measure 1-2 --quiet --out $tmp/sig.csv"
+# shellcheck disable=SC2016 # the rank's shell expands these
+signal_after_rows='i=0; while [ $i -lt 900 ] && [ "$(cat "$1" 2>/dev/null | wc -l)" -lt 3 ]; do
+	sleep 0.1; i=$((i + 1)); done; kill -TERM $$'
 # shellcheck disable=SC2016,SC2086 # the rank's shell expands $$; lists of options
 timeout -k 5 120 mpirun -n 1 --oversubscribe $([ "$(id -u)" -ne 0 ] || echo --allow-run-as-root) \
-	"$bin" run $many : -n 1 sh -c '(sleep 4; kill -TERM $$) & exec "$0" "$@"' "$bin" run $many \
-	>/dev/null 2>"$tmp/err"
+	"$bin" run $many : -n 1 sh -c "(set -- $tmp/sig.csv; $signal_after_rows) & exec \"\$0\" \"\$@\"" \
+	"$bin" run $many >/dev/null 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 1 ] && grep -q "^muonbench: interrupted: the runs that finished are in rank 0's results$" "$tmp/err" &&
 	grep -q "^muonbench: interrupted: the runs that finished are in '$tmp/sig.csv'$" "$tmp/err" &&
