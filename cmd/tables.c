@@ -61,7 +61,8 @@ static void md_header(const struct mb_table *t)
 		printf(", rank %llu of %llu (local rank %llu)", (unsigned long long)r->rank,
 		       (unsigned long long)r->world_size, (unsigned long long)r->local_rank);
 	printf("\n\n");
-	printf("CLBlast parameters: %s (%s).\n", MD(md[4], r->tuning), r->tuning_match);
+	/* the rows say which tuning, not what it held (CLBlast parameters, Newton-Schulz tiles) */
+	printf("Tuning: %s (%s).\n", MD(md[4], r->tuning), r->tuning_match);
 	printf("Host %s (%s), CPUs %s, memory nodes %s (%s). Model %s: %llu layer%s, %s "
 	       "parameters, %s Muon. Steps %llu-%llu of %llu per run; gather budget %s; "
 	       "sub-group %s elements; pin_memory %s (chunks of %s, %s); writeback %s; "
