@@ -411,9 +411,20 @@ static void registers_from_the_log(void **state)
 		"ptxas info    : Used 99 registers\n"
 		"ptxas info    : Compiling entry function 'ns16_store' for 'sm_90'\n"
 		"    64 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n";
+	/* the driver's own log (-cl-nv-verbose, as NVIDIA's OpenCL writes it) */
+	static const char driver[] =
+		"ptxas         : info    : Compiling entry function 'ns_gemm' for 'sm_90'\n"
+		"ptxas         : info    : Function properties for ns_gemm\n"
+		"ptxas         .     320 bytes stack frame, 8 bytes spill stores, 8 bytes spill "
+		"loads\n"
+		"ptxas         : info    : Used 116 registers, 32768 bytes smem, 464 bytes cmem[0]\n";
 	struct mb_gemm16_ptxas p;
 
 	(void)state;
+	assert_true(mb_gemm16_ptxas_info(driver, &p));
+	assert_int_equal(p.registers, 116);
+	assert_int_equal(p.stack_bytes, 320);
+	assert_int_equal(p.spill_bytes, 16);
 	assert_true(mb_gemm16_ptxas_info(log, &p));
 	assert_int_equal(p.registers, 168);
 	assert_int_equal(p.stack_bytes, 0);

@@ -6,7 +6,8 @@
  * mb_gemm16_options builds them, and ptxas assembles it for sm_80 and
  * sm_90. The inline asm (mma.sync, ldmatrix and its .trans, cp.async, the
  * address-space conversions) must assemble, and ns_gemm must keep nothing
- * in local memory (no stack frame, no spills: mb_gemm16_ptxas_info). The
+ * in local memory (no stack frame, no spills: mb_gemm16_ptxas_info), but
+ * in the fallbacks of an /async tile, which may (said). The
  * registers a work-item takes are printed (past 128 a 256-work-item group
  * loses its second group per SM). NVIDIA's OpenCL driver compiles with its
  * own front end, so this is the asm and the shape of the code, not the
@@ -15,6 +16,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -108,26 +110,40 @@ static char *slurp(const char *dir, const char *name)
 
 struct build {
 	const char *tile;
-	unsigned flags; /* MB_GEMM16_NO_LDMATRIX or 0 */
+	unsigned flags;	   /* MB_GEMM16_NO_LDMATRIX or 0 */
+	bool fallback;	   /* an /async tile without cp.async: it must assemble, and may spill */
+	char options[256]; /* mb_gemm16_options's */
 };
+
+/* B's options into it; false where a build of BUILT (N of them) has them already. */
+static bool new_build(struct build *b, const struct build *built, size_t n)
+{
+	struct mb_gemm16_tile tile;
+	size_t i;
+
+	assert_int_equal(mb_gemm16_tile_parse(b->tile, &tile), 0);
+	if (b->fallback)
+		tile.async = 0;
+	mb_gemm16_options(MB_GEMM16_MMA, b->flags, &tile, b->options, sizeof(b->options));
+	for (i = 0; i < n; i++)
+		if (!strcmp(built[i].options, b->options))
+			return false;
+	return true;
+}
 
 static const char *const archs[] = { "sm_80", "sm_90" };
 
 /* Build J's line of the jobs: clang makes J.ptx (J.clang its output), ptxas J.ARCH of it. */
 static void job(FILE *jobs, const struct tools *t, const struct build *b, size_t j)
 {
-	struct mb_gemm16_tile tile;
-	char options[256];
 	size_t a;
 
-	assert_int_equal(mb_gemm16_tile_parse(b->tile, &tile), 0);
-	mb_gemm16_options(MB_GEMM16_MMA, b->flags, &tile, options, sizeof(options));
 	fprintf(jobs,
 		"%s -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -Xclang "
 		"-finclude-default-header -Xclang -mlink-builtin-bitcode -Xclang %s "
 		"-Wno-linker-warnings -O3 -Dasm=__asm__ -Xclang -target-cpu -Xclang sm_80 %s -S "
 		"%s/ns_gemm.cl -o %s/%zu.ptx >%s/%zu.clang 2>&1",
-		t->clang, t->libclc, options, t->dir, t->dir, j, t->dir, j);
+		t->clang, t->libclc, b->options, t->dir, t->dir, j, t->dir, j);
 	for (a = 0; a < sizeof(archs) / sizeof(archs[0]); a++)
 		fprintf(jobs, " && %s -arch=%s -v %s/%zu.ptx -o /dev/null >%s/%zu.%s 2>&1",
 			t->ptxas, archs[a], t->dir, j, t->dir, j, archs[a]);
@@ -136,8 +152,8 @@ static void job(FILE *jobs, const struct tools *t, const struct build *b, size_t
 
 /*
  * Build J's outcome: clang made PTX, ptxas assembled it for each arch, and
- * ns_gemm keeps nothing in local memory; its registers printed. Returns
- * the failures.
+ * ns_gemm keeps nothing in local memory (a fallback's may: said); its
+ * registers printed. Returns the failures.
  */
 static int outcome(const struct tools *t, const struct build *b, size_t j)
 {
@@ -149,7 +165,8 @@ static int outcome(const struct tools *t, const struct build *b, size_t j)
 	for (a = 0; a < sizeof(archs) / sizeof(archs[0]); a++) {
 		snprintf(name, sizeof(name), "%zu.%s", j, archs[a]);
 		out = slurp(t->dir, name);
-		if (!mb_gemm16_ptxas_info(out, &p[a]) || p[a].stack_bytes || p[a].spill_bytes) {
+		if (!mb_gemm16_ptxas_info(out, &p[a]) ||
+		    (!b->fallback && (p[a].stack_bytes || p[a].spill_bytes))) {
 			snprintf(name, sizeof(name), "%zu.clang", j);
 			clang = slurp(t->dir, name);
 			print_error("%s%s on %s: no ns_gemm assembled, or it keeps values in local "
@@ -162,21 +179,31 @@ static int outcome(const struct tools *t, const struct build *b, size_t j)
 		free(out);
 	}
 	if (!failed)
-		print_message("# %-24s %-17s registers: sm_80 %3u, sm_90 %3u\n", b->tile,
-			      b->flags ? "without ldmatrix" : "", p[0].registers, p[1].registers);
+		print_message("# %-24s %-28s registers: sm_80 %3u, sm_90 %3u%s\n", b->tile,
+			      b->fallback && b->flags ? "without cp.async or ldmatrix"
+			      : b->fallback	      ? "without cp.async"
+			      : b->flags	      ? "without ldmatrix"
+						      : "",
+			      p[0].registers, p[1].registers,
+			      p[0].stack_bytes + p[1].stack_bytes + p[0].spill_bytes +
+					      p[1].spill_bytes
+				      ? " (local memory: a fallback's)"
+				      : "");
 	return failed;
 }
 
 /*
- * Every tile tune --ns may store (mb_gemm16_tune_tiles), as given, and
- * every tile without cp.async also without ldmatrix (the fallback's last
- * try; its first, without cp.async, is another tile of the list where a
- * tile has cp.async), built two at a time.
+ * Every tile tune --ns may store (mb_gemm16_tune_tiles), as given, and each
+ * fallback mb_gemm16_fallback builds of it: a tile without cp.async also
+ * without ldmatrix; an /async tile without cp.async, and without either
+ * (these must assemble, and may keep values in local memory: a 64 x 64
+ * warp tile staged through registers spills); each build once, two at a
+ * time.
  */
 static void mma_tiles_assemble(void **state)
 {
 	struct tools t;
-	struct build b[64];
+	struct build b[80];
 	const char *const *tiles;
 	char why[256], cmd[256];
 	int failed = 0;
@@ -190,9 +217,21 @@ static void mma_tiles_assemble(void **state)
 	}
 	tiles = mb_gemm16_tune_tiles(MB_GEMM16_MMA, &n);
 	for (i = 0; i < n; i++) {
-		b[nb++] = (struct build){ tiles[i], 0 };
-		if (!strstr(tiles[i], "/async"))
-			b[nb++] = (struct build){ tiles[i], MB_GEMM16_NO_LDMATRIX };
+		bool async = strstr(tiles[i], "/async") != NULL;
+
+		const struct build each[] = { { tiles[i], 0, false, "" },
+					      { tiles[i], 0, true, "" },
+					      { tiles[i], MB_GEMM16_NO_LDMATRIX, async, "" } };
+		size_t k;
+
+		for (k = 0; k < 3; k++) {
+			if (k == 1 && !async)
+				continue;
+			assert_true(nb < sizeof(b) / sizeof(b[0]));
+			b[nb] = each[k];
+			nb += new_build(&b[nb], b, nb); /* a fallback that is a tile of the list:
+							   once */
+		}
 	}
 	snprintf(cmd, sizeof(cmd), "%s/jobs", t.dir);
 	assert_non_null(jobs = fopen(cmd, "w"));

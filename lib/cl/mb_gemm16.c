@@ -248,10 +248,14 @@ bool mb_gemm16_ptxas_info(const char *log, struct mb_gemm16_ptxas *p)
 		return false;
 	/* ns_gemm's lines end where the next function's begin */
 	next = strstr(at + 1, "Compiling entry function");
+	/* "    320 bytes stack frame, ..." (ptxas -v), or "ptxas         .     320 bytes stack
+	 * frame, ..." (the driver's log): from the number before it */
 	if ((x = strstr(at, "bytes stack frame")) && (!next || x < next)) {
-		while (x > at && x[-1] != '\n')
+		while (x > at && x[-1] == ' ')
 			x--;
-		if (sscanf(x, " %u bytes stack frame, %u bytes spill stores, %u bytes spill loads",
+		while (x > at && x[-1] >= '0' && x[-1] <= '9')
+			x--;
+		if (sscanf(x, "%u bytes stack frame, %u bytes spill stores, %u bytes spill loads",
 			   &p->stack_bytes, &stores, &loads) == 3)
 			p->spill_bytes = stores + loads;
 	}
