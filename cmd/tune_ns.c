@@ -278,10 +278,11 @@ static void row(const struct klass *c, size_t ci, const char *tile,
 	snprintf(rate, sizeof(rate), seconds > 0 ? "%.1f" : "-", flops / seconds / 1e9);
 	snprintf(vs, sizeof(vs), seconds > 0 && c->default_s > 0 ? "%.2f" : "-",
 		 c->default_s / seconds);
-	/* a stack frame: values in local memory (a loop left rolled, a helper not inlined) */
-	if (ptxas->stack_bytes || ptxas->spill_bytes)
-		snprintf(regs, sizeof(regs), "%u (+%u B local)", ptxas->registers,
-			 ptxas->stack_bytes + ptxas->spill_bytes);
+	/* a stack frame: values in local memory (a loop left rolled, a helper not inlined,
+	 * spills) */
+	if (ptxas->stack_bytes)
+		snprintf(regs, sizeof(regs), "%u (+%u B stack)", ptxas->registers,
+			 ptxas->stack_bytes);
 	else
 		snprintf(regs, sizeof(regs), ptxas->registers ? "%u" : "-", ptxas->registers);
 	struct mb_field f[] = { MB_FIELD_T("GEMMs by C's size", cls),
@@ -439,14 +440,16 @@ static int store_before(const struct sweep *s, const struct mb_cl *cl, const cha
 		(void)mb_fail_kind(kind, "%s; nothing stored (no tile measured before it)", msg);
 		return err;
 	}
+	if (store(cl, text, at)) {
+		(void)mb_fail_kind(kind, "%s; the tiles before it could not be stored: %s", msg,
+				   mb_errmsg());
+		return err;
+	}
+	/* said once stored, not before: a store that fails says so instead */
 	printf("\n(tile %s, %zu of %zu, failed: it is set aside, and the best of the %zu tiles "
 	       "before it stored)\n",
 	       tiles[fi], fi + 1, ntiles, fi);
-	if (store(cl, text, at))
-		(void)mb_fail_kind(kind, "%s; the tiles before it could not be stored: %s", msg,
-				   mb_errmsg());
-	else
-		(void)mb_fail_kind(kind, "%s; the best of the %zu tiles before it stored", msg, fi);
+	(void)mb_fail_kind(kind, "%s; the best of the %zu tiles before it stored", msg, fi);
 	return err;
 }
 
