@@ -150,9 +150,10 @@ int mb_cmd_profile(const struct mb_args *args)
 					path, p.ns_gram_precision, p.ns_standard_precision,
 					mb_precision_names[s.ns_precision[MB_NS_GRAM]],
 					mb_precision_names[s.ns_precision[MB_NS_STANDARD]]);
-			} else if (!err && p.lacks) {
-				/* an older muonbench's of the same format: the model reads
-				 * the key as its default, which predicts less well */
+			} else if (!err && p.lacks && !args->out) {
+				/* the cache's, an older muonbench's of the same format: the
+				 * model reads the key as its default, which predicts less well
+				 * (an --out is the user's, who may have left keys out) */
 				fprintf(stderr,
 					"muonbench: measuring again: the profile %s has no \"%s\" "
 					"(an older muonbench's), which this one measures\n",
