@@ -510,9 +510,13 @@ static void say_suggestions(struct text *t, unsigned s, const struct mb_model *m
 								  : "");
 }
 
-int mb_fit_shortfalls(const struct mb_model *m, const struct mb_fit_cell *c,
-		      const struct mb_fit_host *h, const struct mb_fit_device *d, char *reason,
-		      size_t len)
+/*
+ * Whether cell C fits (1) or not (0, REASON says its shortfalls, and where
+ * VERDICT, "does not fit: " before them and what would fit after).
+ */
+static int fit_text(const struct mb_model *m, const struct mb_fit_cell *c,
+		    const struct mb_fit_host *h, const struct mb_fit_device *d, char *reason,
+		    size_t len, bool verdict)
 {
 	struct text t = { reason, len, 0 };
 	struct mb_fit_cell w;
@@ -526,27 +530,23 @@ int mb_fit_shortfalls(const struct mb_model *m, const struct mb_fit_cell *c,
 		return err;
 	if (!s)
 		return 1;
+	if (verdict)
+		add(&t, "does not fit: ");
 	say_shortfalls(&t, s, &n, &w, h, d);
+	if (verdict)
+		say_suggestions(&t, s, m, c, h, d);
 	return 0;
+}
+
+int mb_fit_shortfalls(const struct mb_model *m, const struct mb_fit_cell *c,
+		      const struct mb_fit_host *h, const struct mb_fit_device *d, char *reason,
+		      size_t len)
+{
+	return fit_text(m, c, h, d, reason, len, false);
 }
 
 int mb_fit_check(const struct mb_model *m, const struct mb_fit_cell *c, const struct mb_fit_host *h,
 		 const struct mb_fit_device *d, char *reason, size_t len)
 {
-	struct text t = { reason, len, 0 };
-	struct mb_fit_cell w;
-	struct mb_fit_need n;
-	unsigned s;
-	int err;
-
-	if (len)
-		reason[0] = '\0';
-	if ((err = assess(m, c, h, d, &w, &n, &s)))
-		return err;
-	if (!s)
-		return 1;
-	add(&t, "does not fit: ");
-	say_shortfalls(&t, s, &n, &w, h, d);
-	say_suggestions(&t, s, m, c, h, d);
-	return 0;
+	return fit_text(m, c, h, d, reason, len, true);
 }

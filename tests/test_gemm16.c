@@ -418,25 +418,23 @@ static void registers_from_the_log(void **state)
 		"ptxas         .     320 bytes stack frame, 8 bytes spill stores, 8 bytes spill "
 		"loads\n"
 		"ptxas         : info    : Used 116 registers, 32768 bytes smem, 464 bytes cmem[0]\n";
+	const struct {
+		const char *log;
+		unsigned registers, stack_bytes, spill_bytes;
+	} cases[] = { { driver, 116, 320, 16 },
+		      { log, 168, 0, 0 },
+		      { local, 116, 320, 20 },
+		      { other, 99, 0, 0 } };
 	struct mb_gemm16_ptxas p;
+	size_t i;
 
 	(void)state;
-	assert_true(mb_gemm16_ptxas_info(driver, &p));
-	assert_int_equal(p.registers, 116);
-	assert_int_equal(p.stack_bytes, 320);
-	assert_int_equal(p.spill_bytes, 16);
-	assert_true(mb_gemm16_ptxas_info(log, &p));
-	assert_int_equal(p.registers, 168);
-	assert_int_equal(p.stack_bytes, 0);
-	assert_int_equal(p.spill_bytes, 0);
-	assert_true(mb_gemm16_ptxas_info(local, &p));
-	assert_int_equal(p.registers, 116);
-	assert_int_equal(p.stack_bytes, 320);
-	assert_int_equal(p.spill_bytes, 20);
-	assert_true(mb_gemm16_ptxas_info(other, &p));
-	assert_int_equal(p.registers, 99);
-	assert_int_equal(p.stack_bytes, 0);
-	assert_int_equal(p.spill_bytes, 0);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_true(mb_gemm16_ptxas_info(cases[i].log, &p));
+		assert_int_equal(p.registers, cases[i].registers);
+		assert_int_equal(p.stack_bytes, cases[i].stack_bytes);
+		assert_int_equal(p.spill_bytes, cases[i].spill_bytes);
+	}
 	assert_false(mb_gemm16_ptxas_info("Build succeeded.\n", &p));
 	assert_int_equal(p.registers, 0);
 	assert_false(mb_gemm16_ptxas_info("", &p));
