@@ -250,8 +250,9 @@ const struct option mb_options[] = {
 	  "steps each, the points taking turns) and print the measured beside the predicted; "
 	  "the advice stands if the measured order of the iterations agrees" },
 	{ "if-missing", NULL, FLAG, AT(if_missing), NULL, 0, 0, NULL, ON(MB_CMD_PROFILE),
-	  "measure only when the file is not there yet, or is of an older format (the "
-	  "cache's: or damaged) (make run uses it)" },
+	  "measure only when the file is not there yet, or is of an older format or of "
+	  "another Newton-Schulz precision (the cache's also: damaged, or without a key "
+	  "this muonbench measures) (make run uses it)" },
 #define PREDICT_OPTION(id, name, key, key2, help)                                       \
 	{ name,                                                                         \
 	  "X[,X...]",                                                                   \
