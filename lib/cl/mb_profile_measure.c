@@ -254,7 +254,8 @@ struct probe {
 	unsigned wanted;  /* before the time bound */
 	unsigned n;	  /* so far */
 	double total_s;
-	double total1_s; /* the pass's: its forwards' */
+	double *sample_s;  /* each sample's seconds, SAMPLES of them at most */
+	double *forward_s; /* the pass's: each sample's forward's */
 	double warm_s;	 /* its untimed first sample's (kernels built: an upper bound) */
 	/* its rate goes to a point of LADDER, else into *RATE; the pass's backward to LADDER2's */
 	struct mb_profile_ladder *ladder, *ladder2;
@@ -737,7 +738,8 @@ static int run_rounds(struct rig *g, struct probe *p, size_t n, unsigned rounds,
 		for (i = 0; i < n && !err; i++)
 			if (due(&p[i], r, rounds) && !(err = p[i].once(g, &p[i], &t))) {
 				p[i].total_s += t;
-				p[i].total1_s += p[i].ladder2 ? g->forward_s : 0;
+				p[i].sample_s[p[i].n] = t;
+				p[i].forward_s[p[i].n] = p[i].ladder2 ? g->forward_s : 0;
 				p[i].n++;
 			}
 	}
@@ -775,26 +777,40 @@ static void report_cuts(const struct rig *g, const struct probe *p, size_t n,
 	}
 }
 
-/* Each probe's rate, its total work over its total time (in 10^9 units a second). */
-static int keep_rates(const struct mb_cl *cl, const struct probe *p, size_t n)
+/*
+ * The median of the N seconds T (sorted in place): a sample of the middle,
+ * which a shared machine's slow spells do not move while they last less
+ * than half the rounds (the mean goes with them).
+ */
+static double median_s(double *t, unsigned n)
+{
+	return mb_spread_of(t, n).median;
+}
+
+/*
+ * Each probe's rate, its work over its median sample's time (in 10^9 units
+ * a second); its samples are sorted.
+ */
+static int keep_rates(const struct mb_cl *cl, struct probe *p, size_t n)
 {
 	size_t i;
+	unsigned k;
 	int err = 0;
 
 	for (i = 0; i < n && !err; i++) {
-		double rate = p[i].work * p[i].n / p[i].total_s / 1e9;
-
-		if (p[i].ladder2) { /* a pass: its forward, then its backward */
+		if (p[i].ladder2) { /* a pass: its forward, then its backward (the rest) */
+			for (k = 0; k < p[i].n; k++)
+				p[i].sample_s[k] -= p[i].forward_s[k];
 			err = add_point(cl, p[i].ladder, p[i].flops,
-					p[i].work * p[i].n / p[i].total1_s / 1e9);
+					p[i].work / median_s(p[i].forward_s, p[i].n) / 1e9);
 			if (!err)
 				err = add_point(cl, p[i].ladder2, p[i].flops,
-						p[i].work2 * p[i].n /
-							(p[i].total_s - p[i].total1_s) / 1e9);
+						p[i].work2 / median_s(p[i].sample_s, p[i].n) / 1e9);
 		} else if (p[i].ladder) {
-			err = add_point(cl, p[i].ladder, p[i].flops, rate);
+			err = add_point(cl, p[i].ladder, p[i].flops,
+					p[i].work / median_s(p[i].sample_s, p[i].n) / 1e9);
 		} else {
-			*p[i].rate = rate;
+			*p[i].rate = p[i].work / median_s(p[i].sample_s, p[i].n) / 1e9;
 		}
 	}
 	return err;
@@ -977,9 +993,9 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 {
 	unsigned nrounds = ROUNDS_PER_REP * s->reps;
 	struct probe p[MAX_PROBES];
-	double t0 = mb_now_s();
+	double t0 = mb_now_s(), *samples;
 	struct rig g;
-	size_t n;
+	size_t n, i;
 	int err;
 
 	if (s->ns_nshapes < 1 || s->ns_nshapes > MB_PROFILE_LADDER_MAX)
@@ -992,6 +1008,14 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 	n += fwd_bwd_probes(&g, nrounds, prof, p + n);
 	n += elementwise_probes(&g, nrounds, prof, p + n);
 	n += copy_probes(nrounds, s, prof, p + n);
+	if (!(samples = malloc(2 * n * nrounds * sizeof(*samples)))) {
+		rig_release(&g);
+		return mb_fail("out of host memory for %zu figures' samples", n);
+	}
+	for (i = 0; i < n; i++) {
+		p[i].sample_s = samples + 2 * i * nrounds;
+		p[i].forward_s = p[i].sample_s + nrounds;
+	}
 	if (!(err = run_rounds(&g, p, n, nrounds, s->rounds_budget_s)) &&
 	    !(err = keep_rates(cl, p, n)))
 		err = busy_latency(&g, prof);
@@ -1000,6 +1024,7 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 		s->report->rounds_s = mb_now_s() - t0;
 		report_cuts(&g, p, n, s->report);
 	}
+	free(samples);
 	rig_release(&g);
 	return err;
 }
