@@ -17,21 +17,24 @@
 #   uneven    the same on configs/uneven.json (two layers that differ)
 #   seq256    `make run`'s grid at --seq 256
 #
-# A cell's measured figure is the mean over its runs of each run's mean over
-# the measured steps, as run's own table gives it (STAT=median: the median
-# over the runs instead, which a slow spell of a shared VM moves less; the
-# profile's rates are means, so the mean is the like-for-like figure).
+# A cell's measured figure is the median over its runs of each run's mean
+# over the measured steps (STAT=mean: the mean over the runs, as run's own
+# table gives it). The profile's rates are each figure's median sample over
+# its interleaved rounds, which a shared VM's slow spells do not move; the
+# median over a cell's runs, which the grid interleaves, is the like-for-like
+# figure (an idle VM here ran 1.5x slower in spells of 3-12 s, a quarter of
+# the time: the mean over a cell's 16 runs goes with how many it met).
 # Timing claims belong here, not in a unit test: the figures are the
 # machine's, and a shared VM's speed moves (bench/cpu-levels.sh).
 #
 # Usage: bench/predict-accuracy.sh [path/to/muonbench]   (from the repository root)
-#        PROFILE=FILE GRIDS="make uneven" RUNS=16 BOUND=15 STAT=mean bench/predict-accuracy.sh
+#        PROFILE=FILE GRIDS="make uneven" RUNS=16 BOUND=15 STAT=median bench/predict-accuracy.sh
 set -eu
 bin=${1:-build/muonbench}
 grids=${GRIDS:-make uneven seq256}
 runs=${RUNS:-16}
 bound=${BOUND:-15}
-stat=${STAT:-mean}
+stat=${STAT:-median}
 case $stat in mean | median) ;; *)
 	echo "predict-accuracy.sh: STAT is mean or median, not '$stat'" >&2
 	exit 2

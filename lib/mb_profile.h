@@ -24,7 +24,8 @@
  * device's order (contiguous runs on a CPU device). Version 3 holds
  * Newton-Schulz's rate at a ladder of matrix sizes (struct mb_profile_ladder)
  * where version 2 held one rate. Version 4 has the same keys, but its rates
- * are the mean over interleaved rounds (total work over total time) where
+ * are timed in interleaved rounds (a mean over them at first, the median
+ * sample's since issue 45: a shared VM's slow spells moved the mean) where
  * version 3's were medians of runs in a row. A file of an older version is
  * refused, MB_KIND_OLD_FORMAT, with a message that says to measure it again.
  */

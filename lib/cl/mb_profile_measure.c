@@ -204,11 +204,18 @@ static int add_point(const struct mb_cl *cl, struct mb_profile_ladder *l, double
  * and the tiny copy above) is timed a sample at a time,
  * round after round, each figure in its turn in a round (Newton-Schulz's
  * large shapes in fewer rounds, spread evenly), after one untimed sample of
- * each that compiles its kernels. A figure's rate is its total work over
- * its total time: the mean of its times, which is what a mean over a run's
- * steps reflects on a machine whose speed moves (a VM's CPUs here switch
- * between two levels 1.8x apart every 0.1-1 s, bench/cpu-levels.sh), where
- * a median of samples timed back to back lands on the level of that burst.
+ * each that compiles its kernels. A figure's rate is its work over its
+ * median sample's time. The rounds spread a figure's samples over the whole
+ * profile, so the median is the device at the level it runs at most of that
+ * time: on a VM whose host is shared the speed moves between levels (this
+ * one, idle, ran Newton-Schulz 1.54x slower in spells of 3-12 s, a quarter
+ * of the time; bench/cpu-levels.sh saw another switch every 0.1-1 s), and a
+ * mean went with how many spells the profile met: three profiles back to
+ * back put one Newton-Schulz point 22% apart by their means, 1-2% by their
+ * medians. (Version 3's medians, of samples back to back, landed on the
+ * level of that burst.) Where the levels switch within a run's steps but
+ * not within a sample, the median is the level most samples met and a run's
+ * mean of steps their mix: the model then predicts the run short.
  * A small shape's sample is a batch of its matrices back to back, as a step
  * runs one matrix right behind another: alone, from an idle device, a
  * 128x256 runs 1.4x slower than in a batch on PoCL here.
