@@ -263,7 +263,7 @@ struct probe {
 	double total_s;
 	double *sample_s;  /* each sample's seconds, SAMPLES of them at most */
 	double *forward_s; /* the pass's: each sample's forward's */
-	double warm_s;	 /* its untimed first sample's (kernels built: an upper bound) */
+	double warm_s;	   /* its untimed first sample's (kernels built: an upper bound) */
 	/* its rate goes to a point of LADDER, else into *RATE; the pass's backward to LADDER2's */
 	struct mb_profile_ladder *ladder, *ladder2;
 	double *rate;
