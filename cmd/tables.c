@@ -321,10 +321,38 @@ static const char *beside(char *buf, size_t len, double measured, double predict
 	return buf;
 }
 
-/* Cell C's phases, mb_phase's order: PHASE[k] is { measured, predicted }. */
+/*
+ * The median over C's runs of figure K (a phase; ITER: the iteration, APPLY:
+ * the Muon apply), of the runs that have it; NaN where none has. The model
+ * predicts from the profile's median samples, the device at the level it
+ * runs at most of the time: a run that met a shared VM's slow spell moves
+ * the mean over the runs, not their median.
+ */
+enum { ITER = -1, APPLY = -2 };
+static double runs_median(const struct mb_cell *c, int k)
+{
+	double *v = malloc(c->nruns * sizeof(*v)), m = NAN;
+	size_t i, n = 0;
+
+	if (!v)
+		return NAN;
+	for (i = 0; i < c->nruns; i++) {
+		const struct mb_run *r = &c->runs[i];
+		double x = k == ITER ? r->iter_mean_s : k == APPLY ? r->apply_mean_s : r->phase[k];
+
+		if (!isnan(x))
+			v[n++] = x;
+	}
+	if (n)
+		m = mb_spread_of(v, n).median;
+	free(v);
+	return m;
+}
+
+/* Cell C's phases, mb_phase's order: PHASE[k] is { the median run's, predicted }. */
 static void cell_phases(const struct mb_cell *c, double phase[MB_NPHASES][2])
 {
-#define VALUE_(e, f, ...) { c->phase.f, c->pred.f },
+#define VALUE_(e, f, ...) { runs_median(c, MB_PHASE_##e), c->pred.f },
 	const double v[][2] = { MB_PHASES(VALUE_) };
 #undef VALUE_
 
@@ -414,9 +442,9 @@ static void md_predicted(const struct mb_table *t)
 		any |= t->cells[i].nruns && t->cells[i].predicted;
 	if (!any)
 		return;
-	printf("\nMeasured / predicted (s) from the device profile %s, and the residual "
-	       "(measured over predicted); **past 25%%**: the device does something the model does "
-	       "not know:\n\n",
+	printf("\nMeasured (the median of the cell's runs) / predicted (s) from the device profile "
+	       "%s, and the residual (measured over predicted); **past 25%%**: the device does "
+	       "something the model does not know:\n\n",
 	       profile);
 	for (i = 0; i < t->ncells; i++) {
 		const struct mb_cell *c = &t->cells[i];
@@ -427,8 +455,8 @@ static void md_predicted(const struct mb_table *t)
 		cell_phases(c, phase);
 		f[0] = MB_FIELD_N("ZeRO", c->stage);
 		f[1] = T("Variant", c->variant);
-		f[2] = T("iteration", beside(v[0], 96, c->iter_mean_s, c->pred_iter_s));
-		f[3] = T("Muon apply", beside(v[1], 96, c->apply_mean_s, c->pred_apply_s));
+		f[2] = T("iteration", beside(v[0], 96, runs_median(c, ITER), c->pred_iter_s));
+		f[3] = T("Muon apply", beside(v[1], 96, runs_median(c, APPLY), c->pred_apply_s));
 		for (k = 0; k < MB_NPHASES; k++)
 			f[4 + k] = T(mb_phases[k].name,
 				     beside(v[2 + k], 96, phase[k][0], phase[k][1]));
