@@ -83,6 +83,7 @@ static const struct field fields[] = {
 	{ "d2h_pageable_small_gbs", OPT_RATE, AT(d2h_pageable_small_gbs), "GB/s" },
 	{ "both_pageable_small_gbs", OPT_RATE, AT(both_pageable_small_gbs), "GB/s" },
 	{ "command_latency_busy_us", OPT_TIME, AT(command_latency_busy_us), "us" },
+	{ "median_rates", OPT_BOOL, AT(median_rates), "" },
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))

@@ -165,6 +165,15 @@ struct mb_profile {
 	bool peer_shares_pcie;
 
 	/*
+	 * True: each rate is its figure's median sample over the interleaved
+	 * rounds, which a shared machine's slow spells do not move; false, where
+	 * a file leaves it out: the mean over them (a muonbench's from before),
+	 * which went with how many spells the profile met. The model does not
+	 * read it: profile --if-missing measures the cache's again without it.
+	 */
+	bool median_rates;
+
+	/*
 	 * Read, not a key: the first key this muonbench measures that the file
 	 * left out (an older muonbench's profile of the same format, or one
 	 * made by hand), which the model then reads as its default; NULL where

@@ -1581,7 +1581,7 @@ if XDG_CACHE_HOME="$tmp/xdg" "$bin" run $micro --stage 2 --variant master --out 
 	[ -n "$(col "$tmp/lacks-run.csv" pred_apply_s)" ] &&
 	XDG_CACHE_HOME="$tmp/xdg" "$bin" profile --if-missing --reps 1 --shape 64x128 >/dev/null 2>>"$tmp/err" &&
 	grep -q "^muonbench: measuring again: the profile $measured has no \"command_latency_busy_us\"" "$tmp/err" &&
-	grep -q '"command_latency_busy_us": [0-9]' "$measured" &&
+	grep -q '"command_latency_busy_us": [0-9]' "$measured" && grep -q '"median_rates": true' "$measured" &&
 	XDG_CACHE_HOME="$tmp/xdg" "$bin" run $micro --stage 2 --variant master --out "$tmp/lacks-run2.csv" >/dev/null 2>"$tmp/err2" &&
 	! grep -q "has no" "$tmp/err2"; then
 	report ok "run: a cached profile without a key predicts without it and says which; profile --if-missing measures it again"

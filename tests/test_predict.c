@@ -836,7 +836,8 @@ static void profile_round_trip(void **state)
 	assert_string_equal(mb_profile_key(30), "command_latency_us");
 	assert_string_equal(mb_profile_key(33), "h2d_pinned_small_gbs");
 	assert_string_equal(mb_profile_key(39), "command_latency_busy_us");
-	assert_null(mb_profile_key(40));
+	assert_string_equal(mb_profile_key(40), "median_rates");
+	assert_null(mb_profile_key(41));
 	/* the GPUs' link: 0 (not modelled) where a file leaves it out, as the shipped one */
 	assert_true(a.peer_gbs == 0 && !a.peer_shares_pcie);
 	assert_int_equal(mb_profile_set(&a, "peer_gbs", "-1", "--peer-gbs"), -MB_EINPUT);

@@ -1023,6 +1023,7 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 		p[i].sample_s = samples + 2 * i * nrounds;
 		p[i].forward_s = p[i].sample_s + nrounds;
 	}
+	prof->median_rates = true;
 	if (!(err = run_rounds(&g, p, n, nrounds, s->rounds_budget_s)) &&
 	    !(err = keep_rates(cl, p, n)))
 		err = busy_latency(&g, prof);
