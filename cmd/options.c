@@ -402,8 +402,9 @@ const struct command mb_commands[MB_NCOMMANDS] = {
 			     "4 x --reps interleaved rounds (the larger shapes in fewer, 4 at least; "
 			     "all of them held to about 10 s x --reps whatever the shapes, a slow "
 			     "shape timed in fewer, as the output says with the time taken), each "
-			     "charged at its total work over its total time (the mean of its "
-			     "times, which a run's mean step reflects): Newton-Schulz by each "
+			     "charged at its work over its median sample's time (a shared "
+			     "machine's slow spells, while they take less than half the rounds, "
+			     "do not move it): Newton-Schulz by each "
 			     "method on each --shape, a point of its ladder (default " MB_PROFILE_DEFAULT_SHAPES
 			     "), copies each way and both at once, pinned (by the device's "
 			     "events) and pageable (by the host clock, which a caller waits), "
