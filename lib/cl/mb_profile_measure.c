@@ -785,18 +785,9 @@ static void report_cuts(const struct rig *g, const struct probe *p, size_t n,
 }
 
 /*
- * The median of the N seconds T (sorted in place): a sample of the middle,
- * which a shared machine's slow spells do not move while they last less
- * than half the rounds (the mean goes with them).
- */
-static double median_s(double *t, unsigned n)
-{
-	return mb_spread_of(t, n).median;
-}
-
-/*
  * Each probe's rate, its work over its median sample's time (in 10^9 units
- * a second); its samples are sorted.
+ * a second): the median, which a shared machine's slow spells do not move
+ * while they take less than half the rounds. Its samples are sorted.
  */
 static int keep_rates(const struct mb_cl *cl, struct probe *p, size_t n)
 {
@@ -805,20 +796,24 @@ static int keep_rates(const struct mb_cl *cl, struct probe *p, size_t n)
 	int err = 0;
 
 	for (i = 0; i < n && !err; i++) {
-		if (p[i].ladder2) { /* a pass: its forward, then its backward (the rest) */
-			for (k = 0; k < p[i].n; k++)
-				p[i].sample_s[k] -= p[i].forward_s[k];
-			err = add_point(cl, p[i].ladder, p[i].flops,
-					p[i].work / median_s(p[i].forward_s, p[i].n) / 1e9);
-			if (!err)
-				err = add_point(cl, p[i].ladder2, p[i].flops,
-						p[i].work2 / median_s(p[i].sample_s, p[i].n) / 1e9);
-		} else if (p[i].ladder) {
-			err = add_point(cl, p[i].ladder, p[i].flops,
-					p[i].work / median_s(p[i].sample_s, p[i].n) / 1e9);
-		} else {
-			*p[i].rate = p[i].work / median_s(p[i].sample_s, p[i].n) / 1e9;
+		struct probe *q = &p[i];
+		double rate;
+
+		if (q->ladder2) { /* a pass: its forward, then its backward (the rest) */
+			for (k = 0; k < q->n; k++)
+				q->sample_s[k] -= q->forward_s[k];
+			rate = q->work / mb_spread_of(q->forward_s, q->n).median / 1e9;
+			if (!(err = add_point(cl, q->ladder, q->flops, rate)))
+				err = add_point(cl, q->ladder2, q->flops,
+						q->work2 / mb_spread_of(q->sample_s, q->n).median /
+							1e9);
+			continue;
 		}
+		rate = q->work / mb_spread_of(q->sample_s, q->n).median / 1e9;
+		if (q->ladder)
+			err = add_point(cl, q->ladder, q->flops, rate);
+		else
+			*q->rate = rate;
 	}
 	return err;
 }
