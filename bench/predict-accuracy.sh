@@ -27,8 +27,20 @@
 # Timing claims belong here, not in a unit test: the figures are the
 # machine's, and a shared VM's speed moves (bench/cpu-levels.sh).
 #
+# PROFILES=P and PROCS=R take P profiles and R run processes a grid, in
+# turn, and each process's figures against each profile's predictions (by
+# `predict`): a cell's residual is then the median over the P x R pairs,
+# and two more rows give each phase's scatter between the profiles and
+# between the processes (the standard deviation of the log ratio, over the
+# cells). A phase whose residual is about the same in every pair is the
+# model's error; one that scatters that far between profiles or processes
+# is the machine's, which no model of it removes (on PoCL here a profile's
+# small copies moved by about 10% from one process to the next, while its
+# samples within a process agreed).
+#
 # Usage: bench/predict-accuracy.sh [path/to/muonbench]   (from the repository root)
 #        PROFILE=FILE GRIDS="make uneven" RUNS=16 BOUND=15 STAT=median bench/predict-accuracy.sh
+#        PROFILES=3 PROCS=3 GRIDS=make bench/predict-accuracy.sh
 set -eu
 bin=${1:-build/muonbench}
 grids=${GRIDS:-make uneven seq256}
@@ -43,9 +55,20 @@ esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-echo "# ${PROFILE:-a fresh profile a grid}; $runs runs a cell; $stat over the runs; bound +-$bound%"
+nprof=${PROFILES:-1}
+nproc=${PROCS:-1}
+[ -n "${PROFILE:-}" ] && nprof=1
+for k in "$nprof" "$nproc"; do
+	case $k in '' | *[!0-9]* | 0)
+		echo "predict-accuracy.sh: PROFILES and PROCS are counts of 1 or more, not '$k'" >&2
+		exit 2
+		;;
+	esac
+done
+echo "# ${PROFILE:-$nprof fresh profile(s) a grid}; $nproc run process(es) a grid, $runs runs a cell each; $stat over a process's runs; bound +-$bound%"
 
-cells='--layers 1 --gather-budget 2Mi --stage 2,3 --variant all --steps 3 --measure 2-3'
+cells='--layers 1 --gather-budget 2Mi --stage 2,3 --variant all'
+steps='--steps 3 --measure 2-3' # run's alone: predict has no steps
 bad=0
 for g in $grids; do
 	case $g in
@@ -59,45 +82,68 @@ for g in $grids; do
 	esac
 	# uneven keeps both its layers: they are what differs
 	[ "$g" = uneven ] && c=$(echo "$cells" | sed 's/--layers 1 //') || c=$cells
-	if [ -n "${PROFILE:-}" ]; then
-		profile=$PROFILE
-	else
-		profile=$tmp/profile-$g.json
-		"$bin" profile --out "$profile" >"$tmp/$g.profile.log" 2>&1 ||
-			{ cat "$tmp/$g.profile.log" >&2; exit 2; }
-	fi
 	echo
-	echo "## $g: run $args $c --runs $runs"
-	# shellcheck disable=SC2086 # the options are words
-	"$bin" run $args $c --runs "$runs" --profile "$profile" --out "$tmp/$g.csv" >"$tmp/$g.log" 2>&1 ||
-		{ cat "$tmp/$g.log" >&2; exit 2; }
-	awk -v stat="$stat" -v bound="$bound" -f - "$tmp/$g.csv" >"$tmp/$g.txt" <<'AWK' || bad=1
-# per cell, each phase's STAT over the runs against its prediction
+	echo "## $g: run $args $c $steps --runs $runs"
+	# profiles and run processes taken in turn, so that the machine's drift meets both;
+	# each run predicted by the first profile, and every profile's predictions taken
+	# again by predict
+	preds='' outs='' k=1
+	while [ "$k" -le "$nprof" ] || [ "$k" -le "$nproc" ]; do
+		if [ "$k" -le "$nprof" ]; then
+			profile=${PROFILE:-$tmp/profile-$g-$k.json}
+			if [ -z "${PROFILE:-}" ]; then
+				"$bin" profile --out "$profile" >"$tmp/$g.profile.log" 2>&1 ||
+					{ cat "$tmp/$g.profile.log" >&2; exit 2; }
+			fi
+			# shellcheck disable=SC2086 # the options are words
+			"$bin" predict $args $c --profile "$profile" --format csv >"$tmp/$g-pred-$k.csv" 2>"$tmp/$g.log" ||
+				{ cat "$tmp/$g.log" >&2; exit 2; }
+			preds="$preds $tmp/$g-pred-$k.csv"
+		fi
+		if [ "$k" -le "$nproc" ]; then
+			# shellcheck disable=SC2086
+			"$bin" run $args $c $steps --runs "$runs" --profile "${PROFILE:-$tmp/profile-$g-1.json}" \
+				--out "$tmp/$g-run-$k.csv" >"$tmp/$g.log" 2>&1 ||
+				{ cat "$tmp/$g.log" >&2; exit 2; }
+			outs="$outs $tmp/$g-run-$k.csv"
+		fi
+		k=$((k + 1))
+	done
+	# shellcheck disable=SC2086 # the file lists are words
+	awk -v stat="$stat" -v bound="$bound" -v nprof="$nprof" -f - $preds $outs >"$tmp/$g.txt" <<'AWK' || bad=1
+# per cell, each phase's STAT over a process's runs against each profile's
+# prediction: the median over the pairs, and with more than one pair how far
+# the profiles and the processes scatter
 BEGIN {
 	FS = ","
 	np = split("iter_mean_s apply_mean_s forward_s backward_s h2d_s momentum_s ns_s d2h_s host_opt_s params_h2d_s", ph, " ")
 }
-FNR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+FNR == 1 {
+	f++
+	delete col
+	for (i = 1; i <= NF; i++) col[$i] = i
+	next
+}
+f <= nprof { # a profile's predictions: a row a cell
+	key = "stage " $col["stage"] " " $col["variant"]
+	for (p = 1; p <= np; p++)
+		pr[f, key, p] = $col[ph[p]]
+	next
+}
 $col["status"] != "ok" { next }
 {
+	j = f - nprof
+	nrun = j
 	key = "stage " $col["stage"] " " $col["variant"]
-	if (!(key in n))
+	if (!(key in seen)) {
+		seen[key] = 1
 		order[++nk] = key
-	k = ++n[key]
-	for (p = 1; p <= np; p++) {
-		v[key, p, k] = $col[ph[p]]
-		pn = "pred_" ph[p]
-		sub(/_mean_s$/, "_s", pn)
-		pr[key, p] = $col[pn]
 	}
+	k = ++n[j, key]
+	for (p = 1; p <= np; p++)
+		v[j, key, p, k] = $col[ph[p]]
 }
-function figure(key, p,    m, i, j, t, a, s) {
-	m = n[key]
-	if (stat == "mean") {
-		for (i = 1; i <= m; i++) s += v[key, p, i]
-		return s / m
-	}
-	for (i = 1; i <= m; i++) a[i] = v[key, p, i]
+function median(a, m,    i, j, t) {
 	for (i = 2; i <= m; i++) {
 		t = a[i]
 		for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
@@ -105,7 +151,41 @@ function figure(key, p,    m, i, j, t, a, s) {
 	}
 	return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
 }
+# process J's STAT over its runs of KEY
+function figure(j, key, p,    m, i, a, s) {
+	m = n[j, key]
+	if (stat == "mean") {
+		for (i = 1; i <= m; i++) s += v[j, key, p, i]
+		return s / m
+	}
+	for (i = 1; i <= m; i++) a[i] = v[j, key, p, i]
+	return median(a, m)
+}
+function sd(a, m,    i, s, q) {
+	for (i = 1; i <= m; i++) s += a[i]
+	for (i = 1; i <= m; i++) q += (a[i] - s / m) ^ 2
+	return m > 1 ? sqrt(q / (m - 1)) : 0
+}
+# the median residual of KEY's phase P over the pairs, in percent ("" where a profile
+# predicts no such phase); the log ratios' means by profile and by process into BYP, BYJ
+function residual(key, p, byp, byj,    i, j, a, m, l) {
+	m = 0
+	for (i = 1; i <= nprof; i++)
+		if (pr[i, key, p] + 0 <= 0 || !n[1, key])
+			return ""
+	for (i = 1; i <= nprof; i++) byp[i] = 0
+	for (j = 1; j <= nrun; j++) byj[j] = 0
+	for (i = 1; i <= nprof; i++)
+		for (j = 1; j <= nrun; j++) {
+			a[++m] = 100 * (figure(j, key, p) / pr[i, key, p] - 1)
+			l = 100 * log(figure(j, key, p) / pr[i, key, p])
+			byp[i] += l / nrun
+			byj[j] += l / nprof
+		}
+	return median(a, m)
+}
 END {
+	pairs = nprof * nrun
 	printf "| cell |"
 	for (p = 1; p <= np; p++) {
 		h = ph[p]
@@ -119,11 +199,11 @@ END {
 		key = order[c]
 		printf "| %s |", key
 		for (p = 1; p <= np; p++) {
-			if (pr[key, p] + 0 <= 0) {
+			r = residual(key, p, byp, byj)
+			if (r == "") {
 				printf " — |"
 				continue
 			}
-			r = 100 * (figure(key, p) / pr[key, p] - 1)
 			out = r > bound || r < -bound
 			bad += out
 			if (!(p in lo_) || r < lo_[p])
@@ -131,6 +211,9 @@ END {
 			if (!(p in hi_) || r > hi_[p])
 				hi_[p] = r
 			printf " %+.0f%%%s |", r, out ? " *" : ""
+			sp[p] += sd(byp, nprof) ^ 2
+			sj[p] += sd(byj, nrun) ^ 2
+			ns_[p]++
 		}
 		print ""
 	}
@@ -141,13 +224,29 @@ END {
 		else
 			printf " — |"
 	print ""
+	if (nprof > 1) {
+		printf "| between profiles |"
+		for (p = 1; p <= np; p++)
+			printf ns_[p] ? " ±%.0f%% |" : " — |", sqrt(sp[p] / ns_[p])
+		print ""
+	}
+	if (nrun > 1) {
+		printf "| between processes |"
+		for (p = 1; p <= np; p++)
+			printf ns_[p] ? " ±%.0f%% |" : " — |", sqrt(sj[p] / ns_[p])
+		print ""
+	}
 	for (c = 1; c <= nk; c++)
-		if (pr[order[c], 7] + 0 > 0) {
-			ns += figure(order[c], 7) / pr[order[c], 7]
+		if ((r = residual(order[c], 7, byp, byj)) != "") {
+			ns += r
 			nns++
 		}
 	if (nns)
-		printf "Newton-Schulz's mean residual (how far the machine moved): %+.0f%%\n", 100 * (ns / nns - 1)
+		printf "Newton-Schulz's mean residual (how far the machine moved): %+.0f%%\n", ns / nns
+	if (pairs > 1)
+		printf "%d profile(s) x %d process(es): a cell's residual is the median over the %d pairs; " \
+		       "the spreads are a phase's standard deviation (of the log ratio, over the cells) " \
+		       "between the profiles' predictions and between the processes' figures\n", nprof, nrun, pairs
 	printf "%d of the cells' phases past %s%%\n", bad, bound
 	exit bad > 0
 }
