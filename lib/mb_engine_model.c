@@ -49,6 +49,8 @@ struct model_engine {
 	size_t barrier[MB_NQUEUES]; /* what the next command of the queue waits on too */
 	double now;		    /* the device's time */
 	double host;		    /* the host thread's */
+	size_t enqueuing; /* 1 + the command the host is enqueuing now (its time its own); 0: none
+			   */
 };
 
 static struct model_engine *of(struct mb_engine *e)
@@ -94,11 +96,15 @@ static double rate(const struct model_engine *s, const struct cmd *c,
 	int q;
 
 	if (c->res == KERNEL) {
+		/* the host's enqueue of another command takes a part of the device's cores */
+		r = s->enqueuing && c != &s->v[s->enqueuing - 1]
+			    ? 1.0 - s->prof->enqueue_contention_frac
+			    : 1.0;
 		for (q = 0; q < MB_NQUEUES; q++)
 			if (run[q] && run[q]->res != KERNEL && run[q]->pageable &&
 			    !(run[q]->fixed > 0))
-				return 1.0 - s->prof->pageable_exposed_frac;
-		return 1.0;
+				return r * (1.0 - s->prof->pageable_exposed_frac);
+		return r;
 	}
 	r = copy_rate(s, c);
 	for (q = 0; q < MB_NQUEUES; q++) {
@@ -394,6 +400,14 @@ static int model_work(struct mb_engine *e, const struct mb_work *w, size_t after
 			      : 0;
 	else
 		err = enqueue(s, w->queue, KERNEL, false, work_s(s, w), after, done);
+	if (!err && w->kind == MB_WORK_NS && s->prof->ns_enqueue_us > 0) {
+		/* the host goes on enqueueing its GEMMs: held that long, the device's other
+		 * kernels slowed meanwhile (its own are, in the rate the profile gives it) */
+		s->enqueuing = *done;
+		err = advance(s, 0, s->host + 1e-6 * s->prof->ns_enqueue_us);
+		s->enqueuing = 0;
+		s->host += 1e-6 * s->prof->ns_enqueue_us;
+	}
 	if (err)
 		return err;
 	return mb_engine_span(e, *done, 0, w->phase);

@@ -84,6 +84,8 @@ static const struct field fields[] = {
 	{ "both_pageable_small_gbs", OPT_RATE, AT(both_pageable_small_gbs), "GB/s" },
 	{ "command_latency_busy_us", OPT_TIME, AT(command_latency_busy_us), "us" },
 	{ "median_rates", OPT_BOOL, AT(median_rates), "" },
+	{ "ns_enqueue_us", OPT_TIME, AT(ns_enqueue_us), "us" },
+	{ "enqueue_contention_frac", FRACTION, AT(enqueue_contention_frac), "of a kernel's rate" },
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))

@@ -152,6 +152,18 @@ struct mb_profile {
 	 * 0, where a file leaves it out: command_latency_us.
 	 */
 	double command_latency_busy_us;
+	/*
+	 * What the host's enqueue of one Newton-Schulz (its GEMMs and kernels)
+	 * holds the host thread, us, and the part of its rate a kernel running
+	 * beside that enqueue loses, 0 to 1: on a CPU device the host thread's
+	 * enqueue work takes a core from the device's workers (PoCL on 2 cores:
+	 * a 256x256 Newton-Schulz's enqueue about 0.2 ms, the momentum kernel
+	 * beside it a fifth slower); a GPU's kernels run beside it untouched. 0,
+	 * where a file leaves them out: the host enqueues at once, and nothing
+	 * is slowed.
+	 */
+	double ns_enqueue_us;
+	double enqueue_contention_frac;
 
 	/*
 	 * The link between the ranks' GPUs that their collectives take (NVLink,

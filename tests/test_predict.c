@@ -599,6 +599,36 @@ static void busy_latency_by_hand(void **state)
 }
 
 /*
+ * The host's enqueue of a Newton-Schulz held 2.5 s, a kernel beside it at
+ * half its rate (enqueue_contention_frac 0.5). Pin, each batch in turn: the
+ * host queues batch 0's copies, kernel and Newton-Schulz at 0 and enqueues
+ * until 2.5; the copies 0-2, the kernel from 2 at half rate until 2.5 (a
+ * quarter of its work), the rest 2.5-3.25; Newton-Schulz 3.25-6.25 (its own
+ * GEMMs' enqueue is in its rate), the writeback 6.25-8.25; batch 1 the same
+ * from 8.25: 16.5 s, the momentum kernels 1.25 s each. The hold alone (no
+ * contention) leaves pin as it was: the device is the longer.
+ */
+static void enqueue_contention_by_hand(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+
+	(void)state;
+	p.ns_enqueue_us = 2.5e6;
+	p.enqueue_contention_frac = 0.5;
+	t = predict(2, MB_PIN, false, &p);
+	assert_secs(t.apply_s, 16.5);
+	assert_secs(t.phase.momentum_s, 2.5);
+	assert_secs(t.phase.ns_s, 6);
+	assert_secs(t.phase.h2d_s, 4);
+	assert_secs(t.phase.d2h_s, 4);
+	p.enqueue_contention_frac = 0;
+	t = predict(2, MB_PIN, false, &p);
+	assert_secs(t.apply_s, 16);
+	assert_secs(t.phase.momentum_s, 2);
+}
+
+/*
  * A copy at the rate of its size, from its direction's large figure (at
  * MB_PROFILE_COPY_LARGE_BYTES) and small one (at MB_PROFILE_COPY_SMALL_BYTES),
  * a power law between: pin's copies are each 4e6 bytes, between the two, so
@@ -837,7 +867,9 @@ static void profile_round_trip(void **state)
 	assert_string_equal(mb_profile_key(33), "h2d_pinned_small_gbs");
 	assert_string_equal(mb_profile_key(39), "command_latency_busy_us");
 	assert_string_equal(mb_profile_key(40), "median_rates");
-	assert_null(mb_profile_key(41));
+	assert_string_equal(mb_profile_key(41), "ns_enqueue_us");
+	assert_string_equal(mb_profile_key(42), "enqueue_contention_frac");
+	assert_null(mb_profile_key(43));
 	/* the GPUs' link: 0 (not modelled) where a file leaves it out, as the shipped one */
 	assert_true(a.peer_gbs == 0 && !a.peer_shares_pcie);
 	assert_int_equal(mb_profile_set(&a, "peer_gbs", "-1", "--peer-gbs"), -MB_EINPUT);
@@ -1246,6 +1278,7 @@ int main(void)
 		cmocka_unit_test(command_overhead),
 		cmocka_unit_test(command_latency),
 		cmocka_unit_test(busy_latency_by_hand),
+		cmocka_unit_test(enqueue_contention_by_hand),
 		cmocka_unit_test(copies_by_size),
 		cmocka_unit_test(fwd_bwd_by_pass),
 		cmocka_unit_test(host_stream_rate),

@@ -35,6 +35,8 @@
  */
 #define BUSY_KERNELS 2
 #define BUSY_SAMPLES 4
+/* Newton-Schulz's the host enqueues behind a kernel, to time what that costs the kernel */
+#define NS_BEHIND 3
 /* Newton-Schulz's FLOPs a matrix past which a point is timed in fewer rounds (512x1536's, gram) */
 #define NS_REPS_FLOPS 7e9
 /*
@@ -987,6 +989,67 @@ static int busy_latency(struct rig *g, struct mb_profile *prof)
 }
 
 /*
+ * What the host's enqueue of a Newton-Schulz costs it, and a kernel beside
+ * it (ns_enqueue_us, enqueue_contention_frac): the momentum kernel on the
+ * small elements (warm: run once right before, as in the rounds) alone
+ * takes T; again, flushed, with NS_BEHIND Newton-Schulz's of the rig's
+ * first shape enqueued behind it, W, and the host's enqueue of them E. The
+ * kernel ran beside the enqueue for min(E, W) and lost W - T of it. On a
+ * CPU device the host thread's enqueue work takes a core from the device's
+ * workers, as in a step, where the host enqueues a batch's Newton-Schulz
+ * while its momentum kernel runs (PoCL on 2 cores: a momentum kernel with
+ * three behind it ran a fifth longer, in every process; with one, whose
+ * enqueue is shorter, in some). Medians of --reps (at most BESIDE_REPS_MAX).
+ */
+static int enqueue_beside(struct rig *g, struct mb_profile *prof)
+{
+	const struct mb_nsbench *b = &g->shape[0];
+	unsigned i, k, reps = g->s->reps < BESIDE_REPS_MAX ? g->s->reps : BESIDE_REPS_MAX;
+	uint64_t n = g->s->elementwise_elems < MB_PROFILE_SMALL_ELEMS ? g->s->elementwise_elems
+								      : MB_PROFILE_SMALL_ELEMS;
+	double enq[BESIDE_REPS_MAX], lost[BESIDE_REPS_MAX], alone, beside, t0, e;
+	cl_event first, last;
+	int err = 0;
+
+	g->ns.method = MB_NS_GRAM;
+	g->ns.precision = g->s->ns_precision[MB_NS_GRAM];
+	for (i = 0; i <= reps && !err; i++) { /* the first untimed */
+		if ((err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, n, 0.95f, NULL, NULL)) ||
+		    (err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, n, 0.95f, &first, &last)))
+			break;
+		clReleaseEvent(last);
+		if ((err = span_of(g->cl, first, "the momentum kernel", &alone)) ||
+		    (err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, n, 0.95f, NULL, NULL)) ||
+		    (err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, n, 0.95f, &first, &last)))
+			break;
+		clReleaseEvent(last);
+		err = mb_cl_check(g->cl, clFlush(g->cl->compute), "clFlush", "compute queue");
+		t0 = mb_now_s();
+		for (k = 0; k < NS_BEHIND && !err; k++)
+			err = mb_ns_orthogonalize(&g->ns, b->in, 0, b->rows, b->cols, b->out, 0,
+						  NULL, NULL);
+		e = mb_now_s() - t0;
+		/* span_of finishes the queue, the Newton-Schulz's with it, and releases FIRST */
+		if (err) {
+			clFinish(g->cl->compute);
+			clReleaseEvent(first);
+			break;
+		}
+		if ((err = span_of(g->cl, first, "the momentum kernel beside an enqueue",
+				   &beside)) ||
+		    !i)
+			continue;
+		enq[i - 1] = e / NS_BEHIND;
+		lost[i - 1] = fmin(1, fmax(0, (beside - alone) / fmax(1e-9, fmin(e, beside))));
+	}
+	if (!err) {
+		prof->ns_enqueue_us = 1e6 * mb_spread_of(enq, reps).median;
+		prof->enqueue_contention_frac = mb_spread_of(lost, reps).median;
+	}
+	return err;
+}
+
+/*
  * Newton-Schulz's ladders, the forward/backward's GEMMs, the kernels, the
  * host optimizer, the copies.
  */
@@ -1020,8 +1083,8 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 	}
 	prof->median_rates = true;
 	if (!(err = run_rounds(&g, p, n, nrounds, s->rounds_budget_s)) &&
-	    !(err = keep_rates(cl, p, n)))
-		err = busy_latency(&g, prof);
+	    !(err = keep_rates(cl, p, n)) && !(err = busy_latency(&g, prof)))
+		err = enqueue_beside(&g, prof);
 	if (!err && s->report) {
 		s->report->rounds = nrounds;
 		s->report->rounds_s = mb_now_s() - t0;
