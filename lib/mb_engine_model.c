@@ -522,7 +522,7 @@ static void model_host(struct mb_engine *e, const struct mb_host_work *h)
 							16.0 * MB_PROFILE_LARGE_ELEMS)
 				: p->memcpy_gbs;
 
-	s->host += h->bytes / (1e9 * opt) + h->streamed / (1e9 * stream);
+	s->host += h->bytes / (1e9 * opt) + h->streamed / (1e9 * stream) + 1e-6 * p->host_pass_us;
 }
 
 static double model_now(struct mb_engine *e)

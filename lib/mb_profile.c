@@ -86,6 +86,7 @@ static const struct field fields[] = {
 	{ "median_rates", OPT_BOOL, AT(median_rates), "" },
 	{ "ns_enqueue_us", OPT_TIME, AT(ns_enqueue_us), "us" },
 	{ "enqueue_contention_frac", FRACTION, AT(enqueue_contention_frac), "of a kernel's rate" },
+	{ "host_pass_us", OPT_TIME, AT(host_pass_us), "us" },
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))

@@ -164,6 +164,15 @@ struct mb_profile {
 	 */
 	double ns_enqueue_us;
 	double enqueue_contention_frac;
+	/*
+	 * What the host's pass (the host optimizer and its streaming pass, one
+	 * parallel region) costs beyond its loops, us: its threads' wake-ups, at
+	 * its start and its barriers, which host_opt_gbs and host_stream_gbs
+	 * (each thread's own loops, the slowest's) leave out. 0, where a file
+	 * leaves it out: an older muonbench's rates, whose samples held a
+	 * wake-up each.
+	 */
+	double host_pass_us;
 
 	/*
 	 * The link between the ranks' GPUs that their collectives take (NVLink,

@@ -629,6 +629,26 @@ static void enqueue_contention_by_hand(void **state)
 }
 
 /*
+ * The host's pass costs host_pass_us beyond its loops (1 s here): the host
+ * optimizer's phase 2 + 1 s, the iteration a second longer, the apply as
+ * it was.
+ */
+static void host_pass_by_hand(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t0, t;
+
+	(void)state;
+	t0 = predict(2, MB_MASTER, false, &p);
+	p.host_pass_us = 1e6;
+	t = predict(2, MB_MASTER, false, &p);
+	assert_secs(t0.phase.host_opt_s, 2);
+	assert_secs(t.phase.host_opt_s, 3);
+	assert_secs(t.iter_s, t0.iter_s + 1);
+	assert_secs(t.apply_s, t0.apply_s);
+}
+
+/*
  * A copy at the rate of its size, from its direction's large figure (at
  * MB_PROFILE_COPY_LARGE_BYTES) and small one (at MB_PROFILE_COPY_SMALL_BYTES),
  * a power law between: pin's copies are each 4e6 bytes, between the two, so
@@ -869,7 +889,8 @@ static void profile_round_trip(void **state)
 	assert_string_equal(mb_profile_key(40), "median_rates");
 	assert_string_equal(mb_profile_key(41), "ns_enqueue_us");
 	assert_string_equal(mb_profile_key(42), "enqueue_contention_frac");
-	assert_null(mb_profile_key(43));
+	assert_string_equal(mb_profile_key(43), "host_pass_us");
+	assert_null(mb_profile_key(44));
 	/* the GPUs' link: 0 (not modelled) where a file leaves it out, as the shipped one */
 	assert_true(a.peer_gbs == 0 && !a.peer_shares_pcie);
 	assert_int_equal(mb_profile_set(&a, "peer_gbs", "-1", "--peer-gbs"), -MB_EINPUT);
@@ -1279,6 +1300,7 @@ int main(void)
 		cmocka_unit_test(command_latency),
 		cmocka_unit_test(busy_latency_by_hand),
 		cmocka_unit_test(enqueue_contention_by_hand),
+		cmocka_unit_test(host_pass_by_hand),
 		cmocka_unit_test(copies_by_size),
 		cmocka_unit_test(fwd_bwd_by_pass),
 		cmocka_unit_test(host_stream_rate),

@@ -4,6 +4,7 @@
 #include "mb_profile_measure.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,10 @@
  */
 #define BUSY_KERNELS 2
 #define BUSY_SAMPLES 4
+/* the elements of each of the host's loops where its pass's fixed cost is timed */
+#define HOST_PASS_ELEMS 1024
+/* the host's threads whose loops are timed each (a machine's more run untimed) */
+#define MAX_THREADS 256
 /* Newton-Schulz's the host enqueues behind a kernel, to time what that costs the kernel */
 #define NS_BEHIND 3
 /* Newton-Schulz's FLOPs a matrix past which a point is timed in fewer rounds (512x1536's, gram) */
@@ -414,6 +419,26 @@ static int copy_once(struct rig *g, const struct probe *p, double *t)
 	return 0;
 }
 
+/*
+ * The host's passes are timed by each thread's own loops, the slowest
+ * thread's: what a region's threads wait for each other in its barriers
+ * is left out, and charged once a pass (host_pass_us, below). OpenMP's
+ * threads wait asleep (main.c's wait_passively), and a barrier's sleeper
+ * wakes tens of microseconds late on a CPU whose cores the device's workers
+ * share: a small sample timed from its barrier to the region's end took
+ * that much more, 330 us where its loops took 250 on PoCL here, while a step's pass
+ * of several such samples' work pays it about once a barrier.
+ */
+static double slowest(const double *span, int n)
+{
+	double m = 0;
+	int i;
+
+	for (i = 0; i < n; i++)
+		m = fmax(m, span[i]);
+	return m;
+}
+
 /* The host optimizer's loops over N Muon and N AdamW elements, as a step runs them. */
 static int host_opt_once(struct rig *g, const struct probe *p, double *t)
 {
@@ -421,23 +446,29 @@ static int host_opt_once(struct rig *g, const struct probe *p, double *t)
 	struct mb_optim o = MB_OPTIM_DEFAULTS;
 	float *buf = g->host;
 	uint16_t *staging = g->staging;
-
-	double t0 = mb_now_s();
+	double span[MAX_THREADS] = { 0 };
+	int nt = 1;
 
 #pragma omp parallel
 	{
+		int me = omp_get_thread_num();
+		double t0;
+
 		if (p->warm) {
 			mb_hostopt_muon(buf, buf + n, staging, n, &o);
 			mb_hostopt_adamw(buf + n, buf, buf + 2 * n, buf + 3 * n, staging, n, step,
 					 &o);
 #pragma omp barrier
-#pragma omp single
-			t0 = mb_now_s();
 		}
+		t0 = mb_now_s();
 		mb_hostopt_muon(buf, buf + n, staging, n, &o);
 		mb_hostopt_adamw(buf + n, buf, buf + 2 * n, buf + 3 * n, staging, n, step, &o);
+		if (me < MAX_THREADS)
+			span[me] = mb_now_s() - t0;
+		if (!me)
+			nt = omp_get_num_threads();
 	}
-	*t = mb_now_s() - t0;
+	*t = slowest(span, nt < MAX_THREADS ? nt : MAX_THREADS);
 	return 0;
 }
 
@@ -451,23 +482,35 @@ static int host_stream_once(struct rig *g, const struct probe *p, double *t)
 	int64_t k, n = (int64_t)(2 * p->elems);
 	volatile float one = 1.0f; /* a scale the compiler cannot drop; the values stay */
 	float scale = one, *buf = g->host;
-
-	double t0 = mb_now_s();
+	double span[MAX_THREADS] = { 0 };
+	int nt = 1;
 
 #pragma omp parallel private(k)
 	{
+		int me = omp_get_thread_num();
+		double t0;
+
 		if (p->warm) {
 #pragma omp for schedule(static)
 			for (k = 0; k < n; k++)
 				buf[k] *= scale;
-#pragma omp single
-			t0 = mb_now_s();
 		}
-#pragma omp for schedule(static)
-		for (k = 0; k < n; k++)
+		/* the static schedule's share by hand, timed before the barrier that the
+		 * step's loop ends in (left out, the momentum kernel timed next in the round
+		 * ran 2.5x slower on PoCL here, for a reason not found) */
+		int all = omp_get_num_threads();
+		int64_t lo = n * me / all, hi = n * (me + 1) / all;
+
+		t0 = mb_now_s();
+		for (k = lo; k < hi; k++)
 			buf[k] *= scale;
+		if (me < MAX_THREADS)
+			span[me] = mb_now_s() - t0;
+		if (!me)
+			nt = all;
+#pragma omp barrier
 	}
-	*t = mb_now_s() - t0;
+	*t = slowest(span, nt < MAX_THREADS ? nt : MAX_THREADS);
 	return 0;
 }
 
@@ -1050,6 +1093,55 @@ static int enqueue_beside(struct rig *g, struct mb_profile *prof)
 }
 
 /*
+ * What the host's pass costs beyond its loops (host_pass_us): the pass as a
+ * step runs it (one region: the streaming loop and its barrier, then the
+ * Muon and AdamW loops) on HOST_PASS_ELEMS elements, whose loops take a
+ * microsecond or two, right after a momentum kernel as a step's pass comes
+ * after its apply; the host clock around the region, the median of
+ * BUSY_SAMPLES a --reps. On a CPU device that is the threads' wake-ups (a
+ * region's start and its barriers, tens of microseconds each here), which
+ * the loops' rates leave out.
+ */
+static int host_pass_fixed(struct rig *g, struct mb_profile *prof)
+{
+	unsigned i, n = BUSY_SAMPLES * g->s->reps;
+	uint64_t e = HOST_PASS_ELEMS, step = 0;
+	struct mb_optim o = MB_OPTIM_DEFAULTS;
+	float *buf = g->host;
+	uint16_t *staging = g->staging;
+	double *t = malloc(n * sizeof(*t)), t0;
+	int err = 0;
+
+	if (!t)
+		return mb_fail("out of host memory for %u samples", n);
+	for (i = 0; i <= n && !err; i++) { /* the first untimed */
+		if ((err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, MB_PROFILE_SMALL_ELEMS,
+					  0.95f, NULL, NULL)) ||
+		    (err = mb_cl_check(g->cl, clFinish(g->cl->compute), "clFinish",
+				       "compute queue")))
+			break;
+		t0 = mb_now_s();
+#pragma omp parallel
+		{
+			int64_t k;
+
+#pragma omp for schedule(static)
+			for (k = 0; k < (int64_t)(2 * e); k++)
+				buf[k] *= 1.0f;
+			mb_hostopt_muon(buf, buf + e, staging, e, &o);
+			mb_hostopt_adamw(buf + e, buf, buf + 2 * e, buf + 3 * e, staging, e, ++step,
+					 &o);
+		}
+		if (i)
+			t[i - 1] = mb_now_s() - t0;
+	}
+	if (!err)
+		prof->host_pass_us = 1e6 * mb_spread_of(t, n).median;
+	free(t);
+	return err;
+}
+
+/*
  * Newton-Schulz's ladders, the forward/backward's GEMMs, the kernels, the
  * host optimizer, the copies.
  */
@@ -1083,8 +1175,9 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 	}
 	prof->median_rates = true;
 	if (!(err = run_rounds(&g, p, n, nrounds, s->rounds_budget_s)) &&
-	    !(err = keep_rates(cl, p, n)) && !(err = busy_latency(&g, prof)))
-		err = enqueue_beside(&g, prof);
+	    !(err = keep_rates(cl, p, n)) && !(err = busy_latency(&g, prof)) &&
+	    !(err = enqueue_beside(&g, prof)))
+		err = host_pass_fixed(&g, prof);
 	if (!err && s->report) {
 		s->report->rounds = nrounds;
 		s->report->rounds_s = mb_now_s() - t0;
