@@ -37,6 +37,8 @@
 # is the machine's, which no model of it removes (on PoCL here a profile's
 # small copies moved by about 10% from one process to the next, while its
 # samples within a process agreed).
+# Every prediction is predict's, which does not check, as run does, that a
+# PROFILE's Newton-Schulz precision is the run's: give one of the same.
 #
 # Usage: bench/predict-accuracy.sh [path/to/muonbench]   (from the repository root)
 #        PROFILE=FILE GRIDS="make uneven" RUNS=16 BOUND=15 STAT=median bench/predict-accuracy.sh
@@ -110,7 +112,7 @@ for g in $grids; do
 		k=$((k + 1))
 	done
 	# shellcheck disable=SC2086 # the file lists are words
-	awk -v stat="$stat" -v bound="$bound" -v nprof="$nprof" -f - $preds $outs >"$tmp/$g.txt" <<'AWK' || bad=1
+	awk -v stat="$stat" -v bound="$bound" -v nprof="$nprof" -v nproc="$nproc" -f - $preds $outs >"$tmp/$g.txt" <<'AWK' || bad=1
 # per cell, each phase's STAT over a process's runs against each profile's
 # prediction: the median over the pairs, and with more than one pair how far
 # the profiles and the processes scatter
@@ -133,7 +135,6 @@ f <= nprof { # a profile's predictions: a row a cell
 $col["status"] != "ok" { next }
 {
 	j = f - nprof
-	nrun = j
 	key = "stage " $col["stage"] " " $col["variant"]
 	if (!(key in seen)) {
 		seen[key] = 1
@@ -167,25 +168,31 @@ function sd(a, m,    i, s, q) {
 	return m > 1 ? sqrt(q / (m - 1)) : 0
 }
 # the median residual of KEY's phase P over the pairs, in percent ("" where a profile
-# predicts no such phase); the log ratios' means by profile and by process into BYP, BYJ
-function residual(key, p, byp, byj,    i, j, a, m, l) {
+# predicts no such phase, or a process has no run of the cell that ended ok); the log
+# ratios' means by profile and by process into BYP, BYJ (a phase measured 0, -100%,
+# adds nothing to them)
+function residual(key, p, byp, byj,    i, j, a, m, l, x) {
 	m = 0
 	for (i = 1; i <= nprof; i++)
-		if (pr[i, key, p] + 0 <= 0 || !n[1, key])
+		if (pr[i, key, p] + 0 <= 0)
+			return ""
+	for (j = 1; j <= nproc; j++)
+		if (!n[j, key])
 			return ""
 	for (i = 1; i <= nprof; i++) byp[i] = 0
-	for (j = 1; j <= nrun; j++) byj[j] = 0
+	for (j = 1; j <= nproc; j++) byj[j] = 0
 	for (i = 1; i <= nprof; i++)
-		for (j = 1; j <= nrun; j++) {
-			a[++m] = 100 * (figure(j, key, p) / pr[i, key, p] - 1)
-			l = 100 * log(figure(j, key, p) / pr[i, key, p])
-			byp[i] += l / nrun
+		for (j = 1; j <= nproc; j++) {
+			x = figure(j, key, p) / pr[i, key, p]
+			a[++m] = 100 * (x - 1)
+			l = x > 0 ? 100 * log(x) : 0
+			byp[i] += l / nproc
 			byj[j] += l / nprof
 		}
 	return median(a, m)
 }
 END {
-	pairs = nprof * nrun
+	pairs = nprof * nproc
 	printf "| cell |"
 	for (p = 1; p <= np; p++) {
 		h = ph[p]
@@ -211,9 +218,9 @@ END {
 			if (!(p in hi_) || r > hi_[p])
 				hi_[p] = r
 			printf " %+.0f%%%s |", r, out ? " *" : ""
-			sp[p] += sd(byp, nprof) ^ 2
-			sj[p] += sd(byj, nrun) ^ 2
-			ns_[p]++
+			var_profiles[p] += sd(byp, nprof) ^ 2
+			var_procs[p] += sd(byj, nproc) ^ 2
+			ncells[p]++
 		}
 		print ""
 	}
@@ -227,13 +234,19 @@ END {
 	if (nprof > 1) {
 		printf "| between profiles |"
 		for (p = 1; p <= np; p++)
-			printf ns_[p] ? " ±%.0f%% |" : " — |", sqrt(sp[p] / ns_[p])
+			if (ncells[p])
+				printf " ±%.0f%% |", sqrt(var_profiles[p] / ncells[p])
+			else
+				printf " — |"
 		print ""
 	}
-	if (nrun > 1) {
+	if (nproc > 1) {
 		printf "| between processes |"
 		for (p = 1; p <= np; p++)
-			printf ns_[p] ? " ±%.0f%% |" : " — |", sqrt(sj[p] / ns_[p])
+			if (ncells[p])
+				printf " ±%.0f%% |", sqrt(var_procs[p] / ncells[p])
+			else
+				printf " — |"
 		print ""
 	}
 	for (c = 1; c <= nk; c++)
@@ -246,7 +259,7 @@ END {
 	if (pairs > 1)
 		printf "%d profile(s) x %d process(es): a cell's residual is the median over the %d pairs; " \
 		       "the spreads are a phase's standard deviation (of the log ratio, over the cells) " \
-		       "between the profiles' predictions and between the processes' figures\n", nprof, nrun, pairs
+		       "between the profiles' predictions and between the processes' figures\n", nprof, nproc, pairs
 	printf "%d of the cells' phases past %s%%\n", bad, bound
 	exit bad > 0
 }

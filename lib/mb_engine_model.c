@@ -49,8 +49,8 @@ struct model_engine {
 	size_t barrier[MB_NQUEUES]; /* what the next command of the queue waits on too */
 	double now;		    /* the device's time */
 	double host;		    /* the host thread's */
-	size_t enqueuing; /* 1 + the command the host is enqueuing now (its time its own); 0: none
-			   */
+	/* 1 + the command the host is enqueuing now (its own time in its rate); 0: none */
+	size_t enqueuing;
 };
 
 static struct model_engine *of(struct mb_engine *e)

@@ -606,7 +606,8 @@ static void busy_latency_by_hand(void **state)
  * quarter of its work), the rest 2.5-3.25; Newton-Schulz 3.25-6.25 (its own
  * GEMMs' enqueue is in its rate), the writeback 6.25-8.25; batch 1 the same
  * from 8.25: 16.5 s, the momentum kernels 1.25 s each. The hold alone (no
- * contention) leaves pin as it was: the device is the longer.
+ * contention) leaves pin as it was: the device is the longer; so does the
+ * contention alone (no hold).
  */
 static void enqueue_contention_by_hand(void **state)
 {
@@ -623,6 +624,12 @@ static void enqueue_contention_by_hand(void **state)
 	assert_secs(t.phase.h2d_s, 4);
 	assert_secs(t.phase.d2h_s, 4);
 	p.enqueue_contention_frac = 0;
+	t = predict(2, MB_PIN, false, &p);
+	assert_secs(t.apply_s, 16);
+	assert_secs(t.phase.momentum_s, 2);
+	/* and the contention without a hold: nothing is beside the enqueue */
+	p.ns_enqueue_us = 0;
+	p.enqueue_contention_frac = 0.5;
 	t = predict(2, MB_PIN, false, &p);
 	assert_secs(t.apply_s, 16);
 	assert_secs(t.phase.momentum_s, 2);

@@ -487,7 +487,11 @@ static int host_stream_once(struct rig *g, const struct probe *p, double *t)
 
 #pragma omp parallel private(k)
 	{
-		int me = omp_get_thread_num();
+		/* the static schedule's share by hand, timed before the barrier that the
+		 * step's loop ends in (left out, the momentum kernel timed next in the round
+		 * ran 2.5x slower on PoCL here, for a reason not found) */
+		int me = omp_get_thread_num(), all = omp_get_num_threads();
+		int64_t lo = n * me / all, hi = n * (me + 1) / all;
 		double t0;
 
 		if (p->warm) {
@@ -495,12 +499,6 @@ static int host_stream_once(struct rig *g, const struct probe *p, double *t)
 			for (k = 0; k < n; k++)
 				buf[k] *= scale;
 		}
-		/* the static schedule's share by hand, timed before the barrier that the
-		 * step's loop ends in (left out, the momentum kernel timed next in the round
-		 * ran 2.5x slower on PoCL here, for a reason not found) */
-		int all = omp_get_num_threads();
-		int64_t lo = n * me / all, hi = n * (me + 1) / all;
-
 		t0 = mb_now_s();
 		for (k = lo; k < hi; k++)
 			buf[k] *= scale;
@@ -1050,42 +1048,47 @@ static int enqueue_beside(struct rig *g, struct mb_profile *prof)
 	unsigned i, k, reps = g->s->reps < BESIDE_REPS_MAX ? g->s->reps : BESIDE_REPS_MAX;
 	uint64_t n = g->s->elementwise_elems < MB_PROFILE_SMALL_ELEMS ? g->s->elementwise_elems
 								      : MB_PROFILE_SMALL_ELEMS;
-	double enq[BESIDE_REPS_MAX], lost[BESIDE_REPS_MAX], alone, beside, t0, e;
+	double enq[BESIDE_REPS_MAX], lost[BESIDE_REPS_MAX], alone = 0, beside = 0, t0, e = 0;
 	cl_event first, last;
-	int err = 0;
+	int err = 0, pass;
 
 	g->ns.method = MB_NS_GRAM;
 	g->ns.precision = g->s->ns_precision[MB_NS_GRAM];
-	for (i = 0; i <= reps && !err; i++) { /* the first untimed */
-		if ((err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, n, 0.95f, NULL, NULL)) ||
-		    (err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, n, 0.95f, &first, &last)))
-			break;
-		clReleaseEvent(last);
-		if ((err = span_of(g->cl, first, "the momentum kernel", &alone)) ||
-		    (err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, n, 0.95f, NULL, NULL)) ||
-		    (err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, n, 0.95f, &first, &last)))
-			break;
-		clReleaseEvent(last);
-		err = mb_cl_check(g->cl, clFlush(g->cl->compute), "clFlush", "compute queue");
-		t0 = mb_now_s();
-		for (k = 0; k < NS_BEHIND && !err; k++)
-			err = mb_ns_orthogonalize(&g->ns, b->in, 0, b->rows, b->cols, b->out, 0,
-						  NULL, NULL);
-		e = mb_now_s() - t0;
-		/* span_of finishes the queue, the Newton-Schulz's with it, and releases FIRST */
-		if (err) {
-			clFinish(g->cl->compute);
-			clReleaseEvent(first);
-			break;
+	for (i = 0; i <= reps && !err; i++) {		   /* the first untimed */
+		for (pass = 0; pass < 2 && !err; pass++) { /* alone, then beside the enqueue */
+			/* warm, and done before the timed kernel starts */
+			if ((err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, n, 0.95f, NULL,
+						  NULL)) ||
+			    (err = mb_cl_check(g->cl, clFinish(g->cl->compute), "clFinish",
+					       "compute queue")) ||
+			    (err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, n, 0.95f, &first,
+						  &last)))
+				break;
+			clReleaseEvent(last);
+			err = mb_cl_check(g->cl, clFlush(g->cl->compute), "clFlush",
+					  "compute queue");
+			t0 = mb_now_s();
+			for (k = 0; pass && k < NS_BEHIND && !err; k++)
+				err = mb_ns_orthogonalize(&g->ns, b->in, 0, b->rows, b->cols,
+							  b->out, 0, NULL, NULL);
+			e = mb_now_s() - t0;
+			/* it finishes the queue, the Newton-Schulz's with it, and releases FIRST */
+			if (!err)
+				err = span_of(g->cl, first, "the momentum kernel",
+					      pass ? &beside : &alone);
+			else
+				clReleaseEvent(first);
 		}
-		if ((err = span_of(g->cl, first, "the momentum kernel beside an enqueue",
-				   &beside)) ||
-		    !i)
-			continue;
-		enq[i - 1] = e / NS_BEHIND;
-		lost[i - 1] = fmin(1, fmax(0, (beside - alone) / fmax(1e-9, fmin(e, beside))));
+		if (!err && i) {
+			enq[i - 1] = e / NS_BEHIND;
+			lost[i - 1] =
+				fmin(1, fmax(0, (beside - alone) / fmax(1e-9, fmin(e, beside))));
+		}
 	}
-	if (!err) {
+	/* nothing of ours may still run when the rig's buffers go */
+	if (err)
+		clFinish(g->cl->compute);
+	else {
 		prof->ns_enqueue_us = 1e6 * mb_spread_of(enq, reps).median;
 		prof->enqueue_contention_frac = mb_spread_of(lost, reps).median;
 	}
@@ -1105,7 +1108,12 @@ static int enqueue_beside(struct rig *g, struct mb_profile *prof)
 static int host_pass_fixed(struct rig *g, struct mb_profile *prof)
 {
 	unsigned i, n = BUSY_SAMPLES * g->s->reps;
-	uint64_t e = HOST_PASS_ELEMS, step = 0;
+	uint64_t e = HOST_PASS_ELEMS, step,
+		 k_elems = g->s->elementwise_elems < MB_PROFILE_SMALL_ELEMS
+				   ? g->s->elementwise_elems
+				   : MB_PROFILE_SMALL_ELEMS;
+	volatile float one = 1.0f; /* a scale the compiler cannot drop; the values stay */
+	float scale = one;
 	struct mb_optim o = MB_OPTIM_DEFAULTS;
 	float *buf = g->host;
 	uint16_t *staging = g->staging;
@@ -1115,11 +1123,12 @@ static int host_pass_fixed(struct rig *g, struct mb_profile *prof)
 	if (!t)
 		return mb_fail("out of host memory for %u samples", n);
 	for (i = 0; i <= n && !err; i++) { /* the first untimed */
-		if ((err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, MB_PROFILE_SMALL_ELEMS,
-					  0.95f, NULL, NULL)) ||
+		if ((err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, k_elems, 0.95f, NULL,
+					  NULL)) ||
 		    (err = mb_cl_check(g->cl, clFinish(g->cl->compute), "clFinish",
 				       "compute queue")))
 			break;
+		step = ++g->host_step;
 		t0 = mb_now_s();
 #pragma omp parallel
 		{
@@ -1127,9 +1136,9 @@ static int host_pass_fixed(struct rig *g, struct mb_profile *prof)
 
 #pragma omp for schedule(static)
 			for (k = 0; k < (int64_t)(2 * e); k++)
-				buf[k] *= 1.0f;
+				buf[k] *= scale;
 			mb_hostopt_muon(buf, buf + e, staging, e, &o);
-			mb_hostopt_adamw(buf + e, buf, buf + 2 * e, buf + 3 * e, staging, e, ++step,
+			mb_hostopt_adamw(buf + e, buf, buf + 2 * e, buf + 3 * e, staging, e, step,
 					 &o);
 		}
 		if (i)
