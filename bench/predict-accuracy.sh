@@ -191,6 +191,16 @@ function residual(key, p, byp, byj,    i, j, a, m, l, x) {
 		}
 	return median(a, m)
 }
+# a row of each phase's standard deviation from its variances VAR summed over its cells
+function spread_row(label, var,    p) {
+	printf "| %s |", label
+	for (p = 1; p <= np; p++)
+		if (ncells[p])
+			printf " ±%.0f%% |", sqrt(var[p] / ncells[p])
+		else
+			printf " — |"
+	print ""
+}
 END {
 	pairs = nprof * nproc
 	printf "| cell |"
@@ -231,24 +241,10 @@ END {
 		else
 			printf " — |"
 	print ""
-	if (nprof > 1) {
-		printf "| between profiles |"
-		for (p = 1; p <= np; p++)
-			if (ncells[p])
-				printf " ±%.0f%% |", sqrt(var_profiles[p] / ncells[p])
-			else
-				printf " — |"
-		print ""
-	}
-	if (nproc > 1) {
-		printf "| between processes |"
-		for (p = 1; p <= np; p++)
-			if (ncells[p])
-				printf " ±%.0f%% |", sqrt(var_procs[p] / ncells[p])
-			else
-				printf " — |"
-		print ""
-	}
+	if (nprof > 1)
+		spread_row("between profiles", var_profiles)
+	if (nproc > 1)
+		spread_row("between processes", var_procs)
 	for (c = 1; c <= nk; c++)
 		if ((r = residual(order[c], 7, byp, byj)) != "") {
 			ns += r
