@@ -9,7 +9,10 @@
  * waits on are done and the host has enqueued it), and the host thread,
  * which is the schedule: it enqueues, waits, and does the host's work
  * (mb_hostopt_bytes at host_opt_gbs and the streamed passes at
- * host_stream_gbs, or memcpy_gbs where the profile has none).
+ * host_stream_gbs, or memcpy_gbs where the profile has none, and
+ * host_pass_us more a pass). It enqueues each Newton-Schulz in
+ * ns_enqueue_us, while the device's other kernels run at
+ * 1 - enqueue_contention_frac (a CPU device's cores shared with the host).
  *
  *   work       the forward's FLOPs at forward_gflops, the backward's stage by
  *              stage at backward_gflops (each at fwd_bwd_gflops where the
