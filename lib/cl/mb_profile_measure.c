@@ -434,7 +434,7 @@ static double slowest(const double *span, int n)
 	double m = 0;
 	int i;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n && i < MAX_THREADS; i++)
 		m = fmax(m, span[i]);
 	return m;
 }
@@ -468,7 +468,7 @@ static int host_opt_once(struct rig *g, const struct probe *p, double *t)
 		if (!me)
 			nt = omp_get_num_threads();
 	}
-	*t = slowest(span, nt < MAX_THREADS ? nt : MAX_THREADS);
+	*t = slowest(span, nt);
 	return 0;
 }
 
@@ -508,7 +508,7 @@ static int host_stream_once(struct rig *g, const struct probe *p, double *t)
 			nt = all;
 #pragma omp barrier
 	}
-	*t = slowest(span, nt < MAX_THREADS ? nt : MAX_THREADS);
+	*t = slowest(span, nt);
 	return 0;
 }
 
@@ -599,6 +599,13 @@ static size_t fwd_bwd_probes(const struct rig *g, unsigned rounds, struct mb_pro
 	return g->npasses;
 }
 
+/* The small figures' elements: MB_PROFILE_SMALL_ELEMS, or the rig's all where it has fewer. */
+static uint64_t small_elems(const struct rig *g)
+{
+	return g->s->elementwise_elems < MB_PROFILE_SMALL_ELEMS ? g->s->elementwise_elems
+								: MB_PROFILE_SMALL_ELEMS;
+}
+
 /*
  * The kernels over the rig's elements (grads written by the fill before the
  * momentum and the cast read them; the norm reads the cast's bf16: the
@@ -609,8 +616,7 @@ static size_t fwd_bwd_probes(const struct rig *g, unsigned rounds, struct mb_pro
 static size_t elementwise_probes(const struct rig *g, unsigned rounds, struct mb_profile *prof,
 				 struct probe *p)
 {
-	uint64_t m = g->s->elementwise_elems,
-		 ms = MB_PROFILE_SMALL_ELEMS < m ? MB_PROFILE_SMALL_ELEMS : m;
+	uint64_t m = g->s->elementwise_elems, ms = small_elems(g);
 	double e = (double)m, es = (double)ms;
 	const struct probe list[] = {
 		{ .once = fill_once, .work = 4 * e, .rate = &prof->fill_gbs },
@@ -1046,8 +1052,7 @@ static int enqueue_beside(struct rig *g, struct mb_profile *prof)
 {
 	const struct mb_nsbench *b = &g->shape[0];
 	unsigned i, k, reps = g->s->reps < BESIDE_REPS_MAX ? g->s->reps : BESIDE_REPS_MAX;
-	uint64_t n = g->s->elementwise_elems < MB_PROFILE_SMALL_ELEMS ? g->s->elementwise_elems
-								      : MB_PROFILE_SMALL_ELEMS;
+	uint64_t n = small_elems(g);
 	double enq[BESIDE_REPS_MAX], lost[BESIDE_REPS_MAX], alone = 0, beside = 0, t0, e = 0;
 	cl_event first, last;
 	int err = 0, pass;
@@ -1108,10 +1113,7 @@ static int enqueue_beside(struct rig *g, struct mb_profile *prof)
 static int host_pass_fixed(struct rig *g, struct mb_profile *prof)
 {
 	unsigned i, n = BUSY_SAMPLES * g->s->reps;
-	uint64_t e = HOST_PASS_ELEMS, step,
-		 k_elems = g->s->elementwise_elems < MB_PROFILE_SMALL_ELEMS
-				   ? g->s->elementwise_elems
-				   : MB_PROFILE_SMALL_ELEMS;
+	uint64_t e = HOST_PASS_ELEMS, step;
 	volatile float one = 1.0f; /* a scale the compiler cannot drop; the values stay */
 	float scale = one;
 	struct mb_optim o = MB_OPTIM_DEFAULTS;
@@ -1123,8 +1125,8 @@ static int host_pass_fixed(struct rig *g, struct mb_profile *prof)
 	if (!t)
 		return mb_fail("out of host memory for %u samples", n);
 	for (i = 0; i <= n && !err; i++) { /* the first untimed */
-		if ((err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, k_elems, 0.95f, NULL,
-					  NULL)) ||
+		if ((err = mb_ns_momentum(&g->ns, g->grad, 0, g->mom, 0, small_elems(g), 0.95f,
+					  NULL, NULL)) ||
 		    (err = mb_cl_check(g->cl, clFinish(g->cl->compute), "clFinish",
 				       "compute queue")))
 			break;
