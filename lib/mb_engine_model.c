@@ -220,14 +220,18 @@ static int advance(struct model_engine *s, size_t wait, double until)
 	}
 }
 
-/* Whether the device has a command running or ready to start now. */
-static bool busy(struct model_engine *s)
+/*
+ * Whether the device has a kernel running or ready to start now: on a CPU
+ * device a kernel takes every worker, a copy one, which leaves the host a core.
+ */
+static bool kernel_busy(struct model_engine *s)
 {
 	int q;
 
 	start_ready(s);
 	for (q = 0; q < MB_NQUEUES; q++)
-		if (s->head[q] && s->v[s->head[q] - 1].state == RUNNING)
+		if (s->head[q] && s->v[s->head[q] - 1].state == RUNNING &&
+		    s->v[s->head[q] - 1].res == KERNEL)
 			return true;
 	return false;
 }
@@ -245,10 +249,11 @@ static int host_wait(struct model_engine *s, size_t c)
 		return err;
 	/* the host wakes a latency after the command ends; one that slept in the wait
 	 * (the command ended after the host came to it) a longer one where the device
-	 * goes on with other work (its workers may hold the host's cores) */
-	latency = 1e-6 * (s->v[c - 1].end > s->host && p->command_latency_busy_us > 0 && busy(s)
-				  ? p->command_latency_busy_us
-				  : p->command_latency_us);
+	 * goes on with a kernel (its workers may hold the host's cores) */
+	latency = 1e-6 *
+		  (s->v[c - 1].end > s->host && p->command_latency_busy_us > 0 && kernel_busy(s)
+			   ? p->command_latency_busy_us
+			   : p->command_latency_us);
 	if (s->v[c - 1].end + latency > s->host)
 		s->host = s->v[c - 1].end + latency;
 	return 0;

@@ -146,10 +146,11 @@ struct mb_profile {
 	 * without it says */
 	double command_latency_us;
 	/*
-	 * The same where the device goes on with other work after the command
+	 * The same where the device goes on with a kernel after the command
 	 * (its next commands already queued): on a CPU device the host thread
-	 * shares the cores with the device's workers, and wakes late at times.
-	 * 0, where a file leaves it out: command_latency_us.
+	 * shares the cores with the device's workers, and wakes late at times
+	 * (a copy, one worker's memcpy on PoCL, leaves it a core). 0, where a
+	 * file leaves it out: command_latency_us.
 	 */
 	double command_latency_busy_us;
 	/*

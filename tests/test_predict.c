@@ -565,17 +565,19 @@ static void command_latency(void **state)
 }
 
 /*
- * A wait whose command the device follows with other work wakes the host
- * command_latency_busy_us late (1 s here), an idle one command_latency_us
- * late (0). Both, the link shared as in shared_link_by_hand: the host waits
- * for batch 0's compute (done at 6) with batch 1's gather already running,
- * so batch 0's writeback starts at 7, not 6: batch 1's grads come in alone
- * 6-7, its momentum in 7-9 beside batch 0's update going out, at half rate
- * each; batch 0's momentum goes out 9-10 alone, beside batch 1's kernel
- * (9-10) and NS (10-13); the host waits for batch 0's writeback at 10, the
- * device busy, until 11; batch 1's writeback 13-15, after a wait with
- * nothing behind it: 15 s, a second less than with the link shared from 6.
- * Master waits only on an idle device: as without the term.
+ * A wait whose command the device follows with a kernel wakes the host
+ * command_latency_busy_us late (3 s here): on a CPU device the kernel takes
+ * every worker. One followed by a copy, or by nothing, wakes it
+ * command_latency_us late (0): a copy takes one worker. Pipeline as in
+ * pipeline_by_hand: the gathers 0-2 and 2-4, batch 0 computes 2-6; the
+ * host waits for batch 1's gather (4) beside batch 0's NS and wakes at 7;
+ * batch 1 computes 7-11 and batch 0's writeback runs 7-9 (hidden); the host
+ * waits for it beside batch 1's NS and wakes at 12: batch 1's writeback
+ * 12-14, 14 s against 12. Both, the link shared as in shared_link_by_hand:
+ * the host waits for batch 0's compute (6) while batch 1's grads come in,
+ * a copy: as without the term, 16 s (a wait late there too would put batch
+ * 0's writeback at 9, off the shared link: 15 s). Master waits only on an
+ * idle device: as without the term.
  */
 static void busy_latency_by_hand(void **state)
 {
@@ -583,16 +585,19 @@ static void busy_latency_by_hand(void **state)
 	struct mb_step_times t0, t;
 
 	(void)state;
+	p.command_latency_busy_us = 3e6;
+	t = predict(2, MB_PIPELINE, false, &p);
+	assert_secs(t.apply_s, 14);
+	assert_secs(t.phase.d2h_s, 4);
+	assert_secs(t.phase.d2h_hidden_s, 2);
 	p.both_pinned_gbs = 0.004;
-	p.command_latency_busy_us = 1e6;
 	t = predict(2, MB_BOTH, false, &p);
-	assert_secs(t.apply_s, 15);
-	assert_secs(t.phase.h2d_s, 2 + 1 + 2);
-	assert_secs(t.phase.d2h_s, 2 + 1 + 2);
-	assert_secs(t.phase.d2h_hidden_s, 3);
+	assert_secs(t.apply_s, 16);
+	assert_secs(t.phase.h2d_s, 2 + 4);
+	assert_secs(t.phase.d2h_hidden_s, 4);
 	p = hand_profile();
 	t0 = predict(2, MB_MASTER, false, &p);
-	p.command_latency_busy_us = 1e6;
+	p.command_latency_busy_us = 3e6;
 	t = predict(2, MB_MASTER, false, &p);
 	assert_secs(t.apply_s, t0.apply_s);
 	assert_secs(t.iter_s, t0.iter_s);
