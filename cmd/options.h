@@ -174,10 +174,11 @@ struct mb_args {
 
 	const char *image; /* plot: -o */
 
-	const char *profile; /* predict, run: a shipped name or a file; NULL: the command's default
-			      */
-	bool if_missing;     /* profile: only when there is none */
-	bool confirm;	     /* advise: run the baseline and the best points */
+	const char *profile;  /* predict, run: a shipped name or a file; NULL: the command's default
+			       */
+	const char *timeline; /* run, predict: each step's spans to this CSV; NULL: none */
+	bool if_missing;      /* profile: only when there is none */
+	bool confirm;	      /* advise: run the baseline and the best points */
 	const char *profile_flags[MB_PREDICT_NFLAGS]; /* predict: --h2d-gbs ... */
 
 	char **files; /* report, compare, plot: the results files, in argv */

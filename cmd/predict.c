@@ -21,6 +21,7 @@
 #include "mb_predict.h"
 #include "mb_profile.h"
 #include "mb_shard.h"
+#include "mb_timeline.h"
 #include "print.h"
 #include "setup.h"
 
@@ -169,6 +170,7 @@ struct grid {
 	uint64_t budget, sub_group; /* the point */
 	struct point *points;	    /* every point's cells, for the trade-off table */
 	size_t npoints;
+	struct mb_timeline timeline; /* --timeline's; its f NULL: none */
 };
 
 /* One cell at one point of a sweep of the gather budget and the sub-group size. */
@@ -404,6 +406,7 @@ static int build_plans(struct grid *g, size_t point)
 			continue;
 		/* predict has no device: Newton-Schulz's rates are the profile's */
 		mb_setup_step_settings(g->args, c, MB_PREC_FP32, &g->set[g->ncells]);
+		g->set[g->ncells].timeline = g->timeline.f ? &g->timeline : NULL;
 		if ((err = model_of(g, c, &g->set[g->ncells], &g->models[g->ncells])) ||
 		    (err = mb_plan_build(&g->plans[g->ncells], g->models[g->ncells],
 					 &g->set[g->ncells].plan))) {
@@ -546,6 +549,14 @@ int mb_cmd_predict(const struct mb_args *args)
 				   flags[sw.flag].option);
 		goto out;
 	}
+	if (args->timeline && sw.flag >= 0) {
+		err = mb_bad_input("--timeline and a list for --%s: a timeline's rows do not say "
+				   "which profile predicted them; give one value",
+				   flags[sw.flag].option);
+		goto out;
+	}
+	if (args->timeline && (err = mb_timeline_open(&g->timeline, args->timeline)))
+		goto out;
 	if (md) {
 		char name[MB_MD_LEN(sizeof(g->model.name))],
 			source[MB_MD_LEN(sizeof(g->model.source))];
@@ -574,6 +585,7 @@ int mb_cmd_predict(const struct mb_args *args)
 	if (!md && !err)
 		mb_printer(args->format)->end(!first);
 out:
+	err = mb_timeline_close(&g->timeline, err);
 	release_grid(g);
 	free(g);
 	return err;

@@ -95,6 +95,7 @@ static int predict_cell(struct mb_run_grid *g, struct mb_step_times *t, bool *ha
 	}
 	if ((err = mb_plan_build(&plan, &g->model, set)))
 		return err;
+	g->timeline.run = 0; /* the prediction's rows */
 	err = mb_predict_step(&g->model, &plan, &g->run.step, &prof, t);
 	mb_plan_release(&plan);
 	*have = !err;
@@ -240,7 +241,7 @@ static int run_once(struct mb_run_grid *g, struct mb_run_cell *c, unsigned i)
 		free(r);
 		return mb_fail("out of host memory for a results row");
 	}
-	g->cell_run = i;
+	g->cell_run = g->timeline.run = i;
 	mb_ranks_run_start(&g->ranks);
 	run_err = run_checked(g, r, &lost);
 	run_err = mb_run_ranks_end(&g->ranks, g->run.steps, run_err,
@@ -547,6 +548,10 @@ static int setup(struct mb_run_grid *g)
 		return err;
 	if ((err = load_profile(g)))
 		return err;
+	/* rank 0's steps, as it alone writes the results */
+	if (g->args->timeline && !g->ranks.rank &&
+	    (err = mb_timeline_open(&g->timeline, g->args->timeline)))
+		return err;
 	snprintf(g->fit.name, sizeof(g->fit.name), "%s", g->cl.info.name);
 	g->fit.global_mem_bytes = g->cl.info.global_mem_bytes;
 	g->fit.max_alloc_bytes = g->cl.info.max_alloc_bytes;
@@ -585,6 +590,7 @@ static void select_cell(struct mb_run_grid *g, const struct mb_run_cell *c)
 	g->cell_stage = c->at.stage;
 	g->cell_variant = c->at.variant;
 	mb_setup_step_settings(g->args, &c->at, g->ns_precision, &g->run.step);
+	g->run.step.timeline = g->timeline.f ? &g->timeline : NULL;
 	/* a rank of several runs its share as a world of one (mb_shard) */
 	g->run.step.plan.world_size = 1;
 	g->run.step.plan.rank = 0;
@@ -769,6 +775,7 @@ int mb_cmd_run(const struct mb_args *args)
 		err = verdict(g);
 	if (err && !g->nrows && g->out[0] && !g->out_existed && !stat(g->out, &st) && !st.st_size)
 		unlink(g->out); /* checked, created, and then nothing ran */
+	err = mb_timeline_close(&g->timeline, err);
 	mb_cl_release(&g->cl);
 	mb_devmem_sampler_stop(&g->sampler);
 	mb_devmem_close(&g->devmem);

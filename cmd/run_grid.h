@@ -18,6 +18,7 @@
 #include "mb_fit.h"
 #include "mb_predict.h"
 #include "mb_run.h"
+#include "mb_timeline.h"
 #include "ranks.h"
 #include "setup.h"
 
@@ -50,6 +51,7 @@ struct mb_run_grid {
 			       and variant */
 	size_t ncells;
 	struct mb_run_settings run;
+	struct mb_timeline timeline; /* --timeline's (rank 0's); its f NULL: none */
 	char out[4096];
 	bool out_existed;     /* else an empty one is removed if nothing could run */
 	bool out_created;     /* the default name, created new by default_out */

@@ -568,6 +568,25 @@ static int resolve(struct mb_engine *e, struct mb_phase_times *p, char *why, siz
 	return 0;
 }
 
+const char *mb_engine_kind(const struct mb_engine *e)
+{
+	return e->ops->name;
+}
+
+size_t mb_engine_nspans(const struct mb_engine *e)
+{
+	return e->nspans;
+}
+
+int mb_engine_span_times(struct mb_engine *e, size_t i, enum mb_phase *phase, double *start,
+			 double *end)
+{
+	const struct mb_engine_span *sp = &e->spans[i];
+
+	*phase = sp->phase;
+	return e->ops->interval(e, sp->first, sp->last, mb_phases[sp->phase].span, start, end);
+}
+
 int mb_engine_end_step(struct mb_engine *e, struct mb_phase_times *p, char *why, size_t len)
 {
 	int err = p ? resolve(e, p, why, len) : 0;

@@ -240,6 +240,14 @@ void mb_engine_abort(struct mb_engine *e);
  */
 int mb_engine_end_step(struct mb_engine *e, struct mb_phase_times *p, char *why, size_t len);
 
+/* Which engine E is: "opencl" (a device's commands) or "model" (mb_engine_model). */
+const char *mb_engine_kind(const struct mb_engine *e);
+/* The spans of the step so far (before mb_engine_end_step), in the order they were timed. */
+size_t mb_engine_nspans(const struct mb_engine *e);
+/* Span I's phase and its START and END (seconds on the engine's clock); 0, or a failure. */
+int mb_engine_span_times(struct mb_engine *e, size_t i, enum mb_phase *phase, double *start,
+			 double *end);
+
 void mb_engine_destroy(struct mb_engine *e); /* NULL: nothing */
 
 /* ---- for the engines ---- */

@@ -948,6 +948,7 @@ int mb_sched_step(struct mb_sched *s, struct mb_step_times *t)
 	    (err = mb_engine_finish(e, MB_QUEUE_COMPUTE)))
 		goto out_abort;
 	t->iter_s = mb_engine_now(e) - t0;
+	mb_timeline_step(s->set->timeline, e, s->set, (unsigned long)s->steps_done + 1);
 	return mb_engine_end_step(e, &t->phase, t->timing_error, sizeof(t->timing_error));
 out_abort:
 	mb_engine_abort(e);

@@ -26,6 +26,7 @@
 #include "mb_engine.h"
 #include "mb_model.h"
 #include "mb_plan.h"
+#include "mb_timeline.h"
 #include "mb_hostopt.h"
 #include "mb_knob.h"
 #include "mb_variant.h"
@@ -62,6 +63,7 @@ struct mb_step_settings {
 	uint64_t tokens;     /* its seq x micro-batch */
 	unsigned knob[MB_KNOBS_ROOM]; /* each knob of mb_knob's table: its word's place */
 	unsigned ranks; /* the ranks whose collectives the step joins (the world); 0, 1: none */
+	struct mb_timeline *timeline; /* where each step's spans go (mb_timeline); NULL: nowhere */
 };
 
 struct mb_step_times {
