@@ -138,10 +138,10 @@ const struct option mb_options[] = {
 	  "patch to FILE (default: after the table)" },
 	{ "timeline", "FILE", TEXT, AT(timeline), NULL, 0, 0, NULL,
 	  ON(MB_CMD_RUN) | ON(MB_CMD_PREDICT),
-	  "write each step's device spans to FILE as CSV rows (engine, cell, run, step, phase, "
-	  "start and end from the step's first span): run's measured steps and the model's "
-	  "prediction of each cell (run 0), to set them side by side; predict: the "
-	  "predictions" },
+	  "write each step's device spans to FILE (truncated) as CSV rows (engine, cell, run, "
+	  "step, phase, start and end from the step's first span): run: every step of every "
+	  "run, and the model's step of each cell it predicts (run 0), to set them side by "
+	  "side; predict: the predictions" },
 	{ "world-size", "W", COUNT, AT(world_size), "1", 1, 1u << 20, NULL, MODEL_CMDS,
 	  "ranks sharing the optimizer state (run under MPI: the MPI world's; predict: all on one "
 	  "host)" },

@@ -542,24 +542,21 @@ static int resolve(struct mb_engine *e, struct mb_phase_times *p, char *why, siz
 		return mb_fail("out of host memory resolving %zu profiling spans", e->nspans);
 	}
 	for (i = 0; i < e->nspans; i++) {
-		const struct mb_engine_span *sp = &e->spans[i];
+		enum mb_phase phase;
 		struct interval iv;
 
-		if (e->ops->interval(e, sp->first, sp->last, mb_phases[sp->phase].span, &iv.a,
-				     &iv.b)) {
+		if (mb_engine_span_times(e, i, &phase, &iv.a, &iv.b)) {
 			if (!why[0])
 				snprintf(why, len, "%s", mb_errmsg());
-			*sum[sp->phase] = NAN;
-			if (mb_phases[sp->phase].apply)
+			*sum[phase] = NAN;
+			if (mb_phases[phase].apply)
 				overlap_known = false;
 			continue;
 		}
-		if (iv.b < iv.a)
-			iv.b = iv.a;
-		*sum[sp->phase] += iv.b - iv.a;
-		if (sp->phase == MB_PHASE_D2H)
+		*sum[phase] += iv.b - iv.a;
+		if (phase == MB_PHASE_D2H)
 			d2h[nd++] = iv;
-		else if (mb_phases[sp->phase].apply)
+		else if (mb_phases[phase].apply)
 			busy[nb++] = iv;
 	}
 	p->d2h_hidden_s = overlap_known ? covered(busy, nb, d2h, nd) : NAN;
@@ -582,9 +579,14 @@ int mb_engine_span_times(struct mb_engine *e, size_t i, enum mb_phase *phase, do
 			 double *end)
 {
 	const struct mb_engine_span *sp = &e->spans[i];
+	int err;
 
 	*phase = sp->phase;
-	return e->ops->interval(e, sp->first, sp->last, mb_phases[sp->phase].span, start, end);
+	if ((err = e->ops->interval(e, sp->first, sp->last, mb_phases[sp->phase].span, start, end)))
+		return err;
+	if (*end < *start)
+		*end = *start;
+	return 0;
 }
 
 int mb_engine_end_step(struct mb_engine *e, struct mb_phase_times *p, char *why, size_t len)

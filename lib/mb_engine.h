@@ -244,7 +244,11 @@ int mb_engine_end_step(struct mb_engine *e, struct mb_phase_times *p, char *why,
 const char *mb_engine_kind(const struct mb_engine *e);
 /* The spans of the step so far (before mb_engine_end_step), in the order they were timed. */
 size_t mb_engine_nspans(const struct mb_engine *e);
-/* Span I's phase and its START and END (seconds on the engine's clock); 0, or a failure. */
+/*
+ * Span I (below mb_engine_nspans) of the step: its phase, and its START and
+ * END, seconds on the engine's clock (END no earlier than START); 0, or a
+ * failure where the engine cannot give them, with its message.
+ */
 int mb_engine_span_times(struct mb_engine *e, size_t i, enum mb_phase *phase, double *start,
 			 double *end);
 

@@ -14,6 +14,7 @@
 #include "mb_hostopt.h"
 #include "mb_ns.h"
 #include "mb_num.h"
+#include "mb_timeline.h"
 
 /* Whether the test's ordering bug X is planted (enum mb_plant). */
 #define PLANTED(s, x) ((s)->set->plant == MB_PLANT_##x)

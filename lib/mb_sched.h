@@ -26,7 +26,6 @@
 #include "mb_engine.h"
 #include "mb_model.h"
 #include "mb_plan.h"
-#include "mb_timeline.h"
 #include "mb_hostopt.h"
 #include "mb_knob.h"
 #include "mb_variant.h"
@@ -49,6 +48,8 @@ enum mb_plant {
 	MB_PLANT_NO_FLUSH,	     /* the event writeback waits on compute never flushed */
 	MB_NPLANTS
 };
+
+struct mb_timeline;
 
 struct mb_step_settings {
 	struct mb_plan_settings plan; /* stage, gather budget, sub-group size */

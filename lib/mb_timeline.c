@@ -30,8 +30,9 @@ int mb_timeline_open(struct mb_timeline *t, const char *path)
 	memset(t, 0, sizeof(*t));
 	t->path = path;
 	if (!(t->f = fopen(path, "w")))
-		return mb_fail("--timeline %s: %s", path, strerror(errno));
+		return mb_bad_input("--timeline: cannot write '%s': %s", path, strerror(errno));
 	fprintf(t->f, "%s\n", MB_TIMELINE_HEADER);
+	fflush(t->f);
 	return 0;
 }
 
@@ -58,8 +59,7 @@ void mb_timeline_step(struct mb_timeline *t, struct mb_engine *e,
 			set->plan.stage, mb_variant_name(set->variant),
 			(unsigned long long)set->plan.gather_budget_bytes,
 			(unsigned long long)set->plan.sub_group_size, t->run, step,
-			mb_phases[v[i].phase].name, v[i].start - t0,
-			v[i].end > v[i].start ? v[i].end - t0 : v[i].start - t0);
+			mb_phases[v[i].phase].name, v[i].start - t0, v[i].end - t0);
 	fflush(t->f); /* a run that ends halfway keeps its steps' rows */
 	free(v);
 }
@@ -75,7 +75,7 @@ int mb_timeline_close(struct mb_timeline *t, int err)
 	t->f = NULL;
 	if (err || !(failed || t->lost))
 		return err;
-	return mb_fail("--timeline %s: %s", t->path,
-		       t->lost ? "out of host memory for a step's spans: rows are missing"
-			       : "not all its rows could be written");
+	return mb_fail("--timeline: '%s' %s", t->path,
+		       t->lost ? "misses rows: out of host memory for a step's spans"
+			       : "could not be written whole");
 }

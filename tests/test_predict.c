@@ -575,9 +575,10 @@ static void command_latency(void **state)
  * waits for it beside batch 1's NS and wakes at 12: batch 1's writeback
  * 12-14, 14 s against 12. Both, the link shared as in shared_link_by_hand:
  * the host waits for batch 0's compute (6) while batch 1's grads come in,
- * a copy: as without the term, 16 s (a wait late there too would put batch
- * 0's writeback at 9, off the shared link: 15 s). Master waits only on an
- * idle device: as without the term.
+ * a copy: as without the term, 16 s, the link shared 6-10 (a wait late
+ * there too would put batch 0's writeback at 9-11, off it: H2D 4 s and 2 of
+ * the D2H hidden, 16 s again by a later late wake-up). Master waits only on
+ * an idle device: as without the term.
  */
 static void busy_latency_by_hand(void **state)
 {
