@@ -1924,10 +1924,10 @@ else
 	report fail "predict --timeline: each cell's step 2, its spans summed by phase its predicted phases, in order" \
 		"exit $rc, $steps rows of another step: $(cat "$tmp/err"; diff "$tmp/tl-want" "$tmp/tl-got" | head -5; in_order "$tmp/tl-pred.csv")"
 fi
-# the reference's rates at this run's precision, for the cells' predictions
+# the reference's rates at this run's precision (fp32 on any device), for the cells' predictions
 sed 's/"ns_gram_precision": "fp16"/"ns_gram_precision": "fp32"/' profiles/reference.json >"$tmp/tl-prof.json"
 # shellcheck disable=SC2086 # $micro is a list of options
-"$bin" run $micro --stage 2,3 --variant overlap --measure 2-3 --profile "$tmp/tl-prof.json" \
+"$bin" run $micro --stage 2,3 --variant overlap --measure 2-3 --ns-precision fp32 --profile "$tmp/tl-prof.json" \
 	--out "$tmp/tl-run.csv" --timeline "$tmp/tl-run-spans.csv" >/dev/null 2>"$tmp/err"
 rc=$?
 # the results file keeps 6 significant digits
