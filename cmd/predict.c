@@ -266,12 +266,12 @@ static void md_tables(const struct grid *g)
 /* "104887" for one rate, else "15.5 to 36.9 (3 sizes)", into BUF. */
 static const char *ladder_text(char *buf, size_t len, const struct mb_profile_ladder *l)
 {
-	double lo = l->gflops[0], hi = l->gflops[0];
+	double lo = l->value[0], hi = l->value[0];
 	size_t i;
 
 	for (i = 1; i < l->n; i++) {
-		lo = fmin(lo, l->gflops[i]);
-		hi = fmax(hi, l->gflops[i]);
+		lo = fmin(lo, l->value[i]);
+		hi = fmax(hi, l->value[i]);
 	}
 	if (lo == hi)
 		snprintf(buf, len, "%g", lo);

@@ -81,7 +81,7 @@ static int predict_cell(struct mb_run_grid *g, struct mb_step_times *t, bool *ha
 	had = set->ns_method == MB_NS_GRAM ? prof.ns_gram_precision : prof.ns_standard_precision;
 	if (set->ns_rate_gflops) { /* calibrated: the rate asked, at every size */
 		prof.ns_gram_gflops = (struct mb_profile_ladder){ 1, { 1 }, { 0 } };
-		prof.ns_gram_gflops.gflops[0] = (double)set->ns_rate_gflops;
+		prof.ns_gram_gflops.value[0] = (double)set->ns_rate_gflops;
 		prof.ns_standard_gflops = prof.ns_gram_gflops;
 	} else if (strcmp(had, mb_precision_names[set->ns_precision])) {
 		if (!g->precision_unpredicted++)

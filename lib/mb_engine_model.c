@@ -382,19 +382,39 @@ static double work_s(const struct model_engine *s, const struct mb_work *w)
 		/* the method's rate at this matrix's size: a CPU's is not one figure; its norm
 		 * is timed with it, not charged apart */
 		flops = (double)mb_ns_flops(w->rows, w->cols, method);
-		return flops / (1e9 * mb_profile_ladder_gflops(method == MB_NS_GRAM
-								       ? &p->ns_gram_gflops
-								       : &p->ns_standard_gflops,
-							       flops));
+		return flops /
+		       (1e9 * mb_profile_ladder_at(method == MB_NS_GRAM ? &p->ns_gram_gflops
+									: &p->ns_standard_gflops,
+						   flops));
 	case MB_NWORKS:
 		break;
 	}
 	return 0;
 }
 
+/*
+ * Seconds the host's enqueue of Newton-Schulz W holds it: the method's ladder
+ * at W's FLOPs, or the one figure (ns_enqueue_us) where the profile has no
+ * ladder. The device's kernels beside it are slowed (enqueue_contention_frac)
+ * for ns_enqueue_us of it at most, the span over which the fraction was
+ * measured: a larger shape's longer hold (PoCL here, 400-500 us against 150)
+ * did not slow them longer (charged over the whole hold, stage 2 master's and
+ * pin's momentum kernels were predicted 30-40% long).
+ */
+static double ns_enqueue_s(const struct model_engine *s, const struct mb_work *w)
+{
+	enum mb_ns_method method = s->plan->set.ns_method;
+	const struct mb_profile_ladder *l = method == MB_NS_GRAM ? &s->prof->ns_gram_enqueue_us
+								 : &s->prof->ns_standard_enqueue_us;
+
+	return 1e-6 * (l->n ? mb_profile_ladder_at(l, (double)mb_ns_flops(w->rows, w->cols, method))
+			    : s->prof->ns_enqueue_us);
+}
+
 static int model_work(struct mb_engine *e, const struct mb_work *w, size_t after, size_t *done)
 {
 	struct model_engine *s = of(e);
+	double hold;
 	int err;
 
 	if (!w->n && w->kind != MB_WORK_NS) /* an empty kernel is not enqueued */
@@ -405,13 +425,18 @@ static int model_work(struct mb_engine *e, const struct mb_work *w, size_t after
 			      : 0;
 	else
 		err = enqueue(s, w->queue, KERNEL, false, work_s(s, w), after, done);
-	if (!err && w->kind == MB_WORK_NS && s->prof->ns_enqueue_us > 0) {
+	if (!err && w->kind == MB_WORK_NS && (hold = ns_enqueue_s(s, w)) > 0) {
 		/* the host goes on enqueueing its GEMMs: held that long, the device's other
-		 * kernels slowed meanwhile (its own are, in the rate the profile gives it) */
+		 * kernels slowed meanwhile (its own are, in the rate the profile gives it),
+		 * for as long as the enqueue the fraction was measured beside at most */
+		double contended = fmin(hold, 1e-6 * s->prof->ns_enqueue_us);
+
 		s->enqueuing = *done;
-		err = advance(s, 0, s->host + 1e-6 * s->prof->ns_enqueue_us);
+		err = advance(s, 0, s->host + contended);
 		s->enqueuing = 0;
-		s->host += 1e-6 * s->prof->ns_enqueue_us;
+		if (!err && contended < hold)
+			err = advance(s, 0, s->host + hold);
+		s->host += hold;
 	}
 	if (err)
 		return err;
@@ -419,12 +444,12 @@ static int model_work(struct mb_engine *e, const struct mb_work *w, size_t after
 }
 
 /*
- * FLOPS of the pass at L's rate for its tokens (mb_profile_ladder_gflops),
+ * FLOPS of the pass at L's rate for its tokens (mb_profile_ladder_at),
  * or at fwd_bwd_gflops where L has no point.
  */
 static double pass_s(const struct model_engine *s, const struct mb_profile_ladder *l, double flops)
 {
-	double gflops = l->n ? mb_profile_ladder_gflops(l, (double)s->plan->set.tokens)
+	double gflops = l->n ? mb_profile_ladder_at(l, (double)s->plan->set.tokens)
 			     : s->prof->fwd_bwd_gflops;
 
 	return flops / (1e9 * gflops);

@@ -10,9 +10,11 @@
  * which is the schedule: it enqueues, waits, and does the host's work
  * (mb_hostopt_bytes at host_opt_gbs and the streamed passes at
  * host_stream_gbs, or memcpy_gbs where the profile has none, and
- * host_pass_us more a pass). It enqueues each Newton-Schulz in
- * ns_enqueue_us, while the device's other kernels run at
- * 1 - enqueue_contention_frac (a CPU device's cores shared with the host).
+ * host_pass_us more a pass). It enqueues each Newton-Schulz in its
+ * method's ns_*_enqueue_us at its FLOPs (ns_enqueue_us where the profile
+ * has no such ladder), while the device's other kernels run at
+ * 1 - enqueue_contention_frac for ns_enqueue_us of it at most (a CPU
+ * device's cores shared with the host).
  *
  *   work       the forward's FLOPs at forward_gflops, the backward's stage by
  *              stage at backward_gflops (each at fwd_bwd_gflops where the

@@ -31,6 +31,9 @@ enum kind {
 	/* a LADDER by tokens ({"tokens": T, "gflops": G}) a file may leave out (no point);
 	 * written only with a point */
 	OPT_TOKEN_LADDER,
+	/* a ladder of TIMEs, us, by FLOPs ({"flops": F, "us": T}), above 0; as OPT_TOKEN_LADDER,
+	 * a file may leave it out */
+	OPT_TIME_LADDER,
 };
 
 struct field {
@@ -87,6 +90,8 @@ static const struct field fields[] = {
 	{ "ns_enqueue_us", OPT_TIME, AT(ns_enqueue_us), "us" },
 	{ "enqueue_contention_frac", FRACTION, AT(enqueue_contention_frac), "of a kernel's rate" },
 	{ "host_pass_us", OPT_TIME, AT(host_pass_us), "us" },
+	{ "ns_gram_enqueue_us", OPT_TIME_LADDER, AT(ns_gram_enqueue_us), "us" },
+	{ "ns_standard_enqueue_us", OPT_TIME_LADDER, AT(ns_standard_enqueue_us), "us" },
 };
 
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -111,22 +116,22 @@ static void *at(struct mb_profile *p, const struct field *f)
 	return (char *)p + f->offset;
 }
 
-double mb_profile_ladder_gflops(const struct mb_profile_ladder *l, double flops)
+double mb_profile_ladder_at(const struct mb_profile_ladder *l, double flops)
 {
 	size_t i;
 	double t;
 
 	if (flops <= l->flops[0])
-		return l->gflops[0];
+		return l->value[0];
 	for (i = 1; i < l->n; i++)
 		if (flops <= l->flops[i])
 			break;
 	if (i == l->n)
-		return l->gflops[l->n - 1];
+		return l->value[l->n - 1];
 	if (flops == l->flops[i])
-		return l->gflops[i];
+		return l->value[i];
 	t = log(flops / l->flops[i - 1]) / log(l->flops[i] / l->flops[i - 1]);
-	return exp(log(l->gflops[i - 1]) + t * log(l->gflops[i] / l->gflops[i - 1]));
+	return exp(log(l->value[i - 1]) + t * log(l->value[i] / l->value[i - 1]));
 }
 
 double mb_profile_sized_rate(double large, double small, double x, double x_small, double x_large)
@@ -150,7 +155,7 @@ void mb_profile_ladder_set(struct mb_profile_ladder *l, double gflops)
 		l->flops[0] = 1;
 	}
 	for (i = 0; i < l->n; i++)
-		l->gflops[i] = gflops;
+		l->value[i] = gflops;
 }
 
 /*
@@ -177,6 +182,8 @@ static const char *check_number(const struct field *f, double d)
 			       : "must be 0 (not modelled) or 1e-6 to 1e9";
 	case TIME:
 	case OPT_TIME:
+		return isfinite(d) && d >= 0 && d <= TIME_MAX ? NULL : "must be 0 to 1e6";
+	case OPT_TIME_LADDER: /* a file's points above 0 (read_point); an option's 0: no point */
 		return isfinite(d) && d >= 0 && d <= TIME_MAX ? NULL : "must be 0 to 1e6";
 	case FRACTION:
 		return isfinite(d) && d >= 0 && d <= 1 ? NULL : "must be a number from 0 to 1";
@@ -230,17 +237,34 @@ __attribute__((format(printf, 4, 5))) static int bad_old(const struct reader *r,
 	return err;
 }
 
+static bool is_ladder(const struct field *f)
+{
+	return f->kind == LADDER || f->kind == OPT_TOKEN_LADDER || f->kind == OPT_TIME_LADDER;
+}
+
+/* A ladder a file may leave out, and that is written only with a point. */
+static bool is_optional_ladder(const struct field *f)
+{
+	return f->kind == OPT_TOKEN_LADDER || f->kind == OPT_TIME_LADDER;
+}
+
 /* What a point of F's ladder is keyed by: "flops" (a matrix's), or "tokens". */
 static const char *point_key(const struct field *f)
 {
 	return f->kind == OPT_TOKEN_LADDER ? "tokens" : "flops";
 }
 
+/* What a point of F's ladder holds: "gflops", or "us" (a time). */
+static const char *value_key(const struct field *f)
+{
+	return f->kind == OPT_TIME_LADDER ? "us" : "gflops";
+}
+
 /* Point V (the I-th) of ladder F's into *L: {"flops": F, "gflops": G}, F above the last. */
 static int read_point(const struct reader *r, const struct field *f, const cJSON *v, size_t i,
 		      struct mb_profile_ladder *l)
 {
-	const char *const names[] = { point_key(f), "gflops" };
+	const char *const names[] = { point_key(f), value_key(f) };
 	const char *why;
 	double d[2];
 	const cJSON *e;
@@ -248,8 +272,9 @@ static int read_point(const struct reader *r, const struct field *f, const cJSON
 
 	if (!cJSON_IsObject(v) || cJSON_GetArraySize(v) != 2)
 		return bad(r, v, f->key,
-			   "point %zu must be an object {\"%s\": F, \"gflops\": G}, got %s", i + 1,
-			   names[0], cJSON_IsObject(v) ? "other keys" : mb_json_type_name(v));
+			   "point %zu must be an object {\"%s\": F, \"%s\": G}, got %s", i + 1,
+			   names[0], names[1],
+			   cJSON_IsObject(v) ? "other keys" : mb_json_type_name(v));
 	for (k = 0; k < 2; k++) {
 		e = cJSON_GetObjectItemCaseSensitive(v, names[k]);
 		if (!e)
@@ -260,7 +285,7 @@ static int read_point(const struct reader *r, const struct field *f, const cJSON
 		d[k] = e->valuedouble;
 	}
 	if ((why = check_number(f, d[1])))
-		return bad(r, v, f->key, "point %zu: gflops %s (%s), got %.17g", i + 1, why,
+		return bad(r, v, f->key, "point %zu: %s %s (%s), got %.17g", i + 1, names[1], why,
 			   f->unit, d[1]);
 	if (i && d[0] <= l->flops[i - 1])
 		return bad(r, v, f->key,
@@ -269,7 +294,7 @@ static int read_point(const struct reader *r, const struct field *f, const cJSON
 			   i + 1, names[0], d[0], l->flops[i - 1],
 			   f->kind == OPT_TOKEN_LADDER ? "tokens" : "FLOPs");
 	l->flops[i] = d[0];
-	l->gflops[i] = d[1];
+	l->value[i] = d[1];
 	return 0;
 }
 
@@ -293,9 +318,8 @@ static int read_ladder(const struct reader *r, struct mb_profile_ladder *l, cons
 	int err;
 
 	if (!cJSON_IsArray(v))
-		return bad(r, v, f->key,
-			   "must be a list of {\"%s\": F, \"gflops\": G} points, got %s",
-			   point_key(f), mb_json_type_name(v));
+		return bad(r, v, f->key, "must be a list of {\"%s\": F, \"%s\": G} points, got %s",
+			   point_key(f), value_key(f), mb_json_type_name(v));
 	if (cJSON_GetArraySize(v) < 1 || cJSON_GetArraySize(v) > MB_PROFILE_LADDER_MAX)
 		return bad(r, v, f->key, "must hold 1 to %d points, got %d", MB_PROFILE_LADDER_MAX,
 			   cJSON_GetArraySize(v));
@@ -343,6 +367,7 @@ static int read_field(const struct reader *r, struct mb_profile *p, const struct
 		return 0;
 	case LADDER:
 	case OPT_TOKEN_LADDER:
+	case OPT_TIME_LADDER:
 		return read_ladder(r, at(p, f), f, v);
 	case PRECISION:
 		if (!cJSON_IsString(v) || !is_precision(v->valuestring))
@@ -409,7 +434,7 @@ static int read_tree(const struct reader *r, struct mb_profile *p)
 			*(double *)at(p, &fields[i]) = 0;
 		else if (!seen[i] && fields[i].kind == OPT_BOOL)
 			*(bool *)at(p, &fields[i]) = false;
-		else if (!seen[i] && fields[i].kind == OPT_TOKEN_LADDER)
+		else if (!seen[i] && is_optional_ladder(&fields[i]))
 			((struct mb_profile_ladder *)at(p, &fields[i]))->n = 0;
 		else if (!seen[i])
 			return mb_bad_input("%s: missing key \"%s\"", r->source, fields[i].key);
@@ -495,6 +520,8 @@ static void clear_refinements(struct mb_profile *p, const char *key)
 		p->d2h_pageable_small_gbs = 0;
 	else if (!strcmp(key, "both_pageable_gbs"))
 		p->both_pageable_small_gbs = 0;
+	else if (!strcmp(key, "ns_enqueue_us"))
+		p->ns_gram_enqueue_us.n = p->ns_standard_enqueue_us.n = 0;
 }
 
 int mb_profile_set(struct mb_profile *p, const char *key, const char *value, const char *what)
@@ -534,6 +561,7 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 	case OPT_RATE:
 	case LADDER:
 	case OPT_TOKEN_LADDER:
+	case OPT_TIME_LADDER:
 		d = strtod(value, &end);
 		/* decimal, as every number on the command line: no space, sign, hex, inf or nan */
 		if (!mb_num_is_decimal(value) || *end)
@@ -546,7 +574,9 @@ int mb_profile_set(struct mb_profile *p, const char *key, const char *value, con
 					    what, value);
 		if ((why = check_number(f, d)))
 			return mb_bad_input("%s: %s (%s), got '%s'", what, why, f->unit, value);
-		if (f->kind == LADDER || f->kind == OPT_TOKEN_LADDER)
+		if (f->kind == OPT_TIME_LADDER && d == 0)
+			((struct mb_profile_ladder *)at(p, f))->n = 0;
+		else if (is_ladder(f))
 			mb_profile_ladder_set(at(p, f), d);
 		else
 			*(double *)at(p, f) = d;
@@ -564,14 +594,14 @@ double mb_profile_get(const struct mb_profile *p, const char *key)
 		return NAN;
 	if (f->kind == BOOL || f->kind == OPT_BOOL)
 		return *(const bool *)((const char *)p + f->offset);
-	if (f->kind == LADDER || f->kind == OPT_TOKEN_LADDER) {
+	if (is_ladder(f)) {
 		const struct mb_profile_ladder *l = (const void *)((const char *)p + f->offset);
 		size_t i;
 
 		for (i = 1; i < l->n; i++)
-			if (l->gflops[i] != l->gflops[0])
+			if (l->value[i] != l->value[0])
 				return NAN;
-		return l->n ? l->gflops[0] : NAN;
+		return l->n ? l->value[0] : NAN;
 	}
 	return *(const double *)((const char *)p + f->offset);
 }
@@ -592,14 +622,14 @@ static void write_text(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-static void write_ladder(FILE *out, const struct mb_profile_ladder *l, const char *key)
+static void write_ladder(FILE *out, const struct mb_profile_ladder *l, const struct field *f)
 {
 	size_t i;
 
 	fputc('[', out);
 	for (i = 0; i < l->n; i++)
-		fprintf(out, "%s\n    { \"%s\": %.17g, \"gflops\": %.17g }", i ? "," : "", key,
-			l->flops[i], l->gflops[i]);
+		fprintf(out, "%s\n    { \"%s\": %.17g, \"%s\": %.17g }", i ? "," : "", point_key(f),
+			l->flops[i], value_key(f), l->value[i]);
 	fputs("\n  ]", out);
 }
 
@@ -612,7 +642,7 @@ void mb_profile_write(FILE *out, const struct mb_profile *p)
 	for (i = 0; i < NFIELDS; i++) {
 		const struct field *f = &fields[i];
 
-		if (f->kind == OPT_TOKEN_LADDER &&
+		if (is_optional_ladder(f) &&
 		    !((const struct mb_profile_ladder *)(base + f->offset))->n)
 			continue; /* none measured: as a file from before the key */
 		fprintf(out, ",\n  \"%s\": ", f->key);
@@ -622,8 +652,8 @@ void mb_profile_write(FILE *out, const struct mb_profile *p)
 			write_text(out, *(base + f->offset) ? base + f->offset : "fp32");
 		else if (f->kind == BOOL || f->kind == OPT_BOOL)
 			fputs(*(const bool *)(base + f->offset) ? "true" : "false", out);
-		else if (f->kind == LADDER || f->kind == OPT_TOKEN_LADDER)
-			write_ladder(out, (const void *)(base + f->offset), point_key(f));
+		else if (is_ladder(f))
+			write_ladder(out, (const void *)(base + f->offset), f);
 		else
 			fprintf(out, "%.17g", *(const double *)(base + f->offset));
 	}

@@ -53,14 +53,15 @@
 #define MB_PROFILE_LADDER_MAX 8
 
 /*
- * A rate at a few sizes of the work: point i does flops[i] FLOPs a matrix
- * at gflops[i] GFLOP/s; flops strictly increasing, every value positive and
- * finite, 1 to MB_PROFILE_LADDER_MAX points. A file writes it as a list of
- * {"flops": F, "gflops": G} objects.
+ * A figure at a few sizes of the work: a rate, point i doing flops[i] FLOPs
+ * a matrix at value[i] GFLOP/s (a file writes {"flops": F, "gflops": G}
+ * objects), or a time, value[i] microseconds for a matrix of flops[i] FLOPs
+ * ({"flops": F, "us": T}); flops strictly increasing, every value positive
+ * and finite, 1 to MB_PROFILE_LADDER_MAX points.
  */
 struct mb_profile_ladder {
 	size_t n;
-	double flops[MB_PROFILE_LADDER_MAX], gflops[MB_PROFILE_LADDER_MAX];
+	double flops[MB_PROFILE_LADDER_MAX], value[MB_PROFILE_LADDER_MAX];
 };
 
 struct mb_profile {
@@ -92,7 +93,7 @@ struct mb_profile {
 	 */
 	double pageable_exposed_frac;
 
-	/* Newton-Schulz, by method, by the FLOPs of a matrix (mb_profile_ladder_gflops) */
+	/* Newton-Schulz, by method, by the FLOPs of a matrix (mb_profile_ladder_at) */
 	struct mb_profile_ladder ns_gram_gflops, ns_standard_gflops;
 	/*
 	 * The precision of each ladder's GEMMs: "fp32", "bf16" or "fp16"
@@ -122,7 +123,7 @@ struct mb_profile {
 	 * clock): a pass's FLOPs over its time, by the pass's tokens (each
 	 * GEMM's one small side: what decides a GEMM's rate on a CPU device
 	 * more than its weight's size), a ladder whose flops[] hold the tokens
-	 * (mb_profile_ladder_gflops reads it alike; a file writes {"tokens": T,
+	 * (mb_profile_ladder_at reads it alike; a file writes {"tokens": T,
 	 * "gflops": G} points). No point, where a file leaves them out:
 	 * fwd_bwd_gflops times both.
 	 */
@@ -167,6 +168,16 @@ struct mb_profile {
 	double ns_enqueue_us;
 	double enqueue_contention_frac;
 	/*
+	 * The same hold by method, by the FLOPs of a matrix (a ladder of
+	 * times): the enqueue of one Newton-Schulz right after the host waited
+	 * for the device, as most of a step's are. On PoCL here with CLBlast's
+	 * tuned parameters it goes with the shape, not only its FLOPs' work:
+	 * about 190 us at 128x256, 400-520 from 256x256 up (each GEMM more
+	 * kernels to enqueue), where ns_enqueue_us, on 128x256, gives one
+	 * figure to all. No point (a file from before them): ns_enqueue_us.
+	 */
+	struct mb_profile_ladder ns_gram_enqueue_us, ns_standard_enqueue_us;
+	/*
 	 * What the host's pass (the host optimizer and its streaming pass, one
 	 * parallel region) costs beyond its loops, us: its threads' wake-ups, at
 	 * its start and its barriers, which host_opt_gbs and host_stream_gbs
@@ -206,11 +217,11 @@ struct mb_profile {
 };
 
 /*
- * The rate of L at FLOPS a matrix: interpolated log-log between the two
- * points around it (a power law between them), the first point's rate
- * below the first, the last's above the last. L must hold a point.
+ * L's figure at FLOPS a matrix: interpolated log-log between the two
+ * points around it (a power law between them), the first point's below
+ * the first, the last's above the last. L must hold a point.
  */
-double mb_profile_ladder_gflops(const struct mb_profile_ladder *l, double flops);
+double mb_profile_ladder_at(const struct mb_profile_ladder *l, double flops);
 
 /*
  * The rate of work of size X, from LARGE's rate at X_LARGE and SMALL's at

@@ -642,6 +642,43 @@ static void enqueue_contention_by_hand(void **state)
 }
 
 /*
+ * The enqueue's hold by the matrix's FLOPs: the method's ladder where the
+ * profile has one, over the one figure (ns_enqueue_us, 2.25 s here), which
+ * bounds how long the kernels beside the hold run at half rate. Each
+ * matrix 3e10 FLOPs (1000x1000, square: gram is the standard iteration);
+ * at a point of the ladder, or half way between two (log-log: 7e5 and 7e7
+ * us at 3e9 and 3e11 FLOPs), 7 s. Pin, each batch in turn: the host queues
+ * batch 0 at 0 and is held until 7; the copies 0-2, the kernel from 2 at
+ * half rate until 2.25 (an eighth of its work), the rest 2.25-3.125,
+ * Newton-Schulz 3.125-6.125; the writeback, queued at 7, 7-9; batch 1 from
+ * 9 the same: 18 s, the momentum kernels 1.125 s each. The other method's
+ * ladder alone leaves gram with the one figure: held until 2.25, the
+ * writeback at 6.125, 16.25 s.
+ */
+static void enqueue_by_size_by_hand(void **state)
+{
+	struct mb_profile p = hand_profile();
+	struct mb_step_times t;
+
+	(void)state;
+	p.ns_enqueue_us = 2.25e6;
+	p.enqueue_contention_frac = 0.5;
+	p.ns_gram_enqueue_us = (struct mb_profile_ladder){ 2, { 3e9, 3e10 }, { 1, 7e6 } };
+	t = predict(2, MB_PIN, false, &p);
+	assert_secs(t.apply_s, 18);
+	assert_secs(t.phase.momentum_s, 2.25);
+	assert_secs(t.phase.ns_s, 6);
+	p.ns_gram_enqueue_us = (struct mb_profile_ladder){ 2, { 3e9, 3e11 }, { 7e5, 7e7 } };
+	t = predict(2, MB_PIN, false, &p);
+	assert_true(fabs(t.apply_s - 18) < 1e-6); /* exp(log) rounds */
+	p.ns_standard_enqueue_us = p.ns_gram_enqueue_us;
+	p.ns_gram_enqueue_us.n = 0;
+	t = predict(2, MB_PIN, false, &p);
+	assert_secs(t.apply_s, 16.25);
+	assert_secs(t.phase.momentum_s, 2.25);
+}
+
+/*
  * The host's pass costs host_pass_us beyond its loops (1 s here): the host
  * optimizer's phase 2 + 1 s, the iteration a second longer, the apply as
  * it was.
@@ -726,11 +763,11 @@ static void ns_rate_by_size(void **state)
 	struct mb_step_times t;
 
 	(void)state;
-	assert_true(fabs(mb_profile_ladder_gflops(&l, 1e7) - 20) < 1e-9);
-	assert_true(mb_profile_ladder_gflops(&l, 1e6) == 10);
-	assert_true(mb_profile_ladder_gflops(&l, 1) == 10);
-	assert_true(mb_profile_ladder_gflops(&l, 1e8) == 40);
-	assert_true(mb_profile_ladder_gflops(&l, 1e12) == 40);
+	assert_true(fabs(mb_profile_ladder_at(&l, 1e7) - 20) < 1e-9);
+	assert_true(mb_profile_ladder_at(&l, 1e6) == 10);
+	assert_true(mb_profile_ladder_at(&l, 1) == 10);
+	assert_true(mb_profile_ladder_at(&l, 1e8) == 40);
+	assert_true(mb_profile_ladder_at(&l, 1e12) == 40);
 	p.ns_gram_gflops = (struct mb_profile_ladder){ 2, { 3e9, 3e11 }, { 10, 1000 } };
 	t = predict(2, MB_MASTER, false, &p);
 	assert_secs(t.phase.ns_s, 0.6);
@@ -774,9 +811,9 @@ static void profile_round_trip(void **state)
 	assert_true(a.d2h_pageable_gbs == 0.1);
 	assert_true(a.norm_gbs == 62.5 && a.momentum_gbs == 500);
 	assert_int_equal(a.ns_gram_gflops.n, 3);
-	assert_true(a.ns_gram_gflops.flops[1] == 8.72e8 && a.ns_gram_gflops.gflops[1] == 36.9);
-	assert_true(a.ns_gram_gflops.gflops[2] == 104887.123456789);
-	assert_true(a.ns_standard_gflops.n == 1 && a.ns_standard_gflops.gflops[0] == 3e4);
+	assert_true(a.ns_gram_gflops.flops[1] == 8.72e8 && a.ns_gram_gflops.value[1] == 36.9);
+	assert_true(a.ns_gram_gflops.value[2] == 104887.123456789);
+	assert_true(a.ns_standard_gflops.n == 1 && a.ns_standard_gflops.value[0] == 3e4);
 	/* a file from before the optional keys: none of them, read as not measured */
 	assert_true(a.forward_gflops.n == 0 && a.backward_gflops.n == 0);
 	assert_true(a.host_stream_gbs == 0 && a.command_latency_us == 0);
@@ -803,14 +840,20 @@ static void profile_round_trip(void **state)
 	a.forward_gflops = (struct mb_profile_ladder){ 2, { 128, 512 }, { 45.5, 52.75 } };
 	a.backward_gflops = (struct mb_profile_ladder){ 1, { 128 }, { 61.5 } };
 	a.host_stream_gbs = 54.5;
+	a.ns_standard_enqueue_us =
+		(struct mb_profile_ladder){ 2, { 9.2e7, 8.72e8 }, { 190.5, 450 } };
 	text = NULL;
 	assert_non_null(f = open_memstream(&text, &len));
 	mb_profile_write(f, &a);
 	fclose(f);
 	assert_non_null(
 		strstr(text, "\"forward_gflops\": [\n    { \"tokens\": 128, \"gflops\": 45.5"));
+	assert_non_null(strstr(
+		text, "\"ns_standard_enqueue_us\": [\n    { \"flops\": 92000000, \"us\": 190.5"));
+	/* the one without a point is left out, as a file from before it */
+	assert_null(strstr(text, "ns_gram_enqueue_us"));
 	assert_int_equal(mb_profile_parse(&b, text, len, "written"), 0);
-	assert_null(b.lacks); /* every key written */
+	assert_string_equal(b.lacks, "ns_gram_enqueue_us");
 	b.lacks = a.lacks;
 	assert_memory_equal(&a, &b, sizeof(a));
 	free(text);
@@ -903,7 +946,9 @@ static void profile_round_trip(void **state)
 	assert_string_equal(mb_profile_key(41), "ns_enqueue_us");
 	assert_string_equal(mb_profile_key(42), "enqueue_contention_frac");
 	assert_string_equal(mb_profile_key(43), "host_pass_us");
-	assert_null(mb_profile_key(44));
+	assert_string_equal(mb_profile_key(44), "ns_gram_enqueue_us");
+	assert_string_equal(mb_profile_key(45), "ns_standard_enqueue_us");
+	assert_null(mb_profile_key(46));
 	/* the GPUs' link: 0 (not modelled) where a file leaves it out, as the shipped one */
 	assert_true(a.peer_gbs == 0 && !a.peer_shares_pcie);
 	assert_int_equal(mb_profile_set(&a, "peer_gbs", "-1", "--peer-gbs"), -MB_EINPUT);
@@ -1015,6 +1060,20 @@ static void bad_profiles(void **state)
 		"goes up in tokens");
 	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 200, \"forward_gflops\": []",
 		"forward_gflops: must hold 1 to 8 points, got 0");
+	/* the enqueue's ladders hold times, up to a second, by FLOPs */
+	refused("\"memcpy_gbs\": 200",
+		"\"memcpy_gbs\": 200, \"ns_gram_enqueue_us\": [{\"flops\": 1e8, "
+		"\"gflops\": 40}]",
+		"ns_gram_enqueue_us: point 1: missing key \"us\"");
+	refused("\"memcpy_gbs\": 200",
+		"\"memcpy_gbs\": 200, \"ns_gram_enqueue_us\": [{\"flops\": 1e8, \"us\": 2e6}]",
+		"ns_gram_enqueue_us: point 1: us must be 0 to 1e6 (us), got 2000000");
+	refused("\"memcpy_gbs\": 200",
+		"\"memcpy_gbs\": 200, \"ns_gram_enqueue_us\": [{\"flops\": 1e8, \"us\": 0}]",
+		"ns_gram_enqueue_us: point 1: us must be a positive number");
+	refused("\"memcpy_gbs\": 200", "\"memcpy_gbs\": 200, \"ns_gram_enqueue_us\": 150",
+		"ns_gram_enqueue_us: must be a list of {\"flops\": F, \"us\": G} points, got a "
+		"number");
 }
 
 /*
@@ -1313,6 +1372,7 @@ int main(void)
 		cmocka_unit_test(command_latency),
 		cmocka_unit_test(busy_latency_by_hand),
 		cmocka_unit_test(enqueue_contention_by_hand),
+		cmocka_unit_test(enqueue_by_size_by_hand),
 		cmocka_unit_test(host_pass_by_hand),
 		cmocka_unit_test(copies_by_size),
 		cmocka_unit_test(fwd_bwd_by_pass),

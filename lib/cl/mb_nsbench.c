@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mb_clock.h"
 #include "mb_err.h"
 #include "mb_rng_cl.h"
 
@@ -26,11 +27,12 @@ static int poison(const struct mb_nsbench *b)
 			  "NaN into the output");
 }
 
-int mb_nsbench_time(const struct mb_nsbench *b, bool gemms_only, double *seconds)
+int mb_nsbench_time(const struct mb_nsbench *b, bool gemms_only, double *seconds, double *enqueue_s)
 {
 	cl_event first = NULL, last = NULL;
 	char what[96];
 	unsigned i;
+	double t0 = 0;
 	int err;
 
 	*seconds = NAN;
@@ -39,10 +41,16 @@ int mb_nsbench_time(const struct mb_nsbench *b, bool gemms_only, double *seconds
 	for (i = 0; i < b->batch && !err; i++) {
 		cl_event *f = i == 0 ? &first : NULL, *l = i + 1 == b->batch ? &last : NULL;
 
+		if (i == 0)
+			t0 = mb_now_s();
+		else if (i == 1 && enqueue_s)
+			*enqueue_s = mb_now_s() - t0;
 		err = gemms_only ? mb_ns_gemms_only(b->ns, b->rows, b->cols, f, l)
 				 : mb_ns_orthogonalize(b->ns, b->in, i * b->numel, b->rows, b->cols,
 						       b->out, i * b->numel, f, l);
 	}
+	if (enqueue_s && b->batch == 1)
+		*enqueue_s = mb_now_s() - t0;
 	if (!err && !(err = finish(b))) {
 		snprintf(what, sizeof(what), "%s%s on %llux%llu",
 			 gemms_only ? "the GEMMs alone of " : "", mb_ns_method_names[b->ns->method],
@@ -118,9 +126,9 @@ static int pair(const struct mb_nsbench *b, double *gemm_s, double *ns_s,
 {
 	int err;
 
-	if (!(err = mb_nsbench_time(b, true, gemm_s)))
+	if (!(err = mb_nsbench_time(b, true, gemm_s, NULL)))
 		note(gemm_s, r);
-	if (!err && !(err = mb_nsbench_time(b, false, ns_s)))
+	if (!err && !(err = mb_nsbench_time(b, false, ns_s, NULL)))
 		note(ns_s, r);
 	return err;
 }

@@ -63,10 +63,13 @@ int mb_nsbench_init(struct mb_nsbench *b, struct mb_ns *ns, uint64_t rows, uint6
  * an untimed poisoning of the output with NaN: device seconds into
  * *seconds, from its first command's START to its last one's END. A time
  * the driver does not give is NaN, with why in mb_errmsg(), and no error.
- * The first run of a shape and method includes compiling its kernels: a
+ * Where ENQUEUE_S is not NULL, the host clock's seconds of the first
+ * matrix's enqueue into it: the host has just waited for the device. The
+ * first run of a shape and method includes compiling its kernels: a
  * caller warms each up with a run it does not keep.
  */
-int mb_nsbench_time(const struct mb_nsbench *b, bool gemms_only, double *seconds);
+int mb_nsbench_time(const struct mb_nsbench *b, bool gemms_only, double *seconds,
+		    double *enqueue_s);
 
 /* Free B's matrices; of a zeroed B, or one whose mb_nsbench_init failed, nothing. */
 void mb_nsbench_release(struct mb_nsbench *b);

@@ -194,14 +194,14 @@ static int add_point(const struct mb_cl *cl, struct mb_profile_ladder *l, double
 
 	for (i = l->n; i > 0 && l->flops[i - 1] > f; i--) {
 		l->flops[i] = l->flops[i - 1];
-		l->gflops[i] = l->gflops[i - 1];
+		l->value[i] = l->value[i - 1];
 	}
 	if (i > 0 && l->flops[i - 1] == f)
 		return mb_bad_input("Newton-Schulz on '%s': two shapes of %.0f FLOPs (the ladder "
 				    "wants one rate a size)",
 				    cl->info.name, f);
 	l->flops[i] = f;
-	l->gflops[i] = gflops;
+	l->value[i] = gflops;
 	l->n++;
 	return 0;
 }
@@ -245,7 +245,8 @@ struct rig {
 	struct mb_model pass[MAX_PASSES];
 	uint64_t pass_tokens[MAX_PASSES];
 	size_t npasses;
-	double forward_s; /* of a pass's last sample */
+	/* the last sample's second figure: a pass's forward, a Newton-Schulz's enqueue */
+	double second_s;
 };
 
 /* One figure, timed a sample a round. */
@@ -268,11 +269,12 @@ struct probe {
 	unsigned wanted;  /* before the time bound */
 	unsigned n;	  /* so far */
 	double total_s;
-	double *sample_s;  /* each sample's seconds, SAMPLES of them at most */
-	double *forward_s; /* the pass's: each sample's forward's */
-	double warm_s;	   /* its untimed first sample's (kernels built: an upper bound) */
-	/* its rate goes to a point of LADDER, else into *RATE; the pass's backward to LADDER2's */
-	struct mb_profile_ladder *ladder, *ladder2;
+	double *sample_s; /* each sample's seconds, SAMPLES of them at most */
+	double *second_s; /* each sample's second figure (the rig's second_s) */
+	double warm_s;	  /* its untimed first sample's (kernels built: an upper bound) */
+	/* its rate goes to a point of LADDER, else into *RATE; the pass's backward to LADDER2's;
+	 * a Newton-Schulz's enqueue, us, to ENQUEUE_US's */
+	struct mb_profile_ladder *ladder, *ladder2, *enqueue_us;
 	double *rate;
 };
 
@@ -308,7 +310,7 @@ static int ns_once(struct rig *g, const struct probe *p, double *t)
 	g->ns.method = p->method;
 	/* the forward/backward's rate is CLBlast's fp32, whatever Newton-Schulz's */
 	g->ns.precision = p->gemms_only ? MB_PREC_FP32 : g->s->ns_precision[p->method];
-	if ((err = mb_nsbench_time(b, p->gemms_only, t)))
+	if ((err = mb_nsbench_time(b, p->gemms_only, t, &g->second_s)))
 		return err;
 	if (isnan(*t)) {
 		mb_err_prefix("Newton-Schulz on '%s' (%llux%llu) was not timed", g->cl->info.name,
@@ -525,7 +527,7 @@ static int fwd_bwd_once(struct rig *g, const struct probe *p, double *t)
 	if ((err = mb_fwdbwd_run(&g->pass[p->shape], g->pass_tokens[p->shape], g->cl, &g->ledger,
 				 NULL, &fwd, &bwd)))
 		return err;
-	g->forward_s = fwd;
+	g->second_s = fwd;
 	*t = fwd + bwd;
 	return 0;
 }
@@ -557,6 +559,8 @@ static struct probe ns_probe(const struct rig *g, size_t i, enum mb_ns_method me
 	p.work = g->shape[i].batch * p.flops;
 	p.samples = ns_samples(p.flops, rounds);
 	p.ladder = method == MB_NS_GRAM ? &prof->ns_gram_gflops : &prof->ns_standard_gflops;
+	p.enqueue_us = method == MB_NS_GRAM ? &prof->ns_gram_enqueue_us
+					    : &prof->ns_standard_enqueue_us;
 	return p;
 }
 
@@ -572,7 +576,7 @@ static size_t ns_probes(const struct rig *g, unsigned rounds, struct mb_profile 
 	}
 	p[n] = ns_probe(g, last, MB_NS_STANDARD, rounds, prof);
 	p[n].gemms_only = true;
-	p[n].ladder = NULL;
+	p[n].ladder = p[n].enqueue_us = NULL;
 	p[n].rate = &prof->fwd_bwd_gflops;
 	return n + 1;
 }
@@ -795,7 +799,8 @@ static int run_rounds(struct rig *g, struct probe *p, size_t n, unsigned rounds,
 			if (due(&p[i], r, rounds) && !(err = p[i].once(g, &p[i], &t))) {
 				p[i].total_s += t;
 				p[i].sample_s[p[i].n] = t;
-				p[i].forward_s[p[i].n] = p[i].ladder2 ? g->forward_s : 0;
+				p[i].second_s[p[i].n] =
+					p[i].ladder2 || p[i].enqueue_us ? g->second_s : 0;
 				p[i].n++;
 			}
 	}
@@ -836,7 +841,8 @@ static void report_cuts(const struct rig *g, const struct probe *p, size_t n,
 /*
  * Each probe's rate, its work over its median sample's time (in 10^9 units
  * a second): the median, which a shared machine's slow spells do not move
- * while they take less than half the rounds. Its samples are sorted.
+ * while they take less than half the rounds; and a Newton-Schulz's enqueue,
+ * its median sample's. Its samples are sorted.
  */
 static int keep_rates(const struct mb_cl *cl, struct probe *p, size_t n)
 {
@@ -850,14 +856,18 @@ static int keep_rates(const struct mb_cl *cl, struct probe *p, size_t n)
 
 		if (q->ladder2) { /* a pass: its forward, then its backward (the rest) */
 			for (k = 0; k < q->n; k++)
-				q->sample_s[k] -= q->forward_s[k];
-			rate = q->work / mb_spread_of(q->forward_s, q->n).median / 1e9;
+				q->sample_s[k] -= q->second_s[k];
+			rate = q->work / mb_spread_of(q->second_s, q->n).median / 1e9;
 			if (!(err = add_point(cl, q->ladder, q->flops, rate)))
 				err = add_point(cl, q->ladder2, q->flops,
 						q->work2 / mb_spread_of(q->sample_s, q->n).median /
 							1e9);
 			continue;
 		}
+		if (q->enqueue_us &&
+		    (err = add_point(cl, q->enqueue_us, q->flops,
+				     1e6 * mb_spread_of(q->second_s, q->n).median)))
+			break;
 		rate = q->work / mb_spread_of(q->sample_s, q->n).median / 1e9;
 		if (q->ladder)
 			err = add_point(cl, q->ladder, q->flops, rate);
@@ -1182,7 +1192,7 @@ static int rates_in_rounds(const struct mb_cl *cl, const struct mb_profile_measu
 	}
 	for (i = 0; i < n; i++) {
 		p[i].sample_s = samples + 2 * i * nrounds;
-		p[i].forward_s = p[i].sample_s + nrounds;
+		p[i].second_s = p[i].sample_s + nrounds;
 	}
 	prof->median_rates = true;
 	if (!(err = run_rounds(&g, p, n, nrounds, s->rounds_budget_s)) &&
