@@ -184,7 +184,7 @@ static const char *check_number(const struct field *f, double d)
 	case OPT_TIME:
 		return isfinite(d) && d >= 0 && d <= TIME_MAX ? NULL : "must be 0 to 1e6";
 	case OPT_TIME_LADDER: /* a file's points above 0 (read_point); an option's 0: no point */
-		return isfinite(d) && d >= 0 && d <= TIME_MAX ? NULL : "must be 0 to 1e6";
+		return isfinite(d) && d >= 0 && d <= TIME_MAX ? NULL : "must be at most 1e6";
 	case FRACTION:
 		return isfinite(d) && d >= 0 && d <= 1 ? NULL : "must be a number from 0 to 1";
 	default:
@@ -254,10 +254,15 @@ static const char *point_key(const struct field *f)
 	return f->kind == OPT_TOKEN_LADDER ? "tokens" : "flops";
 }
 
-/* What a point of F's ladder holds: "gflops", or "us" (a time). */
+/* What a point of F's ladder holds: "gflops", or "us" (a time); and its letter in a message. */
 static const char *value_key(const struct field *f)
 {
 	return f->kind == OPT_TIME_LADDER ? "us" : "gflops";
+}
+
+static const char *value_letter(const struct field *f)
+{
+	return f->kind == OPT_TIME_LADDER ? "T" : "G";
 }
 
 /* Point V (the I-th) of ladder F's into *L: {"flops": F, "gflops": G}, F above the last. */
@@ -272,8 +277,8 @@ static int read_point(const struct reader *r, const struct field *f, const cJSON
 
 	if (!cJSON_IsObject(v) || cJSON_GetArraySize(v) != 2)
 		return bad(r, v, f->key,
-			   "point %zu must be an object {\"%s\": F, \"%s\": G}, got %s", i + 1,
-			   names[0], names[1],
+			   "point %zu must be an object {\"%s\": F, \"%s\": %s}, got %s", i + 1,
+			   names[0], names[1], value_letter(f),
 			   cJSON_IsObject(v) ? "other keys" : mb_json_type_name(v));
 	for (k = 0; k < 2; k++) {
 		e = cJSON_GetObjectItemCaseSensitive(v, names[k]);
@@ -318,8 +323,8 @@ static int read_ladder(const struct reader *r, struct mb_profile_ladder *l, cons
 	int err;
 
 	if (!cJSON_IsArray(v))
-		return bad(r, v, f->key, "must be a list of {\"%s\": F, \"%s\": G} points, got %s",
-			   point_key(f), value_key(f), mb_json_type_name(v));
+		return bad(r, v, f->key, "must be a list of {\"%s\": F, \"%s\": %s} points, got %s",
+			   point_key(f), value_key(f), value_letter(f), mb_json_type_name(v));
 	if (cJSON_GetArraySize(v) < 1 || cJSON_GetArraySize(v) > MB_PROFILE_LADDER_MAX)
 		return bad(r, v, f->key, "must hold 1 to %d points, got %d", MB_PROFILE_LADDER_MAX,
 			   cJSON_GetArraySize(v));

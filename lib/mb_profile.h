@@ -160,8 +160,10 @@ struct mb_profile {
 	 * beside that enqueue loses, 0 to 1: on a CPU device the host thread's
 	 * enqueue work takes a core from the device's workers (PoCL on 2 cores:
 	 * 110-165 us for the ladder's first shape by the gram method, and 0.20
-	 * to 0.35); a GPU's kernels run beside it untouched. The model charges
-	 * every Newton-Schulz the one figure, whatever its shape or method. 0,
+	 * to 0.35); a GPU's kernels run beside it untouched. The model holds
+	 * the host for the ladders below where the profile has them, this
+	 * figure where it has not, and slows the kernels beside a hold for this
+	 * figure of it at most (the span the fraction was measured over). 0,
 	 * where a file leaves them out: the host enqueues at once, and nothing
 	 * is slowed.
 	 */

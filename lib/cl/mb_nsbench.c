@@ -36,6 +36,8 @@ int mb_nsbench_time(const struct mb_nsbench *b, bool gemms_only, double *seconds
 	int err;
 
 	*seconds = NAN;
+	if (enqueue_s)
+		*enqueue_s = NAN;
 	if ((err = poison(b)) || (gemms_only && (err = mb_ns_clear(b->ns))) || (err = finish(b)))
 		return err;
 	for (i = 0; i < b->batch && !err; i++) {

@@ -197,8 +197,8 @@ static int add_point(const struct mb_cl *cl, struct mb_profile_ladder *l, double
 		l->value[i] = l->value[i - 1];
 	}
 	if (i > 0 && l->flops[i - 1] == f)
-		return mb_bad_input("Newton-Schulz on '%s': two shapes of %.0f FLOPs (the ladder "
-				    "wants one rate a size)",
+		return mb_bad_input("Newton-Schulz on '%s': two shapes of %.0f FLOPs (a ladder "
+				    "holds one figure a size)",
 				    cl->info.name, f);
 	l->flops[i] = f;
 	l->value[i] = gflops;
