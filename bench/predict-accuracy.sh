@@ -40,9 +40,17 @@
 # Every prediction is predict's, which does not check, as run does, that a
 # PROFILE's Newton-Schulz precision is the run's: give one of the same.
 #
+# KEEP=DIR keeps the profiles, the predictions and the runs in DIR, and a
+# later call with the same DIR measures nothing DIR has: it predicts the
+# same profiles and runs again, by the muonbench it is given. That is how a
+# change to the model is judged against its parent, with the machine held
+# still: both builds predict one set of files (a profile edited by hand
+# too, where it stays readable by both).
+#
 # Usage: bench/predict-accuracy.sh [path/to/muonbench]   (from the repository root)
 #        PROFILE=FILE GRIDS="make uneven" RUNS=16 BOUND=15 STAT=median bench/predict-accuracy.sh
 #        PROFILES=3 PROCS=3 GRIDS=make bench/predict-accuracy.sh
+#        KEEP=/tmp/acc bench/predict-accuracy.sh old/muonbench   (then the same with the new)
 set -eu
 bin=${1:-build/muonbench}
 grids=${GRIDS:-make uneven seq256}
@@ -54,8 +62,13 @@ case $stat in mean | median) ;; *)
 	exit 2
 	;;
 esac
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+if [ -n "${KEEP:-}" ]; then
+	tmp=$KEEP
+	mkdir -p "$tmp"
+else
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT INT TERM
+fi
 
 nprof=${PROFILES:-1}
 nproc=${PROCS:-1}
@@ -93,7 +106,7 @@ for g in $grids; do
 	while [ "$k" -le "$nprof" ] || [ "$k" -le "$nproc" ]; do
 		if [ "$k" -le "$nprof" ]; then
 			profile=${PROFILE:-$tmp/profile-$g-$k.json}
-			if [ -z "${PROFILE:-}" ]; then
+			if [ -z "${PROFILE:-}" ] && [ ! -s "$profile" ]; then
 				"$bin" profile --out "$profile" >"$tmp/$g.profile.log" 2>&1 ||
 					{ cat "$tmp/$g.profile.log" >&2; exit 2; }
 			fi
@@ -104,8 +117,9 @@ for g in $grids; do
 		fi
 		if [ "$k" -le "$nproc" ]; then
 			# shellcheck disable=SC2086
-			"$bin" run $args $c $steps --runs "$runs" --profile "${PROFILE:-$tmp/profile-$g-1.json}" \
-				--out "$tmp/$g-run-$k.csv" >"$tmp/$g.log" 2>&1 ||
+			[ -s "$tmp/$g-run-$k.csv" ] ||
+				"$bin" run $args $c $steps --runs "$runs" --profile "${PROFILE:-$tmp/profile-$g-1.json}" \
+					--out "$tmp/$g-run-$k.csv" >"$tmp/$g.log" 2>&1 ||
 				{ cat "$tmp/$g.log" >&2; exit 2; }
 			outs="$outs $tmp/$g-run-$k.csv"
 		fi
