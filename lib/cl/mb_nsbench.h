@@ -65,9 +65,8 @@ int mb_nsbench_init(struct mb_nsbench *b, struct mb_ns *ns, uint64_t rows, uint6
  * the driver does not give is NaN, with why in mb_errmsg(), and no error.
  * Where ENQUEUE_S is not NULL, the host clock's seconds of the first
  * matrix's enqueue into it (NaN on failure): the host has just waited for
- * the device. The
- * first run of a shape and method includes compiling its kernels: a
- * caller warms each up with a run it does not keep.
+ * the device. The first run of a shape and method includes compiling its
+ * kernels: a caller warms each up with a run it does not keep.
  */
 int mb_nsbench_time(const struct mb_nsbench *b, bool gemms_only, double *seconds,
 		    double *enqueue_s);
