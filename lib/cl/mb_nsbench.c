@@ -32,7 +32,7 @@ int mb_nsbench_time(const struct mb_nsbench *b, bool gemms_only, double *seconds
 	cl_event first = NULL, last = NULL;
 	char what[96];
 	unsigned i;
-	double t0 = 0;
+	double t0;
 	int err;
 
 	*seconds = NAN;
@@ -43,16 +43,13 @@ int mb_nsbench_time(const struct mb_nsbench *b, bool gemms_only, double *seconds
 	for (i = 0; i < b->batch && !err; i++) {
 		cl_event *f = i == 0 ? &first : NULL, *l = i + 1 == b->batch ? &last : NULL;
 
-		if (i == 0)
-			t0 = mb_now_s();
-		else if (i == 1 && enqueue_s)
-			*enqueue_s = mb_now_s() - t0;
+		t0 = mb_now_s();
 		err = gemms_only ? mb_ns_gemms_only(b->ns, b->rows, b->cols, f, l)
 				 : mb_ns_orthogonalize(b->ns, b->in, i * b->numel, b->rows, b->cols,
 						       b->out, i * b->numel, f, l);
+		if (i == 0 && enqueue_s && !err)
+			*enqueue_s = mb_now_s() - t0;
 	}
-	if (enqueue_s && b->batch == 1)
-		*enqueue_s = mb_now_s() - t0;
 	if (!err && !(err = finish(b))) {
 		snprintf(what, sizeof(what), "%s%s on %llux%llu",
 			 gemms_only ? "the GEMMs alone of " : "", mb_ns_method_names[b->ns->method],
