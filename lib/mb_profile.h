@@ -75,11 +75,15 @@ struct mb_profile {
 	double both_pinned_gbs, both_pageable_gbs;
 	/*
 	 * The six copy rates above for copies of MB_PROFILE_COPY_SMALL_BYTES
-	 * (those above are of MB_PROFILE_COPY_LARGE_BYTES), each copy's memory
-	 * last touched long before, as a step's is (mb_bw_measure_spread): on
-	 * a CPU device a copy is a memcpy, which streams a copy of a few
-	 * hundred KiB 1.3-1.5x faster than one of 64 MiB, whatever the caches
-	 * hold. 0, where a file leaves them out: the large rate at every size.
+	 * (those above are of MB_PROFILE_COPY_LARGE_BYTES), each copy's target
+	 * last touched long before and every other one's source written
+	 * shortly before, as about half of a step's is (mb_bw_measure_spread):
+	 * on a CPU device a copy is a memcpy, which a source in the cache
+	 * makes 1.3-1.7x faster than the 64 MiB one.
+	 * (Before issue 45's last change these were timed with the source
+	 * cold too, at about the 64 MiB rate: such a file predicts a small
+	 * model's copies that much longer.) 0, where a file leaves them out:
+	 * the large rate at every size.
 	 */
 	double h2d_pinned_small_gbs, d2h_pinned_small_gbs;
 	double h2d_pageable_small_gbs, d2h_pageable_small_gbs;

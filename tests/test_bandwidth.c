@@ -2,6 +2,8 @@
  * Copy bandwidth on the default device (PoCL in CI): every direction and
  * kind of host memory gives a plausible spread, real copies are not taken
  * for zero-copy mappings, and the zero-copy rule flags what is too fast.
+ * Copies around the buffers move, every other one, what was written
+ * shortly before it.
  * On queues without profiling (MUONBENCH_PROFILING=off) the event rates are
  * NaN with the driver's reason, never 0, and the host clock's rates remain.
  */
@@ -104,6 +106,50 @@ static void spread_copies(void **state)
 	}
 }
 
+/*
+ * Every other spread copy moves what was written shortly before it: by the
+ * host for an H2D, by the device for a D2H, copy i's bytes all i + 1 (the
+ * warm-up is copy 0); the others move what their place last held. Seven
+ * timed copies of 1 MiB in 3 MiB, at 0, 1, 2, 0, 1, 2, 0 and 1 MiB, the odd
+ * ones written: the targets end with copies 6, 7 and 5, the first moving
+ * copy 3's bytes (4), the others their own (8, 6), each from its first
+ * byte to its last; "both" the same each way. A plain copy moves the
+ * buffers' own fill, which is no such value.
+ */
+static void spread_copies_move_produced_data(void **state)
+{
+	const uint64_t mib = 1u << 20;
+	const unsigned char last[3] = { 4, 8, 6 };
+	struct mb_bw_buffers *b;
+	struct mb_bw_result r;
+	unsigned char got;
+	int dir, side;
+	uint64_t k;
+
+	(void)state;
+	for (dir = 0; dir < MB_BW_NDIRS; dir++) {
+		assert_int_equal(mb_bw_buffers_new(&cl, 3 * mib, dir == MB_BW_D2H, &b), 0);
+		assert_int_equal(mb_bw_measure_spread(b, mib, dir, 7, &r), 0);
+		for (side = MB_BW_H2D; side <= MB_BW_D2H; side++) {
+			if (dir != MB_BW_BOTH && side != dir)
+				continue;
+			for (k = 0; k < 3; k++) {
+				assert_int_equal(mb_bw_target_at(b, side, k * mib, &got), 0);
+				assert_int_equal(mb_bw_target_at(b, side, k * mib + mib - 1, &got),
+						 0);
+				assert_int_equal(got, last[k]);
+			}
+		}
+		mb_bw_buffers_free(b);
+	}
+	assert_int_equal(mb_bw_buffers_new(&cl, 3 * mib, false, &b), 0);
+	assert_int_equal(mb_bw_measure(b, mib, MB_BW_H2D, 2, &r), 0);
+	assert_int_equal(mb_bw_target_at(b, MB_BW_H2D, 0, &got), 0);
+	assert_int_not_equal(got, 3);
+	assert_int_equal(mb_bw_target_at(b, MB_BW_H2D, 3 * mib, &got), -MB_EFAIL);
+	mb_bw_buffers_free(b);
+}
+
 static void no_profiling(void **state)
 {
 	struct mb_cl_select sel = { .platform = -1 };
@@ -140,6 +186,7 @@ int main(void)
 		cmocka_unit_test(zero_copy_rule),
 		cmocka_unit_test(every_direction_and_memory),
 		cmocka_unit_test(spread_copies),
+		cmocka_unit_test(spread_copies_move_produced_data),
 		cmocka_unit_test(no_profiling),
 	};
 

@@ -101,7 +101,11 @@ void mb_bw_buffers_free(struct mb_bw_buffers *b)
 	free(b);
 }
 
-/* The host's fastest memcpy of BYTES, on one thread or on all of them, in GB/s. */
+/*
+ * The host's fastest memcpy of BYTES, on one thread or on all of them, in
+ * GB/s: from the D2H target into the H2D source, so that each copy's
+ * target keeps what the copy moved (mb_bw_target_at).
+ */
 static double memcpy_gbs(struct mb_bw_buffers *b, uint64_t bytes)
 {
 	const uint64_t chunk = 1u << 20;
@@ -110,8 +114,8 @@ static double memcpy_gbs(struct mb_bw_buffers *b, uint64_t bytes)
 
 	for (parallel = 0; parallel <= 1; parallel++) {
 		for (rep = 0; rep < MEMCPY_REPS; rep++) {
-			char *dst = b->dst.ptr;
-			const char *src = b->src.ptr;
+			char *dst = b->src.ptr;
+			const char *src = b->dst.ptr;
 			int64_t i, n = (int64_t)((bytes + chunk - 1) / chunk);
 
 			t = mb_now_s();
@@ -151,6 +155,67 @@ struct side {
 };
 
 /*
+ * Every other spread copy's source is written this many bytes of copies
+ * before the copy; the others' were last touched a lap of the buffers
+ * before. So a step copies: about half of what it copies it has just
+ * produced (a Newton-Schulz's update, the bf16 params the host optimizer
+ * wrote), half long before (the momentum, before the Newton-Schulz that
+ * followed it; the grads, before the rest of the backward). 4 MiB of
+ * copies move 8 MiB: a source no longer in the core's own cache, in the
+ * last-level one, as other work came between in the step.
+ */
+#define PRODUCED_AHEAD_BYTES (4ull << 20)
+
+/* Whether copy I's source is produced ahead of it: every other copy, the odd ones. */
+static bool produced(unsigned i)
+{
+	return i % 2;
+}
+
+/* Where copy I of S goes: the next place around the buffers if spread, else their start. */
+static uint64_t place(const struct side *s, unsigned i)
+{
+	return s->spread && s->bytes ? i % (s->b->max_bytes / s->bytes) * s->bytes : 0;
+}
+
+/* How many copies ahead of its copy a spread copy's source is written (fewer than the places). */
+static unsigned ahead(const struct side *s)
+{
+	uint64_t places = s->bytes ? s->b->max_bytes / s->bytes : 1,
+		 n = s->bytes ? (PRODUCED_AHEAD_BYTES + s->bytes - 1) / s->bytes : 0;
+
+	return (unsigned)(n < places - 1 ? n : places - 1);
+}
+
+/*
+ * Write copy I's source, its value (I % 255 + 1, never zero) in every byte:
+ * by the host for an H2D (a gradient, a parameter the host optimizer
+ * wrote), by the device for a D2H (a kernel's update or momentum). A
+ * failure is S's error, as a copy's is.
+ */
+static void produce(struct side *s, unsigned i)
+{
+	const struct mb_cl *cl = s->b->cl;
+	cl_uchar value = (cl_uchar)(i % 255 + 1);
+	uint64_t off = place(s, i);
+	cl_int st;
+
+	if (s->err || !s->bytes)
+		return;
+	if (s->dir == MB_BW_H2D) {
+		memset((char *)s->b->src.ptr + off, value, s->bytes);
+		return;
+	}
+	st = clEnqueueFillBuffer(cl->copy, s->b->from, &value, 1, off, s->bytes, 0, NULL, NULL);
+	if (st == CL_SUCCESS && (st = clFinish(cl->copy)) != CL_SUCCESS)
+		s->err = mb_cl_check(cl, st, "clFinish", "writing a D2H copy's source");
+	else
+		s->err = mb_cl_check(cl, st, "clEnqueueFillBuffer", "writing a D2H copy's source");
+	if (s->err)
+		snprintf(s->msg, sizeof(s->msg), "%s", mb_errmsg());
+}
+
+/*
  * S's copies, one at a time, each finished before the next. After a failed
  * copy the side copies no more but still meets the other at the barrier, so
  * that neither waits for ever.
@@ -160,20 +225,24 @@ static void run_side(struct side *s)
 	const struct mb_cl *cl = s->b->cl;
 	bool h2d = s->dir == MB_BW_H2D;
 	cl_command_queue q = h2d ? cl->compute : cl->copy;
+	unsigned lead = s->spread ? ahead(s) : 0, i;
 	char what[128];
-	unsigned i;
 
 	snprintf(what, sizeof(what), "%s copy of %llu bytes, %s%s", mb_bw_dir_names[s->dir],
 		 (unsigned long long)s->bytes, s->b->src.pinned ? "pinned" : "pageable",
 		 s->together ? ", both directions at once" : "");
+	for (i = 0; s->spread && i < lead && i < s->n; i++)
+		if (produced(i))
+			produce(s, i);
 	for (i = 0; i < s->n; i++) {
 		const char *call = h2d ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer";
-		uint64_t off = s->spread && s->bytes ? i % (s->b->max_bytes / s->bytes) * s->bytes
-						     : 0;
+		uint64_t off = place(s, i);
 		cl_event ev = NULL;
 		cl_int st;
 
 		s->host0[i] = s->host1[i] = s->ev0[i] = s->ev1[i] = NAN;
+		if (s->spread && i + lead < s->n && produced(i + lead))
+			produce(s, i + lead);
 		if (s->together)
 			pthread_barrier_wait(s->together);
 		if (s->err)
@@ -333,4 +402,20 @@ int mb_bw_measure_spread(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir
 			 struct mb_bw_result *r)
 {
 	return measure(b, bytes, dir, reps, true, r);
+}
+
+int mb_bw_target_at(const struct mb_bw_buffers *b, enum mb_bw_dir dir, uint64_t off,
+		    unsigned char *out)
+{
+	if (off >= b->max_bytes || dir == MB_BW_BOTH)
+		return mb_fail("no %s target byte at %llu of %llu", mb_bw_dir_names[dir],
+			       (unsigned long long)off, (unsigned long long)b->max_bytes);
+	if (dir == MB_BW_D2H) {
+		*out = ((const unsigned char *)b->dst.ptr)[off];
+		return 0;
+	}
+	return mb_cl_check(
+		b->cl,
+		clEnqueueReadBuffer(b->cl->compute, b->to, CL_TRUE, off, 1, out, 0, NULL, NULL),
+		"clEnqueueReadBuffer", "the H2D target's byte at %llu", (unsigned long long)off);
 }

@@ -82,16 +82,28 @@ int mb_bw_measure(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, u
 
 /*
  * The same, each copy of BYTES at the next place of the buffers, around
- * them (copy i at offset i x BYTES, modulo the whole BYTES that fit): each
- * copy's source and target were last touched a whole buffer's bytes of
- * copies before, so that no cache smaller than the buffers holds them, as
- * none holds a step's copy of a buffer last touched long before. A copy
- * of a few hundred KiB so is what a small model's step copies; what it
- * runs at against a copy of the whole buffers is the copy's own size
- * (how memcpy streams it), not a cache's help. r->memcpy_gbs is a
- * memcpy of the whole buffers.
+ * them (copy i at offset i x BYTES, modulo the whole BYTES that fit), into
+ * memory last touched a lap before, which no cache smaller than the
+ * buffers holds; every other copy's source (the odd copies') is written,
+ * untimed, 4 MiB of copies before it (fewer where the buffers hold fewer):
+ * by the host for an H2D, by the device (a fill on the copy queue) for a
+ * D2H, copy i's bytes all i % 255 + 1. That is how a step copies: about
+ * half of it what it has just produced (an update, the bf16 params the host
+ * optimizer wrote), still in the last-level cache, half what it produced
+ * long before (the momentum, the grads). On a CPU device, where a copy is
+ * a memcpy, a source in the cache makes a 1 MiB copy 1.3-1.7x faster than
+ * one of memory that no cache holds. r->memcpy_gbs is a memcpy of the
+ * whole buffers.
  */
 int mb_bw_measure_spread(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, unsigned reps,
 			 struct mb_bw_result *r);
+
+/*
+ * The byte at OFF of direction DIR's target (H2D: the device buffer, read
+ * back; D2H: the host buffer) into *OUT: what the last copy there moved.
+ * OFF past the buffers, or a failed read, is -MB_EFAIL.
+ */
+int mb_bw_target_at(const struct mb_bw_buffers *b, enum mb_bw_dir dir, uint64_t off,
+		    unsigned char *out);
 
 #endif
