@@ -162,7 +162,8 @@ struct side {
  * wrote), half long before (the momentum, before the Newton-Schulz that
  * followed it; the grads, before the rest of the backward). 4 MiB of
  * copies move 8 MiB: a source no longer in the core's own cache, in the
- * last-level one, as other work came between in the step.
+ * last-level one, as other work came between in the step. (The first
+ * copies' sources are written before the warm-up, fewer bytes ahead.)
  */
 #define PRODUCED_AHEAD_BYTES (4ull << 20)
 
@@ -191,13 +192,17 @@ static unsigned ahead(const struct side *s)
  * Write copy I's source, its value (I % 255 + 1, never zero) in every byte:
  * by the host for an H2D (a gradient, a parameter the host optimizer
  * wrote), by the device for a D2H (a kernel's update or momentum). A
- * failure is S's error, as a copy's is.
+ * failure is S's error, as a copy's is. The device's fill is OpenCL's own
+ * (mb_cl.h warns of it past 2^31 bytes, and these are copies of at most a
+ * few MiB): mb_cl_fill writes whole 4-byte words, and a copy may be of
+ * any size.
  */
 static void produce(struct side *s, unsigned i)
 {
 	const struct mb_cl *cl = s->b->cl;
 	cl_uchar value = (cl_uchar)(i % 255 + 1);
 	uint64_t off = place(s, i);
+	const char *call = "clEnqueueFillBuffer";
 	cl_int st;
 
 	if (s->err || !s->bytes)
@@ -207,11 +212,10 @@ static void produce(struct side *s, unsigned i)
 		return;
 	}
 	st = clEnqueueFillBuffer(cl->copy, s->b->from, &value, 1, off, s->bytes, 0, NULL, NULL);
-	if (st == CL_SUCCESS && (st = clFinish(cl->copy)) != CL_SUCCESS)
-		s->err = mb_cl_check(cl, st, "clFinish", "writing a D2H copy's source");
-	else
-		s->err = mb_cl_check(cl, st, "clEnqueueFillBuffer", "writing a D2H copy's source");
-	if (s->err)
+	if (st == CL_SUCCESS && (call = "clFinish"))
+		st = clFinish(cl->copy);
+	if ((s->err = mb_cl_check(cl, st, call, "writing a D2H copy's source, %llu bytes at %llu",
+				  (unsigned long long)s->bytes, (unsigned long long)off)))
 		snprintf(s->msg, sizeof(s->msg), "%s", mb_errmsg());
 }
 
@@ -241,6 +245,9 @@ static void run_side(struct side *s)
 		cl_int st;
 
 		s->host0[i] = s->host1[i] = s->ev0[i] = s->ev1[i] = NAN;
+		/* "both": neither side writes while the other's copy is timed */
+		if (s->together && s->spread)
+			pthread_barrier_wait(s->together);
 		if (s->spread && i + lead < s->n && produced(i + lead))
 			produce(s, i + lead);
 		if (s->together)
@@ -320,7 +327,7 @@ static void summarize(struct mb_bw_buffers *b, const struct side *s, size_t nsid
 {
 	/* spread copies are judged beside a memcpy of the whole buffers they go around */
 	uint64_t memcpy_bytes = s[0].spread ? b->max_bytes : r->bytes;
-	double moved = (double)r->bytes * (double)nsides, judged;
+	double moved = (double)r->bytes * (double)nsides, judged, dev_s = 0, host_s = 0;
 	size_t k;
 	unsigned i;
 
@@ -328,9 +335,13 @@ static void summarize(struct mb_bw_buffers *b, const struct side *s, size_t nsid
 	for (k = 0; k < nsides && !r->device_error[0]; k++)
 		memcpy(r->device_error, s[k].why, sizeof(r->device_error));
 	for (i = 0; i < r->reps; i++) {
+		dev_s += span(s, nsides, true, i + 1);
+		host_s += span(s, nsides, false, i + 1);
 		dev[i] = gbs(moved, span(s, nsides, true, i + 1));
 		host[i] = gbs(moved, span(s, nsides, false, i + 1));
 	}
+	r->device_overall_gbs = r->device_error[0] ? NAN : gbs(moved * r->reps, dev_s);
+	r->host_overall_gbs = gbs(moved * r->reps, host_s);
 	if (b->memcpy_bytes != memcpy_bytes) {
 		b->memcpy_gbs = memcpy_gbs(b, memcpy_bytes);
 		b->memcpy_bytes = memcpy_bytes;
@@ -407,7 +418,10 @@ int mb_bw_measure_spread(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir
 int mb_bw_target_at(const struct mb_bw_buffers *b, enum mb_bw_dir dir, uint64_t off,
 		    unsigned char *out)
 {
-	if (off >= b->max_bytes || dir == MB_BW_BOTH)
+	if (dir != MB_BW_H2D && dir != MB_BW_D2H)
+		return mb_fail("a copy's target is an H2D's or a D2H's, not direction %d",
+			       (int)dir);
+	if (off >= b->max_bytes)
 		return mb_fail("no %s target byte at %llu of %llu", mb_bw_dir_names[dir],
 			       (unsigned long long)off, (unsigned long long)b->max_bytes);
 	if (dir == MB_BW_D2H) {

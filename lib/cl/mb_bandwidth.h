@@ -51,6 +51,13 @@ struct mb_bw_result {
 	struct mb_spread device_gbs;
 	/* host clock: "both" from the earlier thread's enqueue to the later one's finish */
 	struct mb_spread host_gbs;
+	/*
+	 * The timed copies' bytes over their summed times, by the events
+	 * (NaN where the driver gave none) and by the host clock: the rate of
+	 * copies of two kinds together (mb_bw_measure_spread's), where the
+	 * median is one kind's slowest or the other's fastest
+	 */
+	double device_overall_gbs, host_overall_gbs;
 	double memcpy_gbs; /* the host's fastest memcpy of the same size (one or all threads) */
 	bool zero_copy; /* implausibly fast (by the events, else the host clock): not bandwidth */
 	char device_error[512]; /* why device_gbs is NaN (the first event refused); "" if it is not
@@ -85,7 +92,8 @@ int mb_bw_measure(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, u
  * them (copy i at offset i x BYTES, modulo the whole BYTES that fit), into
  * memory last touched a lap before, which no cache smaller than the
  * buffers holds; every other copy's source (the odd copies') is written,
- * untimed, 4 MiB of copies before it (fewer where the buffers hold fewer):
+ * untimed, 4 MiB of copies before it (fewer where the buffers hold fewer,
+ * and for the first few):
  * by the host for an H2D, by the device (a fill on the copy queue) for a
  * D2H, copy i's bytes all i % 255 + 1. That is how a step copies: about
  * half of it what it has just produced (an update, the bf16 params the host
@@ -101,7 +109,7 @@ int mb_bw_measure_spread(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir
 /*
  * The byte at OFF of direction DIR's target (H2D: the device buffer, read
  * back; D2H: the host buffer) into *OUT: what the last copy there moved.
- * OFF past the buffers, or a failed read, is -MB_EFAIL.
+ * "Both" (either), OFF past the buffers, or a failed read is -MB_EFAIL.
  */
 int mb_bw_target_at(const struct mb_bw_buffers *b, enum mb_bw_dir dir, uint64_t off,
 		    unsigned char *out);

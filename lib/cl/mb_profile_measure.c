@@ -125,19 +125,53 @@ static int pageable_read(const struct mb_cl *cl, cl_mem dev, void *host, uint64_
 }
 
 /*
+ * Whether a pageable copy's enqueue holds the host for its length
+ * (pageable_holds_host): the enqueue call's time against the copy's, a
+ * D2H of COPY_BYTES, medians of REPS (at most BESIDE_REPS_MAX), by the host
+ * clock alone. A driver that so stages a pageable copy does it before the
+ * copy's event starts, so the rounds time pageable copies by the host
+ * clock there (an H2D too, as drivers stage both ways alike), else by
+ * their events: it is measured before them.
+ */
+static int pageable_holds(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
+			  struct mb_profile *p)
+{
+	unsigned i, reps = s->reps < BESIDE_REPS_MAX ? s->reps : BESIDE_REPS_MAX;
+	double enq[BESIDE_REPS_MAX], copy[BESIDE_REPS_MAX], unused;
+	struct mb_ledger l;
+	cl_mem dev = NULL;
+	void *host = malloc(s->copy_bytes);
+	int err;
+
+	if (!host)
+		return mb_fail("out of host memory for a pageable copy of %llu bytes",
+			       (unsigned long long)s->copy_bytes);
+	mb_ledger_init(&l, cl, 0);
+	if (!(err = mb_ledger_alloc(&l, s->copy_bytes, "profile.pageable", &dev)) &&
+	    !(err = pageable_read(cl, dev, host, s->copy_bytes, &unused, &unused)))
+		for (i = 0; i < reps && !err; i++)
+			err = pageable_read(cl, dev, host, s->copy_bytes, &enq[i], &copy[i]);
+	if (!err)
+		p->pageable_holds_host = mb_spread_of(enq, reps).median >
+					 HOLD_PART * mb_spread_of(copy, reps).median;
+	clFinish(cl->copy);
+	mb_ledger_free(&l, dev);
+	mb_ledger_release(&l);
+	free(host);
+	return err;
+}
+
+/*
  * A pageable D2H beside a kernel on the compute queue, medians of REPS
- * (at most BESIDE_REPS_MAX): whether its enqueue holds the host for its
- * length (pageable_holds_host: the enqueue call's time against the
- * copy's), and what part of its time C the kernel cannot hide
- * (pageable_exposed_frac): a spin of BESIDE_SPIN C alone takes T, with the
- * copy beside it W; (W - T) / C, from 0 (hidden) to 1 (serial).
+ * (at most BESIDE_REPS_MAX): what part of its time C the kernel cannot
+ * hide (pageable_exposed_frac): a spin of BESIDE_SPIN C alone takes T,
+ * with the copy beside it W; (W - T) / C, from 0 (hidden) to 1 (serial).
  */
 static int pageable_beside(const struct mb_cl *cl, const struct mb_profile_measure_settings *s,
 			   struct mb_profile *p)
 {
 	unsigned i, reps = s->reps < BESIDE_REPS_MAX ? s->reps : BESIDE_REPS_MAX;
-	double enq[BESIDE_REPS_MAX], copy[BESIDE_REPS_MAX], exposed[BESIDE_REPS_MAX], t0, c, spin,
-		unused;
+	double exposed[BESIDE_REPS_MAX], c, spin, t0, unused;
 	struct mb_spin sp = { 0 };
 	struct mb_ledger l;
 	cl_mem dev = NULL, sink = NULL;
@@ -154,9 +188,8 @@ static int pageable_beside(const struct mb_cl *cl, const struct mb_profile_measu
 	    (err = pageable_read(cl, dev, host, s->copy_bytes, &unused, &unused)))
 		goto out;
 	for (i = 0; i < reps && !err; i++) {
-		if ((err = pageable_read(cl, dev, host, s->copy_bytes, &enq[i], &copy[i])))
+		if ((err = pageable_read(cl, dev, host, s->copy_bytes, &unused, &c)))
 			break;
-		c = copy[i];
 		t0 = mb_now_s();
 		if ((err = mb_spin_enqueue(&sp, cl->compute, BESIDE_SPIN * c, NULL)) ||
 		    (err = mb_cl_check(cl, clFinish(cl->compute), "clFinish", "compute queue")))
@@ -170,11 +203,8 @@ static int pageable_beside(const struct mb_cl *cl, const struct mb_profile_measu
 			break;
 		exposed[i] = fmin(1, fmax(0, (mb_now_s() - t0 - spin) / c));
 	}
-	if (!err) {
-		p->pageable_holds_host = mb_spread_of(enq, reps).median >
-					 HOLD_PART * mb_spread_of(copy, reps).median;
+	if (!err)
 		p->pageable_exposed_frac = mb_spread_of(exposed, reps).median;
-	}
 out:
 	/* nothing of ours may still run when its memory goes */
 	clFinish(cl->compute);
@@ -394,16 +424,16 @@ static int norm_once(struct rig *g, const struct probe *p, double *t)
 
 /*
  * A copy figure's sample: one copy of the whole buffers, or SMALL_COPY_REPS
- * small ones around them (mb_bw_measure_spread), by the events, as a step
- * times its copies, except for a pageable copy that holds the host
- * (pageable_holds_host: the driver stages it in the enqueue call, before
- * its event starts), and where the driver gives no event times: by the
- * host clock, what a caller waits, less, for a small pageable copy, what
- * the host loses on any command (the profile's command_latency_us, which
- * the model charges apart): a small copy's host time is otherwise much of
- * it the launch's. (Pageable copies were all timed by the host clock
- * before issue 45's last change; on PoCL a 1 MiB copy's latency, 20-80 us
- * from one profile to the next, was then most of what the clock saw.)
+ * small ones around them (mb_bw_measure_spread: half of them of a source
+ * just written, so their bytes over their summed time, not a median), by
+ * the events, as a step times its copies, except for a pageable copy that
+ * holds the host (pageable_holds_host: the driver stages it in the enqueue
+ * call, before its event starts), and where the driver gives no event
+ * times: by the host clock, what a caller waits, less, for a small
+ * pageable copy, what the host loses on any command (the profile's
+ * command_latency_us, which the model charges apart): a small copy's host
+ * time is otherwise much of it the launch's. On PoCL that latency moved
+ * by 20-80 us from one profile to the next, most of a 1 MiB copy's time.
  */
 static int copy_once(struct rig *g, const struct probe *p, double *t)
 {
@@ -419,12 +449,12 @@ static int copy_once(struct rig *g, const struct probe *p, double *t)
 	if ((err = p->spread ? mb_bw_measure_spread(g->bw[p->pinned], bytes, p->dir, n, &r)
 			     : mb_bw_measure(g->bw[p->pinned], bytes, p->dir, n, &r)))
 		return err;
-	events = p->pinned || !g->pageable_holds_host ? r.device_gbs.median : NAN;
+	events = p->pinned || !g->pageable_holds_host ? r.device_overall_gbs : NAN;
 	if (isfinite(events) && events > 0) {
 		*t = n * moved / (1e9 * events);
 		return 0;
 	}
-	one = moved / (1e9 * r.host_gbs.median);
+	one = moved / (1e9 * r.host_overall_gbs);
 	if (!p->pinned && p->spread && one > 1e-6 * g->latency_us)
 		one -= 1e-6 * g->latency_us;
 	*t = n * one;
@@ -1236,9 +1266,9 @@ int mb_profile_measure(const struct mb_cl *cl, const struct mb_profile_measure_s
 		 mb_precision_names[s->ns_precision[MB_NS_STANDARD]]);
 	snprintf(p->device, sizeof(p->device), "%.100s (%.60s, driver %.60s), measured",
 		 cl->info.name, cl->info.platform_name, cl->info.driver);
-	/* pageable_beside first: whether a pageable copy holds the host decides its clock */
-	if (!(err = copies(cl, s, p)) && !(err = pageable_beside(cl, s, p)) &&
-	    !(err = rates_in_rounds(cl, s, p)) && s->report)
+	/* pageable_holds first: whether a pageable copy holds the host decides its clock */
+	if (!(err = copies(cl, s, p)) && !(err = pageable_holds(cl, s, p)) &&
+	    !(err = rates_in_rounds(cl, s, p)) && !(err = pageable_beside(cl, s, p)) && s->report)
 		s->report->total_s = mb_now_s() - t0;
 	return err;
 }

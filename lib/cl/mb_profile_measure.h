@@ -5,13 +5,16 @@
  * mb_nsbench, the elementwise kernels by their events, the host optimizer's
  * own loops (mb_hostopt) by the host clock.
  *
- *   copies      COPY_BYTES each way, pinned and pageable, and both ways at
- *               once: pinned by the device's events (the host clock where
- *               the driver gives none), pageable by the host clock (what a
- *               caller waits, staging included);
- *   holds host  when a pageable copy's events time it well faster (1.5x)
- *               than the host waits for it, against the same ratio pinned:
- *               the driver stages it on the host's thread;
+ *   holds host  before the rounds, when a pageable copy's enqueue call
+ *               takes over half its time: the driver stages it on the
+ *               host's thread, before its event starts;
+ *   copies      in the rounds, COPY_BYTES each way, pinned and pageable,
+ *               and both ways at once, and 1 MiB ones around them, every
+ *               other one's source written shortly before it
+ *               (mb_bw_measure_spread): by the device's events, but a
+ *               pageable copy that holds the host by the host clock (what
+ *               a caller waits, staging included), and any copy where the
+ *               driver gives no event times;
  *   rounds      Newton-Schulz by each method on each of the NS shapes, a
  *               ladder point each (by the method's FLOPs), its GEMMs alone
  *               on the last shape (standard: the forward/backward's rate),
