@@ -194,8 +194,8 @@ static unsigned ahead(const struct side *s)
  * wrote), by the device for a D2H (a kernel's update or momentum). A
  * failure is S's error, as a copy's is. The device's fill is OpenCL's own
  * (mb_cl.h warns of it past 2^31 bytes, and these are copies of at most a
- * few MiB): mb_cl_fill writes whole 4-byte words, and a copy may be of
- * any size.
+ * few MiB): mb_cl_fill writes whole 4-byte words, where a copy may be of
+ * any size, and is not for two threads on one CL, where "both" has them.
  */
 static void produce(struct side *s, unsigned i)
 {

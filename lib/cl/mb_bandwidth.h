@@ -93,15 +93,15 @@ int mb_bw_measure(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, u
  * memory last touched a lap before, which no cache smaller than the
  * buffers holds; every other copy's source (the odd copies') is written,
  * untimed, 4 MiB of copies before it (fewer where the buffers hold fewer,
- * and for the first few):
- * by the host for an H2D, by the device (a fill on the copy queue) for a
- * D2H, copy i's bytes all i % 255 + 1. That is how a step copies: about
- * half of it what it has just produced (an update, the bf16 params the host
- * optimizer wrote), still in the last-level cache, half what it produced
- * long before (the momentum, the grads). On a CPU device, where a copy is
- * a memcpy, a source in the cache makes a 1 MiB copy 1.3-1.7x faster than
- * one of memory that no cache holds. r->memcpy_gbs is a memcpy of the
- * whole buffers.
+ * and for the first few): by the host for an H2D, by the device (a fill on
+ * the copy queue) for a D2H, copy i's bytes all i % 255 + 1. That is how a
+ * step copies: about half of it what it has just produced (an update, the
+ * bf16 params the host optimizer wrote), still in the last-level cache,
+ * half what it produced long before (the momentum, the grads). On a CPU
+ * device, where a copy is a memcpy, a source in the cache makes a 1 MiB
+ * copy 1.3-1.7x faster than one of memory that no cache holds. The two
+ * kinds' figure together is r->device_overall_gbs (or host_overall_gbs).
+ * r->memcpy_gbs is a memcpy of the whole buffers.
  */
 int mb_bw_measure_spread(struct mb_bw_buffers *b, uint64_t bytes, enum mb_bw_dir dir, unsigned reps,
 			 struct mb_bw_result *r);

@@ -425,7 +425,8 @@ static int norm_once(struct rig *g, const struct probe *p, double *t)
 /*
  * A copy figure's sample: one copy of the whole buffers, or SMALL_COPY_REPS
  * small ones around them (mb_bw_measure_spread: half of them of a source
- * just written, so their bytes over their summed time, not a median), by
+ * written shortly before, so their bytes over their summed time, not a
+ * median), by
  * the events, as a step times its copies, except for a pageable copy that
  * holds the host (pageable_holds_host: the driver stages it in the enqueue
  * call, before its event starts), and where the driver gives no event
